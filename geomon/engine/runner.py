@@ -1,0 +1,166 @@
+"""Asking a model a batch of questions through the store: cached answers first, the rest once.
+
+Every answer is written the moment it arrives, so a run killed half-way keeps what it got and a
+rerun asks only for what is missing. The engine (a local llama-server for a bundled model, or
+the endpoint's client) is started only when something is missing: an immediate rerun makes zero
+model calls and starts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from geomon.engine.client import GenerationRequest, GenerationResult, OpenAICompatibleClient
+from geomon.engine.local import running_server
+from geomon.engine.registry import ModelSpec, bundled_model_path, file_sha256
+from geomon.engine.store import ResponseStore, response_key
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunStats:
+    requested: int = 0
+    cached: int = 0
+    asked: int = 0
+    answered: int = 0
+    failed: int = 0
+    model_calls: int = 0  # HTTP requests sent to the model, retries included
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class EngineOptions:
+    slots: int = 8  # parallel sequences in the local engine; also the client's concurrency
+    threads: int | None = None
+    ctx_per_slot: int = 1024
+    timeout_s: float = 120.0
+    max_retries: int = 4
+
+
+def model_identity(spec: ModelSpec) -> str:
+    """What the store's key says about the model: the weights themselves where geomon has them."""
+    if spec.bundled:
+        return f"gguf-sha256:{file_sha256(bundled_model_path(spec.bundled))}"
+    return f"endpoint:{spec.name}|{spec.base_url}|{spec.model_id}"
+
+
+def engine_name(spec: ModelSpec) -> str:
+    return "llama-server" if spec.bundled else f"openai-compatible:{spec.base_url}"
+
+
+@contextlib.contextmanager
+def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterator[OpenAICompatibleClient]:
+    """A client for the model: a local llama-server for bundled files, else the endpoint itself."""
+    options = options or EngineOptions()
+    if spec.bundled:
+        with running_server(bundled_model_path(spec.bundled), alias=spec.name, slots=options.slots,
+                            threads=options.threads, ctx_per_slot=options.ctx_per_slot) as base_url:
+            yield OpenAICompatibleClient(base_url, spec.name, concurrency=options.slots,
+                                         timeout_s=options.timeout_s, max_retries=options.max_retries)
+    else:
+        yield OpenAICompatibleClient(spec.base_url or "", spec.model_id or "", spec.api_key,
+                                     concurrency=options.slots, timeout_s=options.timeout_s,
+                                     max_retries=options.max_retries)
+
+
+class _Progress:
+    """Log lines a person can follow during a long generation."""
+
+    def __init__(self, model: str, total: int, every_s: float = 10.0) -> None:
+        self.model, self.total, self.every_s = model, total, every_s
+        self.done = 0
+        self.started = self.last = time.monotonic()
+
+    def tick(self) -> None:
+        self.done += 1
+        now = time.monotonic()
+        if now - self.last >= self.every_s or self.done == self.total:
+            rate = self.done / max(now - self.started, 1e-9)
+            eta = (self.total - self.done) / rate if rate else float("inf")
+            log.info("%s: %d/%d answered (%.2f req/s, eta %.0fs)", self.model, self.done, self.total, rate, eta)
+            self.last = now
+
+
+def ask(
+    spec: ModelSpec,
+    requests: Sequence[GenerationRequest],
+    store: ResponseStore,
+    *,
+    epoch: str = "",
+    options: EngineOptions | None = None,
+    client: OpenAICompatibleClient | None = None,
+) -> tuple[pd.DataFrame, RunStats]:
+    """Answers to ``requests`` in order (columns key, text, error, cached, ...), and what it cost.
+
+    ``epoch`` names a cache generation: a new epoch re-asks everything on purpose (drift probes),
+    while the answers of earlier epochs stay stored. ``client`` reuses an already open client.
+    """
+    started = time.monotonic()
+    identity = model_identity(spec)
+    keys = [response_key(identity, r, epoch) for r in requests]
+    stored = store.get_many(keys)
+    stats = RunStats(requested=len(requests), cached=sum(k in stored for k in set(keys)))
+    # Duplicate requests in one batch are asked once.
+    first_index = {k: i for i, k in reversed(list(enumerate(keys)))}
+    missing = sorted(i for k, i in first_index.items() if k not in stored)
+    asked_keys = {keys[i] for i in missing}
+    errors: dict[str, str] = {}
+    if missing:
+        log.info("%s: %d of %d requests not in the store; asking the model", spec.name, len(missing), len(requests))
+        stats.asked = len(missing)
+        progress = _Progress(spec.name, len(missing))
+        engine = engine_name(spec)
+
+        def keep(j: int, result: GenerationResult) -> None:
+            i = missing[j]
+            store.put(keys[i], spec.name, identity, epoch, requests[i], result, engine)
+            if result.ok:
+                stats.answered += 1
+            else:
+                stats.failed += 1
+                errors[keys[i]] = result.error or "unknown error"
+            progress.tick()
+
+        async def run(c: OpenAICompatibleClient) -> None:
+            try:
+                await c.generate([requests[i] for i in missing], on_result=keep)
+            finally:
+                await c.aclose()
+
+        if client is not None:
+            calls_before = client.calls
+            asyncio.run(client.generate([requests[i] for i in missing], on_result=keep))
+            stats.model_calls = client.calls - calls_before
+        else:
+            with open_client(spec, options) as fresh:
+                asyncio.run(run(fresh))
+                stats.model_calls = fresh.calls
+        stored.update(store.get_many([keys[i] for i in missing]))
+    rows = []
+    for key in keys:
+        row = stored.get(key)
+        if row is None:
+            rows.append({"key": key, "text": None, "error": errors.get(key, "not answered"), "cached": False,
+                         "finish_reason": None, "latency_s": None, "prompt_tokens": None,
+                         "completion_tokens": None, "logprobs": None})
+            continue
+        rows.append({
+            "key": key, "text": row["text"], "error": None, "cached": key not in asked_keys,
+            "finish_reason": row["finish_reason"], "latency_s": row["latency_s"],
+            "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
+            "logprobs": json.loads(row["logprobs"]) if row["logprobs"] else None,
+        })
+    stats.seconds = time.monotonic() - started
+    return pd.DataFrame(rows), stats

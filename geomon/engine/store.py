@@ -1,0 +1,212 @@
+"""Content-addressed response store: the same question to the same model is asked once.
+
+The key hashes the model's identity (sha256 of a bundled weights file; name + base URL + served
+model id for an endpoint), the full messages or prompt, every sampling parameter, the sample index
+and the cache epoch. SQLite by default (WAL, safe for several writer processes), PostgreSQL by URL.
+Answers and errors live in separate tables: an error is never served as an answer, and a rerun
+asks again for exactly the requests that have no answer yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from geomon.engine.client import GenerationRequest, GenerationResult
+
+metadata = sa.MetaData()
+
+responses = sa.Table(
+    "responses",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("model", sa.String(200), nullable=False, index=True),
+    sa.Column("model_identity", sa.String(500), nullable=False),
+    sa.Column("epoch", sa.String(100), nullable=False, default=""),
+    sa.Column("request", sa.Text, nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("finish_reason", sa.String(50)),
+    sa.Column("prompt_tokens", sa.Integer),
+    sa.Column("completion_tokens", sa.Integer),
+    sa.Column("latency_s", sa.Float),
+    sa.Column("attempts", sa.Integer),
+    sa.Column("engine", sa.String(100)),
+    sa.Column("logprobs", sa.Text),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+errors = sa.Table(
+    "response_errors",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("key", sa.String(64), nullable=False, index=True),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("epoch", sa.String(100), nullable=False, default=""),
+    sa.Column("request", sa.Text, nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("attempts", sa.Integer),
+    sa.Column("engine", sa.String(100)),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+
+def response_key(model_identity: str, request: GenerationRequest, epoch: str = "") -> str:
+    body = {"model": model_identity, "request": request.payload(), "epoch": epoch}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def normalize_url(url: str) -> str:
+    """A plain ``postgresql://`` URL would pick psycopg3, which is not installed (DESIGN.md)."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg2://" + url.split("://", 1)[1]
+    return url
+
+
+class ResponseStore:
+    """Stored answers of every model geomon asked."""
+
+    def __init__(self, url: str) -> None:
+        self.url = normalize_url(url)
+        if self.url.startswith("sqlite:///"):
+            Path(self.url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            self.engine = sa.create_engine(self.url, connect_args={"timeout": 60})
+            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
+        else:
+            self.engine = sa.create_engine(self.url, pool_pre_ping=True)
+        metadata.create_all(self.engine)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def _insert(self, table: sa.Table) -> Any:
+        if self.dialect == "postgresql":
+            return postgresql.insert(table)
+        if self.dialect == "sqlite":
+            return sqlite.insert(table)
+        raise ValueError(f"response store {self.url!r}: only SQLite and PostgreSQL are supported")
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                rows = conn.execute(sa.select(responses).where(responses.c.key.in_(chunk))).mappings()
+                found.update({row["key"]: dict(row) for row in rows})
+        return found
+
+    def put(self, key: str, model: str, model_identity: str, epoch: str, request: GenerationRequest,
+            result: GenerationResult, engine: str) -> None:
+        """Keep an answer (or its error). An answer already stored under the key is never replaced."""
+        request_json = json.dumps(request.payload(), ensure_ascii=False)
+        with self.engine.begin() as conn:
+            if result.ok:
+                stmt = self._insert(responses).values(
+                    key=key, model=model, model_identity=model_identity, epoch=epoch, request=request_json,
+                    text=result.text or "", finish_reason=result.finish_reason,
+                    prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+                    latency_s=result.latency_s, attempts=result.attempts, engine=engine,
+                    logprobs=json.dumps(result.logprobs) if result.logprobs is not None else None,
+                    created_at=_now(),
+                ).on_conflict_do_nothing(index_elements=["key"])
+            else:
+                stmt = sa.insert(errors).values(
+                    key=key, model=model, epoch=epoch, request=request_json, error=result.error,
+                    attempts=result.attempts, engine=engine, created_at=_now(),
+                )
+            conn.execute(stmt)
+
+    def summary(self) -> pd.DataFrame:
+        """Answers and errors per model and epoch."""
+        with self.engine.connect() as conn:
+            ans = pd.read_sql(
+                sa.select(responses.c.model, responses.c.epoch, sa.func.count().label("answers"),
+                          sa.func.min(responses.c.created_at).label("first"),
+                          sa.func.max(responses.c.created_at).label("last"))
+                .group_by(responses.c.model, responses.c.epoch), conn)
+            err = pd.read_sql(
+                sa.select(errors.c.model, errors.c.epoch, sa.func.count().label("errors"))
+                .group_by(errors.c.model, errors.c.epoch), conn)
+        out = ans.merge(err, on=["model", "epoch"], how="outer")
+        out[["answers", "errors"]] = out[["answers", "errors"]].fillna(0).astype(int)
+        return out.sort_values(["model", "epoch"]).reset_index(drop=True)
+
+    def _filters(self, table: sa.Table, model: str | None, epoch: str | None,
+                 before: datetime | None) -> list[Any]:
+        conds = []
+        if model is not None:
+            conds.append(table.c.model == model)
+        if epoch is not None:
+            conds.append(table.c.epoch == epoch)
+        if before is not None:
+            conds.append(table.c.created_at < before)
+        return conds
+
+    def export(self, path: str | Path, model: str | None = None, epoch: str | None = None) -> int:
+        """Write stored answers as JSON Lines (one object per answer); returns the row count."""
+        with self.engine.connect() as conn:
+            frame = pd.read_sql(
+                sa.select(responses).where(*self._filters(responses, model, epoch, None)).order_by(responses.c.created_at),
+                conn,
+            )
+        frame["created_at"] = frame["created_at"].astype(str)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        frame.to_json(path, orient="records", lines=True, force_ascii=False)
+        return len(frame)
+
+    def prune(self, model: str | None = None, epoch: str | None = None, before: datetime | None = None,
+              errors_only: bool = False) -> dict[str, int]:
+        """Delete stored rows matching every given filter; at least one filter is required."""
+        if model is None and epoch is None and before is None and not errors_only:
+            raise ValueError("prune needs at least one of model, epoch, before or errors_only")
+        deleted = {"answers": 0, "errors": 0}
+        with self.engine.begin() as conn:
+            if not errors_only:
+                deleted["answers"] = conn.execute(
+                    sa.delete(responses).where(*self._filters(responses, model, epoch, before))).rowcount
+            deleted["errors"] = conn.execute(
+                sa.delete(errors).where(*self._filters(errors, model, epoch, before))).rowcount
+        return deleted
+
+    def count(self, model: str | None = None) -> int:
+        with self.engine.connect() as conn:
+            stmt = sa.select(sa.func.count()).select_from(responses)
+            if model is not None:
+                stmt = stmt.where(responses.c.model == model)
+            return int(conn.execute(stmt).scalar_one())
+
+    def error_rows(self, model: str | None = None) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            stmt = sa.select(errors)
+            if model is not None:
+                stmt = stmt.where(errors.c.model == model)
+            return [dict(r) for r in conn.execute(stmt).mappings()]
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    # WAL lets readers and one writer work at once; busy_timeout makes other writers wait, not fail.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=60000")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def iter_chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
