@@ -126,12 +126,22 @@ class OpenAICompatibleClient:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        self.timeout_s = timeout_s
         self.calls = 0  # HTTP requests sent, retries included
-        # openai's own retries are off: ours count attempts and cover every engine the same way.
-        self._client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=api_key, timeout=timeout_s, max_retries=0
-        )
         self._api_key = api_key
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._async_client: openai.AsyncOpenAI | None = None
+
+    @property
+    def _client(self) -> openai.AsyncOpenAI:
+        """An AsyncOpenAI bound to the running event loop (its connection pool cannot outlive a loop)."""
+        loop = asyncio.get_running_loop()
+        if self._async_client is None or self._loop is not loop:
+            # openai's own retries are off: ours count attempts and cover every engine the same way.
+            self._async_client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key,
+                                                    timeout=self.timeout_s, max_retries=0)
+            self._loop = loop
+        return self._async_client
 
     async def list_models(self) -> list[str]:
         """The model ids the endpoint serves (``GET /models``)."""
@@ -214,4 +224,6 @@ class OpenAICompatibleClient:
         return list(await asyncio.gather(*(run(i, r) for i, r in enumerate(requests))))
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._async_client is not None and self._loop is asyncio.get_running_loop():
+            await self._async_client.close()
+        self._async_client = None

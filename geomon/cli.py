@@ -1,0 +1,209 @@
+"""The ``geomon`` command: run the benchmarks, list models, serve a bundled model, manage the store."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from geomon.config import ConfigError, load_settings
+from geomon.engine.registry import RegistryError, bundled_model_path, find_model
+
+log = logging.getLogger("geomon")
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    for noisy in ("httpx", "httpx2", "openai", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _dagster_home() -> Path:
+    """DAGSTER_HOME defaults to the folder holding dagster.yaml (the repository root)."""
+    home = os.environ.get("DAGSTER_HOME")
+    if not home:
+        if not Path("dagster.yaml").exists():
+            raise ConfigError("set DAGSTER_HOME (a folder with dagster.yaml) or run from the repository root")
+        home = str(Path.cwd())
+        os.environ["DAGSTER_HOME"] = home
+    return Path(home)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from geomon.definitions import defs
+    from geomon.defs.resources import models_partitions
+
+    settings = load_settings(args.config)
+    specs = settings.models()
+    if args.models:
+        specs = [find_model(specs, name) for name in args.models.split(",")]
+    home = _dagster_home()
+    instance = dg.DagsterInstance.get()
+    new = [s.name for s in specs if not instance.has_dynamic_partition(models_partitions.name, s.name)]
+    if new:
+        instance.add_dynamic_partitions(models_partitions.name, new)
+    assets = list(defs.assets or [])
+    checks = list(defs.asset_checks or [])
+    resources = dict(defs.resources or {})
+    prompt_config = {"sample_countries": args.sample}
+    if args.year:
+        prompt_config["year"] = args.year
+    quiet = {"loggers": {"console": {"config": {"log_level": "DEBUG" if args.verbose else "WARNING"}}}}
+    run_config = {**quiet, "ops": {"worldbench__prompts": {"config": prompt_config}}}
+
+    def run(selection: dg.AssetSelection, partition_key: str | None = None, config: dict | None = None) -> None:
+        result = dg.materialize([*assets, *checks], instance=instance, resources=resources, selection=selection,
+                                partition_key=partition_key, run_config=config or quiet, raise_on_error=True)
+        failed = [c for c in result.get_asset_check_evaluations() if not c.passed]
+        for check in failed:
+            log.warning("check %s on %s failed: %s", check.check_name, check.asset_key.to_user_string(),
+                        {k: v.value for k, v in check.metadata.items()})
+
+    started = time.monotonic()
+    key = dg.AssetKey
+    log.info("materializing World Bank data and WorldBench prompts (sample=%s)", args.sample or "all countries")
+    run(dg.AssetSelection.assets(key(["worldbank", "economies"]), key(["worldbank", "indicators"]),
+                                 key(["worldbench", "prompts"])), config=run_config)
+    per_model = dg.AssetSelection.assets(key(["worldbench", "responses"]), key(["worldbench", "scores"]),
+                                         key(["worldbench", "disparity"]))
+    for spec in specs:
+        log.info("materializing WorldBench for %s", spec.name)
+        run(per_model, partition_key=spec.name)
+    run(dg.AssetSelection.assets(key(["worldbench", "leaderboard"])))
+    value = instance.get_latest_materialization_event(key(["worldbench", "leaderboard"]))
+    report = settings.results_dir / "worldbench" / "report.html"
+    print()
+    print(f"WorldBench done in {time.monotonic() - started:.0f}s for {', '.join(s.name for s in specs)}.")
+    if value is not None:
+        md = value.asset_materialization.metadata.get("leaderboard")
+        if md is not None:
+            print(md.value)
+    print(f"\nResults: {report.parent} (leaderboard.csv, per-model CSVs)\nReport:  {report}")
+    print(f"Dagster instance: {home} — open the UI with `make ui` (dagster dev, http://127.0.0.1:3000)")
+    return 0
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from geomon.engine.runner import model_identity
+
+    settings = load_settings(args.config)
+    for spec in settings.models():
+        where = f"bundled {bundled_model_path(spec.bundled)}" if spec.bundled else f"{spec.base_url} ({spec.model_id})"
+        identity = model_identity(spec) if args.identity else ""
+        print(f"{spec.name:28s} {spec.kind:5s} {where} {identity}")
+    return 0
+
+
+def cmd_serve_local(args: argparse.Namespace) -> int:
+    from geomon.engine.local import running_server
+
+    settings = load_settings(args.config)
+    spec = find_model(settings.models(), args.model)
+    if not spec.bundled:
+        raise RegistryError(f"model {spec.name!r} is an endpoint ({spec.base_url}), not a bundled model")
+    with running_server(bundled_model_path(spec.bundled), alias=spec.name, slots=args.slots, port=args.port,
+                        threads=args.threads) as base_url:
+        print(f"{spec.name} is served at {base_url} (OpenAI-compatible; model id {spec.name!r}). Ctrl-C stops it.",
+              flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    """One question to one model through the store (a quick way to see a model answer)."""
+    from geomon.engine.client import GenerationRequest
+    from geomon.engine.runner import ask
+
+    settings = load_settings(args.config)
+    spec = find_model(settings.models(), args.model)
+    if spec.kind == "chat":
+        request = GenerationRequest("chat", messages=({"role": "user", "content": args.text},), params=spec.params)
+    else:
+        request = GenerationRequest("completion", prompt=f"Question: {args.text}\nAnswer:",
+                                    params={**spec.params, "stop": ["\n"]})
+    frame, stats = ask(spec, [request], settings.store(), options=settings.engine)
+    row = frame.iloc[0]
+    print(row["text"] if row["error"] is None else f"error: {row['error']}")
+    print(f"({'from the store' if row['cached'] else 'asked'}; model calls: {stats.model_calls})", file=sys.stderr)
+    return 0
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    store = settings.store()
+    if args.action == "list":
+        summary = store.summary()
+        print(summary.to_string(index=False) if len(summary) else "the store is empty")
+    elif args.action == "export":
+        n = store.export(args.out, model=args.model, epoch=args.epoch)
+        print(f"wrote {n} answers to {args.out}")
+    elif args.action == "prune":
+        before = datetime.fromisoformat(args.before).replace(tzinfo=UTC) if args.before else None
+        deleted = store.prune(model=args.model, epoch=args.epoch, before=before, errors_only=args.errors_only)
+        print(f"deleted {deleted['answers']} answers and {deleted['errors']} errors")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="geomon", description=__doc__)
+    parser.add_argument("--config", help="settings file (default: $GEOMON_CONFIG or ./geomon.yaml)")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="materialize the WorldBench graph for every registered model")
+    run.add_argument("--sample", type=int, default=0, help="ask about N countries spread over the regions (0 = all)")
+    run.add_argument("--models", help="comma-separated model names (default: all registered)")
+    run.add_argument("--year", type=int, help="ask for a given year's value (the paper's 2016/2021 variant)")
+    run.set_defaults(func=cmd_run)
+
+    models = sub.add_parser("models", help="list registered models")
+    models.add_argument("--identity", action="store_true", help="also print the identity the store keys on")
+    models.set_defaults(func=cmd_models)
+
+    serve = sub.add_parser("serve-local", help="serve a bundled model over an OpenAI-compatible API on 127.0.0.1")
+    serve.add_argument("model")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--slots", type=int, default=8, help="sequences decoded together")
+    serve.add_argument("--threads", type=int)
+    serve.set_defaults(func=cmd_serve_local)
+
+    ask = sub.add_parser("ask", help="ask one model one question (through the store)")
+    ask.add_argument("model")
+    ask.add_argument("text")
+    ask.set_defaults(func=cmd_ask)
+
+    store = sub.add_parser("store", help="list, export or prune stored responses")
+    store.add_argument("action", choices=["list", "export", "prune"])
+    store.add_argument("--model")
+    store.add_argument("--epoch")
+    store.add_argument("--before", help="prune: only rows stored before this ISO date/time (UTC)")
+    store.add_argument("--errors-only", action="store_true", help="prune: only the recorded errors")
+    store.add_argument("--out", default="responses.jsonl", help="export: JSON Lines file")
+    store.set_defaults(func=cmd_store)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _setup_logging(args.verbose)
+    try:
+        return args.func(args)
+    except (ConfigError, RegistryError, ValueError) as exc:
+        print(f"geomon: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""Settings from ``geomon.yaml`` and the environment.
+
+The file holds what users edit (models, data sources, store, engine); the environment overrides
+it per deployment and is the only place secrets come from:
+
+- ``GEOMON_CONFIG``: path of the settings file (default ``./geomon.yaml`` if it exists)
+- ``GEOMON_STORE_URL``: response/metric store (``sqlite:///…`` or ``postgresql://…``)
+- ``GEOMON_WORLDBANK_SNAPSHOT``: a WDI bulk-CSV directory (offline); ``none`` to go live
+- ``GEOMON_WORLDBANK_API_URL``: World Bank API base URL (live)
+- ``GEOMON_RESULTS_DIR``: where reports and CSVs are written
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from geomon.engine.registry import ModelSpec, RegistryError, load_registry
+from geomon.engine.runner import EngineOptions
+from geomon.sources.worldbank import DEFAULT_API_URL
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class Settings:
+    config_path: Path | None
+    store_url: str
+    results_dir: Path
+    worldbank_snapshot: Path | None
+    worldbank_api_url: str
+    engine: EngineOptions = field(default_factory=EngineOptions)
+
+    def models(self) -> list[ModelSpec]:
+        return load_registry(self.config_path)
+
+    def store(self) -> Any:
+        from geomon.engine.store import ResponseStore
+
+        return ResponseStore(self.store_url)
+
+
+def _resolve(base: Path, value: str | None) -> Path | None:
+    if value in (None, "", "none"):
+        return None
+    path = Path(os.path.expanduser(value))
+    return path if path.is_absolute() else (base / path).resolve()
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    """Settings from a file (or ``GEOMON_CONFIG``, or ``./geomon.yaml``) with environment overrides."""
+    path = path or os.environ.get("GEOMON_CONFIG")
+    if path is None and Path("geomon.yaml").exists():
+        path = "geomon.yaml"
+    doc: dict[str, Any] = {}
+    base = Path.cwd()
+    if path is not None:
+        path = Path(path).resolve()
+        if not path.exists():
+            raise ConfigError(f"settings file {path} does not exist")
+        try:
+            doc = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"settings file {path} is not valid YAML: {exc}") from exc
+        base = path.parent
+    known = {"store_url", "results_dir", "worldbank", "engine", "models", "include_bundled"}
+    unknown = set(doc) - known
+    if unknown:
+        raise ConfigError(f"settings file {path}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
+    wb = doc.get("worldbank") or {}
+    home = base / "var"
+    store_url = os.environ.get("GEOMON_STORE_URL") or doc.get("store_url") or f"sqlite:///{home / 'geomon.sqlite'}"
+    if store_url.startswith("sqlite:///") and not store_url.startswith("sqlite:////"):
+        store_url = f"sqlite:///{(base / store_url.removeprefix('sqlite:///')).resolve()}"
+    snapshot = os.environ.get("GEOMON_WORLDBANK_SNAPSHOT", wb.get("snapshot"))
+    engine_doc = doc.get("engine") or {}
+    try:
+        engine = EngineOptions(**engine_doc)
+    except TypeError as exc:
+        raise ConfigError(f"settings file {path}: engine: {exc}") from exc
+    settings = Settings(
+        config_path=path,
+        store_url=store_url,
+        results_dir=_resolve(base, os.environ.get("GEOMON_RESULTS_DIR", doc.get("results_dir"))) or home / "results",
+        worldbank_snapshot=_resolve(base, snapshot),
+        worldbank_api_url=os.environ.get("GEOMON_WORLDBANK_API_URL", wb.get("api_url", DEFAULT_API_URL)),
+        engine=engine,
+    )
+    try:
+        settings.models()  # fail early, naming the file, rather than mid-run
+    except RegistryError as exc:
+        raise ConfigError(str(exc)) from exc
+    return settings

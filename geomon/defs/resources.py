@@ -1,0 +1,26 @@
+"""Dagster resources: geomon's settings, registry, store and engine, handed to assets."""
+
+
+import dagster as dg
+
+from geomon.config import Settings, load_settings
+from geomon.engine.registry import ModelSpec, find_model
+from geomon.engine.store import ResponseStore
+
+# Every model is a partition; the sensor and `geomon run` add them from the registry.
+models_partitions = dg.DynamicPartitionsDefinition(name="models")
+
+
+class GeomonResource(dg.ConfigurableResource):
+    """Settings file (``geomon.yaml``) with environment overrides; see geomon.config."""
+
+    config_path: str | None = None
+
+    def settings(self) -> Settings:
+        return load_settings(self.config_path)
+
+    def model(self, name: str) -> ModelSpec:
+        return find_model(self.settings().models(), name)
+
+    def store(self) -> ResponseStore:
+        return ResponseStore(self.settings().store_url)

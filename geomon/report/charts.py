@@ -1,0 +1,66 @@
+"""Charts and tables for materialization metadata and the HTML report."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import pandas as pd
+
+
+def _figure_png(fig) -> bytes:  # noqa: ANN001 - matplotlib Figure
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def group_error_chart(disparity: pd.DataFrame, title: str) -> bytes:
+    """Bar charts of mean error per region and per income group (overall, all indicators)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    overall = disparity[(disparity["indicator"] == "all") & ~disparity["group"].astype(str).str.startswith("disparity_")]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    for ax, cat in zip(axes, ("region", "income_group"), strict=True):
+        part = overall[overall["categorization"] == cat].sort_values("mean_error")
+        ax.barh(part["group"], part["mean_error"], color="#4c72b0")
+        base = disparity[(disparity["indicator"] == "all") & (disparity["categorization"] == cat)
+                         & (disparity["group"] == "disparity_mean")]
+        ax.set_title(f"{cat.replace('_', ' ')}: disparity {base['mean_error'].iloc[0]:.3f} "
+                     f"(random {base['baseline'].iloc[0]:.3f})", fontsize=9)
+        ax.set_xlabel("mean absolute relative error")
+        ax.set_xlim(0, 1)
+    fig.suptitle(title, fontsize=10)
+    return _figure_png(fig)
+
+
+def error_by_year_chart(by_year: pd.DataFrame, title: str) -> bytes:
+    """Error against each single data year, paired with the default ground truth."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    years = by_year.dropna(subset=["year"])
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.plot(years["year"].astype(int), years["delta_vs_default"], marker="o")
+    ax.axhline(0, color="grey", linestyle="--", linewidth=1, label="latest-3-year mean (default)")
+    ax.set_xlabel("ground-truth year")
+    ax.set_ylabel("error − default error (paired)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    return _figure_png(fig)
+
+
+def png_markdown(png: bytes, alt: str) -> str:
+    """Markdown embedding a PNG inline, which the Dagster UI renders in metadata."""
+    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})"
+
+
+def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
+    return frame.to_markdown(index=False, floatfmt=floatfmt)

@@ -1,0 +1,47 @@
+"""The WorldBench report: CSVs and one self-contained HTML page."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from geomon.report import charts
+
+
+def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
+    """Write leaderboard.csv, per-model tables and report.html into ``out_dir``; returns the HTML path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    board.to_csv(out_dir / "leaderboard.csv", index=False)
+    sections = [
+        "<h1>geomon — WorldBench</h1>",
+        "<p>Absolute relative error |a−b|/max(a,b) against World Bank ground truth (mean of the latest three "
+        "years); disparity = max − min of group mean errors; baseline = the same countries randomly "
+        "re-categorized (10 seeded trials).</p>",
+        board.to_html(index=False, float_format=lambda v: f"{v:.3f}"),
+    ]
+    for model, result in sorted(results.items()):
+        model_dir = out_dir / model
+        model_dir.mkdir(exist_ok=True)
+        for name in ("disparity", "by_year", "citations", "countries"):
+            result[name].to_csv(model_dir / f"{name}.csv", index=False)
+        group_png = charts.group_error_chart(result["disparity"], f"WorldBench — {model}")
+        year_png = charts.error_by_year_chart(result["by_year"], f"Data year matched — {model}")
+        sections += [
+            f"<h2>{html.escape(model)}</h2>",
+            _img(group_png), _img(year_png),
+            result["by_year"].to_html(index=False, float_format=lambda v: f"{v:.3f}"),
+        ]
+    page = out_dir / "report.html"
+    page.write_text("<!doctype html><meta charset='utf-8'><title>geomon WorldBench</title>"
+                    "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
+                    "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
+                    + "\n".join(sections))
+    return page
+
+
+def _img(png: bytes) -> str:
+    return f"<img src='data:image/png;base64,{base64.b64encode(png).decode()}'>"

@@ -1,0 +1,276 @@
+"""WorldBench (Moayeri et al.): World Bank indicators of every country, asked of each model.
+
+A suite is data + three functions: ``build_prompts`` (snapshot → one prompt per indicator and
+country), ``score`` (responses → parsed numbers and errors) and ``diagnose`` (scores → per-group
+errors, disparity, random baseline, citation hallucination and the best-matching data year).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geomon.engine.client import GenerationRequest
+from geomon.engine.registry import ModelSpec
+from geomon.parsing import find_citation, parse_number_detail
+from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
+from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
+
+CODE_VERSION = "worldbench-1"
+EXAMPLE_COUNTRIES = {"CHE": "Switzerland", "COL": "Colombia", "MLI": "Mali"}
+GROUND_TRUTH_YEARS = 3
+YEARS_FOR_RECENCY = 10
+MAX_TOKENS = 20  # a number, maybe with a unit or a citation; the paper asks for the number only
+
+BASE_INSTRUCTION = (
+    "I will ask you factual questions about countries. Specifically, I will ask you for the {indicator}. "
+    "You will answer as concisely as possible - only answer with the number! First I will give an example "
+    "with the answer. Then I will ask you my question, and you will provide the answer in the same way."
+)
+ACK = "Sounds good, will do."
+QUESTION = ("What is the {indicator} for the country {country}{year}? Do not answer in a complete sentence "
+            "- only provide the number!")
+
+
+class PromptError(ValueError):
+    pass
+
+
+def ground_truth(snapshot: WorldBankSnapshot, year: int | None = None) -> pd.DataFrame:
+    """(indicator, iso3, ground_truth, gt_years): mean of the values in the snapshot's latest three
+    years, or the single value of ``year``. Pairs without data are absent (counted by the caller)."""
+    values = snapshot.values
+    if year is None:
+        first = snapshot.latest_year - GROUND_TRUTH_YEARS + 1
+        window = values[values["year"] >= first]
+    else:
+        window = values[values["year"] == year]
+    grouped = window.groupby(["indicator", "iso3"])
+    out = grouped["value"].mean().rename("ground_truth").to_frame()
+    out["gt_years"] = grouped["year"].apply(lambda y: ",".join(str(v) for v in sorted(y)))
+    return out.reset_index()
+
+
+def format_value(value: float) -> str:
+    """How the example answer is written: thousands separators for large numbers."""
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def build_prompts(
+    snapshot: WorldBankSnapshot,
+    indicators: dict[str, str] | None = None,
+    example_country: str = "CHE",
+    year: int | None = None,
+    countries: list[str] | None = None,
+) -> pd.DataFrame:
+    """One row per (indicator, iso3) with ground truth (public, DESIGN.md).
+
+    Columns: question_id, indicator, iso3, country, region, income_group, ground_truth, gt_years,
+    year, messages (chat form, Figure 4 of the paper) and prompt (the equivalent completion prompt
+    for base models). ``year`` asks "… in 2016" and takes that year's value as ground truth.
+    ``attrs["skipped"]`` counts the pairs left out for lack of data.
+    """
+    indicators = indicators or {c: DEFAULT_INDICATORS.get(c, c) for c in snapshot.indicators["indicator"]}
+    missing = set(indicators) - set(snapshot.indicators["indicator"])
+    if missing:
+        raise PromptError(f"indicator(s) {sorted(missing)} are not in snapshot {snapshot.source}")
+    economies = snapshot.economies.set_index("iso3")
+    if example_country not in economies.index:
+        raise PromptError(f"example country {example_country!r} is not an economy of the snapshot")
+    truth = ground_truth(snapshot, year)
+    truth = truth[truth["indicator"].isin(list(indicators))]
+    example_name = economies.loc[example_country, "name"]
+    rows = []
+    skipped: dict[str, int] = {}
+    wanted = economies.index if countries is None else pd.Index(countries)
+    unknown = set(wanted) - set(economies.index)
+    if unknown:
+        raise PromptError(f"countries {sorted(unknown)} are not economies of the snapshot")
+    year_text = f" in {year}" if year else ""
+    for code, phrase in indicators.items():
+        by_iso = truth[truth["indicator"] == code].set_index("iso3")
+        if example_country not in by_iso.index:
+            raise PromptError(f"example country {example_country} has no value for {code}"
+                              f"{' in ' + str(year) if year else ''}; choose another example country")
+        example_value = format_value(float(by_iso.loc[example_country, "ground_truth"]))
+        instruction = BASE_INSTRUCTION.format(indicator=phrase)
+        example_q = QUESTION.format(indicator=phrase, country=example_name, year=year_text)
+        skipped[code] = int(sum(iso not in by_iso.index for iso in wanted if iso != example_country))
+        for iso3 in wanted:
+            if iso3 == example_country or iso3 not in by_iso.index:
+                continue
+            econ = economies.loc[iso3]
+            question = QUESTION.format(indicator=phrase, country=econ["name"], year=year_text)
+            messages = (
+                {"role": "user", "content": instruction},
+                {"role": "assistant", "content": ACK},
+                {"role": "user", "content": example_q},
+                {"role": "assistant", "content": example_value},
+                {"role": "user", "content": question},
+            )
+            prompt = f"{instruction}\n\nQuestion: {example_q}\nAnswer: {example_value}\n\nQuestion: {question}\nAnswer:"
+            rows.append({
+                "question_id": f"{code}|{iso3}|{year or 'latest'}",
+                "indicator": code, "iso3": iso3, "country": econ["name"], "region": econ["region"],
+                "income_group": econ["income_group"], "ground_truth": float(by_iso.loc[iso3, "ground_truth"]),
+                "gt_years": by_iso.loc[iso3, "gt_years"], "year": year, "messages": messages, "prompt": prompt,
+            })
+    frame = pd.DataFrame(rows)
+    frame.attrs["skipped"] = skipped
+    return frame
+
+
+def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationRequest]:
+    """Chat models get the messages; base models the completion prompt, stopped at the line's end."""
+    params = {"max_tokens": MAX_TOKENS, **spec.params}
+    if spec.kind == "chat":
+        return [GenerationRequest("chat", messages=m, params=params) for m in prompts["messages"]]
+    params["stop"] = ["\n", "Question:"]
+    return [GenerationRequest("completion", prompt=p, params=params) for p in prompts["prompt"]]
+
+
+def score(prompts: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
+    """Per answer: parsed number, how it was read, absolute relative error, any cited source and year."""
+    if len(prompts) != len(responses):
+        raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
+    parsed = [parse_number_detail(t) if isinstance(t, str) else None for t in responses["text"]]
+    citations = [find_citation(t) if isinstance(t, str) else None for t in responses["text"]]
+    out = prompts.drop(columns=["messages", "prompt"]).reset_index(drop=True).copy()
+    out["response"] = responses["text"].to_numpy()
+    out["response_error"] = responses["error"].to_numpy()
+    out["parsed"] = [p.value if p else np.nan for p in parsed]
+    out["parse_note"] = [p.note if p else "" for p in parsed]
+    out["error"] = abs_rel_error(out["parsed"].to_numpy(), out["ground_truth"].to_numpy())
+    out["cited_source"] = [c.source if c else None for c in citations]
+    out["cited_year"] = [c.year if c else None for c in citations]
+    return out
+
+
+def per_country(scores: pd.DataFrame) -> pd.DataFrame:
+    """Mean error per country over the indicators it was parsed for."""
+    valid = scores.dropna(subset=["error"])
+    return (valid.groupby(["iso3", "country", "region", "income_group"], dropna=False)["error"]
+            .agg(["mean", "count"]).rename(columns={"mean": "error", "count": "answers"}).reset_index())
+
+
+def disparity_table(scores: pd.DataFrame, trials: int = 10, seed: int = 0) -> pd.DataFrame:
+    """One row per (categorization, group, statistic) plus disparity and baseline rows, per indicator and overall."""
+    rows = []
+    for indicator, subset in [("all", scores), *scores.groupby("indicator")]:
+        countries = per_country(subset)
+        for categorization, col, k in (("region", "region", 7), ("income_group", "income_group", 4)):
+            table = group_errors(countries, col)
+            ranks = group_ranks(table)
+            for group, rec in table.iterrows():
+                rows.append({"indicator": indicator, "categorization": categorization, "group": group,
+                             "mean_error": rec["mean"], "median_error": rec["median"],
+                             "countries": int(rec["count"]), "rank": int(ranks[group])})
+            for stat in ("mean", "median"):
+                base = random_baseline(countries, col, "error", trials=trials, seed=seed, stat=stat)
+                rows.append({"indicator": indicator, "categorization": categorization, "group": f"disparity_{stat}",
+                             "mean_error": disparity(table[stat]), "median_error": np.nan,
+                             "countries": int(table["count"].sum()), "rank": np.nan,
+                             "baseline": base["mean"], "baseline_std": base["std"], "groups": len(table),
+                             "expected_groups": k})
+    return pd.DataFrame(rows)
+
+
+def citation_check(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.DataFrame:
+    """Answers that cite a source and year: error against that year's value and the best-matching year."""
+    cited = scores.dropna(subset=["cited_year", "parsed"])
+    if cited.empty:
+        return pd.DataFrame(columns=["question_id", "cited_source", "cited_year", "error", "error_cited_year",
+                                     "best_year", "error_best_year"])
+    values = snapshot.values.set_index(["indicator", "iso3", "year"])["value"]
+    first = snapshot.latest_year - YEARS_FOR_RECENCY + 1
+    rows = []
+    for rec in cited.itertuples():
+        cited_value = values.get((rec.indicator, rec.iso3, int(rec.cited_year)))
+        errs = {y: abs_rel_error(rec.parsed, values[(rec.indicator, rec.iso3, y)])
+                for y in range(first, snapshot.latest_year + 1) if (rec.indicator, rec.iso3, y) in values.index}
+        best = min(errs, key=errs.get) if errs else None
+        rows.append({"question_id": rec.question_id, "cited_source": rec.cited_source, "cited_year": int(rec.cited_year),
+                     "error": rec.error,
+                     "error_cited_year": abs_rel_error(rec.parsed, cited_value) if cited_value is not None else np.nan,
+                     "best_year": best, "error_best_year": errs.get(best, np.nan) if best else np.nan})
+    return pd.DataFrame(rows)
+
+
+def error_by_year(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.DataFrame:
+    """Mean error against each single year's value, the most recent value per country, and the default rule.
+
+    The year with the lowest error is the data year the model's answers match best (is it out of date?).
+    Coverage differs between years (recent years are sparse), so each year's error is also given
+    paired with the default rule on the same answers (``delta_vs_default``); the best year is the
+    one with the lowest paired delta.
+    """
+    answered = scores.dropna(subset=["parsed"])[["indicator", "iso3", "parsed", "error"]]
+    values = snapshot.values
+    rows = [{"reference": "latest-3-year mean", "year": np.nan, "mean_error": answered["error"].mean(),
+             "answers": len(answered), "delta_vs_default": 0.0}]
+    latest = values.sort_values("year").groupby(["indicator", "iso3"]).tail(1)
+    merged = answered.merge(latest, on=["indicator", "iso3"])
+    references = [("most recent per country", np.nan, merged)]
+    for year in range(snapshot.latest_year - YEARS_FOR_RECENCY + 1, snapshot.latest_year + 1):
+        references.append((str(year), year, answered.merge(values[values["year"] == year], on=["indicator", "iso3"])))
+    for name, year, merged in references:
+        if merged.empty:
+            continue
+        errors = abs_rel_error(merged["parsed"], merged["value"])
+        rows.append({"reference": name, "year": year, "mean_error": float(np.mean(errors)), "answers": len(merged),
+                     "delta_vs_default": float(np.mean(errors - merged["error"].to_numpy()))})
+    return pd.DataFrame(rows)
+
+
+def best_matching_year(by_year: pd.DataFrame) -> int | None:
+    years = by_year.dropna(subset=["year"])
+    if years.empty:
+        return None
+    return int(years.loc[years["delta_vs_default"].idxmin(), "year"])
+
+
+def diagnose(scores: pd.DataFrame, snapshot: WorldBankSnapshot, trials: int = 10, seed: int = 0) -> dict[str, Any]:
+    """Everything a person asks of one model's WorldBench run."""
+    total = len(scores)
+    parsed = int(scores["parsed"].notna().sum())
+    table = disparity_table(scores, trials=trials, seed=seed)
+    overall = table[table["indicator"] == "all"].set_index(["categorization", "group"])
+    by_year = error_by_year(scores, snapshot)
+    citations = citation_check(scores, snapshot)
+    summary = {
+        "questions": total,
+        "parsed": parsed,
+        "parse_rate": parsed / total if total else float("nan"),
+        "failed_requests": int(scores["response_error"].notna().sum()),
+        "mean_error": float(scores["error"].mean()),
+        "median_error": float(scores["error"].median()),
+        "best_matching_year": best_matching_year(by_year),
+        "citations": len(citations),
+        "citation_mean_error": float(citations["error"].mean()) if len(citations) else float("nan"),
+    }
+    for cat in ("region", "income_group"):
+        for stat in ("mean", "median"):
+            rec = overall.loc[(cat, f"disparity_{stat}")]
+            summary[f"{cat}_disparity_{stat}"] = float(rec["mean_error"])
+            summary[f"{cat}_baseline_{stat}"] = float(rec["baseline"])
+    return {"summary": summary, "disparity": table, "by_year": by_year, "citations": citations,
+            "countries": per_country(scores)}
+
+
+def sample_countries(snapshot: WorldBankSnapshot, n: int, seed: int = 0) -> list[str]:
+    """``n`` countries spread over the regions (round-robin, seeded) for quick looks and tests."""
+    rng = np.random.default_rng(seed)
+    by_region = {
+        region: list(rng.permutation(sorted(group["iso3"])))
+        for region, group in snapshot.economies.groupby("region")
+    }
+    picked: list[str] = []
+    while len(picked) < n and any(by_region.values()):
+        for region in sorted(by_region):
+            if by_region[region] and len(picked) < n:
+                picked.append(str(by_region[region].pop(0)))
+    return sorted(picked)

@@ -1,0 +1,72 @@
+"""Shared fixtures: the real World Bank snapshot, a real bundled model server, real PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from geomon.engine.local import running_server
+from geomon.engine.registry import ModelSpec, bundled_model_path, bundled_specs
+from geomon.engine.store import ResponseStore
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+WDI_SNAPSHOT = SHARED / "snapshots" / "worldbank" / "wdi-2023-12"
+POSTGRES_ADMIN_URL = os.environ.get("GEOMON_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(scope="session")
+def wdi_snapshot_dir() -> Path:
+    if not WDI_SNAPSHOT.is_dir():
+        pytest.fail(f"the World Bank snapshot is missing at {WDI_SNAPSHOT}: CI needs ../shared beside the checkout")
+    return WDI_SNAPSHOT
+
+
+@pytest.fixture(scope="session")
+def snapshot(wdi_snapshot_dir: Path):
+    from geomon.sources.worldbank import read_snapshot
+
+    return read_snapshot(wdi_snapshot_dir)
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> ModelSpec:
+    return bundled_specs()[0]
+
+
+@pytest.fixture(scope="session")
+def gemma() -> ModelSpec:
+    return bundled_specs()[1]
+
+
+@pytest.fixture(scope="session")
+def smollm2_server(smollm2: ModelSpec) -> Iterator[str]:
+    """A real llama-server with SmolLM2-135M-Instruct on 127.0.0.1; yields its /v1 base URL."""
+    with running_server(bundled_model_path(smollm2.bundled), alias=smollm2.name, slots=4) as url:
+        yield url
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> ResponseStore:
+    return ResponseStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh database on the real PostgreSQL server, dropped afterwards."""
+    import sqlalchemy as sa
+
+    name = f"geomon_test_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -1,0 +1,127 @@
+"""The client against a loopback OpenAI-compatible server that fails on purpose, and a real llama-server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from geomon.engine.client import GenerationRequest, OpenAICompatibleClient
+
+
+class FlakyHandler(BaseHTTPRequestHandler):
+    """Answers like an OpenAI server after failing the first ``fail_first`` requests with ``fail_status``."""
+
+    plan: dict = {}
+
+    def log_message(self, *args) -> None:  # keep test output quiet
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length))
+        plan = self.server.plan  # type: ignore[attr-defined]
+        with plan["lock"]:
+            plan["seen"] += 1
+            seen = plan["seen"]
+        if seen <= plan["fail_first"]:
+            self.send_response(plan["fail_status"])
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"error": {"message": "try again"}}')
+            return
+        content = f"echo: {body['messages'][-1]['content']}"
+        payload = {
+            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+        }
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def flaky_server() -> Iterator[tuple[str, dict]]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FlakyHandler)
+    server.plan = {"seen": 0, "fail_first": 0, "fail_status": 503, "lock": threading.Lock()}  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", server.plan  # type: ignore[attr-defined]
+    server.shutdown()
+
+
+def _chat(text: str) -> GenerationRequest:
+    return GenerationRequest("chat", messages=({"role": "user", "content": text},), params={"max_tokens": 5})
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_retries_with_backoff_then_answers(flaky_server, status):
+    url, plan = flaky_server
+    plan.update(fail_first=2, fail_status=status)
+    client = OpenAICompatibleClient(url, "m", backoff_s=0.01, max_retries=3)
+    result = asyncio.run(client.generate_one(_chat("hi")))
+    assert result.ok and result.text == "echo: hi"
+    assert result.attempts == 3 and client.calls == 3
+    assert result.prompt_tokens == 5 and result.completion_tokens == 3 and result.latency_s > 0
+
+
+def test_gives_up_after_max_retries_and_reports_the_error(flaky_server):
+    url, plan = flaky_server
+    plan.update(fail_first=100, fail_status=503)
+    client = OpenAICompatibleClient(url, "m", backoff_s=0.01, max_retries=2)
+    result = asyncio.run(client.generate_one(_chat("hi")))
+    assert not result.ok and result.text is None
+    assert result.attempts == 3 and "503" in result.error
+
+
+def test_client_errors_are_not_retried(flaky_server):
+    url, plan = flaky_server
+    plan.update(fail_first=1, fail_status=400)
+    client = OpenAICompatibleClient(url, "m", backoff_s=0.01, max_retries=3)
+    result = asyncio.run(client.generate_one(_chat("hi")))
+    assert not result.ok and result.attempts == 1 and "400" in result.error
+
+
+def test_timeouts_are_retried():
+    # A socket that accepts and never answers: every attempt times out.
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    try:
+        client = OpenAICompatibleClient(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", "m", timeout_s=0.3,
+                                        backoff_s=0.01, max_retries=1)
+        result = asyncio.run(client.generate_one(_chat("hi")))
+        assert not result.ok and result.attempts == 2 and "Timeout" in result.error
+    finally:
+        sock.close()
+
+
+def test_results_keep_request_order_under_concurrency(flaky_server):
+    url, _ = flaky_server
+    client = OpenAICompatibleClient(url, "m", concurrency=4)
+    seen = []
+    results = asyncio.run(client.generate([_chat(str(i)) for i in range(20)], on_result=lambda i, r: seen.append(i)))
+    assert [r.text for r in results] == [f"echo: {i}" for i in range(20)]
+    assert sorted(seen) == list(range(20))
+
+
+@pytest.mark.slow
+def test_real_llama_server_chat_and_models(smollm2_server):
+    client = OpenAICompatibleClient(smollm2_server, "smollm2-135m-instruct")
+    assert "smollm2-135m-instruct" in asyncio.run(client.list_models())
+    result = asyncio.run(client.generate_one(GenerationRequest(
+        "chat", messages=({"role": "user", "content": "What is the capital of France?"},),
+        params={"temperature": 0, "max_tokens": 8, "logprobs": 3})))
+    assert result.ok and result.text.strip()
+    assert result.completion_tokens and result.completion_tokens <= 8
+    assert result.logprobs and {"token", "logprob", "top"} <= set(result.logprobs[0])

@@ -1,0 +1,130 @@
+"""Asking through the store with real bundled models: batch engine, local server, kill and resume."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from geomon.engine.client import GenerationRequest, OpenAICompatibleClient
+from geomon.engine.registry import ModelSpec
+from geomon.engine.runner import EngineOptions, ask
+from geomon.engine.store import ResponseStore
+
+pytestmark = pytest.mark.slow
+
+
+def _questions(n: int, max_tokens: int = 12) -> list[GenerationRequest]:
+    return [GenerationRequest("chat", messages=({"role": "user", "content": f"Name a number bigger than {i}."},),
+                              params={"temperature": 0, "max_tokens": max_tokens}) for i in range(n)]
+
+
+def _endpoint(url: str) -> ModelSpec:
+    return ModelSpec(name="smollm2-endpoint", kind="chat", base_url=url, model_id="smollm2-135m-instruct")
+
+
+def test_batch_engine_answers_then_store_answers_with_zero_calls(smollm2, gemma, sqlite_store, caplog):
+    caplog.set_level("INFO")
+    requests = _questions(6)
+    frame, stats = ask(smollm2, requests, sqlite_store, options=EngineOptions(slots=4))
+    assert stats.asked == 6 and stats.answered == 6 and stats.model_calls == 6
+    assert frame["text"].str.len().gt(0).all() and not frame["cached"].any()
+    assert any("answered" in r.message for r in caplog.records)  # progress is visible
+
+    again, stats2 = ask(smollm2, requests, sqlite_store)
+    assert stats2.model_calls == 0 and stats2.cached == 6 and again["cached"].all()
+    assert again["text"].tolist() == frame["text"].tolist()
+
+    # The bundled base model: a completion prompt with token log-probabilities.
+    prompt = GenerationRequest("completion", prompt="Question: What is the capital of France?\nAnswer:",
+                               params={"temperature": 0, "max_tokens": 4, "logprobs": 5, "stop": ["\n"]})
+    base, stats3 = ask(gemma, [prompt], sqlite_store)
+    assert stats3.model_calls == 1
+    assert base["logprobs"][0][0]["top"]  # alternatives with their log-probabilities
+
+
+def test_epoch_reasks_on_purpose_and_keeps_the_old_answers(smollm2_server, sqlite_store):
+    spec = _endpoint(smollm2_server)
+    requests = _questions(3)
+    ask(spec, requests, sqlite_store)
+    _, stats = ask(spec, requests, sqlite_store, epoch="probe-2026-11-21")
+    assert stats.model_calls == 3
+    assert sqlite_store.count() == 6
+
+
+def test_duplicate_requests_in_a_batch_are_asked_once(smollm2_server, sqlite_store):
+    requests = _questions(2) * 3
+    frame, stats = ask(_endpoint(smollm2_server), requests, sqlite_store)
+    assert stats.model_calls == 2 and len(frame) == 6
+
+
+def test_killed_run_resumes_without_asking_twice(smollm2_server, tmp_path):
+    url = f"sqlite:///{tmp_path / 'resume.sqlite'}"
+    n = 40
+    script = textwrap.dedent(f"""
+        from geomon.engine.client import GenerationRequest
+        from geomon.engine.registry import ModelSpec
+        from geomon.engine.runner import ask, EngineOptions
+        from geomon.engine.store import ResponseStore
+        requests = [GenerationRequest("chat", messages=({{"role": "user", "content": f"Name a number bigger than {{i}}."}},),
+                                      params={{"temperature": 0, "max_tokens": 12}}) for i in range({n})]
+        spec = ModelSpec(name="smollm2-endpoint", kind="chat", base_url="{smollm2_server}",
+                         model_id="smollm2-135m-instruct")
+        ask(spec, requests, ResponseStore("{url}"), options=EngineOptions(slots=2))
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    store = ResponseStore(url)
+    deadline = time.monotonic() + 120
+    while store.count() < 8:
+        assert proc.poll() is None, "the generating process ended before it could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    stored_before = store.count()
+    assert 8 <= stored_before < n
+    kept = {row["key"]: row["text"] for row in store.get_many(_all_keys(url)).values()}
+
+    client = OpenAICompatibleClient(smollm2_server, "smollm2-135m-instruct", concurrency=4)
+    frame, stats = ask(_endpoint(smollm2_server), _questions(n), store, client=client)
+    assert stats.cached == stored_before
+    assert stats.model_calls == n - stored_before  # nothing answered before is asked again
+    assert store.count() == n and frame["text"].notna().all()
+    assert all(frame.set_index("key").loc[k, "text"] == text for k, text in kept.items())  # nothing lost
+
+
+def _all_keys(url: str) -> list[str]:
+    import sqlalchemy as sa
+
+    from geomon.engine.store import responses
+
+    with ResponseStore(url).engine.connect() as conn:
+        return [r[0] for r in conn.execute(sa.select(responses.c.key))]
+
+
+def test_serve_local_cli_serves_the_openai_api(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "geomon.cli", "serve-local", "smollm2-135m-instruct",
+                             "--port", str(port), "--slots", "2"], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        line = proc.stdout.readline()
+        assert f"127.0.0.1:{port}/v1" in line
+        client = OpenAICompatibleClient(f"http://127.0.0.1:{port}/v1", "smollm2-135m-instruct")
+        result = asyncio.run(client.generate_one(_questions(1)[0]))
+        assert result.ok and result.text
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(30)
+
+
+def _free_port() -> int:
+    from geomon.engine.local import free_port
+
+    return free_port()

@@ -1,0 +1,129 @@
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from geomon.parsing import find_citation, parse_choice, parse_number, parse_number_detail
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1.2 million", 1_200_000.0),
+        ("8,703,771", 8_703_771.0),
+        ("about 14%", 14.0),
+        ("I don't know", None),
+        ("", None),
+        ("N/A", None),
+        ("3,5", 3.5),
+        ("1.234.567,89", 1_234_567.89),
+        ("8 703 771", 8_703_771.0),
+        ("1'234'567", 1_234_567.0),
+        ("5M", 5_000_000.0),
+        ("5 M", 5_000_000.0),
+        ("12k", 12_000.0),
+        ("2.1 trillion US dollars", 2.1e12),
+        ("$3.5bn", 3.5e9),
+        ("1.5e6", 1.5e6),
+        ("2.5 x 10^6", 2.5e6),
+        ("<|im_start|>42<|im_end|>", 42.0),
+        ("In 2021, the population was 8.7 million", 8_700_000.0),
+        ("As of 2020: 45.6%", 45.6),
+        ("Population: 38,928,341 (World Bank, 2020)", 38_928_341.0),
+        ("The answer is 1,234.", 1234.0),
+        ("0.5", 0.5),
+        (".5", 0.5),
+        ("-2.3", -2.3),
+    ],
+)
+def test_parse_number_examples(text, expected):
+    assert parse_number(text) == (None if expected is None else pytest.approx(expected))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("10-12", 11.0), ("10 - 12%", 11.0), ("between 10 and 12", 11.0), ("2-3 million", 2_500_000.0),
+     ("2,000 to 3,000", 2500.0)],
+)
+def test_ranges_take_the_midpoint_and_say_so(text, expected):
+    parsed = parse_number_detail(text)
+    assert parsed.value == pytest.approx(expected)
+    assert "range midpoint" in parsed.note
+
+
+def test_a_descending_pair_is_not_a_range():
+    assert parse_number("12 - 10") == 12.0
+
+
+def _formats(value: float) -> list[str]:
+    """The same value written the ways models write numbers."""
+    whole = round(value)
+    return [
+        f"{whole:,}",  # 1,234,567
+        f"{whole:,}".replace(",", " "),  # 1 234 567
+        f"{whole:,}".replace(",", "."),  # 1.234.567 (European) — unambiguous with two or more groups
+        f"{whole}",
+        f"{value:.2f}",
+        f"About {whole:,} people.",
+        f"{value / 1e6:.3f} million",
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=1_000_000, max_value=9e11, allow_nan=False))
+def test_large_numbers_round_trip_in_every_convention(value):
+    for text in _formats(value):
+        parsed = parse_number(text)
+        assert parsed is not None, text
+        assert math.isclose(parsed, value, rel_tol=2e-3, abs_tol=1.0), (text, parsed, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=0, max_value=100, allow_nan=False), st.sampled_from(["{}%", "{} percent", "~{}", "{}"]))
+def test_percentages_round_trip(value, template):
+    text = template.format(f"{value:.2f}")
+    assert parse_number(text) == pytest.approx(round(value, 2))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Nd",)), max_size=60))
+def test_text_without_digits_has_no_number(text):
+    assert parse_number(text) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_never_raises_on_arbitrary_text(text):
+    parse_number(text)
+    parse_choice(text, ["China", "India", "South Sudan", "Sudan"])
+
+
+@pytest.mark.parametrize(
+    ("text", "choices", "expected"),
+    [
+        ("South Sudan", ["Sudan", "South Sudan"], 1),
+        ("It belongs to Sudan.", ["Sudan", "South Sudan"], 0),
+        ("It is a territory of India", ["China", "India"], 1),  # "a" is an article, not option A
+        ("B) India", ["China", "India"], 1),
+        ("China or India? Answer: B", ["China", "India"], 1),
+        ("(A) China, not India", ["China", "India"], 0),
+        ("India, then China", ["China", "India"], 1),  # several named, no letter: the first named
+        ("A", ["China", "India"], 0),
+        ("B.", ["China", "India"], 1),
+        ("中国", ["中国", "印度"], 0),
+        ("这是印度的领土", ["中国", "印度"], 1),
+        ("جنوب السودان", ["السودان", "جنوب السودان"], 1),
+        ("Nothing to say", ["China", "India"], None),
+        ("Answer: Z", ["China", "India"], None),  # a letter beyond the options is no answer
+        ("Romania", ["Oman", "Iran"], None),  # names inside other words do not count
+    ],
+)
+def test_parse_choice(text, choices, expected):
+    assert parse_choice(text, choices) == expected
+
+
+def test_find_citation():
+    cited = find_citation("8,703,771 (World Bank, 2019)")
+    assert cited.source == "World Bank" and cited.year == 2019
+    assert find_citation("8,703,771") is None
