@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
@@ -18,8 +17,11 @@ log = logging.getLogger("geomon")
 
 
 def _setup_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
     for noisy in ("httpx", "httpx2", "openai", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -39,53 +41,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from geomon.definitions import defs
-    from geomon.defs.resources import models_partitions
+    from geomon.defs.runs import failed_checks, materialize_worldbench
 
     settings = load_settings(args.config)
     specs = settings.models()
     if args.models:
         specs = [find_model(specs, name) for name in args.models.split(",")]
     home = _dagster_home()
-    instance = dg.DagsterInstance.get()
-    new = [s.name for s in specs if not instance.has_dynamic_partition(models_partitions.name, s.name)]
-    if new:
-        instance.add_dynamic_partitions(models_partitions.name, new)
-    assets = list(defs.assets or [])
-    checks = list(defs.asset_checks or [])
-    resources = dict(defs.resources or {})
-    prompt_config = {"sample_countries": args.sample}
+    prompt_config: dict = {"sample_countries": args.sample}
     if args.year:
         prompt_config["year"] = args.year
-    quiet = {"loggers": {"console": {"config": {"log_level": "DEBUG" if args.verbose else "WARNING"}}}}
-    run_config = {**quiet, "ops": {"worldbench__prompts": {"config": prompt_config}}}
-
-    def run(selection: dg.AssetSelection, partition_key: str | None = None, config: dict | None = None) -> None:
-        result = dg.materialize([*assets, *checks], instance=instance, resources=resources, selection=selection,
-                                partition_key=partition_key, run_config=config or quiet, raise_on_error=True)
-        failed = [c for c in result.get_asset_check_evaluations() if not c.passed]
-        for check in failed:
-            log.warning("check %s on %s failed: %s", check.check_name, check.asset_key.to_user_string(),
-                        {k: v.value for k, v in check.metadata.items()})
-
     started = time.monotonic()
-    key = dg.AssetKey
-    log.info("materializing World Bank data and WorldBench prompts (sample=%s)", args.sample or "all countries")
-    run(dg.AssetSelection.assets(key(["worldbank", "economies"]), key(["worldbank", "indicators"]),
-                                 key(["worldbench", "prompts"])), config=run_config)
-    per_model = dg.AssetSelection.assets(key(["worldbench", "responses"]), key(["worldbench", "scores"]),
-                                         key(["worldbench", "disparity"]))
-    for spec in specs:
-        log.info("materializing WorldBench for %s", spec.name)
-        run(per_model, partition_key=spec.name)
-    run(dg.AssetSelection.assets(key(["worldbench", "leaderboard"])))
-    value = instance.get_latest_materialization_event(key(["worldbench", "leaderboard"]))
+    log.info(
+        "materializing WorldBench for %s (sample: %s)", ", ".join(s.name for s in specs), args.sample or "all countries"
+    )
+    with dg.DagsterInstance.get() as instance:
+        results = materialize_worldbench(
+            defs, instance, [s.name for s in specs], prompt_config, log_level="DEBUG" if args.verbose else "WARNING"
+        )
+        for check in failed_checks(results):
+            log.warning(
+                "check %s on %s failed: %s",
+                check.check_name,
+                check.asset_key.to_user_string(),
+                {k: v.value for k, v in check.metadata.items()},
+            )
+        event = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "leaderboard"]))
     report = settings.results_dir / "worldbench" / "report.html"
-    print()
-    print(f"WorldBench done in {time.monotonic() - started:.0f}s for {', '.join(s.name for s in specs)}.")
-    if value is not None:
-        md = value.asset_materialization.metadata.get("leaderboard")
-        if md is not None:
-            print(md.value)
+    print(f"\nWorldBench done in {time.monotonic() - started:.0f}s for {', '.join(s.name for s in specs)}.")
+    if event is not None and event.asset_materialization is not None:
+        board = event.asset_materialization.metadata.get("leaderboard")
+        print(board.value if board is not None else "")
     print(f"\nResults: {report.parent} (leaderboard.csv, per-model CSVs)\nReport:  {report}")
     print(f"Dagster instance: {home} — open the UI with `make ui` (dagster dev, http://127.0.0.1:3000)")
     return 0
@@ -109,10 +95,13 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
     spec = find_model(settings.models(), args.model)
     if not spec.bundled:
         raise RegistryError(f"model {spec.name!r} is an endpoint ({spec.base_url}), not a bundled model")
-    with running_server(bundled_model_path(spec.bundled), alias=spec.name, slots=args.slots, port=args.port,
-                        threads=args.threads) as base_url:
-        print(f"{spec.name} is served at {base_url} (OpenAI-compatible; model id {spec.name!r}). Ctrl-C stops it.",
-              flush=True)
+    with running_server(
+        bundled_model_path(spec.bundled), alias=spec.name, slots=args.slots, port=args.port, threads=args.threads
+    ) as base_url:
+        print(
+            f"{spec.name} is served at {base_url} (OpenAI-compatible; model id {spec.name!r}). Ctrl-C stops it.",
+            flush=True,
+        )
         try:
             while True:
                 time.sleep(3600)
@@ -131,8 +120,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if spec.kind == "chat":
         request = GenerationRequest("chat", messages=({"role": "user", "content": args.text},), params=spec.params)
     else:
-        request = GenerationRequest("completion", prompt=f"Question: {args.text}\nAnswer:",
-                                    params={**spec.params, "stop": ["\n"]})
+        request = GenerationRequest(
+            "completion", prompt=f"Question: {args.text}\nAnswer:", params={**spec.params, "stop": ["\n"]}
+        )
     frame, stats = ask(spec, [request], settings.store(), options=settings.engine)
     row = frame.iloc[0]
     print(row["text"] if row["error"] is None else f"error: {row['error']}")

@@ -18,10 +18,18 @@ _REFUSAL = re.compile(
 )
 
 _SCALES = {
-    "thousand": 1e3, "k": 1e3,
-    "million": 1e6, "mn": 1e6, "mio": 1e6, "m": 1e6,
-    "billion": 1e9, "bn": 1e9, "b": 1e9,
-    "trillion": 1e12, "tn": 1e12, "t": 1e12,
+    "thousand": 1e3,
+    "k": 1e3,
+    "million": 1e6,
+    "mn": 1e6,
+    "mio": 1e6,
+    "m": 1e6,
+    "billion": 1e9,
+    "bn": 1e9,
+    "b": 1e9,
+    "trillion": 1e12,
+    "tn": 1e12,
+    "t": 1e12,
 }
 # Longest alternatives first so "million" wins over "m".
 _SCALE_WORDS = "|".join(sorted(_SCALES, key=len, reverse=True))

@@ -43,8 +43,13 @@ def test_parse_number_examples(text, expected):
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("10-12", 11.0), ("10 - 12%", 11.0), ("between 10 and 12", 11.0), ("2-3 million", 2_500_000.0),
-     ("2,000 to 3,000", 2500.0)],
+    [
+        ("10-12", 11.0),
+        ("10 - 12%", 11.0),
+        ("between 10 and 12", 11.0),
+        ("2-3 million", 2_500_000.0),
+        ("2,000 to 3,000", 2500.0),
+    ],
 )
 def test_ranges_take_the_midpoint_and_say_so(text, expected):
     parsed = parse_number_detail(text)

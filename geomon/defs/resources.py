@@ -1,6 +1,5 @@
 """Dagster resources: geomon's settings, registry, store and engine, handed to assets."""
 
-
 import dagster as dg
 
 from geomon.config import Settings, load_settings

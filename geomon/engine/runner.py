@@ -65,14 +65,29 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
     """A client for the model: a local llama-server for bundled files, else the endpoint itself."""
     options = options or EngineOptions()
     if spec.bundled:
-        with running_server(bundled_model_path(spec.bundled), alias=spec.name, slots=options.slots,
-                            threads=options.threads, ctx_per_slot=options.ctx_per_slot) as base_url:
-            yield OpenAICompatibleClient(base_url, spec.name, concurrency=options.slots,
-                                         timeout_s=options.timeout_s, max_retries=options.max_retries)
+        with running_server(
+            bundled_model_path(spec.bundled),
+            alias=spec.name,
+            slots=options.slots,
+            threads=options.threads,
+            ctx_per_slot=options.ctx_per_slot,
+        ) as base_url:
+            yield OpenAICompatibleClient(
+                base_url,
+                spec.name,
+                concurrency=options.slots,
+                timeout_s=options.timeout_s,
+                max_retries=options.max_retries,
+            )
     else:
-        yield OpenAICompatibleClient(spec.base_url or "", spec.model_id or "", spec.api_key,
-                                     concurrency=options.slots, timeout_s=options.timeout_s,
-                                     max_retries=options.max_retries)
+        yield OpenAICompatibleClient(
+            spec.base_url or "",
+            spec.model_id or "",
+            spec.api_key,
+            concurrency=options.slots,
+            timeout_s=options.timeout_s,
+            max_retries=options.max_retries,
+        )
 
 
 class _Progress:
@@ -152,15 +167,32 @@ def ask(
     for key in keys:
         row = stored.get(key)
         if row is None:
-            rows.append({"key": key, "text": None, "error": errors.get(key, "not answered"), "cached": False,
-                         "finish_reason": None, "latency_s": None, "prompt_tokens": None,
-                         "completion_tokens": None, "logprobs": None})
+            rows.append(
+                {
+                    "key": key,
+                    "text": None,
+                    "error": errors.get(key, "not answered"),
+                    "cached": False,
+                    "finish_reason": None,
+                    "latency_s": None,
+                    "prompt_tokens": None,
+                    "completion_tokens": None,
+                    "logprobs": None,
+                }
+            )
             continue
-        rows.append({
-            "key": key, "text": row["text"], "error": None, "cached": key not in asked_keys,
-            "finish_reason": row["finish_reason"], "latency_s": row["latency_s"],
-            "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
-            "logprobs": json.loads(row["logprobs"]) if row["logprobs"] else None,
-        })
+        rows.append(
+            {
+                "key": key,
+                "text": row["text"],
+                "error": None,
+                "cached": key not in asked_keys,
+                "finish_reason": row["finish_reason"],
+                "latency_s": row["latency_s"],
+                "prompt_tokens": row["prompt_tokens"],
+                "completion_tokens": row["completion_tokens"],
+                "logprobs": json.loads(row["logprobs"]) if row["logprobs"] else None,
+            }
+        )
     stats.seconds = time.monotonic() - started
     return pd.DataFrame(rows), stats

@@ -107,24 +107,50 @@ class ResponseStore:
                 found.update({row["key"]: dict(row) for row in rows})
         return found
 
-    def put(self, key: str, model: str, model_identity: str, epoch: str, request: GenerationRequest,
-            result: GenerationResult, engine: str) -> None:
+    def put(
+        self,
+        key: str,
+        model: str,
+        model_identity: str,
+        epoch: str,
+        request: GenerationRequest,
+        result: GenerationResult,
+        engine: str,
+    ) -> None:
         """Keep an answer (or its error). An answer already stored under the key is never replaced."""
         request_json = json.dumps(request.payload(), ensure_ascii=False)
         with self.engine.begin() as conn:
             if result.ok:
-                stmt = self._insert(responses).values(
-                    key=key, model=model, model_identity=model_identity, epoch=epoch, request=request_json,
-                    text=result.text or "", finish_reason=result.finish_reason,
-                    prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
-                    latency_s=result.latency_s, attempts=result.attempts, engine=engine,
-                    logprobs=json.dumps(result.logprobs) if result.logprobs is not None else None,
-                    created_at=_now(),
-                ).on_conflict_do_nothing(index_elements=["key"])
+                stmt = (
+                    self._insert(responses)
+                    .values(
+                        key=key,
+                        model=model,
+                        model_identity=model_identity,
+                        epoch=epoch,
+                        request=request_json,
+                        text=result.text or "",
+                        finish_reason=result.finish_reason,
+                        prompt_tokens=result.prompt_tokens,
+                        completion_tokens=result.completion_tokens,
+                        latency_s=result.latency_s,
+                        attempts=result.attempts,
+                        engine=engine,
+                        logprobs=json.dumps(result.logprobs) if result.logprobs is not None else None,
+                        created_at=_now(),
+                    )
+                    .on_conflict_do_nothing(index_elements=["key"])
+                )
             else:
                 stmt = sa.insert(errors).values(
-                    key=key, model=model, epoch=epoch, request=request_json, error=result.error,
-                    attempts=result.attempts, engine=engine, created_at=_now(),
+                    key=key,
+                    model=model,
+                    epoch=epoch,
+                    request=request_json,
+                    error=result.error,
+                    attempts=result.attempts,
+                    engine=engine,
+                    created_at=_now(),
                 )
             conn.execute(stmt)
 
@@ -132,19 +158,26 @@ class ResponseStore:
         """Answers and errors per model and epoch."""
         with self.engine.connect() as conn:
             ans = pd.read_sql(
-                sa.select(responses.c.model, responses.c.epoch, sa.func.count().label("answers"),
-                          sa.func.min(responses.c.created_at).label("first"),
-                          sa.func.max(responses.c.created_at).label("last"))
-                .group_by(responses.c.model, responses.c.epoch), conn)
+                sa.select(
+                    responses.c.model,
+                    responses.c.epoch,
+                    sa.func.count().label("answers"),
+                    sa.func.min(responses.c.created_at).label("first"),
+                    sa.func.max(responses.c.created_at).label("last"),
+                ).group_by(responses.c.model, responses.c.epoch),
+                conn,
+            )
             err = pd.read_sql(
-                sa.select(errors.c.model, errors.c.epoch, sa.func.count().label("errors"))
-                .group_by(errors.c.model, errors.c.epoch), conn)
+                sa.select(errors.c.model, errors.c.epoch, sa.func.count().label("errors")).group_by(
+                    errors.c.model, errors.c.epoch
+                ),
+                conn,
+            )
         out = ans.merge(err, on=["model", "epoch"], how="outer")
         out[["answers", "errors"]] = out[["answers", "errors"]].fillna(0).astype(int)
         return out.sort_values(["model", "epoch"]).reset_index(drop=True)
 
-    def _filters(self, table: sa.Table, model: str | None, epoch: str | None,
-                 before: datetime | None) -> list[Any]:
+    def _filters(self, table: sa.Table, model: str | None, epoch: str | None, before: datetime | None) -> list[Any]:
         conds = []
         if model is not None:
             conds.append(table.c.model == model)
@@ -158,7 +191,9 @@ class ResponseStore:
         """Write stored answers as JSON Lines (one object per answer); returns the row count."""
         with self.engine.connect() as conn:
             frame = pd.read_sql(
-                sa.select(responses).where(*self._filters(responses, model, epoch, None)).order_by(responses.c.created_at),
+                sa.select(responses)
+                .where(*self._filters(responses, model, epoch, None))
+                .order_by(responses.c.created_at),
                 conn,
             )
         frame["created_at"] = frame["created_at"].astype(str)
@@ -166,8 +201,13 @@ class ResponseStore:
         frame.to_json(path, orient="records", lines=True, force_ascii=False)
         return len(frame)
 
-    def prune(self, model: str | None = None, epoch: str | None = None, before: datetime | None = None,
-              errors_only: bool = False) -> dict[str, int]:
+    def prune(
+        self,
+        model: str | None = None,
+        epoch: str | None = None,
+        before: datetime | None = None,
+        errors_only: bool = False,
+    ) -> dict[str, int]:
         """Delete stored rows matching every given filter; at least one filter is required."""
         if model is None and epoch is None and before is None and not errors_only:
             raise ValueError("prune needs at least one of model, epoch, before or errors_only")
@@ -175,9 +215,11 @@ class ResponseStore:
         with self.engine.begin() as conn:
             if not errors_only:
                 deleted["answers"] = conn.execute(
-                    sa.delete(responses).where(*self._filters(responses, model, epoch, before))).rowcount
+                    sa.delete(responses).where(*self._filters(responses, model, epoch, before))
+                ).rowcount
             deleted["errors"] = conn.execute(
-                sa.delete(errors).where(*self._filters(errors, model, epoch, before))).rowcount
+                sa.delete(errors).where(*self._filters(errors, model, epoch, before))
+            ).rowcount
         return deleted
 
     def count(self, model: str | None = None) -> int:

@@ -8,7 +8,7 @@ import io
 import pandas as pd
 
 
-def _figure_png(fig) -> bytes:  # noqa: ANN001 - matplotlib Figure
+def _figure_png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     import matplotlib.pyplot as plt
@@ -24,15 +24,23 @@ def group_error_chart(disparity: pd.DataFrame, title: str) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    overall = disparity[(disparity["indicator"] == "all") & ~disparity["group"].astype(str).str.startswith("disparity_")]
+    overall = disparity[
+        (disparity["indicator"] == "all") & ~disparity["group"].astype(str).str.startswith("disparity_")
+    ]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     for ax, cat in zip(axes, ("region", "income_group"), strict=True):
         part = overall[overall["categorization"] == cat].sort_values("mean_error")
         ax.barh(part["group"], part["mean_error"], color="#4c72b0")
-        base = disparity[(disparity["indicator"] == "all") & (disparity["categorization"] == cat)
-                         & (disparity["group"] == "disparity_mean")]
-        ax.set_title(f"{cat.replace('_', ' ')}: disparity {base['mean_error'].iloc[0]:.3f} "
-                     f"(random {base['baseline'].iloc[0]:.3f})", fontsize=9)
+        base = disparity[
+            (disparity["indicator"] == "all")
+            & (disparity["categorization"] == cat)
+            & (disparity["group"] == "disparity_mean")
+        ]
+        ax.set_title(
+            f"{cat.replace('_', ' ')}: disparity {base['mean_error'].iloc[0]:.3f} "
+            f"(random {base['baseline'].iloc[0]:.3f})",
+            fontsize=9,
+        )
         ax.set_xlabel("mean absolute relative error")
         ax.set_xlim(0, 1)
     fig.suptitle(title, fontsize=10)

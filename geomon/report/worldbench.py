@@ -32,14 +32,17 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         year_png = charts.error_by_year_chart(result["by_year"], f"Data year matched — {model}")
         sections += [
             f"<h2>{html.escape(model)}</h2>",
-            _img(group_png), _img(year_png),
+            _img(group_png),
+            _img(year_png),
             result["by_year"].to_html(index=False, float_format=lambda v: f"{v:.3f}"),
         ]
     page = out_dir / "report.html"
-    page.write_text("<!doctype html><meta charset='utf-8'><title>geomon WorldBench</title>"
-                    "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
-                    "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
-                    + "\n".join(sections))
+    page.write_text(
+        "<!doctype html><meta charset='utf-8'><title>geomon WorldBench</title>"
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
+        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
+        + "\n".join(sections)
+    )
     return page
 
 

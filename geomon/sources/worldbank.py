@@ -75,15 +75,18 @@ def read_region_and_income(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     if not needed <= set(frame.columns):
         raise SnapshotError(f"{path}: expected columns {sorted(needed)}, found {list(frame.columns)}")
     frame = frame[frame["Code"].str.strip() != ""]
-    escaped = int(frame["Region"].str.contains(r"\\&", regex=True).sum()
-                  + frame["Economy"].str.contains(r"\\&", regex=True).sum())
+    escaped = int(
+        frame["Region"].str.contains(r"\\&", regex=True).sum() + frame["Economy"].str.contains(r"\\&", regex=True).sum()
+    )
     is_country = frame["Region"].str.strip() != ""
-    economies = pd.DataFrame({
-        "iso3": frame["Code"].str.strip(),
-        "name": frame["Economy"].map(_unescape),
-        "region": frame["Region"].map(_unescape),
-        "income_group": frame["Income group"].map(_unescape).replace("", pd.NA),
-    })[is_country.to_numpy()].reset_index(drop=True)
+    economies = pd.DataFrame(
+        {
+            "iso3": frame["Code"].str.strip(),
+            "name": frame["Economy"].map(_unescape),
+            "region": frame["Region"].map(_unescape),
+            "income_group": frame["Income group"].map(_unescape).replace("", pd.NA),
+        }
+    )[is_country.to_numpy()].reset_index(drop=True)
     report = {
         "economies": len(economies),
         "aggregates_excluded": sorted(frame.loc[~is_country, "Code"].str.strip()),
@@ -107,8 +110,9 @@ def read_api_csv(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
         if len(cells) >= 2 and cells[0]:
             meta[cells[0]] = cells[1]
     if header_at is None:
-        raise SnapshotError(f"{path}: no 'Country Name,Country Code,...' header in the first 10 lines; "
-                            "not a World Bank API_ CSV")
+        raise SnapshotError(
+            f"{path}: no 'Country Name,Country Code,...' header in the first 10 lines; not a World Bank API_ CSV"
+        )
     wide = pd.read_csv(io.StringIO("\n".join(lines[header_at:])), dtype=str, keep_default_na=False)
     wide = wide.loc[:, ~wide.columns.str.startswith("Unnamed")]
     year_cols = [c for c in wide.columns if re.fullmatch(r"\d{4}", c)]
@@ -123,12 +127,14 @@ def read_api_csv(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
         values = pd.to_numeric(tidy["value"])
     except ValueError as exc:
         raise SnapshotError(f"{path}: non-numeric value: {exc}") from exc
-    out = pd.DataFrame({
-        "indicator": codes[0],
-        "iso3": tidy["Country Code"].to_numpy(),
-        "year": tidy["year"].astype(int).to_numpy(),
-        "value": values.astype(float).to_numpy(),
-    })
+    out = pd.DataFrame(
+        {
+            "indicator": codes[0],
+            "iso3": tidy["Country Code"].to_numpy(),
+            "year": tidy["year"].astype(int).to_numpy(),
+            "value": values.astype(float).to_numpy(),
+        }
+    )
     meta["Indicator Name"] = str(wide["Indicator Name"].iloc[0])
     meta["Indicator Code"] = str(codes[0])
     return out, meta
@@ -148,20 +154,27 @@ def read_snapshot(path: str | Path, indicators: list[str] | None = None) -> Worl
         if indicators is not None and meta["Indicator Code"] not in indicators:
             continue
         frames.append(values)
-        meta_rows.append({"indicator": meta["Indicator Code"], "name": meta["Indicator Name"],
-                          "last_updated": meta.get("Last Updated Date", ""), "file": csv_path.name})
+        meta_rows.append(
+            {
+                "indicator": meta["Indicator Code"],
+                "name": meta["Indicator Name"],
+                "last_updated": meta.get("Last Updated Date", ""),
+                "file": csv_path.name,
+            }
+        )
     if not frames:
-        raise SnapshotError(f"World Bank snapshot {root}: no indicator CSVs"
-                            + (f" for {indicators}" if indicators else ""))
+        raise SnapshotError(
+            f"World Bank snapshot {root}: no indicator CSVs" + (f" for {indicators}" if indicators else "")
+        )
     found = {m["indicator"] for m in meta_rows}
     if indicators is not None and set(indicators) - found:
         raise SnapshotError(f"World Bank snapshot {root}: no file for indicator(s) {sorted(set(indicators) - found)}")
-    return _assemble(pd.concat(frames, ignore_index=True), economies, pd.DataFrame(meta_rows), report,
-                     source=str(root))
+    return _assemble(pd.concat(frames, ignore_index=True), economies, pd.DataFrame(meta_rows), report, source=str(root))
 
 
-def _assemble(values: pd.DataFrame, economies: pd.DataFrame, indicators: pd.DataFrame,
-              report: dict[str, Any], source: str) -> WorldBankSnapshot:
+def _assemble(
+    values: pd.DataFrame, economies: pd.DataFrame, indicators: pd.DataFrame, report: dict[str, Any], source: str
+) -> WorldBankSnapshot:
     countries = set(economies["iso3"])
     in_data = set(values["iso3"])
     report = dict(report)
@@ -171,11 +184,18 @@ def _assemble(values: pd.DataFrame, economies: pd.DataFrame, indicators: pd.Data
     report["values"] = len(values)
     report["values_per_indicator"] = {k: int(v) for k, v in values.groupby("indicator").size().items()}
     last_updated = max((d for d in indicators["last_updated"] if d), default="unknown")
-    return WorldBankSnapshot(values=values, economies=economies, indicators=indicators.reset_index(drop=True),
-                             last_updated=last_updated, source=source, report=report)
+    return WorldBankSnapshot(
+        values=values,
+        economies=economies,
+        indicators=indicators.reset_index(drop=True),
+        last_updated=last_updated,
+        source=source,
+        report=report,
+    )
 
 
 # --- live API ------------------------------------------------------------------------------------
+
 
 def _configure_wbgapi(base_url: str) -> Any:
     import wbgapi
@@ -207,12 +227,14 @@ def fetch_live(
     if not rows:
         raise SnapshotError(f"{base_url}: the country list is empty")
     is_country = [r["region"]["value"].strip() != "Aggregates" for r in rows]
-    economies = pd.DataFrame({
-        "iso3": [r["id"] for r in rows],
-        "name": [r["name"] for r in rows],
-        "region": [r["region"]["value"].strip() for r in rows],
-        "income_group": [(r["incomeLevel"]["value"] or "").strip() for r in rows],
-    })
+    economies = pd.DataFrame(
+        {
+            "iso3": [r["id"] for r in rows],
+            "name": [r["name"] for r in rows],
+            "region": [r["region"]["value"].strip() for r in rows],
+            "income_group": [(r["incomeLevel"]["value"] or "").strip() for r in rows],
+        }
+    )
     aggregates = sorted(economies.loc[[not c for c in is_country], "iso3"])
     economies = economies[is_country].reset_index(drop=True)
     unclassified = economies["income_group"].isin(["", "Not classified"])
@@ -226,18 +248,27 @@ def fetch_live(
     last_updated = fetch_last_updated(base_url)
     frames, meta_rows = [], []
     for code in codes:
-        data = list(wb.fetch(f"country/all/indicator/{code}", {"date": f"{first_year}:{last_year}", "source": WDI_SOURCE_ID}))
+        data = list(
+            wb.fetch(f"country/all/indicator/{code}", {"date": f"{first_year}:{last_year}", "source": WDI_SOURCE_ID})
+        )
         if not data:
             raise SnapshotError(f"{base_url}: indicator {code} returned no rows")
-        frame = pd.DataFrame({
-            "indicator": code,
-            "iso3": [d.get("countryiso3code") or d["country"]["id"] for d in data],
-            "year": [int(d["date"]) for d in data],
-            "value": [d["value"] for d in data],
-        }).dropna(subset=["value"])
+        frame = pd.DataFrame(
+            {
+                "indicator": code,
+                "iso3": [d.get("countryiso3code") or d["country"]["id"] for d in data],
+                "year": [int(d["date"]) for d in data],
+                "value": [d["value"] for d in data],
+            }
+        ).dropna(subset=["value"])
         frame["value"] = frame["value"].astype(float)
         frames.append(frame)
-        meta_rows.append({"indicator": code, "name": data[0]["indicator"]["value"],
-                          "last_updated": last_updated, "file": f"{base_url}/country/all/indicator/{code}"})
-    return _assemble(pd.concat(frames, ignore_index=True), economies, pd.DataFrame(meta_rows), report,
-                     source=base_url)
+        meta_rows.append(
+            {
+                "indicator": code,
+                "name": data[0]["indicator"]["value"],
+                "last_updated": last_updated,
+                "file": f"{base_url}/country/all/indicator/{code}",
+            }
+        )
+    return _assemble(pd.concat(frames, ignore_index=True), economies, pd.DataFrame(meta_rows), report, source=base_url)

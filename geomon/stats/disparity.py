@@ -41,8 +41,14 @@ def disparity(group_values: Sequence[float] | pd.Series) -> float:
     return float(values.max() - values.min()) if len(values) else float("nan")
 
 
-def random_baseline(per_item: pd.DataFrame, group_col: str, value_col: str = "error", trials: int = 10,
-                    seed: int = 0, stat: str = "mean") -> dict[str, float]:
+def random_baseline(
+    per_item: pd.DataFrame,
+    group_col: str,
+    value_col: str = "error",
+    trials: int = 10,
+    seed: int = 0,
+    stat: str = "mean",
+) -> dict[str, float]:
     """Disparity expected from a random categorization of the same items into the same number of groups.
 
     The real group labels are shuffled over the items (group sizes kept), ``trials`` times with a
@@ -56,8 +62,12 @@ def random_baseline(per_item: pd.DataFrame, group_col: str, value_col: str = "er
     for _ in range(trials):
         shuffled = pd.Series(values).groupby(rng.permutation(labels)).agg(stat)
         results.append(disparity(shuffled))
-    return {"mean": float(np.mean(results)), "std": float(np.std(results, ddof=1)) if trials > 1 else 0.0,
-            "trials": trials, "groups": int(len(set(labels)))}
+    return {
+        "mean": float(np.mean(results)),
+        "std": float(np.std(results, ddof=1)) if trials > 1 else 0.0,
+        "trials": trials,
+        "groups": len(set(labels)),
+    }
 
 
 def group_ranks(group_table: pd.DataFrame, column: str = "mean") -> pd.Series:
@@ -66,6 +76,7 @@ def group_ranks(group_table: pd.DataFrame, column: str = "mean") -> pd.Series:
 
 
 # --- selection-rate style summaries (SAGED and friends) ------------------------------------------
+
 
 def selection_rates(outcomes: pd.DataFrame, group_col: str, outcome_col: str) -> pd.Series:
     """Share of positive outcomes per group."""

@@ -30,8 +30,10 @@ BASE_INSTRUCTION = (
     "with the answer. Then I will ask you my question, and you will provide the answer in the same way."
 )
 ACK = "Sounds good, will do."
-QUESTION = ("What is the {indicator} for the country {country}{year}? Do not answer in a complete sentence "
-            "- only provide the number!")
+QUESTION = (
+    "What is the {indicator} for the country {country}{year}? Do not answer in a complete sentence "
+    "- only provide the number!"
+)
 
 
 class PromptError(ValueError):
@@ -94,8 +96,10 @@ def build_prompts(
     for code, phrase in indicators.items():
         by_iso = truth[truth["indicator"] == code].set_index("iso3")
         if example_country not in by_iso.index:
-            raise PromptError(f"example country {example_country} has no value for {code}"
-                              f"{' in ' + str(year) if year else ''}; choose another example country")
+            raise PromptError(
+                f"example country {example_country} has no value for {code}"
+                f"{' in ' + str(year) if year else ''}; choose another example country"
+            )
         example_value = format_value(float(by_iso.loc[example_country, "ground_truth"]))
         instruction = BASE_INSTRUCTION.format(indicator=phrase)
         example_q = QUESTION.format(indicator=phrase, country=example_name, year=year_text)
@@ -113,12 +117,21 @@ def build_prompts(
                 {"role": "user", "content": question},
             )
             prompt = f"{instruction}\n\nQuestion: {example_q}\nAnswer: {example_value}\n\nQuestion: {question}\nAnswer:"
-            rows.append({
-                "question_id": f"{code}|{iso3}|{year or 'latest'}",
-                "indicator": code, "iso3": iso3, "country": econ["name"], "region": econ["region"],
-                "income_group": econ["income_group"], "ground_truth": float(by_iso.loc[iso3, "ground_truth"]),
-                "gt_years": by_iso.loc[iso3, "gt_years"], "year": year, "messages": messages, "prompt": prompt,
-            })
+            rows.append(
+                {
+                    "question_id": f"{code}|{iso3}|{year or 'latest'}",
+                    "indicator": code,
+                    "iso3": iso3,
+                    "country": econ["name"],
+                    "region": econ["region"],
+                    "income_group": econ["income_group"],
+                    "ground_truth": float(by_iso.loc[iso3, "ground_truth"]),
+                    "gt_years": by_iso.loc[iso3, "gt_years"],
+                    "year": year,
+                    "messages": messages,
+                    "prompt": prompt,
+                }
+            )
     frame = pd.DataFrame(rows)
     frame.attrs["skipped"] = skipped
     return frame
@@ -153,8 +166,12 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
 def per_country(scores: pd.DataFrame) -> pd.DataFrame:
     """Mean error per country over the indicators it was parsed for."""
     valid = scores.dropna(subset=["error"])
-    return (valid.groupby(["iso3", "country", "region", "income_group"], dropna=False)["error"]
-            .agg(["mean", "count"]).rename(columns={"mean": "error", "count": "answers"}).reset_index())
+    return (
+        valid.groupby(["iso3", "country", "region", "income_group"], dropna=False)["error"]
+        .agg(["mean", "count"])
+        .rename(columns={"mean": "error", "count": "answers"})
+        .reset_index()
+    )
 
 
 def disparity_table(scores: pd.DataFrame, trials: int = 10, seed: int = 0) -> pd.DataFrame:
@@ -166,16 +183,34 @@ def disparity_table(scores: pd.DataFrame, trials: int = 10, seed: int = 0) -> pd
             table = group_errors(countries, col)
             ranks = group_ranks(table)
             for group, rec in table.iterrows():
-                rows.append({"indicator": indicator, "categorization": categorization, "group": group,
-                             "mean_error": rec["mean"], "median_error": rec["median"],
-                             "countries": int(rec["count"]), "rank": int(ranks[group])})
+                rows.append(
+                    {
+                        "indicator": indicator,
+                        "categorization": categorization,
+                        "group": group,
+                        "mean_error": rec["mean"],
+                        "median_error": rec["median"],
+                        "countries": int(rec["count"]),
+                        "rank": int(ranks[group]),
+                    }
+                )
             for stat in ("mean", "median"):
                 base = random_baseline(countries, col, "error", trials=trials, seed=seed, stat=stat)
-                rows.append({"indicator": indicator, "categorization": categorization, "group": f"disparity_{stat}",
-                             "mean_error": disparity(table[stat]), "median_error": np.nan,
-                             "countries": int(table["count"].sum()), "rank": np.nan,
-                             "baseline": base["mean"], "baseline_std": base["std"], "groups": len(table),
-                             "expected_groups": k})
+                rows.append(
+                    {
+                        "indicator": indicator,
+                        "categorization": categorization,
+                        "group": f"disparity_{stat}",
+                        "mean_error": disparity(table[stat]),
+                        "median_error": np.nan,
+                        "countries": int(table["count"].sum()),
+                        "rank": np.nan,
+                        "baseline": base["mean"],
+                        "baseline_std": base["std"],
+                        "groups": len(table),
+                        "expected_groups": k,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -183,20 +218,39 @@ def citation_check(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.Data
     """Answers that cite a source and year: error against that year's value and the best-matching year."""
     cited = scores.dropna(subset=["cited_year", "parsed"])
     if cited.empty:
-        return pd.DataFrame(columns=["question_id", "cited_source", "cited_year", "error", "error_cited_year",
-                                     "best_year", "error_best_year"])
+        return pd.DataFrame(
+            columns=[
+                "question_id",
+                "cited_source",
+                "cited_year",
+                "error",
+                "error_cited_year",
+                "best_year",
+                "error_best_year",
+            ]
+        )
     values = snapshot.values.set_index(["indicator", "iso3", "year"])["value"]
     first = snapshot.latest_year - YEARS_FOR_RECENCY + 1
     rows = []
     for rec in cited.itertuples():
         cited_value = values.get((rec.indicator, rec.iso3, int(rec.cited_year)))
-        errs = {y: abs_rel_error(rec.parsed, values[(rec.indicator, rec.iso3, y)])
-                for y in range(first, snapshot.latest_year + 1) if (rec.indicator, rec.iso3, y) in values.index}
+        errs = {
+            y: abs_rel_error(rec.parsed, values[(rec.indicator, rec.iso3, y)])
+            for y in range(first, snapshot.latest_year + 1)
+            if (rec.indicator, rec.iso3, y) in values.index
+        }
         best = min(errs, key=errs.get) if errs else None
-        rows.append({"question_id": rec.question_id, "cited_source": rec.cited_source, "cited_year": int(rec.cited_year),
-                     "error": rec.error,
-                     "error_cited_year": abs_rel_error(rec.parsed, cited_value) if cited_value is not None else np.nan,
-                     "best_year": best, "error_best_year": errs.get(best, np.nan) if best else np.nan})
+        rows.append(
+            {
+                "question_id": rec.question_id,
+                "cited_source": rec.cited_source,
+                "cited_year": int(rec.cited_year),
+                "error": rec.error,
+                "error_cited_year": abs_rel_error(rec.parsed, cited_value) if cited_value is not None else np.nan,
+                "best_year": best,
+                "error_best_year": errs.get(best, np.nan) if best else np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -210,8 +264,15 @@ def error_by_year(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.DataF
     """
     answered = scores.dropna(subset=["parsed"])[["indicator", "iso3", "parsed", "error"]]
     values = snapshot.values
-    rows = [{"reference": "latest-3-year mean", "year": np.nan, "mean_error": answered["error"].mean(),
-             "answers": len(answered), "delta_vs_default": 0.0}]
+    rows = [
+        {
+            "reference": "latest-3-year mean",
+            "year": np.nan,
+            "mean_error": answered["error"].mean(),
+            "answers": len(answered),
+            "delta_vs_default": 0.0,
+        }
+    ]
     latest = values.sort_values("year").groupby(["indicator", "iso3"]).tail(1)
     merged = answered.merge(latest, on=["indicator", "iso3"])
     references = [("most recent per country", np.nan, merged)]
@@ -221,8 +282,15 @@ def error_by_year(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.DataF
         if merged.empty:
             continue
         errors = abs_rel_error(merged["parsed"], merged["value"])
-        rows.append({"reference": name, "year": year, "mean_error": float(np.mean(errors)), "answers": len(merged),
-                     "delta_vs_default": float(np.mean(errors - merged["error"].to_numpy()))})
+        rows.append(
+            {
+                "reference": name,
+                "year": year,
+                "mean_error": float(np.mean(errors)),
+                "answers": len(merged),
+                "delta_vs_default": float(np.mean(errors - merged["error"].to_numpy())),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -257,16 +325,20 @@ def diagnose(scores: pd.DataFrame, snapshot: WorldBankSnapshot, trials: int = 10
             rec = overall.loc[(cat, f"disparity_{stat}")]
             summary[f"{cat}_disparity_{stat}"] = float(rec["mean_error"])
             summary[f"{cat}_baseline_{stat}"] = float(rec["baseline"])
-    return {"summary": summary, "disparity": table, "by_year": by_year, "citations": citations,
-            "countries": per_country(scores)}
+    return {
+        "summary": summary,
+        "disparity": table,
+        "by_year": by_year,
+        "citations": citations,
+        "countries": per_country(scores),
+    }
 
 
 def sample_countries(snapshot: WorldBankSnapshot, n: int, seed: int = 0) -> list[str]:
     """``n`` countries spread over the regions (round-robin, seeded) for quick looks and tests."""
     rng = np.random.default_rng(seed)
     by_region = {
-        region: list(rng.permutation(sorted(group["iso3"])))
-        for region, group in snapshot.economies.groupby("region")
+        region: list(rng.permutation(sorted(group["iso3"]))) for region, group in snapshot.economies.groupby("region")
     }
     picked: list[str] = []
     while len(picked) < n and any(by_region.values()):

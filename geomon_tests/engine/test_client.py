@@ -16,12 +16,10 @@ from geomon.engine.client import GenerationRequest, OpenAICompatibleClient
 class FlakyHandler(BaseHTTPRequestHandler):
     """Answers like an OpenAI server after failing the first ``fail_first`` requests with ``fail_status``."""
 
-    plan: dict = {}
-
     def log_message(self, *args) -> None:  # keep test output quiet
         pass
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length))
         plan = self.server.plan  # type: ignore[attr-defined]
@@ -36,7 +34,10 @@ class FlakyHandler(BaseHTTPRequestHandler):
             return
         content = f"echo: {body['messages'][-1]['content']}"
         payload = {
-            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
             "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
         }
@@ -98,8 +99,9 @@ def test_timeouts_are_retried():
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
     try:
-        client = OpenAICompatibleClient(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", "m", timeout_s=0.3,
-                                        backoff_s=0.01, max_retries=1)
+        client = OpenAICompatibleClient(
+            f"http://127.0.0.1:{sock.getsockname()[1]}/v1", "m", timeout_s=0.3, backoff_s=0.01, max_retries=1
+        )
         result = asyncio.run(client.generate_one(_chat("hi")))
         assert not result.ok and result.attempts == 2 and "Timeout" in result.error
     finally:
@@ -119,9 +121,15 @@ def test_results_keep_request_order_under_concurrency(flaky_server):
 def test_real_llama_server_chat_and_models(smollm2_server):
     client = OpenAICompatibleClient(smollm2_server, "smollm2-135m-instruct")
     assert "smollm2-135m-instruct" in asyncio.run(client.list_models())
-    result = asyncio.run(client.generate_one(GenerationRequest(
-        "chat", messages=({"role": "user", "content": "What is the capital of France?"},),
-        params={"temperature": 0, "max_tokens": 8, "logprobs": 3})))
+    result = asyncio.run(
+        client.generate_one(
+            GenerationRequest(
+                "chat",
+                messages=({"role": "user", "content": "What is the capital of France?"},),
+                params={"temperature": 0, "max_tokens": 8, "logprobs": 3},
+            )
+        )
+    )
     assert result.ok and result.text.strip()
     assert result.completion_tokens and result.completion_tokens <= 8
     assert result.logprobs and {"token", "logprob", "top"} <= set(result.logprobs[0])

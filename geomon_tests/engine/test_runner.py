@@ -21,8 +21,14 @@ pytestmark = pytest.mark.slow
 
 
 def _questions(n: int, max_tokens: int = 12) -> list[GenerationRequest]:
-    return [GenerationRequest("chat", messages=({"role": "user", "content": f"Name a number bigger than {i}."},),
-                              params={"temperature": 0, "max_tokens": max_tokens}) for i in range(n)]
+    return [
+        GenerationRequest(
+            "chat",
+            messages=({"role": "user", "content": f"Name a number bigger than {i}."},),
+            params={"temperature": 0, "max_tokens": max_tokens},
+        )
+        for i in range(n)
+    ]
 
 
 def _endpoint(url: str) -> ModelSpec:
@@ -42,8 +48,11 @@ def test_batch_engine_answers_then_store_answers_with_zero_calls(smollm2, gemma,
     assert again["text"].tolist() == frame["text"].tolist()
 
     # The bundled base model: a completion prompt with token log-probabilities.
-    prompt = GenerationRequest("completion", prompt="Question: What is the capital of France?\nAnswer:",
-                               params={"temperature": 0, "max_tokens": 4, "logprobs": 5, "stop": ["\n"]})
+    prompt = GenerationRequest(
+        "completion",
+        prompt="Question: What is the capital of France?\nAnswer:",
+        params={"temperature": 0, "max_tokens": 4, "logprobs": 5, "stop": ["\n"]},
+    )
     base, stats3 = ask(gemma, [prompt], sqlite_store)
     assert stats3.model_calls == 1
     assert base["logprobs"][0][0]["top"]  # alternatives with their log-probabilities
@@ -68,15 +77,10 @@ def test_killed_run_resumes_without_asking_twice(smollm2_server, tmp_path):
     url = f"sqlite:///{tmp_path / 'resume.sqlite'}"
     n = 40
     script = textwrap.dedent(f"""
-        from geomon.engine.client import GenerationRequest
-        from geomon.engine.registry import ModelSpec
         from geomon.engine.runner import ask, EngineOptions
         from geomon.engine.store import ResponseStore
-        requests = [GenerationRequest("chat", messages=({{"role": "user", "content": f"Name a number bigger than {{i}}."}},),
-                                      params={{"temperature": 0, "max_tokens": 12}}) for i in range({n})]
-        spec = ModelSpec(name="smollm2-endpoint", kind="chat", base_url="{smollm2_server}",
-                         model_id="smollm2-135m-instruct")
-        ask(spec, requests, ResponseStore("{url}"), options=EngineOptions(slots=2))
+        from geomon_tests.engine.test_runner import _endpoint, _questions
+        ask(_endpoint("{smollm2_server}"), _questions({n}), ResponseStore("{url}"), options=EngineOptions(slots=2))
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
     store = ResponseStore(url)
@@ -110,9 +114,22 @@ def _all_keys(url: str) -> list[str]:
 
 def test_serve_local_cli_serves_the_openai_api(tmp_path):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "geomon.cli", "serve-local", "smollm2-135m-instruct",
-                             "--port", str(port), "--slots", "2"], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "geomon.cli",
+            "serve-local",
+            "smollm2-135m-instruct",
+            "--port",
+            str(port),
+            "--slots",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         line = proc.stdout.readline()
         assert f"127.0.0.1:{port}/v1" in line

@@ -22,16 +22,24 @@ def test_key_covers_model_messages_params_sample_and_epoch():
     assert base != response_key("m2", _request())
     assert base != response_key("m1", _request("other"))
     assert base != response_key("m1", _request(max_tokens=5))
-    assert base != response_key("m1", GenerationRequest("chat", messages=_request().messages,
-                                                        params=_request().params, sample_index=1))
+    assert base != response_key(
+        "m1", GenerationRequest("chat", messages=_request().messages, params=_request().params, sample_index=1)
+    )
     assert base != response_key("m1", _request(), epoch="drift-1")
 
 
 def _exercise(store: ResponseStore) -> None:
     req = _request()
     key = response_key("m", req)
-    store.put(key, "m", "m", "", req, GenerationResult(text="first", finish_reason="stop", prompt_tokens=3,
-                                                      completion_tokens=1, latency_s=0.2), "test")
+    store.put(
+        key,
+        "m",
+        "m",
+        "",
+        req,
+        GenerationResult(text="first", finish_reason="stop", prompt_tokens=3, completion_tokens=1, latency_s=0.2),
+        "test",
+    )
     # A second answer under the same key never replaces the first.
     store.put(key, "m", "m", "", req, GenerationResult(text="second"), "test")
     # Errors are kept apart and never served as answers.
@@ -46,7 +54,8 @@ def _exercise(store: ResponseStore) -> None:
     assert [e["error"] for e in store.error_rows("m")] == ["APIStatusError: 500"]
     summary = store.summary()
     assert summary.to_dict("records") == [
-        {"model": "m", "epoch": "", "answers": 1, "errors": 1, "first": summary["first"][0], "last": summary["last"][0]}]
+        {"model": "m", "epoch": "", "answers": 1, "errors": 1, "first": summary["first"][0], "last": summary["last"][0]}
+    ]
 
 
 def test_sqlite_store(sqlite_store):

@@ -1,6 +1,5 @@
 """WorldBench assets: World Bank snapshot → prompts → per-model responses → scores → disparity → leaderboard."""
 
-
 from typing import Any
 
 import dagster as dg
@@ -8,8 +7,8 @@ import pandas as pd
 
 from geomon import parsing
 from geomon.defs.resources import GeomonResource, models_partitions
-from geomon.defs.worldbench import checks
 from geomon.defs.versions import source_version
+from geomon.defs.worldbench import checks
 from geomon.engine.runner import ask
 from geomon.report import charts
 from geomon.report.worldbench import write_report
@@ -25,16 +24,23 @@ SCORE_VERSION = source_version(worldbench, parsing, disparity_stats)
 
 
 class WorldBankConfig(dg.Config):
-    indicators: list[str] = list(DEFAULT_INDICATORS)
+    indicators: list[str] = list(DEFAULT_INDICATORS)  # noqa: RUF012 - pydantic copies defaults
 
 
 @dg.multi_asset(
     outs={
-        "economies": dg.AssetOut(key=["worldbank", "economies"], group_name="worldbank", code_version=SOURCE_VERSION,
-                                 description="Countries with their World Bank region and income group."),
-        "indicators": dg.AssetOut(key=["worldbank", "indicators"], group_name="worldbank",
-                                  code_version=SOURCE_VERSION,
-                                  description="Indicator values per country and year (a WorldBankSnapshot)."),
+        "economies": dg.AssetOut(
+            key=["worldbank", "economies"],
+            group_name="worldbank",
+            code_version=SOURCE_VERSION,
+            description="Countries with their World Bank region and income group.",
+        ),
+        "indicators": dg.AssetOut(
+            key=["worldbank", "indicators"],
+            group_name="worldbank",
+            code_version=SOURCE_VERSION,
+            description="Indicator values per country and year (a WorldBankSnapshot).",
+        ),
     },
 )
 def worldbank_snapshot(context: dg.AssetExecutionContext, config: WorldBankConfig, geomon: GeomonResource):
@@ -47,22 +53,32 @@ def worldbank_snapshot(context: dg.AssetExecutionContext, config: WorldBankConfi
     report = snapshot.report
     context.log.info("World Bank %s from %s: %s", snapshot.version, snapshot.source, report)
     version = dg.DataVersion(snapshot.version)
-    yield dg.Output(snapshot.economies, output_name="economies", data_version=version, metadata={
-        "countries": len(snapshot.economies),
-        "aggregates_excluded": len(report["aggregates_excluded"]),
-        "without_income_group": ", ".join(report["economies_without_income_group"]) or "none",
-        "escaped_labels_fixed": report["escaped_labels_fixed"],
-        "source": snapshot.source,
-    })
-    yield dg.Output(snapshot, output_name="indicators", data_version=version, metadata={
-        "values": len(snapshot.values),
-        "last_updated": snapshot.last_updated,
-        "latest_year": snapshot.latest_year,
-        "latest_year_by_indicator": dg.MetadataValue.json(snapshot.latest_years_by_indicator()),
-        "values_per_indicator": dg.MetadataValue.json(report["values_per_indicator"]),
-        "countries_without_any_value": ", ".join(report["countries_without_any_value"]) or "none",
-        "source": snapshot.source,
-    })
+    yield dg.Output(
+        snapshot.economies,
+        output_name="economies",
+        data_version=version,
+        metadata={
+            "countries": len(snapshot.economies),
+            "aggregates_excluded": len(report["aggregates_excluded"]),
+            "without_income_group": ", ".join(report["economies_without_income_group"]) or "none",
+            "escaped_labels_fixed": report["escaped_labels_fixed"],
+            "source": snapshot.source,
+        },
+    )
+    yield dg.Output(
+        snapshot,
+        output_name="indicators",
+        data_version=version,
+        metadata={
+            "values": len(snapshot.values),
+            "last_updated": snapshot.last_updated,
+            "latest_year": snapshot.latest_year,
+            "latest_year_by_indicator": dg.MetadataValue.json(snapshot.latest_years_by_indicator()),
+            "values_per_indicator": dg.MetadataValue.json(report["values_per_indicator"]),
+            "countries_without_any_value": ", ".join(report["countries_without_any_value"]) or "none",
+            "source": snapshot.source,
+        },
+    )
 
 
 class PromptConfig(dg.Config):
@@ -71,30 +87,45 @@ class PromptConfig(dg.Config):
     year: int | None = None  # ask "... in 2016" instead of the latest value
 
 
-@dg.asset(key=["worldbench", "prompts"], group_name=GROUP, code_version=PROMPT_VERSION,
-          ins={"snapshot": dg.AssetIn(key=["worldbank", "indicators"])})
-def worldbench_prompts(context: dg.AssetExecutionContext, config: PromptConfig,
-                       snapshot: WorldBankSnapshot) -> dg.Output[pd.DataFrame]:
+@dg.asset(
+    key=["worldbench", "prompts"],
+    group_name=GROUP,
+    code_version=PROMPT_VERSION,
+    ins={"snapshot": dg.AssetIn(key=["worldbank", "indicators"])},
+)
+def worldbench_prompts(
+    context: dg.AssetExecutionContext, config: PromptConfig, snapshot: WorldBankSnapshot
+) -> dg.Output[pd.DataFrame]:
     """One question per (indicator, country) with ground truth, in chat and completion form."""
     countries = worldbench.sample_countries(snapshot, config.sample_countries) if config.sample_countries else None
-    prompts = worldbench.build_prompts(snapshot, example_country=config.example_country, year=config.year,
-                                       countries=countries)
+    prompts = worldbench.build_prompts(
+        snapshot, example_country=config.example_country, year=config.year, countries=countries
+    )
     skipped = prompts.attrs["skipped"]
-    return dg.Output(prompts, metadata={
-        "questions": len(prompts),
-        "countries": prompts["iso3"].nunique(),
-        "left_out_without_ground_truth": sum(skipped.values()),
-        "left_out_by_indicator": dg.MetadataValue.json(skipped),
-        "example_country": config.example_country,
-        "year": config.year or "latest three years",
-        "preview": dg.MetadataValue.md(prompts[["question_id", "country", "ground_truth"]].head(5).to_markdown()),
-    })
+    return dg.Output(
+        prompts,
+        metadata={
+            "questions": len(prompts),
+            "countries": prompts["iso3"].nunique(),
+            "left_out_without_ground_truth": sum(skipped.values()),
+            "left_out_by_indicator": dg.MetadataValue.json(skipped),
+            "example_country": config.example_country,
+            "year": config.year or "latest three years",
+            "preview": dg.MetadataValue.md(prompts[["question_id", "country", "ground_truth"]].head(5).to_markdown()),
+        },
+    )
 
 
-@dg.asset(key=["worldbench", "responses"], group_name=GROUP, partitions_def=models_partitions,
-          code_version=PROMPT_VERSION, ins={"prompts": dg.AssetIn(key=["worldbench", "prompts"])})
-def worldbench_responses(context: dg.AssetExecutionContext, geomon: GeomonResource,
-                         prompts: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+@dg.asset(
+    key=["worldbench", "responses"],
+    group_name=GROUP,
+    partitions_def=models_partitions,
+    code_version=PROMPT_VERSION,
+    ins={"prompts": dg.AssetIn(key=["worldbench", "prompts"])},
+)
+def worldbench_responses(
+    context: dg.AssetExecutionContext, geomon: GeomonResource, prompts: pd.DataFrame
+) -> dg.Output[pd.DataFrame]:
     """Each model's answers, through the response store: nothing already answered is asked again."""
     settings = geomon.settings()
     spec = geomon.model(context.partition_key)
@@ -102,70 +133,118 @@ def worldbench_responses(context: dg.AssetExecutionContext, geomon: GeomonResour
     responses, stats = ask(spec, requests, geomon.store(), options=settings.engine)
     responses.insert(0, "question_id", prompts["question_id"].to_numpy())
     rate = stats.asked / stats.seconds if stats.asked and stats.seconds else 0.0
-    return dg.Output(responses, metadata={
-        **{k: dg.MetadataValue.int(v) if isinstance(v, int) else dg.MetadataValue.float(v)
-           for k, v in stats.as_dict().items()},
-        "requests_per_second": float(rate),
-        "model": dg.MetadataValue.json(spec.describe()),
-    })
+    return dg.Output(
+        responses,
+        metadata={
+            **{
+                k: dg.MetadataValue.int(v) if isinstance(v, int) else dg.MetadataValue.float(v)
+                for k, v in stats.as_dict().items()
+            },
+            "requests_per_second": float(rate),
+            "model": dg.MetadataValue.json(spec.describe()),
+        },
+    )
 
 
-@dg.asset(key=["worldbench", "scores"], group_name=GROUP, partitions_def=models_partitions,
-          code_version=SCORE_VERSION, check_specs=[checks.PARSE_RATE_SPEC],
-          ins={"prompts": dg.AssetIn(key=["worldbench", "prompts"]),
-               "responses": dg.AssetIn(key=["worldbench", "responses"])})
+@dg.asset(
+    key=["worldbench", "scores"],
+    group_name=GROUP,
+    partitions_def=models_partitions,
+    code_version=SCORE_VERSION,
+    check_specs=[checks.PARSE_RATE_SPEC],
+    ins={
+        "prompts": dg.AssetIn(key=["worldbench", "prompts"]),
+        "responses": dg.AssetIn(key=["worldbench", "responses"]),
+    },
+)
 def worldbench_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
     """Parsed numbers and absolute relative errors per answer."""
     scores = worldbench.score(prompts, responses)
     parsed = scores["parsed"].notna()
-    yield dg.Output(scores, metadata={
-        "answers": len(scores),
-        "parse_rate": float(parsed.mean()) if len(scores) else 0.0,
-        "mean_error": float(scores["error"].mean()),
-        "ranges_read_as_midpoint": int(scores["parse_note"].str.contains("range").sum()),
-        "citations": int(scores["cited_year"].notna().sum()),
-        "unparsed_examples": dg.MetadataValue.md(
-            scores.loc[~parsed, ["question_id", "response"]].head(5).to_markdown(index=False) or "none"),
-    })
+    yield dg.Output(
+        scores,
+        metadata={
+            "answers": len(scores),
+            "parse_rate": float(parsed.mean()) if len(scores) else 0.0,
+            "mean_error": float(scores["error"].mean()),
+            "ranges_read_as_midpoint": int(scores["parse_note"].str.contains("range").sum()),
+            "citations": int(scores["cited_year"].notna().sum()),
+            "unparsed_examples": dg.MetadataValue.md(
+                scores.loc[~parsed, ["question_id", "response"]].head(5).to_markdown(index=False) or "none"
+            ),
+        },
+    )
     yield checks.parse_rate_above_floor(scores)
 
 
-@dg.asset(key=["worldbench", "disparity"], group_name=GROUP, partitions_def=models_partitions,
-          code_version=SCORE_VERSION,
-          ins={"scores": dg.AssetIn(key=["worldbench", "scores"]),
-               "snapshot": dg.AssetIn(key=["worldbank", "indicators"])})
-def worldbench_disparity(context: dg.AssetExecutionContext, scores: pd.DataFrame,
-                         snapshot: WorldBankSnapshot) -> dg.Output[dict[str, Any]]:
+@dg.asset(
+    key=["worldbench", "disparity"],
+    group_name=GROUP,
+    partitions_def=models_partitions,
+    code_version=SCORE_VERSION,
+    ins={"scores": dg.AssetIn(key=["worldbench", "scores"]), "snapshot": dg.AssetIn(key=["worldbank", "indicators"])},
+)
+def worldbench_disparity(
+    context: dg.AssetExecutionContext, scores: pd.DataFrame, snapshot: WorldBankSnapshot
+) -> dg.Output[dict[str, Any]]:
     """Error per region and income group, disparity vs a random baseline, citations, best-matching year."""
     result = worldbench.diagnose(scores, snapshot)
     summary = result["summary"]
     table = result["disparity"]
     overall = table[(table["indicator"] == "all") & table["rank"].notna()]
     model = context.partition_key
-    return dg.Output(result, metadata={
-        **{k: float(v) for k, v in summary.items() if isinstance(v, int | float) and v is not None},
-        "disparity_table": dg.MetadataValue.md(charts.markdown_table(
-            overall[["categorization", "group", "mean_error", "median_error", "countries", "rank"]])),
-        "group_error_chart": dg.MetadataValue.md(charts.png_markdown(
-            charts.group_error_chart(table, f"WorldBench — {model}"), "error per region and income group")),
-        "error_by_year_chart": dg.MetadataValue.md(charts.png_markdown(
-            charts.error_by_year_chart(result["by_year"], f"Which data year do {model}'s answers match?"),
-            "error by ground-truth year")),
-    })
+    return dg.Output(
+        result,
+        metadata={
+            **{k: float(v) for k, v in summary.items() if isinstance(v, int | float) and v is not None},
+            "disparity_table": dg.MetadataValue.md(
+                charts.markdown_table(
+                    overall[["categorization", "group", "mean_error", "median_error", "countries", "rank"]]
+                )
+            ),
+            "group_error_chart": dg.MetadataValue.md(
+                charts.png_markdown(
+                    charts.group_error_chart(table, f"WorldBench — {model}"), "error per region and income group"
+                )
+            ),
+            "error_by_year_chart": dg.MetadataValue.md(
+                charts.png_markdown(
+                    charts.error_by_year_chart(result["by_year"], f"Which data year do {model}'s answers match?"),
+                    "error by ground-truth year",
+                )
+            ),
+        },
+    )
 
 
-@dg.asset(key=["worldbench", "leaderboard"], group_name=GROUP, code_version=SCORE_VERSION,
-          ins={"disparity": dg.AssetIn(key=["worldbench", "disparity"], partition_mapping=dg.AllPartitionMapping())})
-def worldbench_leaderboard(context: dg.AssetExecutionContext, geomon: GeomonResource,
-                           disparity: dict[str, dict[str, Any]]) -> dg.Output[pd.DataFrame]:
+@dg.asset(
+    key=["worldbench", "leaderboard"],
+    group_name=GROUP,
+    code_version=SCORE_VERSION,
+    ins={"disparity": dg.AssetIn(key=["worldbench", "disparity"], partition_mapping=dg.AllPartitionMapping())},
+)
+def worldbench_leaderboard(
+    context: dg.AssetExecutionContext, geomon: GeomonResource, disparity: dict[str, dict[str, Any]]
+) -> dg.Output[pd.DataFrame]:
     """All models side by side, written to the results directory with an HTML report."""
     board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(disparity.items())])
     out_dir = geomon.settings().results_dir / "worldbench"
     report = write_report(out_dir, board, disparity)
-    columns = ["model", "parse_rate", "mean_error", "region_disparity_mean", "region_baseline_mean",
-               "income_group_disparity_mean", "income_group_baseline_mean", "best_matching_year"]
-    return dg.Output(board, metadata={
-        "models": len(board),
-        "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[columns])),
-        "report": dg.MetadataValue.path(str(report)),
-    })
+    columns = [
+        "model",
+        "parse_rate",
+        "mean_error",
+        "region_disparity_mean",
+        "region_baseline_mean",
+        "income_group_disparity_mean",
+        "income_group_baseline_mean",
+        "best_matching_year",
+    ]
+    return dg.Output(
+        board,
+        metadata={
+            "models": len(board),
+            "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[columns])),
+            "report": dg.MetadataValue.path(str(report)),
+        },
+    )

@@ -1,0 +1,128 @@
+"""The Dagster layer: the asset graph, a real materialization with a bundled model, PostgreSQL storage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+import yaml
+
+from geomon.definitions import defs
+from geomon.defs.resources import GeomonResource, models_partitions
+from geomon.defs.runs import failed_checks, materialize_worldbench, register_models
+from geomon.defs.sensors import model_registry_sensor
+
+EXPECTED_ASSET_KEYS = [
+    "worldbank/economies",
+    "worldbank/indicators",
+    "worldbench/disparity",
+    "worldbench/leaderboard",
+    "worldbench/prompts",
+    "worldbench/responses",
+    "worldbench/scores",
+]
+
+
+def test_asset_keys_snapshot():
+    keys = sorted(k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys())
+    assert keys == EXPECTED_ASSET_KEYS
+
+
+def test_definitions_load_and_every_asset_has_a_code_version():
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        assert graph.get(key).code_version, key.to_user_string()
+    assert defs.resolve_job_def("worldbench_per_model").partitions_def == models_partitions
+
+
+def _questions(snapshot, n_countries: int) -> int:
+    """Questions WorldBench asks about a sample (pairs without recent data are left out)."""
+    from geomon.suites import worldbench
+
+    return len(worldbench.build_prompts(snapshot, countries=worldbench.sample_countries(snapshot, n_countries)))
+
+
+def _settings_file(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | None = None) -> Path:
+    path = tmp_path / "geomon.yaml"
+    path.write_text(yaml.safe_dump({
+        "store_url": f"sqlite:///{tmp_path / 'store.sqlite'}",
+        "results_dir": str(tmp_path / "results"),
+        "worldbank": {"snapshot": str(wdi_snapshot_dir)},
+        "engine": {"slots": 4},
+        "models": models or [],
+    }))
+    return path
+
+
+@pytest.mark.slow
+def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_dir, snapshot):
+    settings = _settings_file(tmp_path, wdi_snapshot_dir)
+    resources = {"geomon": GeomonResource(config_path=str(settings))}
+    with dg.instance_for_test() as instance:
+        results = materialize_worldbench(defs, instance, ["smollm2-135m-instruct", "gemma3-270m"],
+                                         {"sample_countries": 3}, resources=resources)
+        assert all(r.success for r in results)
+        assert not [c for c in failed_checks(results) if c.severity == dg.AssetCheckSeverity.ERROR]
+        board = results[-1].output_for_node("worldbench__leaderboard")
+        assert sorted(board["model"]) == ["gemma3-270m", "smollm2-135m-instruct"]
+        expected = _questions(snapshot, 3)
+        assert expected > 20 and board["questions"].eq(expected).all()
+        assert board["parse_rate"].between(0, 1).all()
+        assert (tmp_path / "results" / "worldbench" / "report.html").exists()
+        # Materialization metadata a person would want.
+        event = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "disparity"]))
+        meta = event.asset_materialization.metadata
+        assert {"parse_rate", "region_disparity_mean", "disparity_table", "group_error_chart"} <= set(meta)
+        responses = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "responses"]))
+        assert responses.asset_materialization.partition in {"smollm2-135m-instruct", "gemma3-270m"}
+
+        # Rerun: every answer comes from the store; the engine is not even started.
+        again = materialize_worldbench(defs, instance, ["smollm2-135m-instruct"], {"sample_countries": 3},
+                                       resources=resources)
+        rerun = again[1].asset_materializations_for_node("worldbench__responses")[0]
+        assert rerun.metadata["model_calls"].value == 0 and rerun.metadata["cached"].value == expected
+
+
+@pytest.mark.slow
+def test_dagster_postgres_instance(postgres_url, tmp_path, wdi_snapshot_dir, snapshot):
+    """Dagster's production storage (dagster-postgres) against the real server, psycopg2 driver."""
+    db = postgres_url.rsplit("/", 1)[1]
+    overrides = {"storage": {"postgres": {"postgres_db": {
+        "hostname": "127.0.0.1", "port": 5432, "username": "postgres", "password": "", "db_name": db,
+        "scheme": "postgresql+psycopg2"}}}}
+    settings = _settings_file(tmp_path, wdi_snapshot_dir)
+    with dg.instance_for_test(overrides=overrides) as instance:
+        result = dg.materialize([*defs.assets, *defs.asset_checks], instance=instance, selection=dg.AssetSelection.assets(
+            ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]),
+            resources={"geomon": GeomonResource(config_path=str(settings))},
+            run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": 2}}}})
+        assert result.success
+        assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+        event = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "prompts"]))
+        assert event.asset_materialization.metadata["questions"].value == _questions(snapshot, 2)
+        register_models(instance, ["a-model"])
+        assert instance.get_dynamic_partitions(models_partitions.name) == ["a-model"]
+
+
+def test_registry_sensor_adds_only_new_models(tmp_path, wdi_snapshot_dir):
+    extra = {"name": "new-api-model", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "x"}
+    settings = _settings_file(tmp_path, wdi_snapshot_dir, models=[extra])
+    with dg.instance_for_test() as instance:
+        register_models(instance, ["smollm2-135m-instruct", "gemma3-270m", "retired-model"])
+        context = dg.build_sensor_context(instance=instance,
+                                          resources={"geomon": GeomonResource(config_path=str(settings))})
+        result = model_registry_sensor(context)
+        assert [r.partition_key for r in result.run_requests] == ["new-api-model"]
+        assert result.dynamic_partitions_requests[0].partition_keys == ["new-api-model"]
+        # A model gone from the registry keeps its partition (and results).
+        assert "retired-model" in instance.get_dynamic_partitions(models_partitions.name)
+
+
+def test_prompts_asset_in_isolation(snapshot):
+    from geomon.defs.worldbench.assets import PromptConfig, worldbench_prompts
+
+    context = dg.build_asset_context()
+    output = worldbench_prompts(context, PromptConfig(sample_countries=5), snapshot)
+    assert isinstance(output.value, pd.DataFrame) and output.metadata["countries"].value == 5

@@ -1,0 +1,142 @@
+"""WorldBench's prompts, scores and diagnosis, on hand-made data and on the real snapshot."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from geomon.engine.registry import bundled_specs
+from geomon.sources.worldbank import WorldBankSnapshot
+from geomon.suites import worldbench as wb
+
+
+def tiny_snapshot() -> WorldBankSnapshot:
+    """Four countries, one indicator, values for 2018–2022 (some missing)."""
+    economies = pd.DataFrame(
+        {
+            "iso3": ["CHE", "AAA", "BBB", "CCC", "DDD"],
+            "name": ["Switzerland", "Aland", "Bland", "Cland", "Dland"],
+            "region": ["Europe", "Europe", "Africa", "Africa", "Asia"],
+            "income_group": ["High income", "High income", "Low income", "Low income", pd.NA],
+        }
+    )
+    rows = []
+    for iso3, series in {
+        "CHE": {2020: 8_600_000, 2021: 8_700_000, 2022: 8_800_000},
+        "AAA": {2018: 90, 2020: 100, 2021: 110, 2022: 120},  # mean of latest three = 110
+        "BBB": {2019: 50, 2021: 200},  # only 2021 in the window = 200
+        "CCC": {2018: 10, 2019: 20},  # nothing in 2020-2022: left out, counted
+        "DDD": {2022: 1000},
+    }.items():
+        rows += [{"indicator": "SP.POP.TOTL", "iso3": iso3, "year": y, "value": float(v)} for y, v in series.items()]
+    return WorldBankSnapshot(
+        values=pd.DataFrame(rows),
+        economies=economies,
+        indicators=pd.DataFrame(
+            {"indicator": ["SP.POP.TOTL"], "name": ["Population, total"], "last_updated": ["2023-12-18"]}
+        ),
+        last_updated="2023-12-18",
+        source="test",
+    )
+
+
+def test_ground_truth_is_the_mean_of_the_latest_three_years():
+    truth = wb.ground_truth(tiny_snapshot()).set_index("iso3")
+    assert truth.loc["AAA", "ground_truth"] == 110
+    assert truth.loc["AAA", "gt_years"] == "2020,2021,2022"
+    assert truth.loc["BBB", "ground_truth"] == 200
+    assert "CCC" not in truth.index
+    assert wb.ground_truth(tiny_snapshot(), year=2020).set_index("iso3").loc["AAA", "ground_truth"] == 100
+
+
+def test_prompts_follow_figure_4():
+    prompts = wb.build_prompts(tiny_snapshot())
+    assert list(prompts["iso3"]) == ["AAA", "BBB", "DDD"]  # the example country is not asked; CCC has no data
+    assert prompts.attrs["skipped"] == {"SP.POP.TOTL": 1}
+    messages = prompts.iloc[0]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert "only answer with the number" in messages[0]["content"] and "population" in messages[0]["content"]
+    assert messages[1]["content"] == "Sounds good, will do."
+    assert "Switzerland" in messages[2]["content"] and messages[3]["content"] == "8,700,000"
+    assert messages[4]["content"].startswith("What is the population for the country Aland?")
+    assert prompts.iloc[0]["prompt"].endswith(
+        "country Aland? Do not answer in a complete sentence - only provide the number!\nAnswer:"
+    )
+    year = wb.build_prompts(tiny_snapshot(), year=2021)
+    assert "country Aland in 2021?" in year.iloc[0]["messages"][4]["content"]
+    assert year.set_index("iso3").loc["AAA", "ground_truth"] == 110
+
+
+def test_prompt_errors_name_the_problem():
+    with pytest.raises(wb.PromptError, match=r"example country 'XXX'"):
+        wb.build_prompts(tiny_snapshot(), example_country="XXX")
+    with pytest.raises(wb.PromptError, match=r"no value for SP.POP.TOTL in 2018"):
+        wb.build_prompts(tiny_snapshot(), year=2018)
+    with pytest.raises(wb.PromptError, match=r"NOT.THERE"):
+        wb.build_prompts(tiny_snapshot(), indicators={"NOT.THERE": "x"})
+
+
+def test_requests_use_messages_for_chat_and_completion_for_base_models():
+    prompts = wb.build_prompts(tiny_snapshot())
+    chat, base = bundled_specs()
+    chat_req = wb.requests_for(prompts, chat)[0]
+    base_req = wb.requests_for(prompts, base)[0]
+    assert chat_req.mode == "chat" and chat_req.params["max_tokens"] == wb.MAX_TOKENS
+    assert base_req.mode == "completion" and base_req.params["stop"] == ["\n", "Question:"]
+
+
+def _scored(texts: list[str | None]) -> pd.DataFrame:
+    prompts = wb.build_prompts(tiny_snapshot())
+    responses = pd.DataFrame({"text": texts, "error": [None if t is not None else "boom" for t in texts]})
+    return wb.score(prompts, responses)
+
+
+def test_score_hand_computed():
+    scores = _scored(["121", "about 100 (World Bank, 2019)", None])
+    assert scores["parsed"].tolist()[:2] == [121.0, 100.0]
+    assert scores["error"].tolist()[0] == pytest.approx(11 / 121)  # |121-110| / 121
+    assert scores["error"].tolist()[1] == pytest.approx(100 / 200)  # |100-200| / 200
+    assert pd.isna(scores["error"].tolist()[2]) and scores["response_error"].tolist()[2] == "boom"
+    assert scores["cited_year"].tolist()[1] == 2019
+
+
+def test_diagnose_hand_computed():
+    scores = _scored(["121", "about 120 (World Bank, 2019)", "1000"])
+    result = wb.diagnose(scores, tiny_snapshot(), trials=10)
+    summary = result["summary"]
+    assert summary["questions"] == 3 and summary["parse_rate"] == 1.0
+    errors = [11 / 121, 80 / 200, 0.0]
+    assert summary["mean_error"] == pytest.approx(sum(errors) / 3)
+    # Regions: Europe 11/121, Africa 0.4, Asia 0 → disparity 0.4.
+    assert summary["region_disparity_mean"] == pytest.approx(0.4)
+    # Income: High 11/121, Low 0.4 (DDD has no income group and is left out) → 0.4 − 11/121.
+    assert summary["income_group_disparity_mean"] == pytest.approx(0.4 - 11 / 121)
+    table = result["disparity"]
+    ranks = table[(table["indicator"] == "all") & (table["categorization"] == "region")].set_index("group")["rank"]
+    assert ranks[["Asia", "Europe", "Africa"]].tolist() == [1, 2, 3]
+    # The citation "World Bank, 2019" is checked against BBB's 2019 value (50) and every year:
+    # 120 is 70/120 off the cited year but 80/200 off 2021, the best-matching year.
+    cites = result["citations"].iloc[0]
+    assert cites["error_cited_year"] == pytest.approx(70 / 120)
+    assert cites["best_year"] == 2021 and cites["error_best_year"] == pytest.approx(0.4)
+    # AAA answered 121: closest to 2022 (120); the paired delta picks 2022 as best-matching year.
+    by_year = result["by_year"].set_index("reference")
+    assert by_year.loc["2022", "answers"] == 2
+    assert summary["best_matching_year"] in {2021, 2022}
+
+
+def test_real_snapshot_gives_one_question_per_pair_with_recent_data(snapshot):
+    prompts = wb.build_prompts(snapshot)
+    recent = snapshot.values[snapshot.values["year"] >= 2020]
+    pairs = recent[recent["iso3"] != "CHE"].groupby(["indicator", "iso3"]).ngroups
+    assert len(prompts) == pairs == 2149
+    assert prompts["question_id"].is_unique
+    assert set(prompts["region"]) >= {"Sub-Saharan Africa", "Europe & Central Asia"}
+    assert sum(prompts.attrs["skipped"].values()) > 0
+
+
+def test_sample_spreads_over_regions(snapshot):
+    picked = wb.sample_countries(snapshot, 7)
+    regions = snapshot.economies.set_index("iso3").loc[picked, "region"]
+    assert len(picked) == 7 and regions.nunique() == 7
+    assert picked == wb.sample_countries(snapshot, 7)
