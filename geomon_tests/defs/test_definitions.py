@@ -14,6 +14,7 @@ from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, materialize_worldbench, register_models
 from geomon.defs.sensors import model_registry_sensor
 
+REPO = Path(__file__).resolve().parents[2]
 EXPECTED_ASSET_KEYS = [
     "worldbank/economies",
     "worldbank/indicators",
@@ -46,13 +47,17 @@ def _questions(snapshot, n_countries: int) -> int:
 
 def _settings_file(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | None = None) -> Path:
     path = tmp_path / "geomon.yaml"
-    path.write_text(yaml.safe_dump({
-        "store_url": f"sqlite:///{tmp_path / 'store.sqlite'}",
-        "results_dir": str(tmp_path / "results"),
-        "worldbank": {"snapshot": str(wdi_snapshot_dir)},
-        "engine": {"slots": 4},
-        "models": models or [],
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "store_url": f"sqlite:///{tmp_path / 'store.sqlite'}",
+                "results_dir": str(tmp_path / "results"),
+                "worldbank": {"snapshot": str(wdi_snapshot_dir)},
+                "engine": {"slots": 4},
+                "models": models or [],
+            }
+        )
+    )
     return path
 
 
@@ -61,8 +66,9 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
     settings = _settings_file(tmp_path, wdi_snapshot_dir)
     resources = {"geomon": GeomonResource(config_path=str(settings))}
     with dg.instance_for_test() as instance:
-        results = materialize_worldbench(defs, instance, ["smollm2-135m-instruct", "gemma3-270m"],
-                                         {"sample_countries": 3}, resources=resources)
+        results = materialize_worldbench(
+            defs, instance, ["smollm2-135m-instruct", "gemma3-270m"], {"sample_countries": 3}, resources=resources
+        )
         assert all(r.success for r in results)
         assert not [c for c in failed_checks(results) if c.severity == dg.AssetCheckSeverity.ERROR]
         board = results[-1].output_for_node("worldbench__leaderboard")
@@ -79,27 +85,36 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
         assert responses.asset_materialization.partition in {"smollm2-135m-instruct", "gemma3-270m"}
 
         # Rerun: every answer comes from the store; the engine is not even started.
-        again = materialize_worldbench(defs, instance, ["smollm2-135m-instruct"], {"sample_countries": 3},
-                                       resources=resources)
+        again = materialize_worldbench(
+            defs, instance, ["smollm2-135m-instruct"], {"sample_countries": 3}, resources=resources
+        )
         rerun = again[1].asset_materializations_for_node("worldbench__responses")[0]
         assert rerun.metadata["model_calls"].value == 0 and rerun.metadata["cached"].value == expected
 
 
 @pytest.mark.slow
-def test_dagster_postgres_instance(postgres_url, tmp_path, wdi_snapshot_dir, snapshot):
-    """Dagster's production storage (dagster-postgres) against the real server, psycopg2 driver."""
+def test_dagster_postgres_instance(postgres_url, tmp_path, wdi_snapshot_dir, snapshot, monkeypatch):
+    """deploy/dagster.yaml (dagster-postgres, psycopg2 driver) against the real PostgreSQL server."""
     db = postgres_url.rsplit("/", 1)[1]
-    overrides = {"storage": {"postgres": {"postgres_db": {
-        "hostname": "127.0.0.1", "port": 5432, "username": "postgres", "password": "", "db_name": db,
-        "scheme": "postgresql+psycopg2"}}}}
+    for name, value in {"GEOMON_PG_HOST": "127.0.0.1", "GEOMON_PG_USER": "postgres", "GEOMON_PG_PASSWORD": "",
+                        "GEOMON_PG_DB": db}.items():
+        monkeypatch.setenv(name, value)
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((REPO / "deploy" / "dagster.yaml").read_text())
     settings = _settings_file(tmp_path, wdi_snapshot_dir)
-    with dg.instance_for_test(overrides=overrides) as instance:
-        result = dg.materialize([*defs.assets, *defs.asset_checks], instance=instance, selection=dg.AssetSelection.assets(
-            ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]),
-            resources={"geomon": GeomonResource(config_path=str(settings))},
-            run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": 2}}}})
-        assert result.success
+    with dg.DagsterInstance.from_config(str(home)) as instance:
         assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
+        result = dg.materialize(
+            [*defs.assets, *defs.asset_checks],
+            instance=instance,
+            selection=dg.AssetSelection.assets(
+                ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]
+            ),
+            resources={"geomon": GeomonResource(config_path=str(settings))},
+            run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": 2}}}},
+        )
+        assert result.success
         event = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "prompts"]))
         assert event.asset_materialization.metadata["questions"].value == _questions(snapshot, 2)
         register_models(instance, ["a-model"])
@@ -111,8 +126,9 @@ def test_registry_sensor_adds_only_new_models(tmp_path, wdi_snapshot_dir):
     settings = _settings_file(tmp_path, wdi_snapshot_dir, models=[extra])
     with dg.instance_for_test() as instance:
         register_models(instance, ["smollm2-135m-instruct", "gemma3-270m", "retired-model"])
-        context = dg.build_sensor_context(instance=instance,
-                                          resources={"geomon": GeomonResource(config_path=str(settings))})
+        context = dg.build_sensor_context(
+            instance=instance, resources={"geomon": GeomonResource(config_path=str(settings))}
+        )
         result = model_registry_sensor(context)
         assert [r.partition_key for r in result.run_requests] == ["new-api-model"]
         assert result.dynamic_partitions_requests[0].partition_keys == ["new-api-model"]
