@@ -40,6 +40,8 @@ def _dagster_home() -> Path:
 def cmd_run(args: argparse.Namespace) -> int:
     import dagster as dg
 
+    if args.epoch:
+        os.environ["GEOMON_CACHE_EPOCH"] = args.epoch
     from geomon.definitions import defs
     from geomon.defs.runs import failed_checks, materialize_worldbench
 
@@ -156,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sample", type=int, default=0, help="ask about N countries spread over the regions (0 = all)")
     run.add_argument("--models", help="comma-separated model names (default: all registered)")
     run.add_argument("--year", type=int, help="ask for a given year's value (the paper's 2016/2021 variant)")
+    run.add_argument("--epoch", help="cache epoch: a new value re-asks every question on purpose (old answers stay)")
     run.set_defaults(func=cmd_run)
 
     models = sub.add_parser("models", help="list registered models")

@@ -8,6 +8,7 @@ it per deployment and is the only place secrets come from:
 - ``GEOMON_WORLDBANK_SNAPSHOT``: a WDI bulk-CSV directory (offline); ``none`` to go live
 - ``GEOMON_WORLDBANK_API_URL``: World Bank API base URL (live)
 - ``GEOMON_RESULTS_DIR``: where reports and CSVs are written
+- ``GEOMON_CACHE_EPOCH``: a response-cache generation; a new value re-asks every model on purpose
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Settings:
     worldbank_snapshot: Path | None
     worldbank_api_url: str
     engine: EngineOptions = field(default_factory=EngineOptions)
+    cache_epoch: str = ""
 
     def models(self) -> list[ModelSpec]:
         return load_registry(self.config_path)
@@ -69,7 +71,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         except yaml.YAMLError as exc:
             raise ConfigError(f"settings file {path} is not valid YAML: {exc}") from exc
         base = path.parent
-    known = {"store_url", "results_dir", "worldbank", "engine", "models", "include_bundled"}
+    known = {"store_url", "results_dir", "worldbank", "engine", "models", "include_bundled", "cache_epoch"}
     unknown = set(doc) - known
     if unknown:
         raise ConfigError(f"settings file {path}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -91,6 +93,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         worldbank_snapshot=_resolve(base, snapshot),
         worldbank_api_url=os.environ.get("GEOMON_WORLDBANK_API_URL", wb.get("api_url", DEFAULT_API_URL)),
         engine=engine,
+        cache_epoch=str(os.environ.get("GEOMON_CACHE_EPOCH", doc.get("cache_epoch", ""))),
     )
     try:
         settings.models()  # fail early, naming the file, rather than mid-run

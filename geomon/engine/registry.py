@@ -159,12 +159,12 @@ def _parse_date(value: Any, where: str) -> date | None:
 
 
 def spec_from_dict(entry: dict[str, Any], where: str) -> ModelSpec:
+    if "api_key" in entry:
+        raise RegistryError(f"{where}: never write API keys into the registry; use api_key_env")
     allowed = set(ModelSpec.__dataclass_fields__)
     unknown = set(entry) - allowed
     if unknown:
         raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
-    if "api_key" in entry:
-        raise RegistryError(f"{where}: never write API keys into the registry; use api_key_env")
     data = dict(entry)
     data["params"] = {**DEFAULT_SAMPLING, **(data.get("params") or {})}
     for key in ("release_date", "knowledge_cutoff"):

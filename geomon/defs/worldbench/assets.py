@@ -130,7 +130,7 @@ def worldbench_responses(
     settings = geomon.settings()
     spec = geomon.model(context.partition_key)
     requests = worldbench.requests_for(prompts, spec)
-    responses, stats = ask(spec, requests, geomon.store(), options=settings.engine)
+    responses, stats = ask(spec, requests, geomon.store(), epoch=settings.cache_epoch, options=settings.engine)
     responses.insert(0, "question_id", prompts["question_id"].to_numpy())
     rate = stats.asked / stats.seconds if stats.asked and stats.seconds else 0.0
     return dg.Output(
@@ -141,6 +141,7 @@ def worldbench_responses(
                 for k, v in stats.as_dict().items()
             },
             "requests_per_second": float(rate),
+        "cache_epoch": settings.cache_epoch or "(default)",
             "model": dg.MetadataValue.json(spec.describe()),
         },
     )

@@ -1,0 +1,111 @@
+"""Settings and the model registry: a user's file, environment overrides, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from geomon.config import ConfigError, load_settings
+from geomon.engine.registry import RegistryError, bundled_model_path, load_registry, spec_from_dict
+
+
+def _write(tmp_path, doc) -> str:
+    path = tmp_path / "geomon.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_relative_paths_resolve_against_the_file_and_env_overrides(tmp_path, monkeypatch):
+    path = _write(
+        tmp_path,
+        {
+            "store_url": "sqlite:///var/x.sqlite",
+            "worldbank": {"snapshot": "snap"},
+            "results_dir": "out",
+            "engine": {"slots": 3},
+        },
+    )
+    settings = load_settings(path)
+    assert settings.store_url == f"sqlite:///{tmp_path / 'var' / 'x.sqlite'}"
+    assert settings.worldbank_snapshot == tmp_path / "snap" and settings.results_dir == tmp_path / "out"
+    assert settings.engine.slots == 3 and settings.cache_epoch == ""
+    monkeypatch.setenv("GEOMON_STORE_URL", "postgresql://u@h/db")
+    monkeypatch.setenv("GEOMON_WORLDBANK_SNAPSHOT", "none")
+    monkeypatch.setenv("GEOMON_CACHE_EPOCH", "probe-1")
+    settings = load_settings(path)
+    assert settings.store_url == "postgresql://u@h/db" and settings.worldbank_snapshot is None
+    assert settings.cache_epoch == "probe-1"
+
+
+def test_bad_settings_name_the_problem(tmp_path):
+    with pytest.raises(ConfigError, match="unknown key"):
+        load_settings(_write(tmp_path, {"stor_url": "x"}))
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_settings(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="never write API keys"):
+        load_settings(
+            _write(
+                tmp_path,
+                {
+                    "models": [
+                        {
+                            "name": "m",
+                            "kind": "chat",
+                            "base_url": "http://x/v1",
+                            "model_id": "m",
+                            "api_key": "sk-secret",
+                        }
+                    ]
+                },
+            )
+        )
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"name": "m", "kind": "instruct", "bundled": "gemma3-270m"}, "kind must be"),
+        ({"name": "m", "kind": "chat"}, "exactly one of base_url or bundled"),
+        ({"name": "m", "kind": "chat", "base_url": "http://x/v1"}, "needs model_id"),
+        ({"name": "bad name!", "kind": "chat", "bundled": "gemma3-270m"}, "letters, digits"),
+        ({"name": "m", "kind": "chat", "bundled": "gpt-5"}, "bundled must be one of"),
+        ({"name": "m", "kind": "chat", "bundled": "gemma3-270m", "release_date": "last year"}, "ISO date"),
+        ({"name": "m", "kind": "chat", "bundled": "gemma3-270m", "colour": "red"}, "unknown field"),
+    ],
+)
+def test_registry_entries_are_validated(entry, message):
+    with pytest.raises(RegistryError, match=message):
+        spec_from_dict(entry, "geomon.yaml: models[0]")
+
+
+def test_registry_file_adds_to_the_bundled_models_and_keys_come_from_the_environment(tmp_path, monkeypatch):
+    path = _write(
+        tmp_path,
+        {
+            "models": [
+                {
+                    "name": "api",
+                    "kind": "chat",
+                    "base_url": "http://x/v1",
+                    "model_id": "m",
+                    "api_key_env": "GEOMON_TEST_KEY",
+                    "release_date": "2025-01-02",
+                }
+            ]
+        },
+    )
+    specs = {s.name: s for s in load_registry(path)}
+    assert set(specs) == {"smollm2-135m-instruct", "gemma3-270m", "api"}
+    assert specs["api"].describe()["api_key_env"] == "GEOMON_TEST_KEY"
+    with pytest.raises(RegistryError, match="GEOMON_TEST_KEY is not set"):
+        _ = specs["api"].api_key
+    monkeypatch.setenv("GEOMON_TEST_KEY", "sk-test")
+    assert specs["api"].api_key == "sk-test"
+    assert "sk-test" not in str(specs["api"].describe())
+
+
+def test_bundled_models_are_found_in_installed_packages():
+    smol = bundled_model_path("smollm2-135m-instruct")
+    gemma = bundled_model_path("gemma3-270m")
+    assert smol.suffix == ".gguf" and smol.stat().st_size > 50_000_000
+    assert gemma.suffix == ".gguf" and gemma.stat().st_size > 200_000_000
