@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -96,8 +97,12 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
 def test_dagster_postgres_instance(postgres_url, tmp_path, wdi_snapshot_dir, snapshot, monkeypatch):
     """deploy/dagster.yaml (dagster-postgres, psycopg2 driver) against the real PostgreSQL server."""
     db = postgres_url.rsplit("/", 1)[1]
-    for name, value in {"GEOMON_PG_HOST": "127.0.0.1", "GEOMON_PG_USER": "postgres", "GEOMON_PG_PASSWORD": "",
-                        "GEOMON_PG_DB": db}.items():
+    for name, value in {
+        "GEOMON_PG_HOST": "127.0.0.1",
+        "GEOMON_PG_USER": "postgres",
+        "GEOMON_PG_PASSWORD": "",
+        "GEOMON_PG_DB": db,
+    }.items():
         monkeypatch.setenv(name, value)
     home = tmp_path / "dagster_home"
     home.mkdir()
@@ -142,3 +147,20 @@ def test_prompts_asset_in_isolation(snapshot):
     context = dg.build_asset_context()
     output = worldbench_prompts(context, PromptConfig(sample_countries=5), snapshot)
     assert isinstance(output.value, pd.DataFrame) and output.metadata["countries"].value == 5
+
+
+def test_workspace_loads_in_dagster_tooling():
+    """What `dagster dev` loads: workspace.yaml → geomon.definitions:defs."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "DAGSTER_HOME": str(REPO)},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Validation successful" in result.stderr + result.stdout
