@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from geomon.engine.registry import ModelSpec, RegistryError, load_registry
+from geomon.engine.registry import ModelSpec, RegistryError, load_registry, load_yaml_mapping
 from geomon.engine.runner import EngineOptions
 from geomon.sources.worldbank import DEFAULT_API_URL
 
@@ -64,12 +62,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
     base = Path.cwd()
     if path is not None:
         path = Path(path).resolve()
-        if not path.exists():
-            raise ConfigError(f"settings file {path} does not exist")
-        try:
-            doc = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"settings file {path} is not valid YAML: {exc}") from exc
+        doc = load_yaml_mapping(path, "settings file", ConfigError)
         base = path.parent
     known = {"store_url", "results_dir", "worldbank", "engine", "models", "include_bundled", "cache_epoch"}
     unknown = set(doc) - known

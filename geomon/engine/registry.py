@@ -175,6 +175,19 @@ def spec_from_dict(entry: dict[str, Any], where: str) -> ModelSpec:
         raise RegistryError(f"{where}: {exc}") from exc
 
 
+def load_yaml_mapping(path: Path, what: str, error: type[ValueError] = RegistryError) -> dict[str, Any]:
+    """A YAML file holding a mapping, or ``error`` naming the file and what is wrong with it."""
+    if not path.exists():
+        raise error(f"{what} {path} does not exist")
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise error(f"{what} {path} is not valid YAML: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise error(f"{what} {path}: expected a mapping of settings")
+    return doc
+
+
 def load_registry(path: str | Path | None) -> list[ModelSpec]:
     """Models from a registry file (``models:`` list); the bundled models when no file is given.
 
@@ -183,14 +196,7 @@ def load_registry(path: str | Path | None) -> list[ModelSpec]:
     if path is None:
         return bundled_specs()
     path = Path(path)
-    if not path.exists():
-        raise RegistryError(f"registry file {path} does not exist")
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise RegistryError(f"registry file {path} is not valid YAML: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise RegistryError(f"registry file {path}: expected a mapping with a 'models' list")
+    doc = load_yaml_mapping(path, "registry file")
     entries = doc.get("models") or []
     if not isinstance(entries, list):
         raise RegistryError(f"registry file {path}: 'models' must be a list")
