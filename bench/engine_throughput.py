@@ -31,8 +31,10 @@ MAX_NEW_TOKENS = 20
 
 
 def prompts(snapshot_dir: Path, n: int) -> list[tuple[dict[str, str], ...]]:
+    """n prompts spread over the 11 indicators, in the order a WorldBench run sends them."""
     frame = worldbench.build_prompts(read_snapshot(snapshot_dir))
-    return list(frame.sample(n=n, random_state=0)["messages"])
+    per_indicator = -(-n // frame["indicator"].nunique())
+    return list(frame.groupby("indicator", sort=False).head(per_indicator).head(n)["messages"])
 
 
 def seed_loop(messages: list[tuple[dict[str, str], ...]], model_path: Path) -> dict[str, float]:
@@ -113,7 +115,7 @@ def geomon_run(messages: list[tuple[dict[str, str], ...]], slots: int) -> dict[s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--slots", type=int, default=8)
+    parser.add_argument("--slots", type=int, default=2, help="llama-server slots (one per core is fastest here)")
     parser.add_argument(
         "--snapshot", type=Path, default=Path(__file__).resolve().parents[2] / "shared/snapshots/worldbank/wdi-2023-12"
     )

@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -42,7 +43,10 @@ class RunStats:
 
 @dataclass
 class EngineOptions:
-    slots: int = 8  # parallel sequences in the local engine; also the client's concurrency
+    # Sequences the local engine decodes together. On a 2-core CPU WorldBench is prompt-bound and
+    # lives off llama.cpp's prefix cache, so one slot per core is fastest (bench/engine_throughput.py).
+    slots: int = field(default_factory=lambda: os.cpu_count() or 2)
+    concurrency: int = 8  # requests in flight to an endpoint (raise to 64-256 for a vLLM server)
     threads: int | None = None
     ctx_per_slot: int = 1024
     timeout_s: float = 120.0
@@ -84,7 +88,7 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
             spec.base_url or "",
             spec.model_id or "",
             spec.api_key,
-            concurrency=options.slots,
+            concurrency=options.concurrency,
             timeout_s=options.timeout_s,
             max_retries=options.max_retries,
         )
