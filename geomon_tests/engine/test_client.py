@@ -6,57 +6,46 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from geomon.engine.client import GenerationRequest, OpenAICompatibleClient
+from geomon_tests.loopback import JSONHandler, serve
 
 
-class FlakyHandler(BaseHTTPRequestHandler):
+class FlakyHandler(JSONHandler):
     """Answers like an OpenAI server after failing the first ``fail_first`` requests with ``fail_status``."""
-
-    def log_message(self, *args) -> None:  # keep test output quiet
-        pass
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length))
-        plan = self.server.plan  # type: ignore[attr-defined]
+        plan = self.state
         with plan["lock"]:
             plan["seen"] += 1
             seen = plan["seen"]
         if seen <= plan["fail_first"]:
-            self.send_response(plan["fail_status"])
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(b'{"error": {"message": "try again"}}')
+            self.send_json({"error": {"message": "try again"}}, status=plan["fail_status"])
             return
         content = f"echo: {body['messages'][-1]['content']}"
-        payload = {
-            "id": "x",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
-        }
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_json(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+                ],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+            }
+        )
 
 
 @pytest.fixture
 def flaky_server() -> Iterator[tuple[str, dict]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FlakyHandler)
-    server.plan = {"seen": 0, "fail_first": 0, "fail_status": 503, "lock": threading.Lock()}  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", server.plan  # type: ignore[attr-defined]
-    server.shutdown()
+    plan = {"seen": 0, "fail_first": 0, "fail_status": 503, "lock": threading.Lock()}
+    with serve(FlakyHandler, plan) as url:
+        yield f"{url}/v1", plan
 
 
 def _chat(text: str) -> GenerationRequest:

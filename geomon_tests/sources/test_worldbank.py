@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import threading
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pandas as pd
 import pytest
 
 from geomon.sources import worldbank
 from geomon.sources.worldbank import SnapshotError, read_snapshot
+from geomon_tests.loopback import JSONHandler, serve
 
 
 def test_real_snapshot_is_read_whole(snapshot):
@@ -102,14 +100,13 @@ def _api_rows(snapshot_dir, codes: list[str]) -> tuple[list[dict], dict[str, lis
     return countries, indicator_rows
 
 
-class WorldBankHandler(BaseHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
+class WorldBankHandler(JSONHandler):
+    """The World Bank API v2's JSON pages: [header with paging, records]."""
 
     def do_GET(self) -> None:
         url = urllib.parse.urlparse(self.path)
         query = dict(urllib.parse.parse_qsl(url.query))
-        data = self.server.data  # type: ignore[attr-defined]
+        data = self.state
         data["requests"].append(self.path)
         parts = url.path.strip("/").split("/")  # v2/en/...
         if parts[2:] == ["sources", "2"]:
@@ -119,7 +116,7 @@ class WorldBankHandler(BaseHTTPRequestHandler):
         elif parts[2:4] == ["country", "all"] and parts[4] == "indicator":
             records = data["indicators"].get(parts[5])
             if records is None:
-                return self._send(
+                return self.send_json(
                     [
                         {
                             "message": [
@@ -138,7 +135,7 @@ class WorldBankHandler(BaseHTTPRequestHandler):
         per_page, page = int(query.get("per_page", 50)), int(query.get("page", 1))
         chunk = records[(page - 1) * per_page : page * per_page]
         pages = max(1, -(-len(records) // per_page))
-        self._send(
+        self.send_json(
             [
                 {
                     "page": page,
@@ -151,28 +148,13 @@ class WorldBankHandler(BaseHTTPRequestHandler):
             ]
         )
 
-    def _send(self, body) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
 
 @pytest.fixture
 def world_bank_api(wdi_snapshot_dir) -> Iterator[tuple[str, dict]]:
     countries, indicators = _api_rows(wdi_snapshot_dir, ["SP.POP.TOTL", "SL.UEM.TOTL.ZS"])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), WorldBankHandler)
-    server.data = {
-        "countries": countries,
-        "indicators": indicators,
-        "last_updated": "2023-12-18",  # type: ignore[attr-defined]
-        "requests": [],
-    }
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v2", server.data  # type: ignore[attr-defined]
-    server.shutdown()
+    data = {"countries": countries, "indicators": indicators, "last_updated": "2023-12-18", "requests": []}
+    with serve(WorldBankHandler, data) as url:
+        yield f"{url}/v2", data
 
 
 def test_live_fetch_through_wbgapi_matches_the_snapshot(world_bank_api, wdi_snapshot_dir):
