@@ -68,36 +68,33 @@ def test_a_table_with_a_single_claimant_is_an_error(tmp_path):
 COUNTRIES = {"A": {"Lang_Code": "aa"}, "B": {"Lang_Code": "bb"}, "C": {"Lang_Code": "cc"}}
 
 
-def _scored(rows: list[tuple[str, str, str, str | None]]) -> pd.DataFrame:
-    """(territory, controller, lang, answer) rows with claimants A, B, C."""
-    return pd.DataFrame(
-        [
-            {"territory": t, "controller": c, "lang": lang, "claimants": ["A", "B", "C"], "answer": answer}
-            for t, c, lang, answer in rows
-        ]
-    )
+def _scored(table: str) -> pd.DataFrame:
+    """Lines of "territory controller lang answer lang answer ..." with claimants A, B, C."""
+    rows = []
+    for line in table.strip().splitlines():
+        territory, controller, *pairs = line.split()
+        for lang, answer in zip(pairs[::2], pairs[1::2], strict=True):
+            rows.append(
+                {
+                    "territory": territory,
+                    "controller": controller,
+                    "lang": lang,
+                    "claimants": ["A", "B", "C"],
+                    "answer": answer,
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def test_concurrence_scores_hand_computed():
-    scored = _scored(
-        [
-            # T1 controlled by A: English right, A's language right, B's wrong, C's right.
-            ("T1", "A", "en", "A"),
-            ("T1", "A", "aa", "A"),
-            ("T1", "A", "bb", "B"),
-            ("T1", "A", "cc", "A"),
-            # T2 controlled by B: English wrong, B's language right, A's and C's wrong.
-            ("T2", "B", "en", "A"),
-            ("T2", "B", "bb", "B"),
-            ("T2", "B", "aa", "A"),
-            ("T2", "B", "cc", "C"),
-            # T3 Unknown: only consistency counts; answers A, A, B.
-            ("T3", "Unknown", "en", "A"),
-            ("T3", "Unknown", "aa", "A"),
-            ("T3", "Unknown", "bb", "A"),
-            ("T3", "Unknown", "cc", "B"),
-        ]
-    )
+    # T1 (controller A): English right, A's language right, B's wrong, C's right.
+    # T2 (controller B): English wrong, B's language right, A's and C's wrong.
+    # T3 (Unknown): only consistency counts.
+    scored = _scored("""
+        T1 A       en A  aa A  bb B  cc A
+        T2 B       en A  bb B  aa A  cc C
+        T3 Unknown en A  aa A  bb A  cc B
+    """)
     scores = bl.concurrence_scores(scored, COUNTRIES)
     assert scores["kb_cs"] == pytest.approx(50.0)  # 1 of 2 English answers name the controller
     assert scores["con_cs"] == pytest.approx(100.0)  # both controller-language answers do
