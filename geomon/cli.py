@@ -53,6 +53,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     prompt_config: dict = {"sample_countries": args.sample}
     if args.year:
         prompt_config["year"] = args.year
+    if args.example_country:
+        prompt_config["example_country"] = args.example_country
     started = time.monotonic()
     log.info(
         "materializing WorldBench for %s (sample: %s)", ", ".join(s.name for s in specs), args.sample or "all countries"
@@ -158,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sample", type=int, default=0, help="ask about N countries spread over the regions (0 = all)")
     run.add_argument("--models", help="comma-separated model names (default: all registered)")
     run.add_argument("--year", type=int, help="ask for a given year's value (the paper's 2016/2021 variant)")
+    run.add_argument(
+        "--example-country", help="ISO3 of the example country (default CHE; the paper also used COL, MLI)"
+    )
     run.add_argument("--epoch", help="cache epoch: a new value re-asks every question on purpose (old answers stay)")
     run.set_defaults(func=cmd_run)
 
