@@ -74,7 +74,8 @@ def build_prompts(
     Columns: question_id, indicator, iso3, country, region, income_group, ground_truth, gt_years,
     year, messages (chat form, Figure 4 of the paper) and prompt (the equivalent completion prompt
     for base models). ``year`` asks "… in 2016" and takes that year's value as ground truth.
-    ``attrs["skipped"]`` counts the pairs left out for lack of data.
+    ``attrs["skipped"]`` counts the pairs left out for lack of data; ``attrs["indicators_left_out"]``
+    names the indicators a year variant cannot ask (no example value that year).
     """
     indicators = indicators or {c: DEFAULT_INDICATORS.get(c, c) for c in snapshot.indicators["indicator"]}
     missing = set(indicators) - set(snapshot.indicators["indicator"])
@@ -88,6 +89,7 @@ def build_prompts(
     example_name = economies.loc[example_country, "name"]
     rows = []
     skipped: dict[str, int] = {}
+    indicators_left_out: dict[str, str] = {}
     wanted = economies.index if countries is None else pd.Index(countries)
     unknown = set(wanted) - set(economies.index)
     if unknown:
@@ -96,10 +98,14 @@ def build_prompts(
     for code, phrase in indicators.items():
         by_iso = truth[truth["indicator"] == code].set_index("iso3")
         if example_country not in by_iso.index:
-            raise PromptError(
-                f"example country {example_country} has no value for {code}"
-                f"{' in ' + str(year) if year else ''}; choose another example country"
-            )
+            if year is None:
+                raise PromptError(
+                    f"example country {example_country} has no value for {code}; choose another example country"
+                )
+            # A named year may predate or postdate an indicator's data (WDI 2023-12 has no 2021 CO2):
+            # that indicator is left out of this variant and reported, not the whole prompt set.
+            indicators_left_out[code] = f"{example_country} has no value in {year}"
+            continue
         example_value = format_value(float(by_iso.loc[example_country, "ground_truth"]))
         instruction = BASE_INSTRUCTION.format(indicator=phrase)
         example_q = QUESTION.format(indicator=phrase, country=example_name, year=year_text)
@@ -132,8 +138,11 @@ def build_prompts(
                     "prompt": prompt,
                 }
             )
+    if not rows:
+        raise PromptError(f"no questions: {indicators_left_out or 'no country has ground truth'}")
     frame = pd.DataFrame(rows)
     frame.attrs["skipped"] = skipped
+    frame.attrs["indicators_left_out"] = indicators_left_out
     return frame
 
 

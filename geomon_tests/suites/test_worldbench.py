@@ -70,7 +70,7 @@ def test_prompts_follow_figure_4():
 def test_prompt_errors_name_the_problem():
     with pytest.raises(wb.PromptError, match=r"example country 'XXX'"):
         wb.build_prompts(tiny_snapshot(), example_country="XXX")
-    with pytest.raises(wb.PromptError, match=r"no value for SP.POP.TOTL in 2018"):
+    with pytest.raises(wb.PromptError, match=r"no questions: .*SP.POP.TOTL.*CHE has no value in 2018"):
         wb.build_prompts(tiny_snapshot(), year=2018)
     with pytest.raises(wb.PromptError, match=r"NOT.THERE"):
         wb.build_prompts(tiny_snapshot(), indicators={"NOT.THERE": "x"})
@@ -133,6 +133,18 @@ def test_real_snapshot_gives_one_question_per_pair_with_recent_data(snapshot):
     assert prompts["question_id"].is_unique
     assert set(prompts["region"]) >= {"Sub-Saharan Africa", "Europe & Central Asia"}
     assert sum(prompts.attrs["skipped"].values()) > 0
+
+
+def test_year_variants_of_the_paper(snapshot):
+    # WDI 2023-12 ends CO2, maternal mortality and renewables in 2020: the 2021 variant leaves those
+    # indicators out and says so, instead of failing or asking without an example.
+    missing = "CHE has no value in 2021"
+    expected = {2016: {}, 2021: {"EN.ATM.CO2E.PC": missing, "SH.STA.MMRT": missing, "EG.FEC.RNEW.ZS": missing}}
+    for year, left_out in expected.items():
+        prompts = wb.build_prompts(snapshot, year=year)
+        assert prompts.attrs["indicators_left_out"] == left_out
+        assert prompts["indicator"].nunique() == 11 - len(left_out)
+        assert f"in {year}? Do not answer" in prompts["messages"].iloc[0][4]["content"]
 
 
 def test_sample_spreads_over_regions(snapshot):

@@ -109,6 +109,7 @@ def worldbench_prompts(
             "countries": prompts["iso3"].nunique(),
             "left_out_without_ground_truth": sum(skipped.values()),
             "left_out_by_indicator": dg.MetadataValue.json(skipped),
+            "indicators_left_out": dg.MetadataValue.json(prompts.attrs["indicators_left_out"]),
             "example_country": config.example_country,
             "year": config.year or "latest three years",
             "preview": dg.MetadataValue.md(prompts[["question_id", "country", "ground_truth"]].head(5).to_markdown()),
@@ -141,7 +142,7 @@ def worldbench_responses(
                 for k, v in stats.as_dict().items()
             },
             "requests_per_second": float(rate),
-        "cache_epoch": settings.cache_epoch or "(default)",
+            "cache_epoch": settings.cache_epoch or "(default)",
             "model": dg.MetadataValue.json(spec.describe()),
         },
     )
