@@ -65,9 +65,13 @@ def error_by_year_chart(by_year: pd.DataFrame, title: str) -> bytes:
     return _figure_png(fig)
 
 
+def png_data_uri(png: bytes) -> str:
+    return f"data:image/png;base64,{base64.b64encode(png).decode()}"
+
+
 def png_markdown(png: bytes, alt: str) -> str:
     """Markdown embedding a PNG inline, which the Dagster UI renders in metadata."""
-    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})"
+    return f"![{alt}]({png_data_uri(png)})"
 
 
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import html
 from pathlib import Path
 from typing import Any
@@ -47,4 +46,4 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
 
 
 def _img(png: bytes) -> str:
-    return f"<img src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
+    return f"<img src='{charts.png_data_uri(png)}'>"
