@@ -46,7 +46,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from geomon.defs.runs import failed_checks, materialize_worldbench
 
     settings = load_settings(args.config)
-    specs = settings.models()
+    specs = settings.models
     if args.models:
         specs = [find_model(specs, name) for name in args.models.split(",")]
     home = _dagster_home()
@@ -85,7 +85,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from geomon.engine.runner import model_identity
 
     settings = load_settings(args.config)
-    for spec in settings.models():
+    for spec in settings.models:
         where = f"bundled {bundled_model_path(spec.bundled)}" if spec.bundled else f"{spec.base_url} ({spec.model_id})"
         identity = model_identity(spec) if args.identity else ""
         print(f"{spec.name:28s} {spec.kind:5s} {where} {identity}")
@@ -96,7 +96,7 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
     from geomon.engine.local import running_server
 
     settings = load_settings(args.config)
-    spec = find_model(settings.models(), args.model)
+    spec = find_model(settings.models, args.model)
     if not spec.bundled:
         raise RegistryError(f"model {spec.name!r} is an endpoint ({spec.base_url}), not a bundled model")
     with running_server(
@@ -120,7 +120,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from geomon.engine.runner import ask
 
     settings = load_settings(args.config)
-    spec = find_model(settings.models(), args.model)
+    spec = find_model(settings.models, args.model)
     if spec.kind == "chat":
         request = GenerationRequest("chat", messages=({"role": "user", "content": args.text},), params=spec.params)
     else:

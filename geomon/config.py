@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geomon.engine.registry import ModelSpec, RegistryError, load_registry, load_yaml_mapping
+from geomon.engine.registry import ModelSpec, RegistryError, bundled_specs, load_yaml_mapping, registry_from_doc
 from geomon.engine.runner import EngineOptions
 from geomon.sources.worldbank import DEFAULT_API_URL
 
@@ -29,16 +29,13 @@ class ConfigError(ValueError):
 
 @dataclass
 class Settings:
-    config_path: Path | None
     store_url: str
     results_dir: Path
     worldbank_snapshot: Path | None
     worldbank_api_url: str
+    models: list[ModelSpec] = field(default_factory=list)  # read from the same file, once
     engine: EngineOptions = field(default_factory=EngineOptions)
     cache_epoch: str = ""
-
-    def models(self) -> list[ModelSpec]:
-        return load_registry(self.config_path)
 
     def store(self) -> Any:
         from geomon.engine.store import ResponseStore
@@ -79,8 +76,13 @@ def load_settings(path: str | Path | None = None) -> Settings:
         engine = EngineOptions(**engine_doc)
     except TypeError as exc:
         raise ConfigError(f"settings file {path}: engine: {exc}") from exc
-    settings = Settings(
-        config_path=path,
+    try:
+        # Fail early, naming the file, rather than mid-run.
+        models = registry_from_doc(doc, path) if path is not None else bundled_specs()
+    except RegistryError as exc:
+        raise ConfigError(str(exc)) from exc
+    return Settings(
+        models=models,
         store_url=store_url,
         results_dir=_resolve(base, os.environ.get("GEOMON_RESULTS_DIR", doc.get("results_dir"))) or home / "results",
         worldbank_snapshot=_resolve(base, snapshot),
@@ -88,8 +90,3 @@ def load_settings(path: str | Path | None = None) -> Settings:
         engine=engine,
         cache_epoch=str(os.environ.get("GEOMON_CACHE_EPOCH", doc.get("cache_epoch", ""))),
     )
-    try:
-        settings.models()  # fail early, naming the file, rather than mid-run
-    except RegistryError as exc:
-        raise ConfigError(str(exc)) from exc
-    return settings

@@ -3,8 +3,6 @@
 import dagster as dg
 
 from geomon.config import Settings, load_settings
-from geomon.engine.registry import ModelSpec, find_model
-from geomon.engine.store import ResponseStore
 
 # Every model is a partition; the sensor and `geomon run` add them from the registry.
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
@@ -17,9 +15,3 @@ class GeomonResource(dg.ConfigurableResource):
 
     def settings(self) -> Settings:
         return load_settings(self.config_path)
-
-    def model(self, name: str) -> ModelSpec:
-        return find_model(self.settings().models(), name)
-
-    def store(self) -> ResponseStore:
-        return ResponseStore(self.settings().store_url)

@@ -20,7 +20,7 @@ def model_registry_sensor(context: dg.SensorEvaluationContext, geomon: GeomonRes
     Models removed from the registry keep their partition and results (nothing is deleted silently);
     the sensor says which ones are no longer registered.
     """
-    registered = [s.name for s in geomon.settings().models()]
+    registered = [s.name for s in geomon.settings().models]
     known = set(context.instance.get_dynamic_partitions(models_partitions.name))
     new = [n for n in registered if n not in known]
     gone = sorted(known - set(registered))

@@ -196,7 +196,11 @@ def load_registry(path: str | Path | None) -> list[ModelSpec]:
     if path is None:
         return bundled_specs()
     path = Path(path)
-    doc = load_yaml_mapping(path, "registry file")
+    return registry_from_doc(load_yaml_mapping(path, "registry file"), path)
+
+
+def registry_from_doc(doc: dict[str, Any], path: Path) -> list[ModelSpec]:
+    """Models from an already parsed settings/registry mapping (``path`` names it in errors)."""
     entries = doc.get("models") or []
     if not isinstance(entries, list):
         raise RegistryError(f"registry file {path}: 'models' must be a list")

@@ -9,6 +9,7 @@ from geomon import parsing
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.versions import source_version
 from geomon.defs.worldbench import checks
+from geomon.engine.registry import find_model
 from geomon.engine.runner import ask
 from geomon.report import charts
 from geomon.report.worldbench import write_report
@@ -129,9 +130,9 @@ def worldbench_responses(
 ) -> dg.Output[pd.DataFrame]:
     """Each model's answers, through the response store: nothing already answered is asked again."""
     settings = geomon.settings()
-    spec = geomon.model(context.partition_key)
+    spec = find_model(settings.models, context.partition_key)
     requests = worldbench.requests_for(prompts, spec)
-    responses, stats = ask(spec, requests, geomon.store(), epoch=settings.cache_epoch, options=settings.engine)
+    responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
     responses.insert(0, "question_id", prompts["question_id"].to_numpy())
     rate = stats.asked / stats.seconds if stats.asked and stats.seconds else 0.0
     return dg.Output(
