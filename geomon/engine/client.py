@@ -189,7 +189,7 @@ class OpenAICompatibleClient:
                 result.attempts = attempt
                 result.latency_s = time.perf_counter() - started
                 return result
-            except Exception as exc:
+            except Exception as exc:  # every failure becomes a retry or a recorded error, never a crash
                 if _is_retryable(exc) and attempt <= self.max_retries:
                     delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
                     delay *= 0.5 + random.random()  # jitter spreads retries of concurrent requests

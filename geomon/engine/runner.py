@@ -94,6 +94,9 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
         )
 
 
+_RESULT_COLUMNS = ("finish_reason", "latency_s", "prompt_tokens", "completion_tokens")
+
+
 class _Progress:
     """Log lines a person can follow during a long generation."""
 
@@ -152,50 +155,32 @@ def ask(
                 errors[keys[i]] = result.error or "unknown error"
             progress.tick()
 
-        async def run(c: OpenAICompatibleClient) -> None:
-            try:
-                await c.generate([requests[i] for i in missing], on_result=keep)
-            finally:
-                await c.aclose()
+        pending = [requests[i] for i in missing]
+        owned = client is None
+        with open_client(spec, options) if owned else contextlib.nullcontext(client) as active:
 
-        if client is not None:
-            calls_before = client.calls
-            asyncio.run(client.generate([requests[i] for i in missing], on_result=keep))
-            stats.model_calls = client.calls - calls_before
-        else:
-            with open_client(spec, options) as fresh:
-                asyncio.run(run(fresh))
-                stats.model_calls = fresh.calls
+            async def run() -> None:
+                try:
+                    await active.generate(pending, on_result=keep)
+                finally:
+                    if owned:
+                        await active.aclose()
+
+            calls_before = active.calls
+            asyncio.run(run())
+            stats.model_calls = active.calls - calls_before
         stored.update(store.get_many([keys[i] for i in missing]))
     rows = []
     for key in keys:
-        row = stored.get(key)
-        if row is None:
-            rows.append(
-                {
-                    "key": key,
-                    "text": None,
-                    "error": errors.get(key, "not answered"),
-                    "cached": False,
-                    "finish_reason": None,
-                    "latency_s": None,
-                    "prompt_tokens": None,
-                    "completion_tokens": None,
-                    "logprobs": None,
-                }
-            )
-            continue
+        row = stored.get(key, {})
         rows.append(
             {
                 "key": key,
-                "text": row["text"],
-                "error": None,
-                "cached": key not in asked_keys,
-                "finish_reason": row["finish_reason"],
-                "latency_s": row["latency_s"],
-                "prompt_tokens": row["prompt_tokens"],
-                "completion_tokens": row["completion_tokens"],
-                "logprobs": json.loads(row["logprobs"]) if row["logprobs"] else None,
+                "text": row.get("text"),
+                "error": None if row else errors.get(key, "not answered"),
+                "cached": bool(row) and key not in asked_keys,
+                **{column: row.get(column) for column in _RESULT_COLUMNS},
+                "logprobs": json.loads(row["logprobs"]) if row.get("logprobs") else None,
             }
         )
     stats.seconds = time.monotonic() - started
