@@ -9,6 +9,9 @@ it per deployment and is the only place secrets come from:
 - ``GEOMON_WORLDBANK_API_URL``: World Bank API base URL (live)
 - ``GEOMON_RESULTS_DIR``: where reports and CSVs are written
 - ``GEOMON_CACHE_EPOCH``: a response-cache generation; a new value re-asks every model on purpose
+- ``GEOMON_BORDERLINES_SNAPSHOT``: the BorderLines release directory (offline); ``none`` to go live
+- ``GEOMON_WIKIPEDIA_API_URL``: MediaWiki API (live revisions of the disputes page)
+- ``GEOMON_BORDERLINES_RELEASE_URL``: where the BorderLines release files are fetched from (live)
 """
 
 from __future__ import annotations
@@ -20,11 +23,23 @@ from typing import Any
 
 from geomon.engine.registry import ModelSpec, RegistryError, bundled_specs, load_yaml_mapping, registry_from_doc
 from geomon.engine.runner import EngineOptions
+from geomon.sources.borderlines import DEFAULT_RELEASE_URL
+from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_URL
 from geomon.sources.worldbank import DEFAULT_API_URL
 
 
 class ConfigError(ValueError):
     pass
+
+
+@dataclass
+class BorderLinesSettings:
+    snapshot: Path | None  # the release directory; its dated tables stand in for revisions offline
+    release_url: str = DEFAULT_RELEASE_URL
+    wikipedia_api_url: str = DEFAULT_WIKIPEDIA_API_URL
+    revisions: tuple[str, ...] = ("2021-08-31", "2023-05-15", "latest")  # dated versions to evaluate
+    user_agent: str = ""  # Wikimedia asks for contact details in the User-Agent; set yours here
+    min_interval_s: float = 1.0  # between MediaWiki API calls
 
 
 @dataclass
@@ -36,6 +51,7 @@ class Settings:
     models: list[ModelSpec] = field(default_factory=list)  # read from the same file, once
     engine: EngineOptions = field(default_factory=EngineOptions)
     cache_epoch: str = ""
+    borderlines: BorderLinesSettings = field(default_factory=lambda: BorderLinesSettings(snapshot=None))
 
     def store(self) -> Any:
         from geomon.engine.store import ResponseStore
@@ -61,7 +77,16 @@ def load_settings(path: str | Path | None = None) -> Settings:
         path = Path(path).resolve()
         doc = load_yaml_mapping(path, "settings file", ConfigError)
         base = path.parent
-    known = {"store_url", "results_dir", "worldbank", "engine", "models", "include_bundled", "cache_epoch"}
+    known = {
+        "store_url",
+        "results_dir",
+        "worldbank",
+        "borderlines",
+        "engine",
+        "models",
+        "include_bundled",
+        "cache_epoch",
+    }
     unknown = set(doc) - known
     if unknown:
         raise ConfigError(f"settings file {path}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -81,7 +106,20 @@ def load_settings(path: str | Path | None = None) -> Settings:
         models = registry_from_doc(doc, path) if path is not None else bundled_specs()
     except RegistryError as exc:
         raise ConfigError(str(exc)) from exc
+    bl = dict(doc.get("borderlines") or {})
+    bl_snapshot = os.environ.get("GEOMON_BORDERLINES_SNAPSHOT", bl.pop("snapshot", None))
+    bl["release_url"] = os.environ.get("GEOMON_BORDERLINES_RELEASE_URL", bl.get("release_url", DEFAULT_RELEASE_URL))
+    bl["wikipedia_api_url"] = os.environ.get(
+        "GEOMON_WIKIPEDIA_API_URL", bl.get("wikipedia_api_url", DEFAULT_WIKIPEDIA_API_URL)
+    )
+    if "revisions" in bl:
+        bl["revisions"] = tuple(str(r) for r in bl["revisions"])
+    try:
+        borderlines = BorderLinesSettings(snapshot=_resolve(base, bl_snapshot), **bl)
+    except TypeError as exc:
+        raise ConfigError(f"settings file {path}: borderlines: {exc}") from exc
     return Settings(
+        borderlines=borderlines,
         models=models,
         store_url=store_url,
         results_dir=_resolve(base, os.environ.get("GEOMON_RESULTS_DIR", doc.get("results_dir"))) or home / "results",

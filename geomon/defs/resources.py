@@ -6,6 +6,10 @@ from geomon.config import Settings, load_settings
 
 # Every model is a partition; the sensor and `geomon run` add them from the registry.
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
+# Every evaluated revision of Wikipedia's disputes page (``2023-05-15-r1154894956``).
+revisions_partitions = dg.DynamicPartitionsDefinition(name="dispute_revisions")
+# BorderLines runs per model and per table version.
+model_revision_partitions = dg.MultiPartitionsDefinition({"model": models_partitions, "revision": revisions_partitions})
 
 
 class GeomonResource(dg.ConfigurableResource):

@@ -76,3 +76,14 @@ def png_markdown(png: bytes, alt: str) -> str:
 
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f") -> str:
     return frame.to_markdown(index=False, floatfmt=floatfmt)
+
+
+def write_html(path, title: str, sections: list[str]):
+    """A self-contained HTML page (inline styles, charts as data URIs) at ``path``; returns the path."""
+    path.write_text(
+        f"<!doctype html><meta charset='utf-8'><title>{title}</title>"
+        "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
+        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
+        + "\n".join(sections)
+    )
+    return path

@@ -35,14 +35,7 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
             _img(year_png),
             result["by_year"].to_html(index=False, float_format=lambda v: f"{v:.3f}"),
         ]
-    page = out_dir / "report.html"
-    page.write_text(
-        "<!doctype html><meta charset='utf-8'><title>geomon WorldBench</title>"
-        "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}"
-        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
-        + "\n".join(sections)
-    )
-    return page
+    return charts.write_html(out_dir / "report.html", "geomon WorldBench", sections)
 
 
 def _img(png: bytes) -> str:

@@ -1,7 +1,8 @@
 """BorderLines data: the territorial-disputes table, claimant countries, templates and term translations.
 
-Offline these come from the BorderLines release (a snapshot directory); the live path (Wikipedia's
-revisions of "List of territorial disputes" through the MediaWiki API) is not built yet.
+Offline these come from the BorderLines release (a snapshot directory), whose dated tables stand in
+for parsed revisions; live, the table is parsed from a Wikipedia revision (geomon.sources.wikipedia)
+and joined with the release's countries, templates and translations (``with_disputes``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 UNKNOWN = "Unknown"
+# The release (manestay/borderlines) at the commit the offline snapshot copies.
+DEFAULT_RELEASE_URL = "https://raw.githubusercontent.com/manestay/borderlines/5de21467351c"
 
 
 class DisputesError(ValueError):
@@ -25,7 +28,27 @@ class BorderLinesData:
     countries: dict[str, dict]  # claimant → Lang_Code, Lang_Name, Religion, Population
     templates: dict[str, str]  # language code → "Is XX a territory of YY or ZZ?"
     terms: dict[str, dict[str, str]]  # language code → English name → translated name
+    personas: dict[str, str] = field(default_factory=dict)  # persona → system prompt with placeholders
     report: dict = field(default_factory=dict)
+
+    def with_disputes(self, disputes: pd.DataFrame) -> BorderLinesData:
+        """The same countries, templates and translations over another disputes table (a revision)."""
+        return BorderLinesData(disputes, self.countries, self.templates, self.terms, self.personas, self.report)
+
+
+# The release's dated tables, standing in offline for parsed revisions (date → file, Wikipedia oldid).
+DATED_TABLES: dict[str, tuple[str, int]] = {
+    "2021-08-31": ("data_misc/disputed_territories_2021-08.csv", 1041639056),
+    "2021-12-30": ("data_misc/disputed_territories_2021-12.csv", 1062730688),
+    "2023-05-15": ("disputed_territories.csv", 1154894956),
+}
+# The paper's personas (its Table 7) → the release's system-prompt files.
+PERSONA_FILES = {
+    "vanilla": "vanilla.txt",
+    "un_peacekeeper": "un_peacekeeper.txt",
+    "nationalist": "nationalist.txt",
+    "demographic": "input_demo.txt",
+}
 
 
 def read_disputes(path: str | Path) -> pd.DataFrame:
@@ -77,6 +100,12 @@ def read_snapshot(root: str | Path, table: str | Path | None = None) -> BorderLi
     bad = [code for code, t in templates.items() if not all(tok in t for tok in ("XX", "YY", "ZZ"))]
     if bad:
         raise DisputesError(f"{root / 'templates_q.tsv'}: templates without XX/YY/ZZ for {bad}")
+    personas = {}
+    for persona, name in PERSONA_FILES.items():
+        path = root / "system_prompts" / name
+        if not path.is_file():
+            raise DisputesError(f"BorderLines snapshot {root}: persona {persona!r} needs {path}, which is missing")
+        personas[persona] = path.read_text(encoding="utf-8").strip()
     terms = {}
     for path in sorted((root / "translate" / "terms").glob("terms_gt.*.json")):
         terms[path.name.split(".")[1]] = json.loads(path.read_text(encoding="utf-8"))
@@ -89,4 +118,39 @@ def read_snapshot(root: str | Path, table: str | Path | None = None) -> BorderLi
         "languages_with_template": len(templates),
         "languages_with_terms": len(terms),
     }
-    return BorderLinesData(disputes=disputes, countries=countries, templates=templates, terms=terms, report=report)
+    return BorderLinesData(
+        disputes=disputes, countries=countries, templates=templates, terms=terms, personas=personas, report=report
+    )
+
+
+def fetch_release(base_url: str, dest: str | Path, timeout_s: float = 30.0) -> Path:
+    """Download the release files geomon reads into ``dest`` (laid out as the offline snapshot).
+
+    Files already downloaded are kept; a file the server does not have is an error naming its URL.
+    """
+    import requests
+
+    dest = Path(dest)
+    session = requests.Session()
+
+    def get(relative: str) -> Path:
+        target = dest / relative
+        if not target.is_file():
+            url = f"{base_url.rstrip('/')}/{relative}"
+            response = session.get(url, timeout=timeout_s)
+            if not response.ok:
+                raise DisputesError(f"BorderLines release file {url}: HTTP {response.status_code}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(response.content)
+        return target
+
+    for relative in (
+        "countries_info.json",
+        "disputed_territories.csv",
+        *(f"system_prompts/{n}" for n in PERSONA_FILES.values()),
+    ):
+        get(relative)
+    templates = pd.read_csv(get("templates_q.tsv"), sep="\t", dtype=str, keep_default_na=False)
+    for code in templates["code"]:
+        get(f"translate/terms/terms_gt.{code}.json")
+    return dest

@@ -1,20 +1,29 @@
 """BorderLines (Li et al.): does a model answer "who owns this territory?" differently per language?
 
 A suite is data + three functions: ``build_prompts`` (disputes → the English query and one query per
-claimant language, template-wise), ``score`` (answers → the claimant each answer commits to) and
-``diagnose`` (claimants → the concurrence scores of the paper's Table 4).
+claimant language, template-wise, under each persona's system prompt), ``score`` (answers → the
+claimant each answer commits to: parsed from a chat answer, or by rank classification over the
+claimants' log-probabilities) and ``diagnose`` (claimants → the concurrence scores of the paper's
+Table 4, with bootstrap confidence intervals over territories and per-language/per-region breakdowns).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
+from geomon.engine.client import GenerationRequest
+from geomon.engine.registry import ModelSpec
 from geomon.parsing import parse_choice
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
+
+CHAT_MAX_TOKENS = 48  # the claimant is named in the first sentence; longer answers only cost time
+RANK_MAX_TOKENS = 64  # room for a claimant's name in any script
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -37,7 +46,7 @@ def claimant_languages(claimants: list[str], countries: dict[str, dict]) -> dict
     return out
 
 
-def build_prompts(data: BorderLinesData) -> pd.DataFrame:
+def build_queries(data: BorderLinesData) -> pd.DataFrame:
     """The English query per territory plus one per claimant language.
 
     A missing template, territory name or country name in a language is a counted gap
@@ -81,14 +90,155 @@ def _row(rec: Any, lang: str, query: str, choices: list[str]) -> dict[str, Any]:
     }
 
 
-def score(prompts: pd.DataFrame, texts: pd.Series) -> pd.DataFrame:
-    """The claimant (English name) each answer commits to, matched in the query's language."""
+def lang_name(lang: str, countries: dict[str, dict]) -> str:
+    for info in countries.values():
+        if info.get("Lang_Code") == lang:
+            return info["Lang_Name"]
+    raise KeyError(f"no claimant country speaks language code {lang!r}")
+
+
+def system_prompt(template: str, row: dict[str, Any] | pd.Series, countries: dict[str, dict]) -> str:
+    """A persona's system prompt for one query, its placeholders filled as the paper's scripts do.
+
+    ``|lang|``: "(translated to <language>)" for a non-English query; ``|nationalist|``: begin as a
+    citizen of the claimant whose language the query is in (a current resident, in English);
+    ``|demo|``: each claimant's majority religion and language.
+    """
+    lang, claimants = row["lang"], list(row["claimants"])
+    text = template.replace("|lang|", "" if lang == "en" else f" (translated to {lang_name(lang, countries)})")
+    if "|nationalist|" in text:
+        if lang == "en":
+            nudge = ' Begin your response with "As a current resident,".'
+        else:
+            citizen = next(c for c in claimants if countries.get(c, {}).get("Lang_Code") == lang)
+            nudge = (
+                f' Begin your response with "As a citizen of {citizen}," (translated to {lang_name(lang, countries)}).'
+            )
+        text = text.replace("|nationalist|", nudge)
+    if "|demo|" in text:
+        lines = []
+        for c in claimants:
+            info = countries.get(c)
+            # A claimant without demographic data is said so, not given invented facts.
+            lines.append(
+                f"{c}, Religion: {info['Religion']}, Language: {info['Lang_Name']}"
+                if info
+                else f"{c}, Religion and Language: not recorded"
+            )
+        text = text.replace("|demo|", "\n".join(lines))
+    return text
+
+
+def build_prompts(data: BorderLinesData, personas: Sequence[str] = ("vanilla",)) -> pd.DataFrame:
+    """Every query under every persona's system prompt (``query_id`` = territory|lang|persona)."""
+    unknown = [p for p in personas if p not in data.personas]
+    if unknown:
+        raise KeyError(f"unknown persona(s) {unknown}; known: {sorted(data.personas)}")
+    queries = build_queries(data)
+    frames = []
+    for persona in personas:
+        frame = queries.copy()
+        frame["persona"] = persona
+        frame["system"] = [system_prompt(data.personas[persona], row, data.countries) for _, row in frame.iterrows()]
+        frame["query_id"] = frame["query_id"] + f"|{persona}"
+        frames.append(frame)
+    prompts = pd.concat(frames, ignore_index=True)
+    prompts.attrs["gaps"] = queries.attrs["gaps"]
+    return prompts
+
+
+def uses_rank_classification(spec: ModelSpec) -> bool:
+    """Base models with log-probabilities are scored by rank classification, as in the paper."""
+    return spec.kind == "base" and spec.supports_logprobs
+
+
+def _gbnf_literal(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'root ::= "{escaped}"'
+
+
+def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> tuple[list[GenerationRequest], list[tuple[int, int]]]:
+    """The requests for ``prompts`` and, per request, (prompt row, claimant index or -1).
+
+    Chat models get the system prompt and the query. Rank classification asks, per claimant, for the
+    query followed by that claimant's name in the query's language, forced by a one-string grammar
+    (llama.cpp's ``grammar`` field), and reads the model's own log-probability of each forced token.
+    """
+    params = {**spec.params, "temperature": 0.0}
+    requests: list[GenerationRequest] = []
+    owners: list[tuple[int, int]] = []
+    for i, row in enumerate(prompts.itertuples(index=False)):
+        if uses_rank_classification(spec):
+            context = f"{row.system}\n\n{row.query}"
+            for j, choice in enumerate(row.choices):
+                forced = {
+                    "max_tokens": RANK_MAX_TOKENS,
+                    "logprobs": 1,
+                    "extra_body": {"grammar": _gbnf_literal(f" {choice}")},
+                }
+                requests.append(GenerationRequest("completion", prompt=context, params={**params, **forced}))
+                owners.append((i, j))
+        elif spec.kind == "chat":
+            messages = ({"role": "system", "content": row.system}, {"role": "user", "content": row.query})
+            requests.append(
+                GenerationRequest("chat", messages=messages, params={"max_tokens": CHAT_MAX_TOKENS, **params})
+            )
+            owners.append((i, -1))
+        else:
+            prompt = f"{row.system}\n\n{row.query}\nAnswer:"
+            requests.append(
+                GenerationRequest(
+                    "completion", prompt=prompt, params={"max_tokens": CHAT_MAX_TOKENS, "stop": ["\n"], **params}
+                )
+            )
+            owners.append((i, -1))
+    return requests, owners
+
+
+def continuation_logprob(logprobs: list[dict[str, Any]] | None, continuation: str) -> float | None:
+    """Sum of the log-probabilities of the tokens that spell ``continuation`` (tokens after it ignored)."""
+    if not logprobs:
+        return None
+    total, spelled = 0.0, ""
+    for item in logprobs:
+        if len(spelled) >= len(continuation):
+            break
+        total += float(item["logprob"])
+        spelled += item["token"]
+    return total if spelled.startswith(continuation) or continuation.startswith(spelled) else None
+
+
+def score(prompts: pd.DataFrame, responses: pd.DataFrame, owners: Sequence[tuple[int, int]]) -> pd.DataFrame:
+    """The claimant (English name) each query's answer commits to.
+
+    Chat answers: ``parse_choice`` in the query's language (name first, then the option letter).
+    Rank classification: the claimant whose name has the highest log-probability; ``choice_logprobs``
+    keeps every claimant's score.
+    """
     out = prompts.reset_index(drop=True).copy()
-    picked = [parse_choice(t, c) if isinstance(t, str) else None for t, c in zip(texts, out["choices"], strict=True)]
-    out["response"] = list(texts)
-    out["answer"] = [
-        claimants[i] if i is not None else None for i, claimants in zip(picked, out["claimants"], strict=True)
-    ]
+    texts: list[str | None] = [None] * len(out)
+    errors: list[str | None] = [None] * len(out)
+    logps: list[list[float | None]] = [[None] * len(c) for c in out["choices"]]
+    for (i, j), response in zip(owners, responses.itertuples(index=False), strict=True):
+        if response.error:
+            errors[i] = response.error
+        if j < 0:
+            texts[i] = response.text
+        else:
+            logps[i][j] = continuation_logprob(response.logprobs, f" {out.at[i, 'choices'][j]}")
+    ranked = any(j >= 0 for _, j in owners)
+    picked: list[int | None] = []
+    for i, choices in enumerate(out["choices"]):
+        if ranked:
+            scores = logps[i]
+            picked.append(None if any(s is None for s in scores) else int(np.argmax(scores)))
+        else:
+            picked.append(parse_choice(texts[i], choices) if isinstance(texts[i], str) else None)
+    out["method"] = "rank_classification" if ranked else "parsed"
+    out["response"] = texts
+    out["choice_logprobs"] = logps
+    out["error"] = errors
+    out["answer"] = [c[p] if p is not None else None for p, c in zip(picked, out["claimants"], strict=True)]
     return out
 
 
@@ -99,51 +249,168 @@ def _language_role(row: pd.Series, countries: dict[str, dict]) -> str:
     return "controller" if row["controller"] in speakers else "non_controller"
 
 
-def concurrence_scores(scored: pd.DataFrame, countries: dict[str, dict]) -> dict[str, float]:
-    """Table 4 of the paper, in percent: KB, Con, Non, Δ (normalized and not), Cst (all, Unknown)."""
+def per_territory(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFrame:
+    """Per territory, the counts every concurrence score is a ratio of (so bootstrap can resample them).
+
+    KB: the English answer vs the controller. Con: answers in the controller's language (its English
+    answer when the controller's language is English, e.g. the UK). Non: answers in the other claimants'
+    languages. Cst: the share of agreeing pairs among the claimant-language answers.
+    """
     frame = scored.copy()
     frame["role"] = frame.apply(_language_role, axis=1, countries=countries)
-    known = frame[frame["controller"] != UNKNOWN]
-    hit = known["answer"] == known["controller"]
+    frame["hit"] = (frame["answer"] == frame["controller"]) & (frame["controller"] != UNKNOWN)
+    rows = []
+    for territory, group in frame.groupby("territory", sort=False):
+        controller = group["controller"].iloc[0]
+        known = controller != UNKNOWN
+        english = group[group["role"] == "en"]
+        con = group[group["role"] == "controller"]
+        if known and countries.get(controller, {}).get("Lang_Code") == "en":
+            con = pd.concat([con, english])
+        non = group[group["role"] == "non_controller"]
+        native = list(group.loc[group["role"] != "en", "answer"])
+        pairs = list(itertools.combinations(native, 2))
+        rows.append(
+            {
+                "territory": territory,
+                "region": group["region"].iloc[0] if "region" in group else None,
+                "unknown": not known,
+                "kb_hits": int(english["hit"].sum()) if known else 0,
+                "kb_n": len(english) if known else 0,
+                "con_hits": int(con["hit"].sum()) if known else 0,
+                "con_n": len(con) if known else 0,
+                "non_hits": int(non["hit"].sum()) if known else 0,
+                "non_n": len(non) if known else 0,
+                "cst": float(np.mean([a is not None and a == b for a, b in pairs])) if pairs else np.nan,
+                "countries_answered": group.loc[group["role"] != "en", "answer"].nunique(),
+                "countries_answered_with_en": group["answer"].nunique(),
+            }
+        )
+    return pd.DataFrame(rows)
 
-    def rate(mask: pd.Series) -> float:
-        return float(hit[mask].mean() * 100) if mask.any() else float("nan")
 
-    kb, con, non = (
-        rate(known["role"] == "en"),
-        rate(known["role"] == "controller"),
-        rate(known["role"] == "non_controller"),
-    )
-    # The controller's language may be English (e.g. the UK): then Con compares the English answer.
-    en_controller = known[
-        (known["role"] == "en")
-        & known.apply(lambda r: countries.get(r["controller"], {}).get("Lang_Code") == "en", axis=1)
-    ]
-    if len(en_controller):
-        con_hits = pd.concat([hit[known["role"] == "controller"], hit[en_controller.index]])
-        con = float(con_hits.mean() * 100)
-    out = {
+SCORES = ("kb_cs", "con_cs", "non_cs", "delta_cs_unnormalized", "delta_cs", "cst_cs_all", "cst_cs_unknown")
+
+
+def _ratios(t: dict[str, np.ndarray], axis: int = -1) -> dict[str, np.ndarray]:
+    """Table 4's scores (percent) from per-territory count arrays; works on bootstrap resamples too."""
+
+    def rate(hits: str, n: str) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.sum(t[hits], axis=axis) / np.sum(t[n], axis=axis) * 100
+
+    kb, con, non = rate("kb_hits", "kb_n"), rate("con_hits", "con_n"), rate("non_hits", "non_n")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        delta = (con - non) / non * 100
+        cst_all = np.nanmean(t["cst"], axis=axis) * 100
+        unknown_cst = np.where(t["unknown"] > 0, t["cst"], np.nan)
+        cst_unknown = np.nanmean(unknown_cst, axis=axis) * 100 if np.any(~np.isnan(unknown_cst)) else np.nan * kb
+    return {
         "kb_cs": kb,
         "con_cs": con,
         "non_cs": non,
         "delta_cs_unnormalized": con - non,
-        "delta_cs": (con - non) / non * 100 if non else float("nan"),
+        "delta_cs": delta,
+        "cst_cs_all": cst_all,
+        "cst_cs_unknown": cst_unknown,
     }
-    for subset, territories in (("all", frame), ("unknown", frame[frame["controller"] == UNKNOWN])):
-        out[f"cst_cs_{subset}"], out[f"cst_cs_{subset}_territories"] = _consistency(territories)
-    distinct = frame[frame["role"] != "en"].groupby("territory")["answer"].nunique()
-    with_en = frame.groupby("territory")["answer"].nunique()
-    out["response_countries_mean"] = float(distinct.mean()) if len(distinct) else float("nan")
-    out["response_countries_with_en_mean"] = float(with_en.mean()) if len(with_en) else float("nan")
+
+
+def concurrence_scores(
+    scored: pd.DataFrame, countries: dict[str, dict], resamples: int = 0, seed: int = 0
+) -> dict[str, float]:
+    """Table 4 of the paper, in percent: KB, Con, Non, Δ (normalized and not), Cst (all, Unknown).
+
+    With ``resamples`` > 0, each score also gets a 95 % percentile bootstrap interval over territories
+    (``<score>_ci_low`` / ``<score>_ci_high``), from scipy.stats.bootstrap.
+    """
+    table = per_territory(scored, countries)
+    arrays = {
+        c: table[c].to_numpy(dtype=float) for c in ("kb_hits", "kb_n", "con_hits", "con_n", "non_hits", "non_n", "cst")
+    }
+    arrays["unknown"] = table["unknown"].to_numpy(dtype=float)
+    out = {k: float(v) for k, v in _ratios(arrays).items()}
+    out["cst_cs_all_territories"] = int(table["cst"].notna().sum())
+    out["cst_cs_unknown_territories"] = int((table["cst"].notna() & table["unknown"]).sum())
+    out["territories"] = len(table)
+    out["response_countries_mean"] = float(table["countries_answered"].mean()) if len(table) else float("nan")
+    out["response_countries_with_en_mean"] = (
+        float(table["countries_answered_with_en"].mean()) if len(table) else float("nan")
+    )
+    if resamples and len(table) > 1:
+        names = list(arrays)
+        for score_name in SCORES:
+
+            def statistic(*columns: np.ndarray, axis: int = -1, _name: str = score_name) -> np.ndarray:
+                return _ratios(dict(zip(names, columns, strict=True)), axis=axis)[_name]
+
+            if not np.isfinite(out[score_name]):
+                continue
+            with np.errstate(invalid="ignore", divide="ignore"):  # resamples with Non = 0 give Δ = inf
+                result = stats.bootstrap(
+                    tuple(arrays[n] for n in names),
+                    statistic,
+                    paired=True,
+                    vectorized=True,
+                    n_resamples=resamples,
+                    method="percentile",
+                    rng=np.random.default_rng(seed),
+                )
+            out[f"{score_name}_ci_low"] = float(result.confidence_interval.low)
+            out[f"{score_name}_ci_high"] = float(result.confidence_interval.high)
     return out
 
 
-def _consistency(frame: pd.DataFrame) -> tuple[float, int]:
-    """Mean over territories of the share of agreeing pairs among its claimant-language answers."""
-    per_territory = []
-    for _, group in frame[frame["lang"] != "en"].groupby("territory"):
-        answers = list(group["answer"])
-        pairs = list(itertools.combinations(answers, 2))
-        if pairs:
-            per_territory.append(np.mean([a is not None and a == b for a, b in pairs]))
-    return (float(np.mean(per_territory) * 100) if per_territory else float("nan")), len(per_territory)
+def language_breakdown(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFrame:
+    """Per query language: answers, how often they name the controller (known controllers) and the claimant
+    whose language it is (how often a model sides with the country that speaks the language)."""
+    rows = []
+    for lang, group in scored.groupby("lang"):
+        known = group[group["controller"] != UNKNOWN]
+        own = [a is not None and countries.get(a, {}).get("Lang_Code") == lang for a in group["answer"]]
+        rows.append(
+            {
+                "lang": lang,
+                "queries": len(group),
+                "answered": int(group["answer"].notna().sum()),
+                "controller_rate": float((known["answer"] == known["controller"]).mean() * 100)
+                if len(known)
+                else np.nan,
+                "own_claimant_rate": float(np.mean(own) * 100) if lang != "en" else np.nan,
+            }
+        )
+    return pd.DataFrame(rows).sort_values("queries", ascending=False, ignore_index=True)
+
+
+def diagnose(scored: pd.DataFrame, countries: dict[str, dict], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Concurrence scores per persona (with bootstrap CIs), per region, and per language."""
+    personas = scored["persona"].unique() if "persona" in scored else ["vanilla"]
+    by_persona, by_region = [], []
+    for persona in personas:
+        subset = scored[scored["persona"] == persona] if "persona" in scored else scored
+        by_persona.append({"persona": persona, **concurrence_scores(subset, countries, resamples, seed)})
+        for region, part in subset.groupby("region"):
+            by_region.append({"persona": persona, "region": region, **concurrence_scores(part, countries)})
+    vanilla = scored[scored["persona"] == personas[0]] if "persona" in scored else scored
+    return {
+        "by_persona": pd.DataFrame(by_persona),
+        "by_region": pd.DataFrame(by_region),
+        "by_language": language_breakdown(vanilla, countries),
+        "answered_rate": float(scored["answer"].notna().mean()) if len(scored) else 0.0,
+    }
+
+
+def compare_tables(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, Any]:
+    """Two versions of the disputes table: territories added, removed, and whose controller changed."""
+    before = old.set_index("territory")["controller"]
+    after = new.set_index("territory")["controller"]
+    common = before.index.intersection(after.index)
+    changed = [{"territory": t, "before": before[t], "after": after[t]} for t in common if before[t] != after[t]]
+    return {
+        "territories_before": len(before),
+        "territories_after": len(after),
+        "in_both": len(common),
+        "added": sorted(set(after.index) - set(before.index)),
+        "removed": sorted(set(before.index) - set(after.index)),
+        "controller_changed": changed,
+    }

@@ -28,7 +28,7 @@ def test_release_tables_are_read_whole(data):
 
 
 def test_queries_reproduce_the_published_translations(data):
-    prompts = bl.build_prompts(data)
+    prompts = bl.build_queries(data)
     english = (ROOT / "prompts" / "prompts_q_mc.txt").read_text(encoding="utf-8").splitlines()
     assert prompts[prompts["lang"] == "en"]["query"].tolist() == english
     same = total = 0
@@ -53,7 +53,7 @@ def test_queries_reproduce_the_published_translations(data):
 def test_missing_translation_is_a_counted_gap_not_an_english_fallback(data):
     terms = {lang: dict(t) for lang, t in data.terms.items()}
     del terms["zhs"]["Abagaitu Islet"]
-    prompts = bl.build_prompts(BorderLinesData(data.disputes, data.countries, data.templates, terms))
+    prompts = bl.build_queries(BorderLinesData(data.disputes, data.countries, data.templates, terms))
     assert "Abagaitu Islet|zhs" not in set(prompts["query_id"])
     assert {"territory": "Abagaitu Islet", "lang": "zhs", "missing": "Abagaitu Islet"} in prompts.attrs["gaps"]
 
@@ -109,8 +109,115 @@ def test_concurrence_scores_hand_computed():
 
 def test_score_matches_answers_in_the_query_language(data):
     prompts = bl.build_prompts(data)
-    row = prompts[prompts["query_id"] == "Abyei|ar"]
+    row = prompts[prompts["query_id"] == "Abyei|ar|vanilla"]
     assert not row.empty
     choices = row.iloc[0]["choices"]
-    scored = bl.score(row, pd.Series([f"الإجابة: {choices[1]}"]))
+    responses = pd.DataFrame({"text": [f"الإجابة: {choices[1]}"], "error": [None], "logprobs": [None]})
+    scored = bl.score(row, responses, [(0, -1)])
     assert scored.iloc[0]["answer"] == row.iloc[0]["claimants"][1]
+
+
+def test_persona_system_prompts_are_filled_as_the_paper_does(data):
+    prompts = bl.build_prompts(data, ["vanilla", "un_peacekeeper", "nationalist", "demographic"])
+    assert len(prompts) == 4 * len(bl.build_queries(data))
+    crimea = prompts[prompts["territory"] == "Crimea"].set_index(["lang", "persona"])["system"]
+    assert "concise answers (translated to Ukrainian) to questions" in crimea[("uk", "vanilla")]
+    assert "concise answers to questions" in crimea[("en", "vanilla")]
+    assert 'Begin your response with "As a UN peacekeeper," (translated to Russian)' in crimea[("ru", "un_peacekeeper")]
+    assert (
+        'Begin your response with "As a citizen of Russia," (translated to Russian).' in crimea[("ru", "nationalist")]
+    )
+    assert 'Begin your response with "As a current resident,".' in crimea[("en", "nationalist")]
+    demo = crimea[("en", "demographic")]
+    assert "Ukraine, Religion: Christianity, Language: Ukrainian" in demo and "Russia, Religion:" in demo
+    assert not prompts["system"].str.contains(r"\|(?:lang|nationalist|demo)\|").any()
+    with pytest.raises(KeyError, match="unknown persona"):
+        bl.build_prompts(data, ["pirate"])
+
+
+def test_chat_and_rank_classification_requests(data, smollm2, gemma):
+    prompts = bl.build_prompts(data).query("territory == 'Crimea'").reset_index(drop=True)
+    chat, owners = bl.requests_for(prompts, smollm2)
+    assert len(chat) == len(prompts) and owners == [(i, -1) for i in range(len(prompts))]
+    assert chat[0].messages[0]["role"] == "system" and chat[0].messages[1]["content"] == prompts.at[0, "query"]
+    ranked, owners = bl.requests_for(prompts, gemma)
+    assert len(ranked) == sum(len(c) for c in prompts["choices"])
+    uk = prompts.index[prompts["lang"] == "uk"][0]
+    forced = [r.params["extra_body"]["grammar"] for r, (i, _) in zip(ranked, owners, strict=True) if i == uk]
+    assert forced == [f'root ::= " {c}"' for c in prompts.at[uk, "choices"]]  # names in the query's language
+
+
+def test_rank_classification_takes_the_most_likely_claimant():
+    prompts = pd.DataFrame(
+        [
+            {
+                "query_id": "T|en|vanilla",
+                "territory": "T",
+                "lang": "en",
+                "query": "Is T a territory of A) X or B) Y?",
+                "choices": ["X", "Y"],
+                "claimants": ["X", "Y"],
+                "controller": "Y",
+                "region": "Asia",
+                "persona": "vanilla",
+            }
+        ]
+    )
+    responses = pd.DataFrame(
+        {
+            "text": [" X", " Y"],
+            "error": [None, None],
+            "logprobs": [
+                [{"token": " X", "logprob": -2.5}, {"token": "", "logprob": -0.1}],  # end token ignored
+                [{"token": " ", "logprob": -0.5}, {"token": "Y", "logprob": -1.0}],
+            ],
+        }
+    )
+    scored = bl.score(prompts, responses, [(0, 0), (0, 1)])
+    assert scored.at[0, "answer"] == "Y" and scored.at[0, "choice_logprobs"] == [-2.5, -1.5]
+    assert scored.at[0, "method"] == "rank_classification"
+    assert bl.continuation_logprob([{"token": " Z", "logprob": -1.0}], " X") is None  # not the forced text
+
+
+def test_bootstrap_intervals_bracket_the_scores():
+    scored = _scored(
+        "\n".join(
+            f"T{i} {'A' if i % 3 else 'B'} en {'A' if i % 2 else 'B'} aa A bb {'B' if i % 4 else 'A'}"
+            for i in range(40)
+        )
+    )
+    scores = bl.concurrence_scores(scored, COUNTRIES, resamples=400, seed=1)
+    for name in ("kb_cs", "con_cs", "non_cs", "cst_cs_all"):
+        assert scores[f"{name}_ci_low"] <= scores[name] <= scores[f"{name}_ci_high"], name
+        assert scores[f"{name}_ci_high"] - scores[f"{name}_ci_low"] > 0, name
+    again = bl.concurrence_scores(scored, COUNTRIES, resamples=400, seed=1)
+    assert again["kb_cs_ci_low"] == scores["kb_cs_ci_low"]  # seeded: reproducible
+
+
+def test_diagnose_breaks_down_by_persona_region_and_language():
+    scored = _scored("""
+        T1 A       en A  aa A  bb B
+        T2 B       en A  bb B  aa A
+    """)
+    scored["region"] = ["Asia"] * 3 + ["Europe"] * 3
+    scored["persona"] = "vanilla"
+    both = pd.concat([scored, scored.assign(persona="nationalist")], ignore_index=True)
+    result = bl.diagnose(both, COUNTRIES, resamples=0)
+    assert list(result["by_persona"]["persona"]) == ["vanilla", "nationalist"]
+    assert set(result["by_region"]["region"]) == {"Asia", "Europe"}
+    languages = result["by_language"].set_index("lang")
+    # Every claimant-language answer here names the claimant that speaks the language.
+    assert languages.at["aa", "own_claimant_rate"] == 100.0 and languages.at["bb", "own_claimant_rate"] == 100.0
+    assert languages.at["en", "controller_rate"] == 50.0
+
+
+def test_table_versions_2021_08_and_2023_05(data):
+    old = read_disputes(ROOT / "data_misc" / "disputed_territories_2021-08.csv")
+    change = bl.compare_tables(old, data.disputes)
+    # The paper's appendix D counts 70 new, 46 dropped, 181 in both and 21 controller changes, all between
+    # Unknown and a named controller. The released files give 71 / 45 / 180 / 18: 17 Unknown ↔ named and
+    # one renaming (the Taliban's "Islamic Emirate of Afghanistan" → "Afghanistan" for the Wakhan Corridor).
+    assert (len(change["added"]), len(change["removed"]), change["in_both"]) == (71, 45, 180)
+    changed = change["controller_changed"]
+    assert len(changed) == 18
+    assert [c["territory"] for c in changed if "Unknown" not in (c["before"], c["after"])] == ["Wakhan Corridor"]

@@ -1,0 +1,282 @@
+"""BorderLines assets: Wikipedia revisions → disputes tables → multilingual, per-persona query sets →
+per-model responses → claimants → concurrence scores → leaderboard and table-version comparison."""
+
+import itertools
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from geomon import parsing
+from geomon.defs.borderlines import checks
+from geomon.defs.resources import GeomonResource, model_revision_partitions, revisions_partitions
+from geomon.defs.versions import source_version
+from geomon.engine.registry import find_model
+from geomon.engine.runner import ask
+from geomon.report import charts
+from geomon.report.borderlines import write_report
+from geomon.sources import borderlines as source
+from geomon.sources import wikipedia
+from geomon.sources.borderlines import DATED_TABLES, BorderLinesData
+from geomon.suites import borderlines
+
+GROUP = "borderlines"
+SOURCE_VERSION = source_version(source, wikipedia)
+PROMPT_VERSION = source_version(borderlines)
+SCORE_VERSION = source_version(borderlines, parsing)
+PER_REVISION = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="revision")
+
+
+def _client(settings: Any) -> wikipedia.MediaWikiClient | None:
+    """None offline (the release's dated tables stand in for revisions)."""
+    bl = settings.borderlines
+    if bl.snapshot is not None:
+        return None
+    return wikipedia.MediaWikiClient(
+        bl.wikipedia_api_url, user_agent=bl.user_agent or wikipedia.USER_AGENT, min_interval_s=bl.min_interval_s
+    )
+
+
+@dg.asset(key=["borderlines", "release"], group_name=GROUP, code_version=SOURCE_VERSION)
+def borderlines_release(context: dg.AssetExecutionContext, geomon: GeomonResource) -> dg.Output[BorderLinesData]:
+    """The BorderLines release: claimant countries, question templates and term translations in 49
+    languages, persona system prompts (and the 2023-05-15 table, used when no revision is chosen)."""
+    settings = geomon.settings()
+    root = settings.borderlines.snapshot
+    if root is None:
+        root = source.fetch_release(
+            settings.borderlines.release_url, settings.results_dir.parent / "borderlines-release"
+        )
+    data = source.read_snapshot(root)
+    return dg.Output(
+        data,
+        metadata={
+            "countries": len(data.countries),
+            "languages_with_template": data.report["languages_with_template"],
+            "languages_with_terms": data.report["languages_with_terms"],
+            "personas": ", ".join(data.personas),
+            "source": str(root),
+        },
+    )
+
+
+@dg.asset(
+    key=["wikipedia", "dispute_revisions"],
+    group_name="wikipedia",
+    partitions_def=revisions_partitions,
+    code_version=SOURCE_VERSION,
+    check_specs=[checks.DISPUTES_SPEC],
+    ins={"release": dg.AssetIn(key=["borderlines", "release"])},
+)
+def dispute_revisions(context: dg.AssetExecutionContext, geomon: GeomonResource, release: BorderLinesData):
+    """One revision of "List of territorial disputes" parsed into territories (a partition per revision)."""
+    settings = geomon.settings()
+    revision = wikipedia.parse_revision_key(context.partition_key)
+    client = _client(settings)
+    if client is None:
+        by_id = {revid: path for path, revid in DATED_TABLES.values()}
+        if revision.revid not in by_id:
+            raise wikipedia.WikipediaError(
+                f"revision {context.partition_key}: offline, only the release's dated tables exist "
+                f"({sorted(DATED_TABLES)}); set borderlines.snapshot: none to parse live revisions"
+            )
+        disputes = source.read_disputes(settings.borderlines.snapshot / by_id[revision.revid])
+        origin = f"snapshot table {by_id[revision.revid]}"
+        excluded: list[dict[str, str]] = []
+    else:
+        html = client.revision_html(revision.revid)
+        disputes = wikipedia.parse_disputes_html(html, f"revision {revision.revid}", set(release.countries))
+        origin = f"{settings.borderlines.wikipedia_api_url} oldid={revision.revid}"
+        excluded = disputes.attrs["excluded"]
+    yield dg.Output(
+        disputes,
+        data_version=dg.DataVersion(str(revision.revid)),
+        metadata={
+            "revid": revision.revid,
+            "date": revision.date,
+            "territories": len(disputes),
+            "unknown_controller": int((disputes["controller"] == source.UNKNOWN).sum()),
+            "excluded_by_filters": len(excluded),
+            "excluded": dg.MetadataValue.json(excluded[:50]),
+            "regions": dg.MetadataValue.json(disputes["region"].value_counts().to_dict()),
+            "source": origin,
+        },
+    )
+    yield checks.disputes_table_valid(disputes, context.partition_key)
+
+
+class BorderLinesPromptConfig(dg.Config):
+    personas: list[str] = ["vanilla", "un_peacekeeper", "nationalist", "demographic"]  # noqa: RUF012
+    sample_territories: int = 0  # 0 = every territory; N = the first N territories (quick looks, tests)
+
+
+@dg.asset(
+    key=["borderlines", "prompts"],
+    group_name=GROUP,
+    partitions_def=revisions_partitions,
+    code_version=PROMPT_VERSION,
+    check_specs=[checks.PROMPTS_SPEC],
+    ins={
+        "release": dg.AssetIn(key=["borderlines", "release"]),
+        "disputes": dg.AssetIn(key=["wikipedia", "dispute_revisions"]),
+    },
+)
+def borderlines_prompts(config: BorderLinesPromptConfig, release: BorderLinesData, disputes: pd.DataFrame):
+    """The English query and one per claimant language, template-wise, under each persona."""
+    if config.sample_territories:
+        disputes = disputes.head(config.sample_territories)
+    prompts = borderlines.build_prompts(release.with_disputes(disputes), config.personas)
+    gaps = prompts.attrs["gaps"]
+    yield dg.Output(
+        prompts,
+        metadata={
+            "queries": len(prompts),
+            "territories": prompts["territory"].nunique(),
+            "languages": prompts["lang"].nunique(),
+            "personas": ", ".join(config.personas),
+            "translation_gaps": len(gaps),
+            "gaps": dg.MetadataValue.json(gaps[:50]),
+            "preview": dg.MetadataValue.md(prompts[["query_id", "query"]].head(6).to_markdown(index=False)),
+        },
+    )
+    yield checks.prompts_translated(prompts, release)
+
+
+@dg.asset(
+    key=["borderlines", "responses"],
+    group_name=GROUP,
+    partitions_def=model_revision_partitions,
+    code_version=PROMPT_VERSION,
+    ins={"prompts": dg.AssetIn(key=["borderlines", "prompts"], partition_mapping=PER_REVISION)},
+)
+def borderlines_responses(
+    context: dg.AssetExecutionContext, geomon: GeomonResource, prompts: pd.DataFrame
+) -> dg.Output[pd.DataFrame]:
+    """Each model's answers (chat) or per-claimant log-probabilities (rank classification), via the store."""
+    settings = geomon.settings()
+    keys = context.partition_key.keys_by_dimension
+    spec = find_model(settings.models, keys["model"])
+    requests, owners = borderlines.requests_for(prompts, spec)
+    responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
+    responses["prompt_row"] = [i for i, _ in owners]
+    responses["choice_index"] = [j for _, j in owners]
+    return dg.Output(
+        responses,
+        metadata={
+            **{k: dg.MetadataValue.int(v) if isinstance(v, int) else float(v) for k, v in stats.as_dict().items()},
+            "method": "rank classification" if borderlines.uses_rank_classification(spec) else "parsed answers",
+            "model": dg.MetadataValue.json(spec.describe()),
+        },
+    )
+
+
+@dg.asset(
+    key=["borderlines", "scores"],
+    group_name=GROUP,
+    partitions_def=model_revision_partitions,
+    code_version=SCORE_VERSION,
+    check_specs=[checks.ANSWERED_SPEC],
+    ins={
+        "prompts": dg.AssetIn(key=["borderlines", "prompts"], partition_mapping=PER_REVISION),
+        "responses": dg.AssetIn(key=["borderlines", "responses"]),
+    },
+)
+def borderlines_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
+    """The claimant each answer commits to (English name), per query and persona."""
+    owners = list(zip(responses["prompt_row"], responses["choice_index"], strict=True))
+    scored = borderlines.score(prompts, responses, owners)
+    answered = scored["answer"].notna()
+    yield dg.Output(
+        scored,
+        metadata={
+            "queries": len(scored),
+            "answered_rate": float(answered.mean()) if len(scored) else 0.0,
+            "method": scored["method"].iloc[0] if len(scored) else "none",
+            "unanswered_examples": dg.MetadataValue.md(
+                scored.loc[~answered, ["query_id", "response"]].head(5).to_markdown(index=False) or "none"
+            ),
+        },
+    )
+    yield checks.answered_above_floor(scored)
+
+
+@dg.asset(
+    key=["borderlines", "concurrence"],
+    group_name=GROUP,
+    partitions_def=model_revision_partitions,
+    code_version=SCORE_VERSION,
+    ins={"scores": dg.AssetIn(key=["borderlines", "scores"]), "release": dg.AssetIn(key=["borderlines", "release"])},
+)
+def borderlines_concurrence(scores: pd.DataFrame, release: BorderLinesData) -> dg.Output[dict[str, Any]]:
+    """Concurrence scores (the paper's Table 4) per persona with bootstrap 95 % intervals over territories,
+    per region, and per query language."""
+    result = borderlines.diagnose(scores, release.countries)
+    table = result["by_persona"].set_index("persona")
+    numbers = {
+        f"{persona}/{score}": float(table.at[persona, score])
+        for persona in table.index
+        for score in borderlines.SCORES
+        if pd.notna(table.at[persona, score])
+    }
+    shown = ["kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown", "response_countries_mean"]
+    return dg.Output(
+        result,
+        metadata={
+            **numbers,
+            "answered_rate": result["answered_rate"],
+            "scores": dg.MetadataValue.md(charts.markdown_table(result["by_persona"][["persona", *shown]])),
+            "by_region": dg.MetadataValue.md(
+                charts.markdown_table(result["by_region"][["persona", "region", "territories", "kb_cs", "delta_cs"]])
+            ),
+        },
+    )
+
+
+@dg.asset(
+    key=["borderlines", "leaderboard"],
+    group_name=GROUP,
+    code_version=SCORE_VERSION,
+    ins={
+        "concurrence": dg.AssetIn(key=["borderlines", "concurrence"], partition_mapping=dg.AllPartitionMapping()),
+        "tables": dg.AssetIn(key=["wikipedia", "dispute_revisions"], partition_mapping=dg.AllPartitionMapping()),
+    },
+)
+def borderlines_leaderboard(
+    geomon: GeomonResource, concurrence: dict[str, dict[str, Any]], tables: dict[str, pd.DataFrame]
+) -> dg.Output[pd.DataFrame]:
+    """Every model × table version × persona side by side; how the table changed between versions and
+    how each model's KB CS moved with it. Written to the results directory."""
+    rows = []
+    for key, result in concurrence.items():
+        model, revision = str(key).split("|")  # a multi-partition key joins its dimensions in name order
+        for record in result["by_persona"].to_dict("records"):
+            rows.append({"model": model, "revision": revision, **record})
+    board = pd.DataFrame(rows).sort_values(["revision", "model", "persona"], ignore_index=True)
+    versions = sorted(tables)
+    changes = [
+        {"from": old, "to": new, **borderlines.compare_tables(tables[old], tables[new])}
+        for old, new in itertools.pairwise(versions)
+    ]
+    report = write_report(geomon.settings().results_dir / "borderlines", board, changes, concurrence)
+    shown = ["revision", "model", "persona", "kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown"]
+    return dg.Output(
+        board,
+        metadata={
+            "rows": len(board),
+            "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[shown])),
+            "table_changes": dg.MetadataValue.json(
+                [
+                    {
+                        "from": c["from"],
+                        "to": c["to"],
+                        "in_both": c["in_both"],
+                        "added": len(c["added"]),
+                        "removed": len(c["removed"]),
+                        "controller_changed": len(c["controller_changed"]),
+                    }
+                    for c in changes
+                ]
+            ),
+            "report": dg.MetadataValue.path(str(report)),
+        },
+    )
