@@ -96,7 +96,7 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
     from geomon.engine.local import running_server
 
     settings = load_settings(args.config)
-    spec = find_model(settings.models, args.model)
+    spec = settings.model(args.model)
     if not spec.bundled:
         raise RegistryError(f"model {spec.name!r} is an endpoint ({spec.base_url}), not a bundled model")
     with running_server(
@@ -120,7 +120,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from geomon.engine.runner import ask
 
     settings = load_settings(args.config)
-    spec = find_model(settings.models, args.model)
+    spec = settings.model(args.model)
     if spec.kind == "chat":
         request = GenerationRequest("chat", messages=({"role": "user", "content": args.text},), params=spec.params)
     else:

@@ -21,8 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geomon.engine.registry import ModelSpec, RegistryError, bundled_specs, load_yaml_mapping, registry_from_doc
+from geomon.engine.discovery import Endpoint, discover, endpoints_from_doc
+from geomon.engine.registry import (
+    ModelSpec,
+    RegistryError,
+    bundled_specs,
+    find_model,
+    load_yaml_mapping,
+    registry_from_doc,
+)
 from geomon.engine.runner import EngineOptions
+from geomon.monitor.alerts import AlertSettings
+from geomon.monitor.drift import DriftSettings
 from geomon.sources.borderlines import DEFAULT_RELEASE_URL
 from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_URL
 from geomon.sources.worldbank import DEFAULT_API_URL
@@ -52,6 +62,24 @@ class Settings:
     engine: EngineOptions = field(default_factory=EngineOptions)
     cache_epoch: str = ""
     borderlines: BorderLinesSettings = field(default_factory=lambda: BorderLinesSettings(snapshot=None))
+    endpoints: list[Endpoint] = field(default_factory=list)  # served models are discovered (/v1/models)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
+    drift: DriftSettings = field(default_factory=DriftSettings)
+
+    def all_models(self) -> tuple[list[ModelSpec], dict[str, str]]:
+        """Registry models plus those the endpoints serve now (registry entries win); unreachable endpoints."""
+        discovered, errors = discover(self.endpoints)
+        names = {s.name for s in self.models}
+        return [*self.models, *(s for s in discovered if s.name not in names)], errors
+
+    def model(self, name: str) -> ModelSpec:
+        """A model by name: from the registry, else from what the endpoints serve."""
+        try:
+            return find_model(self.models, name)
+        except RegistryError:
+            if not self.endpoints:
+                raise
+        return find_model(self.all_models()[0], name)
 
     def store(self) -> Any:
         from geomon.engine.store import ResponseStore
@@ -86,6 +114,9 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "models",
         "include_bundled",
         "cache_epoch",
+        "alerts",
+        "drift",
+        "endpoints",
     }
     unknown = set(doc) - known
     if unknown:
@@ -104,6 +135,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
     try:
         # Fail early, naming the file, rather than mid-run.
         models = registry_from_doc(doc, path) if path is not None else bundled_specs()
+        endpoints = endpoints_from_doc(doc.get("endpoints"), str(path))
     except RegistryError as exc:
         raise ConfigError(str(exc)) from exc
     bl = dict(doc.get("borderlines") or {})
@@ -118,7 +150,18 @@ def load_settings(path: str | Path | None = None) -> Settings:
         borderlines = BorderLinesSettings(snapshot=_resolve(base, bl_snapshot), **bl)
     except TypeError as exc:
         raise ConfigError(f"settings file {path}: borderlines: {exc}") from exc
+    sections = {}
+    for name, kind in (("alerts", AlertSettings), ("drift", DriftSettings)):
+        section = doc.get(name) or {}
+        if any(key.endswith(("password", "webhook_url", "api_key")) for key in section):
+            raise ConfigError(f"settings file {path}: {name}: secrets come from environment variables (use *_env keys)")
+        try:
+            sections[name] = kind(**section)
+        except TypeError as exc:
+            raise ConfigError(f"settings file {path}: {name}: {exc}") from exc
     return Settings(
+        **sections,
+        endpoints=endpoints,
         borderlines=borderlines,
         models=models,
         store_url=store_url,

@@ -32,12 +32,17 @@ class GenerationRequest:
     prompt: str = ""
     params: dict[str, Any] = field(default_factory=dict)
     sample_index: int = 0
+    # Score this text as the continuation of ``prompt`` instead of generating (rank classification):
+    # the answer is the continuation itself, with the model's log-probability of each of its tokens.
+    continuation: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode == "chat" and not self.messages:
             raise ValueError("a chat request needs messages")
         if self.mode == "completion" and not self.prompt:
             raise ValueError("a completion request needs a prompt")
+        if self.continuation is not None and (self.mode != "completion" or not self.continuation):
+            raise ValueError("a continuation is scored after a completion prompt and cannot be empty")
 
     def payload(self) -> dict[str, Any]:
         """Everything that determines the answer (the store's key hashes this)."""
@@ -46,6 +51,8 @@ class GenerationRequest:
             body["messages"] = [dict(m) for m in self.messages]
         else:
             body["prompt"] = self.prompt
+        if self.continuation is not None:
+            body["continuation"] = self.continuation
         return body
 
 
@@ -131,6 +138,7 @@ class OpenAICompatibleClient:
         self._api_key = api_key
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_client: openai.AsyncOpenAI | None = None
+        self._tokens: dict[str, list[int]] = {}
 
     @property
     def _client(self) -> openai.AsyncOpenAI:
@@ -149,8 +157,38 @@ class OpenAICompatibleClient:
         page = await self._client.models.list()
         return [m.id for m in page.data]
 
+    async def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` as the served model splits it (llama.cpp's ``POST /tokenize``)."""
+        if text not in self._tokens:
+            root = self.base_url.removesuffix("/v1")
+            response = await self._client._client.post(
+                f"{root}/tokenize", json={"content": text, "add_special": False}, timeout=self.timeout_s
+            )
+            response.raise_for_status()
+            self._tokens[text] = [int(t) for t in response.json()["tokens"]]
+        return self._tokens[text]
+
+    async def _score_continuation(self, request: GenerationRequest) -> dict[str, Any]:
+        """Force the continuation's own tokens (a token-id grammar) and read each one's log-probability.
+
+        The server reports probabilities from the model's logits before the grammar constrains sampling,
+        so the numbers are the model's, and forcing exact token ids keeps the canonical tokenization
+        (a character grammar lets greedy decoding split a name into improbable pieces).
+        """
+        ids = await self.tokenize(request.continuation or "")
+        grammar = "root ::= " + " ".join(f"<[{i}]>" for i in ids)
+        params = {k: v for k, v in request.params.items() if k not in ("max_tokens", "stop", "logprobs")}
+        return {
+            **params,
+            "max_tokens": len(ids),
+            "logprobs": 1,
+            "extra_body": {**params.get("extra_body", {}), "grammar": grammar},
+        }
+
     async def _once(self, request: GenerationRequest) -> GenerationResult:
         params = dict(request.params)
+        if request.continuation is not None:
+            params = await self._score_continuation(request)
         want_logprobs = params.pop("logprobs", None)
         self.calls += 1
         started = time.perf_counter()

@@ -63,12 +63,7 @@ class ModelSpec:
 
     @property
     def api_key(self) -> str:
-        if self.api_key_env:
-            value = os.environ.get(self.api_key_env)
-            if not value:
-                raise RegistryError(f"model {self.name!r}: environment variable {self.api_key_env} is not set")
-            return value
-        return "not-needed"  # local servers ignore the key; the openai client insists on one
+        return read_api_key(self.api_key_env, f"model {self.name!r}")
 
     def describe(self) -> dict[str, Any]:
         """A JSON-safe description without secrets (for metadata and `geomon models`)."""
@@ -77,6 +72,16 @@ class ModelSpec:
             if key in out:
                 out[key] = out[key].isoformat()
         return out
+
+
+def read_api_key(env_name: str | None, who: str) -> str:
+    """The key from the environment variable ``env_name`` (never from a file)."""
+    if env_name:
+        value = os.environ.get(env_name)
+        if not value:
+            raise RegistryError(f"{who}: environment variable {env_name} is not set")
+        return value
+    return "not-needed"  # local servers ignore the key; the openai client insists on one
 
 
 DEFAULT_SAMPLING = {"temperature": 0.0}

@@ -74,18 +74,25 @@ def normalize_url(url: str) -> str:
     return url
 
 
+def make_engine(url: str, tables: sa.MetaData) -> sa.Engine:
+    """An engine for geomon's database (SQLite file or PostgreSQL) with ``tables`` created."""
+    url = normalize_url(url)
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"timeout": 60})
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+    else:
+        engine = sa.create_engine(url, pool_pre_ping=True)
+    tables.create_all(engine)
+    return engine
+
+
 class ResponseStore:
     """Stored answers of every model geomon asked."""
 
     def __init__(self, url: str) -> None:
         self.url = normalize_url(url)
-        if self.url.startswith("sqlite:///"):
-            Path(self.url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            self.engine = sa.create_engine(self.url, connect_args={"timeout": 60})
-            sa.event.listen(self.engine, "connect", _sqlite_pragmas)
-        else:
-            self.engine = sa.create_engine(self.url, pool_pre_ping=True)
-        metadata.create_all(self.engine)
+        self.engine = make_engine(self.url, metadata)
 
     @property
     def dialect(self) -> str:

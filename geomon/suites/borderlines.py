@@ -23,7 +23,6 @@ from geomon.parsing import parse_choice
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
 
 CHAT_MAX_TOKENS = 48  # the claimant is named in the first sentence; longer answers only cost time
-RANK_MAX_TOKENS = 64  # room for a claimant's name in any script
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -152,31 +151,22 @@ def uses_rank_classification(spec: ModelSpec) -> bool:
     return spec.kind == "base" and spec.supports_logprobs
 
 
-def _gbnf_literal(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'root ::= "{escaped}"'
-
-
 def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> tuple[list[GenerationRequest], list[tuple[int, int]]]:
     """The requests for ``prompts`` and, per request, (prompt row, claimant index or -1).
 
-    Chat models get the system prompt and the query. Rank classification asks, per claimant, for the
-    query followed by that claimant's name in the query's language, forced by a one-string grammar
-    (llama.cpp's ``grammar`` field), and reads the model's own log-probability of each forced token.
+    Chat models get the system prompt and the query. Rank classification scores, per claimant, that
+    claimant's name in the query's language as the continuation of the query (the engine forces the
+    name's own tokens and reads the model's log-probability of each; see GenerationRequest.continuation).
     """
     params = {**spec.params, "temperature": 0.0}
     requests: list[GenerationRequest] = []
     owners: list[tuple[int, int]] = []
     for i, row in enumerate(prompts.itertuples(index=False)):
         if uses_rank_classification(spec):
-            context = f"{row.system}\n\n{row.query}"
+            # The name starts a new line, so it is tokenized as it would be on its own.
+            context = f"{row.system}\n\n{row.query}\n"
             for j, choice in enumerate(row.choices):
-                forced = {
-                    "max_tokens": RANK_MAX_TOKENS,
-                    "logprobs": 1,
-                    "extra_body": {"grammar": _gbnf_literal(f" {choice}")},
-                }
-                requests.append(GenerationRequest("completion", prompt=context, params={**params, **forced}))
+                requests.append(GenerationRequest("completion", prompt=context, params=params, continuation=choice))
                 owners.append((i, j))
         elif spec.kind == "chat":
             messages = ({"role": "system", "content": row.system}, {"role": "user", "content": row.query})
@@ -195,17 +185,11 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> tuple[list[Generatio
     return requests, owners
 
 
-def continuation_logprob(logprobs: list[dict[str, Any]] | None, continuation: str) -> float | None:
-    """Sum of the log-probabilities of the tokens that spell ``continuation`` (tokens after it ignored)."""
+def continuation_logprob(logprobs: list[dict[str, Any]] | None) -> float | None:
+    """The log-probability of a scored continuation: the sum over its (forced) tokens."""
     if not logprobs:
         return None
-    total, spelled = 0.0, ""
-    for item in logprobs:
-        if len(spelled) >= len(continuation):
-            break
-        total += float(item["logprob"])
-        spelled += item["token"]
-    return total if spelled.startswith(continuation) or continuation.startswith(spelled) else None
+    return float(sum(item["logprob"] for item in logprobs))
 
 
 def score(prompts: pd.DataFrame, responses: pd.DataFrame, owners: Sequence[tuple[int, int]]) -> pd.DataFrame:
@@ -225,7 +209,7 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, owners: Sequence[tuple
         if j < 0:
             texts[i] = response.text
         else:
-            logps[i][j] = continuation_logprob(response.logprobs, f" {out.at[i, 'choices'][j]}")
+            logps[i][j] = continuation_logprob(response.logprobs)
     ranked = any(j >= 0 for _, j in owners)
     picked: list[int | None] = []
     for i, choices in enumerate(out["choices"]):
@@ -316,6 +300,13 @@ def _ratios(t: dict[str, np.ndarray], axis: int = -1) -> dict[str, np.ndarray]:
     }
 
 
+COUNT_COLUMNS = ("kb_hits", "kb_n", "con_hits", "con_n", "non_hits", "non_n", "cst", "unknown")
+
+
+def _arrays(table: pd.DataFrame) -> dict[str, np.ndarray]:
+    return {c: table[c].to_numpy(dtype=float) for c in COUNT_COLUMNS}
+
+
 def concurrence_scores(
     scored: pd.DataFrame, countries: dict[str, dict], resamples: int = 0, seed: int = 0
 ) -> dict[str, float]:
@@ -325,10 +316,7 @@ def concurrence_scores(
     (``<score>_ci_low`` / ``<score>_ci_high``), from scipy.stats.bootstrap.
     """
     table = per_territory(scored, countries)
-    arrays = {
-        c: table[c].to_numpy(dtype=float) for c in ("kb_hits", "kb_n", "con_hits", "con_n", "non_hits", "non_n", "cst")
-    }
-    arrays["unknown"] = table["unknown"].to_numpy(dtype=float)
+    arrays = _arrays(table)
     out = {k: float(v) for k, v in _ratios(arrays).items()}
     out["cst_cs_all_territories"] = int(table["cst"].notna().sum())
     out["cst_cs_unknown_territories"] = int((table["cst"].notna() & table["unknown"]).sum())
@@ -414,3 +402,27 @@ def compare_tables(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, Any]:
         "removed": sorted(set(before.index) - set(after.index)),
         "controller_changed": changed,
     }
+
+
+# --- monitoring: per-item values and the metrics regression checks compare -----------------------
+
+
+def items(scored: pd.DataFrame, countries: dict[str, dict], persona: str = "vanilla") -> pd.DataFrame:
+    """Per territory (``item``) of one persona: the counts Table 4's scores are ratios of."""
+    subset = scored[scored["persona"] == persona] if "persona" in scored else scored
+    return per_territory(subset, countries).rename(columns={"territory": "item"})
+
+
+def _score(name: str) -> Any:
+    def statistic(frame: pd.DataFrame) -> float:
+        return float(_ratios(_arrays(frame))[name])
+
+    return statistic
+
+
+# name → (statistic over items, higher is worse, minimum effect in percentage points that may alert)
+REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
+    "kb_cs": (_score("kb_cs"), False, 5.0),
+    "delta_cs_unnormalized": (_score("delta_cs_unnormalized"), True, 5.0),
+    "cst_cs_all": (_score("cst_cs_all"), False, 5.0),
+}

@@ -355,3 +355,36 @@ def sample_countries(snapshot: WorldBankSnapshot, n: int, seed: int = 0) -> list
             if by_region[region] and len(picked) < n:
                 picked.append(str(by_region[region].pop(0)))
     return sorted(picked)
+
+
+# --- monitoring: per-item values and the metrics regression checks compare -----------------------
+
+
+def items(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per country (``item``): summed error and parsed answers, so group means can be recomputed exactly."""
+    valid = scores.dropna(subset=["error"])
+    out = (
+        valid.groupby(["iso3", "region", "income_group"], dropna=False)["error"]
+        .agg(["sum", "count"])
+        .rename(columns={"sum": "error_sum", "count": "answers"})
+        .reset_index()
+        .rename(columns={"iso3": "item"})
+    )
+    return out
+
+
+def _group_disparity(frame: pd.DataFrame, categorization: str) -> float:
+    sums = frame.groupby(categorization)[["error_sum", "answers"]].sum()
+    return disparity(sums["error_sum"] / sums["answers"])
+
+
+def _mean_error(frame: pd.DataFrame) -> float:
+    return float(frame["error_sum"].sum() / frame["answers"].sum())
+
+
+# name → (statistic over items, higher is worse, minimum effect that may alert)
+REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
+    "region_disparity_mean": (lambda f: _group_disparity(f, "region"), True, 0.03),
+    "income_group_disparity_mean": (lambda f: _group_disparity(f, "income_group"), True, 0.03),
+    "mean_error": (_mean_error, True, 0.03),
+}

@@ -143,8 +143,9 @@ def test_chat_and_rank_classification_requests(data, smollm2, gemma):
     ranked, owners = bl.requests_for(prompts, gemma)
     assert len(ranked) == sum(len(c) for c in prompts["choices"])
     uk = prompts.index[prompts["lang"] == "uk"][0]
-    forced = [r.params["extra_body"]["grammar"] for r, (i, _) in zip(ranked, owners, strict=True) if i == uk]
-    assert forced == [f'root ::= " {c}"' for c in prompts.at[uk, "choices"]]  # names in the query's language
+    scored = [r for r, (i, _) in zip(ranked, owners, strict=True) if i == uk]
+    assert [r.continuation for r in scored] == prompts.at[uk, "choices"]  # names in the query's language
+    assert scored[0].prompt.endswith(prompts.at[uk, "query"] + "\n") and scored[0].mode == "completion"
 
 
 def test_rank_classification_takes_the_most_likely_claimant():
@@ -165,18 +166,18 @@ def test_rank_classification_takes_the_most_likely_claimant():
     )
     responses = pd.DataFrame(
         {
-            "text": [" X", " Y"],
+            "text": ["X", "Y"],
             "error": [None, None],
             "logprobs": [
-                [{"token": " X", "logprob": -2.5}, {"token": "", "logprob": -0.1}],  # end token ignored
-                [{"token": " ", "logprob": -0.5}, {"token": "Y", "logprob": -1.0}],
+                [{"token": "X", "logprob": -2.5}],
+                [{"token": "Y", "logprob": -0.5}, {"token": "y", "logprob": -1.0}],
             ],
         }
     )
     scored = bl.score(prompts, responses, [(0, 0), (0, 1)])
     assert scored.at[0, "answer"] == "Y" and scored.at[0, "choice_logprobs"] == [-2.5, -1.5]
     assert scored.at[0, "method"] == "rank_classification"
-    assert bl.continuation_logprob([{"token": " Z", "logprob": -1.0}], " X") is None  # not the forced text
+    assert bl.continuation_logprob(None) is None
 
 
 def test_bootstrap_intervals_bracket_the_scores():

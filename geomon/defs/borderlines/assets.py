@@ -8,11 +8,12 @@ import dagster as dg
 import pandas as pd
 
 from geomon import parsing
+from geomon.defs import monitoring
 from geomon.defs.borderlines import checks
 from geomon.defs.resources import GeomonResource, model_revision_partitions, revisions_partitions
 from geomon.defs.versions import source_version
-from geomon.engine.registry import find_model
 from geomon.engine.runner import ask
+from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
 from geomon.report import charts
 from geomon.report.borderlines import write_report
 from geomon.sources import borderlines as source
@@ -88,6 +89,7 @@ def dispute_revisions(context: dg.AssetExecutionContext, geomon: GeomonResource,
         disputes = wikipedia.parse_disputes_html(html, f"revision {revision.revid}", set(release.countries))
         origin = f"{settings.borderlines.wikipedia_api_url} oldid={revision.revid}"
         excluded = disputes.attrs["excluded"]
+    unknown = int((disputes["controller"] == source.UNKNOWN).sum())
     yield dg.Output(
         disputes,
         data_version=dg.DataVersion(str(revision.revid)),
@@ -95,14 +97,26 @@ def dispute_revisions(context: dg.AssetExecutionContext, geomon: GeomonResource,
             "revid": revision.revid,
             "date": revision.date,
             "territories": len(disputes),
-            "unknown_controller": int((disputes["controller"] == source.UNKNOWN).sum()),
+            "unknown_controller": unknown,
             "excluded_by_filters": len(excluded),
             "excluded": dg.MetadataValue.json(excluded[:50]),
             "regions": dg.MetadataValue.json(disputes["region"].value_counts().to_dict()),
             "source": origin,
         },
     )
-    yield checks.disputes_table_valid(disputes, context.partition_key)
+    history = MetricHistory(settings.store_url)
+    sizes = history.series(suite="disputes_table", metric="territories")
+    earlier = sizes[sizes["scope"] < context.partition_key] if len(sizes) else sizes
+    previous = (str(earlier["scope"].iloc[-1]), int(earlier["value"].iloc[-1])) if len(earlier) else None
+    history.record(
+        "disputes_table",
+        "wikipedia",
+        [MetricValue("territories", float(len(disputes))), MetricValue("unknown_controller", float(unknown))],
+        scope=context.partition_key,
+        versions={"data": str(revision.revid), "code": SOURCE_VERSION},
+        dagster_run_id=context.run.run_id,
+    )
+    yield checks.disputes_table_valid(disputes, context.partition_key, previous)
 
 
 class BorderLinesPromptConfig(dg.Config):
@@ -155,7 +169,7 @@ def borderlines_responses(
     """Each model's answers (chat) or per-claimant log-probabilities (rank classification), via the store."""
     settings = geomon.settings()
     keys = context.partition_key.keys_by_dimension
-    spec = find_model(settings.models, keys["model"])
+    spec = settings.model(keys["model"])
     requests, owners = borderlines.requests_for(prompts, spec)
     responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
     responses["prompt_row"] = [i for i, _ in owners]
@@ -205,11 +219,14 @@ def borderlines_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
     group_name=GROUP,
     partitions_def=model_revision_partitions,
     code_version=SCORE_VERSION,
+    check_specs=[monitoring.regression_spec(["borderlines", "concurrence"])],
     ins={"scores": dg.AssetIn(key=["borderlines", "scores"]), "release": dg.AssetIn(key=["borderlines", "release"])},
 )
-def borderlines_concurrence(scores: pd.DataFrame, release: BorderLinesData) -> dg.Output[dict[str, Any]]:
+def borderlines_concurrence(
+    context: dg.AssetExecutionContext, geomon: GeomonResource, scores: pd.DataFrame, release: BorderLinesData
+):
     """Concurrence scores (the paper's Table 4) per persona with bootstrap 95 % intervals over territories,
-    per region, and per query language."""
+    per region, and per query language; recorded in the metric history and checked for regression."""
     result = borderlines.diagnose(scores, release.countries)
     table = result["by_persona"].set_index("persona")
     numbers = {
@@ -219,7 +236,7 @@ def borderlines_concurrence(scores: pd.DataFrame, release: BorderLinesData) -> d
         if pd.notna(table.at[persona, score])
     }
     shown = ["kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown", "response_countries_mean"]
-    return dg.Output(
+    yield dg.Output(
         result,
         metadata={
             **numbers,
@@ -229,6 +246,33 @@ def borderlines_concurrence(scores: pd.DataFrame, release: BorderLinesData) -> d
                 charts.markdown_table(result["by_region"][["persona", "region", "territories", "kb_cs", "delta_cs"]])
             ),
         },
+    )
+    keys = context.partition_key.keys_by_dimension
+    metrics = [
+        metric
+        for record in result["by_persona"].to_dict("records")
+        for metric in metrics_from_mapping(
+            {k: v for k, v in record.items() if k != "persona"}, f"persona={record['persona']}", record["territories"]
+        )
+    ]
+    metrics += [
+        MetricValue(
+            score, float(row[score]), f"persona={row['persona']},region={row['region']}", n=int(row["territories"])
+        )
+        for row in result["by_region"].to_dict("records")
+        for score in ("kb_cs", "delta_cs_unnormalized")
+    ]
+    yield monitoring.track_evaluation(
+        context,
+        geomon.settings(),
+        ["borderlines", "concurrence"],
+        "borderlines",
+        keys["model"],
+        metrics,
+        borderlines.items(scores, release.countries, persona=str(scores["persona"].iloc[0])),
+        borderlines.REGRESSION_METRICS,
+        scope=keys["revision"],
+        versions={"data": keys["revision"], "prompts": PROMPT_VERSION, "code": SCORE_VERSION},
     )
 
 

@@ -1,10 +1,15 @@
-"""Data-quality checks on the BorderLines assets, evaluated inside their partitioned assets (a separate
-check on a partitioned asset would load every partition); every result carries the numbers behind it."""
+"""Data-quality checks on the BorderLines assets (Great Expectations suites from geomon.quality), evaluated
+inside their partitioned assets (a separate check on a partitioned asset would load every partition).
+
+The disputes table and the prompts are blocking: a broken table or untranslated queries must not reach
+models or scores. The answered-rate check is WARN: a model that rarely commits is a finding."""
 
 import dagster as dg
 import pandas as pd
 
-from geomon.sources.borderlines import UNKNOWN, BorderLinesData
+from geomon import quality
+from geomon.defs.worldbench.checks import result
+from geomon.sources.borderlines import BorderLinesData
 
 MIN_ANSWERED_RATE = 0.5
 
@@ -12,7 +17,7 @@ DISPUTES_SPEC = dg.AssetCheckSpec(
     "disputes_table_valid",
     asset=dg.AssetKey(["wikipedia", "dispute_revisions"]),
     blocking=True,
-    description="A broken disputes table must not produce prompts or scores.",
+    description="≥ 2 claimants, controller among them or Unknown, no collapse against the previous revision.",
 )
 PROMPTS_SPEC = dg.AssetCheckSpec(
     "prompts_translated",
@@ -27,58 +32,40 @@ ANSWERED_SPEC = dg.AssetCheckSpec(
 )
 
 
-def disputes_table_valid(disputes: pd.DataFrame, revision: str) -> dg.AssetCheckResult:
-    few = disputes[disputes["claimants"].map(len) < 2]
-    outside = disputes[
-        (disputes["controller"] != UNKNOWN)
-        & [c not in names for c, names in zip(disputes["controller"], disputes["claimants"], strict=True)]
-    ]
-    return dg.AssetCheckResult(
-        check_name=DISPUTES_SPEC.name,
-        passed=len(disputes) > 0 and few.empty,
-        metadata={
-            "revision": revision,
-            "territories": len(disputes),
-            "fewer_than_two_claimants": ", ".join(few["territory"]) or "none",
-            # Published that way (Lachin corridor → Artsakh in 2023-05); kept and listed, not fatal.
-            "controller_not_a_claimant": ", ".join(outside["territory"]) or "none",
-        },
+def disputes_table_valid(
+    disputes: pd.DataFrame, revision: str, previous: tuple[str, int] | None
+) -> dg.AssetCheckResult:
+    """``previous``: the key and size of the latest earlier revision evaluated, if any."""
+    report = quality.validate(
+        quality.disputes_frame(disputes), "disputes_table", quality.disputes_expectations(previous and previous[1])
+    )
+    return result(
+        report,
+        DISPUTES_SPEC.name,
+        revision=revision,
+        territories=len(disputes),
+        previous_revision=previous[0] if previous else "none",
+        previous_territories=previous[1] if previous else 0,
     )
 
 
 def prompts_translated(prompts: pd.DataFrame, release: BorderLinesData) -> dg.AssetCheckResult:
-    empty = prompts[prompts["query"].str.strip() == ""]
-    english = prompts[prompts["lang"] == "en"].set_index(["territory", "persona"])["query"]
-    native = prompts[prompts["lang"] != "en"]
-    untranslated = native[
-        [
-            english.get((t, p)) == q
-            for t, p, q in zip(native["territory"], native["persona"], native["query"], strict=True)
-        ]
-    ]
-    return dg.AssetCheckResult(
-        check_name=PROMPTS_SPEC.name,
-        passed=len(prompts) > 0 and empty.empty and untranslated.empty,
-        metadata={
-            "queries": len(prompts),
-            "empty": len(empty),
-            "identical_to_english": ", ".join(untranslated["query_id"].head(20)) or "none",
-            "translation_gaps": len(prompts.attrs.get("gaps", [])),
-            "languages_available": len(release.templates),
-        },
+    report = quality.validate(
+        quality.prompts_frame(prompts), "borderlines_prompts", quality.prompts_expectations(sorted(release.templates))
     )
+    return result(report, PROMPTS_SPEC.name, queries=len(prompts), translation_gaps=len(prompts.attrs.get("gaps", [])))
 
 
 def answered_above_floor(scores: pd.DataFrame) -> dg.AssetCheckResult:
-    rate = float(scores["answer"].notna().mean()) if len(scores) else 0.0
-    return dg.AssetCheckResult(
-        check_name=ANSWERED_SPEC.name,
-        passed=rate >= MIN_ANSWERED_RATE,
+    report = quality.validate(
+        scores[["answer"]], "borderlines_answered", quality.answered_expectations("answer", MIN_ANSWERED_RATE)
+    )
+    return result(
+        report,
+        ANSWERED_SPEC.name,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={
-            "answered_rate": rate,
-            "floor": MIN_ANSWERED_RATE,
-            "queries": len(scores),
-            "failed_requests": int(scores["error"].notna().sum()),
-        },
+        answered_rate=float(scores["answer"].notna().mean()) if len(scores) else 0.0,
+        floor=MIN_ANSWERED_RATE,
+        queries=len(scores),
+        failed_requests=int(scores["error"].notna().sum()),
     )

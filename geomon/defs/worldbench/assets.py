@@ -6,11 +6,12 @@ import dagster as dg
 import pandas as pd
 
 from geomon import parsing
+from geomon.defs import monitoring
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.versions import source_version
 from geomon.defs.worldbench import checks
-from geomon.engine.registry import find_model
 from geomon.engine.runner import ask
+from geomon.monitor.history import MetricValue, metrics_from_mapping
 from geomon.report import charts
 from geomon.report.worldbench import write_report
 from geomon.sources import worldbank
@@ -130,7 +131,7 @@ def worldbench_responses(
 ) -> dg.Output[pd.DataFrame]:
     """Each model's answers, through the response store: nothing already answered is asked again."""
     settings = geomon.settings()
-    spec = find_model(settings.models, context.partition_key)
+    spec = settings.model(context.partition_key)
     requests = worldbench.requests_for(prompts, spec)
     responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
     responses.insert(0, "question_id", prompts["question_id"].to_numpy())
@@ -185,21 +186,24 @@ def worldbench_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
     group_name=GROUP,
     partitions_def=models_partitions,
     code_version=SCORE_VERSION,
+    check_specs=[monitoring.regression_spec(["worldbench", "disparity"])],
     ins={"scores": dg.AssetIn(key=["worldbench", "scores"]), "snapshot": dg.AssetIn(key=["worldbank", "indicators"])},
 )
 def worldbench_disparity(
-    context: dg.AssetExecutionContext, scores: pd.DataFrame, snapshot: WorldBankSnapshot
-) -> dg.Output[dict[str, Any]]:
-    """Error per region and income group, disparity vs a random baseline, citations, best-matching year."""
+    context: dg.AssetExecutionContext, geomon: GeomonResource, scores: pd.DataFrame, snapshot: WorldBankSnapshot
+):
+    """Error per region and income group, disparity vs a random baseline, citations, best-matching year;
+    recorded in the metric history and checked for regression."""
     result = worldbench.diagnose(scores, snapshot)
     summary = result["summary"]
     table = result["disparity"]
     overall = table[(table["indicator"] == "all") & table["rank"].notna()]
     model = context.partition_key
-    return dg.Output(
+    numbers = {k: float(v) for k, v in summary.items() if isinstance(v, int | float) and v is not None}
+    yield dg.Output(
         result,
         metadata={
-            **{k: float(v) for k, v in summary.items() if isinstance(v, int | float) and v is not None},
+            **numbers,
             "disparity_table": dg.MetadataValue.md(
                 charts.markdown_table(
                     overall[["categorization", "group", "mean_error", "median_error", "countries", "rank"]]
@@ -217,6 +221,23 @@ def worldbench_disparity(
                 )
             ),
         },
+    )
+    metrics = metrics_from_mapping(numbers, n=len(scores))
+    metrics += [
+        MetricValue("mean_error", float(row.mean_error), f"{row.categorization}={row.group}", n=int(row.countries))
+        for row in overall.itertuples()
+    ]
+    yield monitoring.track_evaluation(
+        context,
+        geomon.settings(),
+        ["worldbench", "disparity"],
+        "worldbench",
+        model,
+        metrics,
+        worldbench.items(scores),
+        worldbench.REGRESSION_METRICS,
+        scope=snapshot.version,
+        versions={"data": snapshot.version, "prompts": PROMPT_VERSION, "code": SCORE_VERSION},
     )
 
 

@@ -1,76 +1,62 @@
-"""Data-quality checks on the WorldBench assets; every result carries the numbers that explain it."""
+"""Data-quality checks on the WorldBench assets (Great Expectations suites from geomon.quality).
+
+Blocking where bad data would spread: a World Bank table with aggregates among the countries or
+impossible values must not produce prompts or disparity tables. The parse-rate check is WARN: a
+model that answers badly is a finding, not broken data. Every result carries the failing
+expectations with counts and examples.
+"""
 
 import dagster as dg
-import numpy as np
 import pandas as pd
 
+from geomon import quality
 from geomon.sources.worldbank import WorldBankSnapshot
 
-PERCENT_INDICATORS = {
-    "SL.UEM.TOTL.ZS",
-    "SG.GEN.PARL.ZS",
-    "EG.ELC.ACCS.ZS",
-    "AG.LND.AGRI.ZS",
-    "EG.FEC.RNEW.ZS",
-    "SE.XPD.TOTL.GD.ZS",
-}
 MIN_COUNTRIES_PER_INDICATOR = 100
 MIN_PARSE_RATE = 0.5
 
 
-@dg.asset_check(asset=dg.AssetKey(["worldbank", "economies"]), blocking=True)
-def economies_are_countries(economies: pd.DataFrame) -> dg.AssetCheckResult:
-    """No aggregate (World, regions, income groups) among the countries; every country has a region."""
-    no_region = economies["region"].isna() | (economies["region"].astype(str).str.strip() == "")
-    aggregate_names = economies["name"].str.contains(r"\b(?:income|World|IDA|IBRD|dividend|total)\b", regex=True)
-    bad = economies[no_region | aggregate_names]
+def result(report: quality.QualityReport, check_name: str | None = None, **metadata) -> dg.AssetCheckResult:
+    """A check result from a quality report; WARN severity comes through ``metadata['severity']``."""
+    severity = metadata.pop("severity", dg.AssetCheckSeverity.ERROR)
     return dg.AssetCheckResult(
-        passed=bad.empty,
+        check_name=check_name,
+        passed=report.success,
+        severity=severity,
         metadata={
-            "countries": len(economies),
-            "suspect_rows": len(bad),
-            "suspects": ", ".join(bad["iso3"].head(20)) or "none",
-            "without_income_group": int(economies["income_group"].isna().sum()),
+            "expectations": report.evaluated,
+            "failed_expectations": len(report.failures),
+            "failures": dg.MetadataValue.json(report.failures),
+            **metadata,
         },
     )
 
 
+@dg.asset_check(asset=dg.AssetKey(["worldbank", "economies"]), blocking=True)
+def economies_are_countries(economies: pd.DataFrame) -> dg.AssetCheckResult:
+    """No aggregate (World, regions, income groups) among the countries; every country in a region."""
+    report = quality.validate(economies, "worldbank_economies", quality.economies_expectations())
+    return result(report, countries=len(economies), without_income_group=int(economies["income_group"].isna().sum()))
+
+
 @dg.asset_check(asset=dg.AssetKey(["worldbank", "indicators"]), blocking=True)
 def indicator_values_plausible(indicators: WorldBankSnapshot) -> dg.AssetCheckResult:
-    """Percentages within 0–100, other indicators non-negative, and enough countries per indicator."""
-    values = indicators.values
-    pct = values[values["indicator"].isin(PERCENT_INDICATORS)]
-    out_of_range = int(((pct["value"] < 0) | (pct["value"] > 100)).sum())
-    negative = int((values.loc[~values["indicator"].isin(PERCENT_INDICATORS), "value"] < 0).sum())
-    coverage = values[values["year"] > indicators.latest_year - 3].groupby("indicator")["iso3"].nunique()
-    thin = {k: int(v) for k, v in coverage.items() if v < MIN_COUNTRIES_PER_INDICATOR}
-    return dg.AssetCheckResult(
-        passed=out_of_range == 0 and negative == 0 and not thin and bool(np.isfinite(values["value"]).all()),
-        metadata={
-            "percent_values_out_of_range": out_of_range,
-            "negative_values": negative,
-            "indicators_with_few_countries": dg.MetadataValue.json(thin),
-            "min_countries_required": MIN_COUNTRIES_PER_INDICATOR,
-            "countries_per_indicator": dg.MetadataValue.json({k: int(v) for k, v in coverage.items()}),
-        },
+    """Percentages within 0–100, other indicators non-negative, enough countries per indicator."""
+    wide, expectations = quality.worldbank_expectations(indicators.values, MIN_COUNTRIES_PER_INDICATOR)
+    report = quality.validate(wide, "worldbank_values", expectations)
+    coverage = wide.drop(columns="iso3").notna().sum()
+    return result(
+        report,
+        min_countries_required=MIN_COUNTRIES_PER_INDICATOR,
+        countries_per_indicator=dg.MetadataValue.json({k: int(v) for k, v in coverage.items()}),
     )
 
 
 @dg.asset_check(asset=dg.AssetKey(["worldbench", "prompts"]), blocking=True)
 def prompts_complete(prompts: pd.DataFrame) -> dg.AssetCheckResult:
-    """Every question has a prompt, a country name and finite ground truth."""
-    empty = int((prompts["prompt"].str.strip() == "").sum() + (prompts["country"].str.strip() == "").sum())
-    bad_truth = int((~np.isfinite(prompts["ground_truth"])).sum())
-    duplicates = int(prompts["question_id"].duplicated().sum())
-    return dg.AssetCheckResult(
-        passed=len(prompts) > 0 and empty == 0 and bad_truth == 0 and duplicates == 0,
-        metadata={
-            "questions": len(prompts),
-            "empty_prompts": empty,
-            "non_finite_ground_truth": bad_truth,
-            "duplicate_ids": duplicates,
-        },
-    )
+    """Every question has a prompt, a country name and ground truth."""
+    report = quality.validate(prompts, "worldbench_prompts", quality.worldbench_prompts_expectations())
+    return result(report, questions=len(prompts))
 
 
 PARSE_RATE_SPEC = dg.AssetCheckSpec(
@@ -82,15 +68,15 @@ PARSE_RATE_SPEC = dg.AssetCheckSpec(
 
 def parse_rate_above_floor(scores: pd.DataFrame) -> dg.AssetCheckResult:
     """Evaluated inside the partitioned scores asset, per model (a separate check would load every model)."""
-    rate = float(scores["parsed"].notna().mean()) if len(scores) else 0.0
-    return dg.AssetCheckResult(
-        check_name=PARSE_RATE_SPEC.name,
-        passed=rate >= MIN_PARSE_RATE,
+    report = quality.validate(
+        scores[["parsed"]], "worldbench_parse_rate", quality.answered_expectations("parsed", MIN_PARSE_RATE)
+    )
+    return result(
+        report,
+        PARSE_RATE_SPEC.name,
         severity=dg.AssetCheckSeverity.WARN,
-        metadata={
-            "parse_rate": rate,
-            "floor": MIN_PARSE_RATE,
-            "answers": len(scores),
-            "failed_requests": int(scores["response_error"].notna().sum()),
-        },
+        parse_rate=float(scores["parsed"].notna().mean()) if len(scores) else 0.0,
+        floor=MIN_PARSE_RATE,
+        answers=len(scores),
+        failed_requests=int(scores["response_error"].notna().sum()),
     )

@@ -1,0 +1,102 @@
+"""Wiring the monitor into the suites' assets: every evaluation goes into the metric history, is compared
+with the model's previous run (or, for a new model, with its predecessor), and a regression raises an
+alert. Also the alert on failed runs. Any suite plugs in with ``track_evaluation``."""
+
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from geomon.config import Settings
+from geomon.monitor import alerts, tracking
+from geomon.monitor.history import MetricHistory, MetricValue
+
+
+def regression_spec(key: list[str]) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        "no_regression",
+        asset=dg.AssetKey(key),
+        description="Disparity vs the model's previous run (a new model: vs its registry predecessor), "
+        "paired permutation test over the same items plus a minimum effect size.",
+    )
+
+
+def track_evaluation(
+    context: dg.AssetExecutionContext,
+    settings: Settings,
+    asset_key: list[str],
+    suite: str,
+    model: str,
+    metrics: list[MetricValue],
+    items: pd.DataFrame,
+    regression_metrics: dict[str, tuple[Any, bool, float]],
+    scope: str,
+    versions: dict[str, str],
+) -> dg.AssetCheckResult:
+    """Record, compare, alert; returns the ``no_regression`` check result with the numbers."""
+    history = MetricHistory(settings.store_url)
+    spec = settings.model(model)
+    previous = history.latest(suite, model, scope)
+    current, comparisons = tracking.track(
+        history,
+        suite,
+        model,
+        metrics,
+        items,
+        regression_metrics,
+        scope=scope,
+        versions=versions,
+        # A new model is judged against its predecessor once; afterwards against its own previous runs.
+        predecessor=spec.predecessor if previous is None else None,
+        dagster_run_id=context.run.run_id,
+    )
+    rows = [{"against": c.against, **r.as_dict()} for c in comparisons for r in c.results]
+    regressed = [row for row in rows if row["regressed"]]
+    partition = context.partition_key if context.has_partition_key else None
+    delivered: list[str] = []
+    if regressed:
+        worst = max(regressed, key=lambda r: r["effect"])
+        alert = alerts.Alert(
+            kind="regression",
+            title=f"{suite}: {model} regressed on {', '.join(sorted({r['metric'] for r in regressed}))}",
+            summary=f"{model} vs {worst['against']} ({scope or 'default scope'}): {worst['metric']} "
+            f"{worst['before']:.4g} → {worst['after']:.4g} over {worst['items']} items, p = {worst['p_value']:.3g}.",
+            model=model,
+            suite=suite,
+            url=alerts.asset_url(settings.alerts.ui_url, asset_key, str(partition) if partition else None),
+            numbers={k: worst[k] for k in ("metric", "before", "after", "effect", "p_value", "min_effect", "items")},
+        )
+        failures = alerts.send(alert, settings.alerts)
+        delivered = ["failed: " + f for f in failures] or ["sent"]
+    return dg.AssetCheckResult(
+        check_name="no_regression",
+        passed=not regressed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={
+            "evaluation_id": current.evaluation_id,
+            "compared_with": ", ".join(sorted({r["against"] for r in rows})) or "nothing yet (first run)",
+            "comparisons": dg.MetadataValue.json(rows),
+            "regressions": len(regressed),
+            "alert": ", ".join(delivered) or "none",
+        },
+    )
+
+
+@dg.run_failure_sensor(name="alert_on_run_failure", minimum_interval_seconds=30)
+def alert_on_run_failure(context: dg.RunFailureSensorContext) -> None:
+    """A failed run pages the same channels as a regression, with the run's link and error."""
+    from geomon.config import load_settings
+
+    settings = load_settings()
+    run = context.dagster_run
+    error = context.failure_event.message if context.failure_event else "unknown error"
+    alerts.send(
+        alerts.Alert(
+            kind="run_failed",
+            title=f"run of {run.job_name} failed",
+            summary=error[:500],
+            url=f"{settings.alerts.ui_url.rstrip('/')}/runs/{run.run_id}",
+            numbers={"run_id": run.run_id, "partition": run.tags.get("dagster/partition", "")},
+        ),
+        settings.alerts,
+    )

@@ -1,0 +1,103 @@
+"""Drift of API-served models: re-ask a fixed probe set and compare with the model's own baseline.
+
+A provider can change the model behind an unchanged name. Each probe cycle asks the same requests
+under a fresh cache epoch (so the response cache cannot answer for the model) and measures the share
+of answers that differ from the baseline answers. Engines are not deterministic even at temperature 0
+(batched kernels), so the first cycles also calibrate a *noise floor*: the largest change rate between
+repeated probes of the unchanged model. Drift is called only when the change rate exceeds the noise
+floor by more than ``tolerance``. Bundled models run fixed weights that geomon hashes, so they are
+never probed or reported as drifting.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from geomon.engine.client import GenerationRequest
+from geomon.engine.registry import ModelSpec
+from geomon.engine.runner import EngineOptions, ask
+from geomon.engine.store import ResponseStore
+
+
+@dataclass
+class DriftSettings:
+    schedule: str = "0 */6 * * *"  # cron: how often API-served models are probed
+    probe_questions: int = 40  # WorldBench questions in the fixed probe set
+    calibration_probes: int = 3  # repeated probes that measure the noise floor
+    tolerance: float = 0.10  # drift = change rate above noise floor + tolerance
+    baseline: str = "1"  # bump to re-baseline every model (e.g. after an announced upgrade)
+
+
+@dataclass
+class DriftVerdict:
+    change_rate: float  # share of probe answers that differ from the baseline
+    noise_floor: float  # largest change rate among the calibration probes
+    tolerance: float
+    drifted: bool
+    probes: int
+    changed_examples: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def threshold(self) -> float:
+        return self.noise_floor + self.tolerance
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "threshold": self.threshold}
+
+
+def _normal(text: str | None) -> str | None:
+    return None if text is None else re.sub(r"\s+", " ", text).strip().lower()
+
+
+def change_rate(a: Sequence[str | None], b: Sequence[str | None]) -> float:
+    """Share of positions whose answers differ (whitespace and case ignored)."""
+    if len(a) != len(b) or not a:
+        raise ValueError(f"probe answer lists differ in length ({len(a)} vs {len(b)}) or are empty")
+    return sum(_normal(x) != _normal(y) for x, y in zip(a, b, strict=True)) / len(a)
+
+
+def noise_floor(calibration: Sequence[Sequence[str | None]]) -> float:
+    """The largest change rate between any two calibration probes of the unchanged model."""
+    pairs = list(itertools.combinations(calibration, 2))
+    return max((change_rate(a, b) for a, b in pairs), default=0.0)
+
+
+def assess(calibration: Sequence[Sequence[str | None]], probe: Sequence[str | None], tolerance: float) -> DriftVerdict:
+    """Compare a probe with the baseline (the first calibration probe), above the noise floor."""
+    baseline = calibration[0]
+    rate = change_rate(baseline, probe)
+    floor = noise_floor(calibration)
+    changed = [
+        {"index": i, "baseline": b, "now": p}
+        for i, (b, p) in enumerate(zip(baseline, probe, strict=True))
+        if _normal(b) != _normal(p)
+    ]
+    return DriftVerdict(rate, floor, tolerance, rate > floor + tolerance, len(probe), changed[:5])
+
+
+def probe(
+    spec: ModelSpec,
+    requests: Sequence[GenerationRequest],
+    store: ResponseStore,
+    settings: DriftSettings,
+    cycle: str,
+    options: EngineOptions | None = None,
+) -> tuple[DriftVerdict, dict[str, Any]]:
+    """One probe cycle: the calibration probes (asked once, then served from the store under their own
+    epochs) and a fresh probe under epoch ``cycle``."""
+    if spec.bundled is not None:
+        raise ValueError(f"model {spec.name!r} is bundled (fixed, hashed weights): it is not probed for drift")
+    calibration = []
+    asked = 0
+    for i in range(settings.calibration_probes):
+        answers, stats = ask(spec, requests, store, epoch=f"drift-{settings.baseline}-calibration-{i}", options=options)
+        asked += stats.asked
+        calibration.append(list(answers["text"]))
+    answers, stats = ask(spec, requests, store, epoch=f"drift-{settings.baseline}-{cycle}", options=options)
+    asked += stats.asked
+    verdict = assess(calibration, list(answers["text"]), settings.tolerance)
+    return verdict, {"model_calls": asked, "failed": int(answers["error"].notna().sum())}
