@@ -50,6 +50,7 @@ class BorderLinesSettings:
     revisions: tuple[str, ...] = ("2021-08-31", "2023-05-15", "latest")  # dated versions to evaluate
     user_agent: str = ""  # Wikimedia asks for contact details in the User-Agent; set yours here
     min_interval_s: float = 1.0  # between MediaWiki API calls
+    latest_every_days: int = 30  # how often the page's latest revision becomes a new version to evaluate
 
 
 @dataclass

@@ -2,13 +2,24 @@
 
 import dagster as dg
 
-from geomon.defs import borderlines, sensors, worldbench
+from geomon.defs import automation, borderlines, drift, monitoring, sensors, worldbench
 from geomon.defs.resources import GeomonResource
 
 defs = dg.Definitions(
-    assets=[*worldbench.ASSETS, *borderlines.ASSETS],
+    assets=[automation.wdi_release, *worldbench.ASSETS, *borderlines.ASSETS, drift.drift_probe],
     asset_checks=worldbench.CHECKS,
-    jobs=[sensors.worldbench_per_model_job],
-    sensors=[sensors.model_registry_sensor],
+    jobs=[
+        sensors.worldbench_per_model_job,
+        sensors.borderlines_per_model_job,
+        automation.observe_sources_job,
+        drift.drift_probe_job,
+    ],
+    schedules=[automation.observe_sources_schedule, drift.drift_probe_schedule],
+    sensors=[
+        sensors.model_registry_sensor,
+        sensors.dispute_revision_sensor,
+        automation.automation_sensor,
+        monitoring.alert_on_run_failure,
+    ],
     resources={"geomon": GeomonResource()},
 )

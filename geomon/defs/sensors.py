@@ -1,9 +1,17 @@
-"""Sensors: models added to the registry become partitions and get their runs."""
+"""Sensors that notice new models and new Wikipedia revisions.
+
+They only register partitions: the automation sensor (geomon.defs.automation) then requests exactly
+the newly missing partitions — a new model's runs for that model only, a new revision's table, prompts
+and per-model scores — so nothing already answered is asked again.
+"""
+
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from geomon.defs.resources import GeomonResource, models_partitions
-from geomon.defs.runs import PER_MODEL
+from geomon.defs.resources import GeomonResource, model_revision_partitions, models_partitions, revisions_partitions
+from geomon.defs.runs import BORDERLINES_PER_MODEL, PER_MODEL
+from geomon.sources import wikipedia
 
 worldbench_per_model_job = dg.define_asset_job(
     "worldbench_per_model",
@@ -11,23 +19,66 @@ worldbench_per_model_job = dg.define_asset_job(
     partitions_def=models_partitions,
     description="Responses, scores and disparity of one model (a partition of `models`).",
 )
+borderlines_per_model_job = dg.define_asset_job(
+    "borderlines_per_model",
+    selection=BORDERLINES_PER_MODEL,
+    partitions_def=model_revision_partitions,
+    description="Responses, claimants and concurrence scores of one model on one table revision.",
+)
 
 
-@dg.sensor(job=worldbench_per_model_job, minimum_interval_seconds=60)
+@dg.sensor(minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
 def model_registry_sensor(context: dg.SensorEvaluationContext, geomon: GeomonResource) -> dg.SensorResult:
-    """A model in geomon.yaml not seen before becomes a partition; only its own runs are requested.
+    """Models in geomon.yaml or served by a configured endpoint (``GET /v1/models``) not seen before
+    become partitions of ``models``.
 
-    Models removed from the registry keep their partition and results (nothing is deleted silently);
-    the sensor says which ones are no longer registered.
+    Models that disappear (removed from the registry, no longer served) keep their partition and every
+    result: nothing is deleted silently. A renamed model is a new model; its old name's history stays.
     """
-    registered = [s.name for s in geomon.settings().models]
+    models, unreachable = geomon.settings().all_models()
+    for endpoint, error in unreachable.items():
+        context.log.warning("endpoint %s could not be asked for its models: %s", endpoint, error)
     known = set(context.instance.get_dynamic_partitions(models_partitions.name))
-    new = [n for n in registered if n not in known]
-    gone = sorted(known - set(registered))
+    names = [s.name for s in models]
+    new = [n for n in names if n not in known]
+    gone = sorted(known - set(names))
     if gone:
-        context.log.info("partitions without a registry entry (results kept): %s", ", ".join(gone))
+        context.log.info("partitions without a registered or served model (results kept): %s", ", ".join(gone))
     return dg.SensorResult(
-        run_requests=[dg.RunRequest(partition_key=n, run_key=f"new-model-{n}") for n in new],
         dynamic_partitions_requests=[models_partitions.build_add_request(new)] if new else [],
-        skip_reason=None if new else "no new models in the registry",
+        skip_reason=None if new else f"no new models ({len(names)} known; not served any more: {len(gone)})",
+    )
+
+
+@dg.sensor(minimum_interval_seconds=3600, default_status=dg.DefaultSensorStatus.RUNNING)
+def dispute_revision_sensor(context: dg.SensorEvaluationContext, geomon: GeomonResource) -> dg.SensorResult:
+    """The configured dated versions of "List of territorial disputes" and, at most every
+    ``borderlines.latest_every_days``, its latest revision become partitions of ``dispute_revisions``.
+
+    The page is edited often; evaluating every edit would re-ask every model, so "latest" is taken at
+    a configurable cadence (the cursor remembers when).
+    """
+    settings = geomon.settings().borderlines
+    client = None
+    if settings.snapshot is None:
+        client = wikipedia.MediaWikiClient(
+            settings.wikipedia_api_url,
+            user_agent=settings.user_agent or wikipedia.USER_AGENT,
+            min_interval_s=settings.min_interval_s,
+        )
+    wanted = list(settings.revisions)
+    now = datetime.now(UTC)
+    last_latest = datetime.fromisoformat(context.cursor) if context.cursor else None
+    take_latest = "latest" in wanted and (
+        last_latest is None or now - last_latest >= timedelta(days=settings.latest_every_days)
+    )
+    if not take_latest:
+        wanted = [w for w in wanted if w != "latest"]
+    keys = [wikipedia.revision_key(r) for r in wikipedia.resolve_revisions(wanted, client)]
+    known = set(context.instance.get_dynamic_partitions(revisions_partitions.name))
+    new = [k for k in keys if k not in known]
+    return dg.SensorResult(
+        dynamic_partitions_requests=[revisions_partitions.build_add_request(new)] if new else [],
+        cursor=now.isoformat() if take_latest else context.cursor,
+        skip_reason=None if new else "no new revisions",
     )

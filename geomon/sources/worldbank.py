@@ -140,11 +140,50 @@ def read_api_csv(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
     return out, meta
 
 
-def read_snapshot(path: str | Path, indicators: list[str] | None = None) -> WorldBankSnapshot:
-    """Read a directory of WDI bulk CSVs plus ``region_and_income.csv`` (public, DESIGN.md)."""
+def resolve_snapshot(path: str | Path) -> Path:
+    """A snapshot directory, or the newest of the snapshot directories inside ``path``.
+
+    Offline, a World Bank update arrives as a new directory beside the old ones (``wdi-2023-12``,
+    ``wdi-2024-07``, ...): pointing the settings at their parent makes the newest (by name) current.
+    """
     root = Path(path)
     if not root.is_dir():
         raise SnapshotError(f"World Bank snapshot {root} is not a directory")
+    if (root / "region_and_income.csv").is_file():
+        return root
+    candidates = sorted(p for p in root.iterdir() if (p / "region_and_income.csv").is_file())
+    if not candidates:
+        raise SnapshotError(
+            f"World Bank snapshot {root}: neither a snapshot (region_and_income.csv) nor a folder of them"
+        )
+    return candidates[-1]
+
+
+def release_version(path: str | Path) -> dict[str, Any]:
+    """What identifies the World Bank data a snapshot holds, cheaply: the newest "Last Updated Date"
+    and the latest year with data per indicator (read from the CSVs without assembling them)."""
+    root = resolve_snapshot(path)
+    latest: dict[str, int] = {}
+    updated: list[str] = []
+    for csv_path in sorted(root.glob("*.csv")):
+        if csv_path.name in {"region_and_income.csv", "many_categories.csv"}:
+            continue
+        values, meta = read_api_csv(csv_path)
+        latest[meta["Indicator Code"]] = int(values["year"].max())
+        updated.append(meta.get("Last Updated Date", ""))
+    last_updated = max((d for d in updated if d), default="unknown")
+    return {
+        "version": f"wdi-{last_updated}-to-{max(latest.values())}",
+        "last_updated": last_updated,
+        "latest_year_by_indicator": latest,
+        "snapshot": str(root),
+    }
+
+
+def read_snapshot(path: str | Path, indicators: list[str] | None = None) -> WorldBankSnapshot:
+    """Read a directory of WDI bulk CSVs plus ``region_and_income.csv`` (public, DESIGN.md); ``path`` may
+    also be a folder of such directories, the newest of which is read (``resolve_snapshot``)."""
+    root = resolve_snapshot(path)
     economies, report = read_region_and_income(root / "region_and_income.csv")
     frames, meta_rows = [], []
     for csv_path in sorted(root.glob("*.csv")):
@@ -211,6 +250,12 @@ def fetch_last_updated(base_url: str = DEFAULT_API_URL) -> str:
     if not row or "lastupdated" not in row:
         raise SnapshotError(f"{base_url}: sources/{WDI_SOURCE_ID} has no 'lastupdated' field")
     return str(row["lastupdated"])
+
+
+def live_release_version(base_url: str = DEFAULT_API_URL) -> dict[str, Any]:
+    """The live counterpart of ``release_version``: the WDI source's "last updated" date."""
+    last_updated = fetch_last_updated(base_url)
+    return {"version": f"wdi-{last_updated}", "last_updated": last_updated, "source": base_url}
 
 
 def fetch_live(

@@ -10,6 +10,7 @@ Table 4, with bootstrap confidence intervals over territories and per-language/p
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -284,7 +285,9 @@ def _ratios(t: dict[str, np.ndarray], axis: int = -1) -> dict[str, np.ndarray]:
             return np.sum(t[hits], axis=axis) / np.sum(t[n], axis=axis) * 100
 
     kb, con, non = rate("kb_hits", "kb_n"), rate("con_hits", "con_n"), rate("non_hits", "non_n")
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # Empty subsets (no Unknown territory, no pair of answers) give NaN scores, reported as such.
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         delta = (con - non) / non * 100
         cst_all = np.nanmean(t["cst"], axis=axis) * 100
         unknown_cst = np.where(t["unknown"] > 0, t["cst"], np.nan)

@@ -10,15 +10,26 @@ import pandas as pd
 import pytest
 import yaml
 
+from geomon_tests.conftest import SHARED
 from geomon.definitions import defs
 from geomon.defs.resources import GeomonResource, models_partitions
-from geomon.defs.runs import failed_checks, materialize_worldbench, register_models
+from geomon.defs.runs import failed_checks, materialize_borderlines, materialize_worldbench, register_models
 from geomon.defs.sensors import model_registry_sensor
 
 REPO = Path(__file__).resolve().parents[2]
+OLD, NEW = "2021-08-31-r1041639056", "2023-05-15-r1154894956"
 EXPECTED_ASSET_KEYS = [
+    "borderlines/concurrence",
+    "borderlines/leaderboard",
+    "borderlines/prompts",
+    "borderlines/release",
+    "borderlines/responses",
+    "borderlines/scores",
+    "monitor/drift_probe",
+    "wikipedia/dispute_revisions",
     "worldbank/economies",
     "worldbank/indicators",
+    "worldbank/wdi_release",
     "worldbench/disparity",
     "worldbench/leaderboard",
     "worldbench/prompts",
@@ -35,7 +46,8 @@ def test_asset_keys_snapshot():
 def test_definitions_load_and_every_asset_has_a_code_version():
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
-        assert graph.get(key).code_version, key.to_user_string()
+        if graph.get(key).is_materializable:
+            assert graph.get(key).code_version or key.path[0] == "monitor", key.to_user_string()
     assert defs.resolve_job_def("worldbench_per_model").partitions_def == models_partitions
 
 
@@ -46,7 +58,7 @@ def _questions(snapshot, n_countries: int) -> int:
     return len(worldbench.build_prompts(snapshot, countries=worldbench.sample_countries(snapshot, n_countries)))
 
 
-def _settings_file(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | None = None) -> Path:
+def _settings_file(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | None = None, **extra) -> Path:
     path = tmp_path / "geomon.yaml"
     path.write_text(
         yaml.safe_dump(
@@ -54,8 +66,10 @@ def _settings_file(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | 
                 "store_url": f"sqlite:///{tmp_path / 'store.sqlite'}",
                 "results_dir": str(tmp_path / "results"),
                 "worldbank": {"snapshot": str(wdi_snapshot_dir)},
+                "borderlines": {"snapshot": str(SHARED / "snapshots" / "borderlines")},
                 "engine": {"slots": 4},
                 "models": models or [],
+                **extra,
             }
         )
     )
@@ -164,3 +178,41 @@ def test_workspace_loads_in_dagster_tooling():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Validation successful" in result.stderr + result.stdout
+
+
+@pytest.mark.slow
+def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_dir):
+    """A few territories, two table versions: SmolLM2's answers parsed, Gemma's by rank classification."""
+    settings = _settings_file(tmp_path, wdi_snapshot_dir)
+    resources = {"geomon": GeomonResource(config_path=str(settings))}
+    models = ["smollm2-135m-instruct", "gemma3-270m"]
+    configs = {
+        NEW: {"personas": ["vanilla", "nationalist"], "sample_territories": 3},
+        OLD: {"personas": ["vanilla"], "sample_territories": 3},
+    }
+    with dg.instance_for_test() as instance:
+        results = materialize_borderlines(defs, instance, models, [OLD, NEW], configs, resources=resources)
+        assert all(r.success for r in results)
+        assert not [c for c in failed_checks(results) if c.severity == dg.AssetCheckSeverity.ERROR]
+        board = results[-1].output_for_node("borderlines__leaderboard")
+        assert sorted(set(board["model"])) == sorted(models)
+        assert set(board.loc[board["revision"] == NEW, "persona"]) == {"vanilla", "nationalist"}
+        assert set(board.loc[board["revision"] == OLD, "persona"]) == {"vanilla"}
+        assert board["kb_cs"].between(0, 100).all()
+        assert "kb_cs_ci_low" in board  # bootstrap intervals over territories
+        report = tmp_path / "results" / "borderlines"
+        assert (report / "report.html").exists() and (report / "table_changes.json").exists()
+        scores = {}
+        for result in results:
+            for mat in result.asset_materializations_for_node("borderlines__scores"):
+                scores[str(mat.partition)] = mat.metadata
+        gemma = scores[f"gemma3-270m|{NEW}"]
+        smol = scores[f"smollm2-135m-instruct|{NEW}"]
+        assert gemma["method"].value == "rank_classification" and gemma["answered_rate"].value == 1.0
+        assert smol["method"].value == "parsed"
+        # The metric history holds every score with its interval and the versions it came from.
+        from geomon.monitor.history import MetricHistory
+
+        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="borderlines")
+        kb = history[(history["metric"] == "kb_cs") & (history["breakdown"] == "persona=vanilla")]
+        assert len(kb) == 4 and set(kb["scope"]) == {OLD, NEW} and kb["code_version"].str.len().gt(0).all()

@@ -9,6 +9,7 @@ import pandas as pd
 
 from geomon import parsing
 from geomon.defs import monitoring
+from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.borderlines import checks
 from geomon.defs.resources import GeomonResource, model_revision_partitions, revisions_partitions
 from geomon.defs.versions import source_version
@@ -38,7 +39,13 @@ def _client(settings: Any) -> wikipedia.MediaWikiClient | None:
     )
 
 
-@dg.asset(key=["borderlines", "release"], group_name=GROUP, code_version=SOURCE_VERSION)
+@dg.asset(
+    key=["borderlines", "release"],
+    group_name=GROUP,
+    code_version=SOURCE_VERSION,
+    automation_condition=EAGER,
+    freshness_policy=ANNUAL_DATA,
+)
 def borderlines_release(context: dg.AssetExecutionContext, geomon: GeomonResource) -> dg.Output[BorderLinesData]:
     """The BorderLines release: claimant countries, question templates and term translations in 49
     languages, persona system prompts (and the 2023-05-15 table, used when no revision is chosen)."""
@@ -64,6 +71,7 @@ def borderlines_release(context: dg.AssetExecutionContext, geomon: GeomonResourc
 @dg.asset(
     key=["wikipedia", "dispute_revisions"],
     group_name="wikipedia",
+    automation_condition=EAGER,
     partitions_def=revisions_partitions,
     code_version=SOURCE_VERSION,
     check_specs=[checks.DISPUTES_SPEC],
@@ -127,6 +135,7 @@ class BorderLinesPromptConfig(dg.Config):
 @dg.asset(
     key=["borderlines", "prompts"],
     group_name=GROUP,
+    automation_condition=EAGER,
     partitions_def=revisions_partitions,
     code_version=PROMPT_VERSION,
     check_specs=[checks.PROMPTS_SPEC],
@@ -159,6 +168,7 @@ def borderlines_prompts(config: BorderLinesPromptConfig, release: BorderLinesDat
 @dg.asset(
     key=["borderlines", "responses"],
     group_name=GROUP,
+    automation_condition=EAGER,
     partitions_def=model_revision_partitions,
     code_version=PROMPT_VERSION,
     ins={"prompts": dg.AssetIn(key=["borderlines", "prompts"], partition_mapping=PER_REVISION)},
@@ -187,6 +197,7 @@ def borderlines_responses(
 @dg.asset(
     key=["borderlines", "scores"],
     group_name=GROUP,
+    automation_condition=EAGER,
     partitions_def=model_revision_partitions,
     code_version=SCORE_VERSION,
     check_specs=[checks.ANSWERED_SPEC],
@@ -217,6 +228,7 @@ def borderlines_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
 @dg.asset(
     key=["borderlines", "concurrence"],
     group_name=GROUP,
+    automation_condition=EAGER,
     partitions_def=model_revision_partitions,
     code_version=SCORE_VERSION,
     check_specs=[monitoring.regression_spec(["borderlines", "concurrence"])],
@@ -279,6 +291,7 @@ def borderlines_concurrence(
 @dg.asset(
     key=["borderlines", "leaderboard"],
     group_name=GROUP,
+    automation_condition=EAGER,
     code_version=SCORE_VERSION,
     ins={
         "concurrence": dg.AssetIn(key=["borderlines", "concurrence"], partition_mapping=dg.AllPartitionMapping()),

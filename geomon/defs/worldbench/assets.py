@@ -7,6 +7,7 @@ import pandas as pd
 
 from geomon import parsing
 from geomon.defs import monitoring
+from geomon.defs.automation import ANNUAL_DATA, EAGER, wdi_release
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.versions import source_version
 from geomon.defs.worldbench import checks
@@ -35,15 +36,20 @@ class WorldBankConfig(dg.Config):
             key=["worldbank", "economies"],
             group_name="worldbank",
             code_version=SOURCE_VERSION,
+            automation_condition=EAGER,
+            freshness_policy=ANNUAL_DATA,
             description="Countries with their World Bank region and income group.",
         ),
         "indicators": dg.AssetOut(
             key=["worldbank", "indicators"],
             group_name="worldbank",
             code_version=SOURCE_VERSION,
+            automation_condition=EAGER,
+            freshness_policy=ANNUAL_DATA,
             description="Indicator values per country and year (a WorldBankSnapshot).",
         ),
     },
+    deps=[wdi_release],
 )
 def worldbank_snapshot(context: dg.AssetExecutionContext, config: WorldBankConfig, geomon: GeomonResource):
     """The World Bank data: the snapshot directory offline, the live API (wbgapi) otherwise."""
@@ -92,6 +98,7 @@ class PromptConfig(dg.Config):
 @dg.asset(
     key=["worldbench", "prompts"],
     group_name=GROUP,
+    automation_condition=EAGER,
     code_version=PROMPT_VERSION,
     ins={"snapshot": dg.AssetIn(key=["worldbank", "indicators"])},
 )
@@ -122,6 +129,7 @@ def worldbench_prompts(
 @dg.asset(
     key=["worldbench", "responses"],
     group_name=GROUP,
+    automation_condition=EAGER,
     partitions_def=models_partitions,
     code_version=PROMPT_VERSION,
     ins={"prompts": dg.AssetIn(key=["worldbench", "prompts"])},
@@ -153,6 +161,7 @@ def worldbench_responses(
 @dg.asset(
     key=["worldbench", "scores"],
     group_name=GROUP,
+    automation_condition=EAGER,
     partitions_def=models_partitions,
     code_version=SCORE_VERSION,
     check_specs=[checks.PARSE_RATE_SPEC],
@@ -184,6 +193,7 @@ def worldbench_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
 @dg.asset(
     key=["worldbench", "disparity"],
     group_name=GROUP,
+    automation_condition=EAGER,
     partitions_def=models_partitions,
     code_version=SCORE_VERSION,
     check_specs=[monitoring.regression_spec(["worldbench", "disparity"])],
@@ -244,6 +254,7 @@ def worldbench_disparity(
 @dg.asset(
     key=["worldbench", "leaderboard"],
     group_name=GROUP,
+    automation_condition=EAGER,
     code_version=SCORE_VERSION,
     ins={"disparity": dg.AssetIn(key=["worldbench", "disparity"], partition_mapping=dg.AllPartitionMapping())},
 )

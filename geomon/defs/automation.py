@@ -1,0 +1,52 @@
+"""How geomon notices change and re-runs only what depends on it (declarative automation).
+
+- ``worldbank/wdi_release`` is an observable source: its data version is the World Bank's "last
+  updated" date and the latest year per indicator (offline: of the newest snapshot directory). The
+  ``observe_sources`` schedule observes it hourly.
+- Every suite asset carries ``EAGER``: when anything upstream gets a new data version (a World Bank
+  release, a new Wikipedia revision partition, a new model partition, a code change re-run), the
+  automation sensor requests exactly the downstream assets and partitions affected, never a first-tick
+  flood of everything, and never past a failed blocking check.
+"""
+
+from datetime import timedelta
+
+import dagster as dg
+
+from geomon.defs.resources import GeomonResource
+from geomon.sources import worldbank
+
+EAGER = dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
+# World Bank WDI data is revised a few times a year; Wikipedia's list weekly. Past these, the UI warns.
+ANNUAL_DATA = dg.FreshnessPolicy.time_window(fail_window=timedelta(days=400), warn_window=timedelta(days=200))
+
+
+@dg.observable_source_asset(key=["worldbank", "wdi_release"], group_name="worldbank", required_resource_keys={"geomon"})
+def wdi_release(context: dg.AssetExecutionContext) -> dg.ObserveResult:
+    """The World Bank's WDI release: a new "last updated" date or data year is a new data version."""
+    geomon: GeomonResource = context.resources.geomon
+    settings = geomon.settings()
+    if settings.worldbank_snapshot is not None:
+        release = worldbank.release_version(settings.worldbank_snapshot)
+    else:
+        release = worldbank.live_release_version(settings.worldbank_api_url)
+    return dg.ObserveResult(
+        data_version=dg.DataVersion(release["version"]),
+        metadata={
+            "last_updated": release["last_updated"],
+            "latest_year_by_indicator": dg.MetadataValue.json(release.get("latest_year_by_indicator", {})),
+            "source": release.get("snapshot", release.get("source", "")),
+        },
+    )
+
+
+observe_sources_job = dg.define_asset_job("observe_sources", selection=dg.AssetSelection.assets(["worldbank", "wdi_release"]))
+observe_sources_schedule = dg.ScheduleDefinition(
+    name="observe_sources_hourly", job=observe_sources_job, cron_schedule="0 * * * *"
+)
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "geomon_automation",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=60,
+)

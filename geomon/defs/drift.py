@@ -1,0 +1,102 @@
+"""Drift probes of API-served models: an asset per model partition and the schedule that asks them."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from geomon.config import ConfigError, load_settings
+from geomon.defs.resources import GeomonResource, models_partitions
+from geomon.monitor import alerts, drift
+from geomon.monitor.history import MetricHistory, MetricValue
+from geomon.suites import worldbench
+
+DRIFT_SPEC = dg.AssetCheckSpec(
+    "no_drift",
+    asset=dg.AssetKey(["monitor", "drift_probe"]),
+    description="Answers to the fixed probe set changed more than the model's noise floor + tolerance.",
+)
+
+
+def probe_set(prompts: pd.DataFrame, size: int) -> pd.DataFrame:
+    """A fixed, spread-out sample of WorldBench questions (every k-th by question id)."""
+    ordered = prompts.sort_values("question_id", ignore_index=True)
+    step = max(1, len(ordered) // max(size, 1))
+    return ordered.iloc[::step].head(size).reset_index(drop=True)
+
+
+@dg.asset(
+    key=["monitor", "drift_probe"],
+    group_name="monitor",
+    partitions_def=models_partitions,
+    check_specs=[DRIFT_SPEC],
+    ins={"prompts": dg.AssetIn(key=["worldbench", "prompts"])},
+)
+def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, prompts: pd.DataFrame):
+    """Re-ask the probe set under a fresh cache epoch and compare with the model's baseline."""
+    settings = geomon.settings()
+    spec = settings.model(context.partition_key)
+    if spec.bundled is not None:
+        yield dg.Output({"skipped": "bundled"}, metadata={"probed": False, "reason": "bundled: fixed, hashed weights"})
+        yield dg.AssetCheckResult(check_name=DRIFT_SPEC.name, passed=True, metadata={"probed": False})
+        return
+    probes = probe_set(prompts, settings.drift.probe_questions)
+    requests = worldbench.requests_for(probes, spec)
+    cycle = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    verdict, cost = drift.probe(spec, requests, settings.store(), settings.drift, cycle, settings.engine)
+    numbers: dict[str, Any] = {
+        "change_rate": verdict.change_rate,
+        "noise_floor": verdict.noise_floor,
+        "threshold": verdict.threshold,
+    }
+    MetricHistory(settings.store_url).record(
+        "drift",
+        spec.name,
+        [MetricValue(k, v, n=verdict.probes) for k, v in numbers.items()],
+        scope=f"baseline-{settings.drift.baseline}",
+        versions={"data": cycle},
+        dagster_run_id=context.run.run_id,
+    )
+    delivered = "none"
+    if verdict.drifted:
+        failures = alerts.send(
+            alerts.Alert(
+                kind="drift",
+                title=f"drift: {spec.name} answers changed",
+                summary=f"{verdict.change_rate:.0%} of {verdict.probes} probe answers differ from the baseline; "
+                f"the noise floor of repeated probes is {verdict.noise_floor:.0%} (threshold {verdict.threshold:.0%}).",
+                model=spec.name,
+                suite="drift",
+                url=alerts.asset_url(settings.alerts.ui_url, ["monitor", "drift_probe"], spec.name),
+                numbers={**numbers, "probes": verdict.probes},
+            ),
+            settings.alerts,
+        )
+        delivered = ", ".join(failures) or "sent"
+    yield dg.Output(verdict.as_dict(), metadata={**numbers, "drifted": verdict.drifted, **cost, "cycle": cycle})
+    yield dg.AssetCheckResult(
+        check_name=DRIFT_SPEC.name,
+        passed=not verdict.drifted,
+        metadata={**numbers, "changed_examples": dg.MetadataValue.json(verdict.changed_examples), "alert": delivered},
+    )
+
+
+drift_probe_job = dg.define_asset_job(
+    "drift_probe", selection=dg.AssetSelection.assets(drift_probe), partitions_def=models_partitions
+)
+
+
+def _cadence() -> str:
+    try:
+        return load_settings().drift.schedule
+    except ConfigError:
+        return drift.DriftSettings().schedule  # a broken file is reported by the assets, not at load time
+
+
+@dg.schedule(job=drift_probe_job, cron_schedule=_cadence(), default_status=dg.DefaultScheduleStatus.RUNNING)
+def drift_probe_schedule(context: dg.ScheduleEvaluationContext, geomon: GeomonResource) -> list[dg.RunRequest]:
+    """Probe every API-served model (bundled models are skipped: fixed weights)."""
+    models, _ = geomon.settings().all_models()
+    stamp = context.scheduled_execution_time.isoformat()
+    return [dg.RunRequest(partition_key=s.name, run_key=f"drift-{s.name}-{stamp}") for s in models if s.bundled is None]
