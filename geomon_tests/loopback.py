@@ -40,3 +40,42 @@ def serve(handler: type[JSONHandler], state: dict[str, Any]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class ScriptedModel(JSONHandler):
+    """An OpenAI-compatible endpoint whose answers a test scripts: ``state["answer"](messages) -> str``.
+
+    For what no real model can be made to do on cue (answer exactly right, or exactly wrong for some
+    countries); every other test talks to real llama.cpp servers.
+    """
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self.send_json({"object": "list", "data": [{"id": m, "object": "model"} for m in self.state["models"]]})
+        else:
+            self.send_json({"error": "not found"}, status=404)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.state.setdefault("calls", 0)
+        self.state["calls"] += 1
+        text = self.state["answer"](body["messages"])
+        self.send_json(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        )
+
+
+class Webhook(JSONHandler):
+    """Receives alert posts (Slack-compatible or generic JSON); ``state["status"]`` sets the reply code."""
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.state["posts"].append({"path": self.path, "body": json.loads(body)})
+        self.send_json({"ok": True}, status=self.state.get("status", 200))

@@ -40,7 +40,9 @@ def wdi_release(context: dg.AssetExecutionContext) -> dg.ObserveResult:
     )
 
 
-observe_sources_job = dg.define_asset_job("observe_sources", selection=dg.AssetSelection.assets(["worldbank", "wdi_release"]))
+observe_sources_job = dg.define_asset_job(
+    "observe_sources", selection=dg.AssetSelection.assets(["worldbank", "wdi_release"])
+)
 observe_sources_schedule = dg.ScheduleDefinition(
     name="observe_sources_hourly", job=observe_sources_job, cron_schedule="0 * * * *"
 )

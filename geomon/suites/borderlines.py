@@ -23,7 +23,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.parsing import parse_choice
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
 
-CHAT_MAX_TOKENS = 48  # the claimant is named in the first sentence; longer answers only cost time
+CHAT_MAX_TOKENS = 32  # the claimant is named in the first sentence; longer answers only cost time
 
 LETTERS = "ABCDEFGHIJ"
 

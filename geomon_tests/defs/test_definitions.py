@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from geomon_tests.conftest import SHARED
 from geomon.definitions import defs
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, materialize_borderlines, materialize_worldbench, register_models
 from geomon.defs.sensors import model_registry_sensor
+from geomon_tests.conftest import SHARED
 
 REPO = Path(__file__).resolve().parents[2]
 OLD, NEW = "2021-08-31-r1041639056", "2023-05-15-r1154894956"

@@ -1,0 +1,219 @@
+"""Monitoring end to end on a real Dagster instance: a worse model version alerts once, a new model runs
+alone, a new World Bank release re-runs only what depends on it, a swapped model is caught drifting."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from geomon.definitions import defs
+from geomon.defs.resources import GeomonResource, models_partitions
+from geomon.defs.runs import PER_MODEL, materialize_worldbench
+from geomon.defs.sensors import model_registry_sensor
+from geomon.engine.local import free_port, running_server
+from geomon.engine.registry import bundled_model_path
+from geomon.monitor.history import MetricHistory
+from geomon.suites import worldbench
+from geomon_tests.loopback import ScriptedModel, Webhook, serve
+
+SAMPLE = 14  # two countries per region
+
+
+def _settings(tmp_path: Path, snapshot_dir: Path, models: list[dict], **extra) -> GeomonResource:
+    path = tmp_path / "geomon.yaml"
+    doc = {
+        "store_url": f"sqlite:///{tmp_path / 'store.sqlite'}",
+        "results_dir": str(tmp_path / "results"),
+        "worldbank": {"snapshot": str(snapshot_dir)},
+        "engine": {"slots": 2, "concurrency": 4},
+        "include_bundled": False,
+        "models": models,
+        "alerts": {"webhook_url_env": "TEST_ALERT_WEBHOOK", "webhook_style": "json", "ui_url": "http://ui.test"},
+        **extra,
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return GeomonResource(config_path=str(path))
+
+
+def _answers(snapshot, worse_outside: str | None = None):
+    """Ground truth for each question; ``worse_outside``: 5× off for countries outside that region."""
+    prompts = worldbench.build_prompts(snapshot, countries=worldbench.sample_countries(snapshot, SAMPLE))
+    truth = {}
+    for row in prompts.itertuples():
+        factor = 5.0 if worse_outside and row.region != worse_outside else 1.0
+        truth[row.messages[-1]["content"]] = f"{row.ground_truth * factor:.6g}"
+    return lambda messages: truth.get(messages[-1]["content"], "I do not know")
+
+
+@pytest.mark.slow
+def test_a_worse_model_version_alerts_once(tmp_path, wdi_snapshot_dir, snapshot, monkeypatch):
+    hook = {"posts": []}
+    good = {"models": ["oracle"], "answer": _answers(snapshot)}
+    bad = {"models": ["oracle"], "answer": _answers(snapshot, worse_outside="Europe & Central Asia")}
+    with serve(Webhook, hook) as hook_url, serve(ScriptedModel, good) as v1, serve(ScriptedModel, bad) as v2:
+        monkeypatch.setenv("TEST_ALERT_WEBHOOK", f"{hook_url}/hook")
+        models = [
+            {"name": "oracle-v1", "kind": "chat", "base_url": f"{v1}/v1", "model_id": "oracle"},
+            {
+                "name": "oracle-v2",
+                "kind": "chat",
+                "base_url": f"{v2}/v1",
+                "model_id": "oracle",
+                "predecessor": "oracle-v1",
+            },
+        ]
+        resources = {"geomon": _settings(tmp_path, wdi_snapshot_dir, models)}
+        config = {"sample_countries": SAMPLE}
+        with dg.instance_for_test() as instance:
+            materialize_worldbench(defs, instance, ["oracle-v1"], config, resources=resources)
+            assert hook["posts"] == []  # a first model has nothing to regress against
+            results = materialize_worldbench(defs, instance, ["oracle-v2"], config, resources=resources)
+            check = next(c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
+            assert not check.passed and check.metadata["compared_with"].value == "predecessor oracle-v1"
+            assert len(hook["posts"]) == 1
+            alert = hook["posts"][0]["body"]
+            assert alert["kind"] == "regression" and alert["model"] == "oracle-v2"
+            assert alert["url"] == "http://ui.test/assets/worldbench/disparity?partition=oracle-v2"
+            numbers = alert["numbers"]
+            assert numbers["before"] == pytest.approx(0.0) and numbers["after"] > 0.5 and numbers["p_value"] < 0.01
+            # Unchanged re-run: compared with its own previous run, nothing moved, nobody is paged.
+            again = materialize_worldbench(defs, instance, ["oracle-v2"], config, resources=resources)
+            recheck = next(c for r in again for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
+            assert recheck.passed and recheck.metadata["compared_with"].value == "previous run"
+            assert len(hook["posts"]) == 1
+        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(
+            suite="worldbench", metric="region_disparity_mean"
+        )
+        assert list(history["model"]) == ["oracle-v1", "oracle-v2", "oracle-v2"]
+
+
+def _requested(result, key: list[str]) -> set:
+    return result.get_requested_partitions(dg.AssetKey(key))
+
+
+def _requested_keys(result) -> set[str]:
+    keys = defs.resolve_asset_graph().get_all_asset_keys()
+    return {k.to_user_string() for k in keys if result.get_requested_partitions(k)}
+
+
+@pytest.mark.slow
+def test_a_new_model_runs_alone_and_a_new_release_reruns_only_world_bank_assets(
+    tmp_path, wdi_snapshot_dir, snapshot, monkeypatch
+):
+    releases = tmp_path / "worldbank"
+    shutil.copytree(wdi_snapshot_dir, releases / "wdi-2023-12")
+    first = {"models": ["first"], "answer": _answers(snapshot)}
+    second = {"models": ["second"], "answer": _answers(snapshot)}
+    with serve(ScriptedModel, first) as one, serve(ScriptedModel, second) as two:
+        models = [{"name": "first", "kind": "chat", "base_url": f"{one}/v1", "model_id": "first"}]
+        resource = _settings(tmp_path, releases, models, endpoints=[{"name": "lab", "base_url": f"{two}/v1"}])
+        resources = {"geomon": resource}
+        with dg.instance_for_test() as instance:
+            defs.resolve_job_def("observe_sources").execute_in_process(instance=instance, resources=resources)
+            materialize_worldbench(defs, instance, ["first"], {"sample_countries": SAMPLE}, resources=resources)
+            calls_first = first["calls"]
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+            assert tick.total_requested == 0  # nothing to do: no first-tick flood
+
+            # The endpoint serves a model nobody registered: the sensor makes it a partition ...
+            sensor = model_registry_sensor(dg.build_sensor_context(instance=instance, resources=resources))
+            assert sensor.dynamic_partitions_requests[0].partition_keys == ["lab-second"]
+            instance.add_dynamic_partitions(models_partitions.name, ["lab-second"])
+            # ... and automation requests that model's runs only.
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            for key in (["worldbench", "responses"], ["worldbench", "scores"], ["worldbench", "disparity"]):
+                assert _requested(tick, key) <= {"lab-second"}
+            assert _requested(tick, ["worldbench", "responses"]) == {"lab-second"}
+            dg.materialize(
+                [*defs.assets, *defs.asset_checks],
+                instance=instance,
+                resources=resources,
+                selection=PER_MODEL,
+                partition_key="lab-second",
+            )
+            assert first["calls"] == calls_first  # zero calls to the first model
+            assert second["calls"] == len(
+                worldbench.build_prompts(snapshot, countries=worldbench.sample_countries(snapshot, SAMPLE))
+            )
+
+            # A newer World Bank release appears beside the old one.
+            newer = releases / "wdi-2024-07"
+            shutil.copytree(releases / "wdi-2023-12", newer)
+            population = newer / "population.csv"
+            population.write_text(
+                population.read_text().replace("2023-12-18", "2024-07-01").replace("2023-10-26", "2024-07-01")
+            )
+            defs.resolve_job_def("observe_sources").execute_in_process(instance=instance, resources=resources)
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            assert _requested_keys(tick) == {"worldbank/economies", "worldbank/indicators"}
+            dg.materialize(
+                [*defs.assets, *defs.asset_checks],
+                instance=instance,
+                resources=resources,
+                selection=dg.AssetSelection.assets(["worldbank", "economies"], ["worldbank", "indicators"]),
+            )
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            assert _requested_keys(tick) == {"worldbench/prompts"}  # then each model's partitions, and so on
+            # Nothing of BorderLines depends on the World Bank: it is neither stale nor requested.
+
+
+@pytest.mark.slow
+def test_swapping_the_model_behind_an_endpoint_is_caught_as_drift(
+    tmp_path, wdi_snapshot_dir, smollm2, gemma, monkeypatch
+):
+    """Same name, same URL, different weights: the next probe flags it; the unchanged model does not."""
+    hook = {"posts": []}
+    port = free_port()
+    api = {"name": "provider-model", "kind": "chat", "base_url": f"http://127.0.0.1:{port}/v1", "model_id": "provider"}
+    with serve(Webhook, hook) as hook_url:
+        monkeypatch.setenv("TEST_ALERT_WEBHOOK", f"{hook_url}/hook")
+        resources = {
+            "geomon": _settings(
+                tmp_path,
+                wdi_snapshot_dir,
+                [api],
+                drift={"probe_questions": 12, "calibration_probes": 3, "tolerance": 0.1},
+            )
+        }
+        with dg.instance_for_test() as instance:
+            instance.add_dynamic_partitions(models_partitions.name, ["provider-model"])
+            dg.materialize(
+                [*defs.assets, *defs.asset_checks],
+                instance=instance,
+                resources=resources,
+                selection=dg.AssetSelection.assets(
+                    ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]
+                ),
+                run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": 4}}}},
+            )
+
+            def probe() -> dg.AssetCheckEvaluation:
+                result = dg.materialize(
+                    [*defs.assets, *defs.asset_checks],
+                    instance=instance,
+                    resources=resources,
+                    selection=dg.AssetSelection.assets(["monitor", "drift_probe"]),
+                    partition_key="provider-model",
+                )
+                return result.get_asset_check_evaluations()[0]
+
+            with running_server(bundled_model_path(smollm2.bundled), alias="provider", slots=2, port=port):
+                unchanged = [probe() for _ in range(2)]
+            assert all(c.passed for c in unchanged) and hook["posts"] == []
+            with running_server(bundled_model_path(gemma.bundled), alias="provider", slots=2, port=port):
+                swapped = probe()
+            assert not swapped.passed
+            assert swapped.metadata["change_rate"].value > swapped.metadata["threshold"].value
+            assert len(hook["posts"]) == 1 and hook["posts"][0]["body"]["kind"] == "drift"
+
+            # Bundled models run fixed weights: their partition is never probed.
+            instance.add_dynamic_partitions(models_partitions.name, ["bundled-one"])
+        schedule_context = dg.build_schedule_context(instance=instance, resources=resources)
+        from geomon.defs.drift import drift_probe_schedule
+
+        requests = drift_probe_schedule(schedule_context)
+        assert [r.partition_key for r in requests] == ["provider-model"]

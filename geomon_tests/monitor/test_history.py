@@ -1,0 +1,48 @@
+"""The metric history on SQLite and on the real PostgreSQL server."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history(request, tmp_path):
+    if request.param == "sqlite":
+        return MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    return MetricHistory(request.getfixturevalue("postgres_url"))
+
+
+def test_evaluations_keep_values_versions_and_items(history):
+    items = pd.DataFrame({"item": ["A", "B"], "error_sum": [0.5, 0.25], "answers": [1, 1]})
+    first = history.record(
+        "worldbench",
+        "m",
+        metrics_from_mapping({"mean_error": 0.4, "mean_error_ci_low": 0.3, "mean_error_ci_high": 0.5, "flag": True}),
+        scope="wdi-1",
+        items=items,
+        versions={"data": "wdi-1", "prompts": "p1", "code": "c1"},
+        dagster_run_id="run-1",
+    )
+    second = history.record("worldbench", "m", [MetricValue("mean_error", float("nan"))], scope="wdi-1", items=items)
+    latest = history.latest("worldbench", "m", "wdi-1")
+    assert latest.evaluation_id == second.evaluation_id
+    before = history.latest("worldbench", "m", "wdi-1", before=second)
+    assert before.evaluation_id == first.evaluation_id and before.versions == {
+        "data": "wdi-1",
+        "prompts": "p1",
+        "code": "c1",
+    }
+    pd.testing.assert_frame_equal(before.items, items)
+    series = history.series(suite="worldbench", metric="mean_error")
+    assert list(series["value"].isna()) == [False, True]  # NaN stored as NULL, not dropped
+    assert series.iloc[0][["ci_low", "ci_high", "data_version", "dagster_run_id"]].tolist() == [
+        0.3,
+        0.5,
+        "wdi-1",
+        "run-1",
+    ]
+    assert history.latest("worldbench", "other-model", "wdi-1") is None
+    assert "flag" not in set(history.series()["metric"])  # booleans are not metrics
