@@ -1,5 +1,7 @@
 """Dagster resources: geomon's settings, registry, store and engine, handed to assets."""
 
+from typing import Any
+
 import dagster as dg
 
 from geomon.config import Settings, load_settings
@@ -10,6 +12,12 @@ models_partitions = dg.DynamicPartitionsDefinition(name="models")
 revisions_partitions = dg.DynamicPartitionsDefinition(name="dispute_revisions")
 # BorderLines runs per model and per table version.
 model_revision_partitions = dg.MultiPartitionsDefinition({"model": models_partitions, "revision": revisions_partitions})
+
+
+def by_partition(context: dg.AssetExecutionContext, name: str, value: Any) -> dict[str, Any]:
+    """An all-partitions input as {partition key: value}; Dagster hands over a lone partition unwrapped."""
+    keys = context.asset_partition_keys_for_input(name)
+    return {keys[0]: value} if len(keys) == 1 else value
 
 
 class GeomonResource(dg.ConfigurableResource):

@@ -79,7 +79,11 @@ def test_a_worse_model_version_alerts_once(tmp_path, wdi_snapshot_dir, snapshot,
             assert alert["kind"] == "regression" and alert["model"] == "oracle-v2"
             assert alert["url"] == "http://ui.test/assets/worldbench/disparity?partition=oracle-v2"
             numbers = alert["numbers"]
-            assert numbers["before"] == pytest.approx(0.0) and numbers["after"] > 0.5 and numbers["p_value"] < 0.01
+            assert (
+                numbers["before"] == pytest.approx(0.0, abs=1e-4)
+                and numbers["after"] > 0.5
+                and numbers["p_value"] < 0.01
+            )
             # Unchanged re-run: compared with its own previous run, nothing moved, nobody is paged.
             again = materialize_worldbench(defs, instance, ["oracle-v2"], config, resources=resources)
             recheck = next(c for r in again for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
@@ -149,16 +153,27 @@ def test_a_new_model_runs_alone_and_a_new_release_reruns_only_world_bank_assets(
             )
             defs.resolve_job_def("observe_sources").execute_in_process(instance=instance, resources=resources)
             tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
-            assert _requested_keys(tick) == {"worldbank/economies", "worldbank/indicators"}
+            requested = _requested_keys(tick)
+            # The World Bank assets and the prompts (requested together, in one run) — nothing else:
+            # BorderLines does not depend on the World Bank, so it is neither stale nor requested.
+            assert {"worldbank/economies", "worldbank/indicators", "worldbench/prompts"} <= requested
+            assert requested <= {
+                "worldbank/economies",
+                "worldbank/indicators",
+                "worldbench/prompts",
+                "worldbench/leaderboard",
+            }
             dg.materialize(
                 [*defs.assets, *defs.asset_checks],
                 instance=instance,
                 resources=resources,
-                selection=dg.AssetSelection.assets(["worldbank", "economies"], ["worldbank", "indicators"]),
+                selection=dg.AssetSelection.assets(*(k.split("/") for k in requested - {"worldbench/leaderboard"})),
+                run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": SAMPLE}}}},
             )
             tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
-            assert _requested_keys(tick) == {"worldbench/prompts"}  # then each model's partitions, and so on
-            # Nothing of BorderLines depends on the World Bank: it is neither stale nor requested.
+            # Then every model's answers to the new prompts.
+            assert _requested(tick, ["worldbench", "responses"]) == {"first", "lab-second"}
+            assert not any(k.startswith("borderlines/") for k in _requested_keys(tick))
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from geomon import parsing
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.borderlines import checks
-from geomon.defs.resources import GeomonResource, model_revision_partitions, revisions_partitions
+from geomon.defs.resources import GeomonResource, by_partition, model_revision_partitions, revisions_partitions
 from geomon.defs.versions import source_version
 from geomon.engine.runner import ask
 from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
@@ -299,10 +299,15 @@ def borderlines_concurrence(
     },
 )
 def borderlines_leaderboard(
-    geomon: GeomonResource, concurrence: dict[str, dict[str, Any]], tables: dict[str, pd.DataFrame]
+    context: dg.AssetExecutionContext,
+    geomon: GeomonResource,
+    concurrence: dict,
+    tables: Any,
 ) -> dg.Output[pd.DataFrame]:
     """Every model × table version × persona side by side; how the table changed between versions and
     how each model's KB CS moved with it. Written to the results directory."""
+    concurrence = by_partition(context, "concurrence", concurrence)
+    tables = by_partition(context, "tables", tables)
     rows = []
     for key, result in concurrence.items():
         model, revision = str(key).split("|")  # a multi-partition key joins its dimensions in name order

@@ -8,7 +8,7 @@ import pandas as pd
 from geomon import parsing
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER, wdi_release
-from geomon.defs.resources import GeomonResource, models_partitions
+from geomon.defs.resources import GeomonResource, by_partition, models_partitions
 from geomon.defs.versions import source_version
 from geomon.defs.worldbench import checks
 from geomon.engine.runner import ask
@@ -259,9 +259,10 @@ def worldbench_disparity(
     ins={"disparity": dg.AssetIn(key=["worldbench", "disparity"], partition_mapping=dg.AllPartitionMapping())},
 )
 def worldbench_leaderboard(
-    context: dg.AssetExecutionContext, geomon: GeomonResource, disparity: dict[str, dict[str, Any]]
+    context: dg.AssetExecutionContext, geomon: GeomonResource, disparity: dict
 ) -> dg.Output[pd.DataFrame]:
     """All models side by side, written to the results directory with an HTML report."""
+    disparity = by_partition(context, "disparity", disparity)
     board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(disparity.items())])
     out_dir = geomon.settings().results_dir / "worldbench"
     report = write_report(out_dir, board, disparity)
