@@ -102,6 +102,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trends(args: argparse.Namespace) -> int:
+    from geomon.monitor.history import MetricHistory
+    from geomon.report import trends
+
+    settings = load_settings(args.config)
+    series = MetricHistory(settings.store_url).series()
+    page = trends.write_report(settings.results_dir / "trends", series)
+    table = trends.trend_table(series)
+    print(
+        table.groupby(["suite", "metric", "model"]).tail(1).to_string(index=False) if len(table) else "no history yet"
+    )
+    print(f"\nReport: {page}")
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from geomon.engine.runner import model_identity
 
@@ -194,6 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--epoch", help="cache epoch: a new value re-asks every question on purpose (old answers stay)")
     run.set_defaults(func=cmd_run)
 
+    trends = sub.add_parser("trends", help="every headline metric per model over time (from the metric history)")
+    trends.set_defaults(func=cmd_trends)
     models = sub.add_parser("models", help="list registered models")
     models.add_argument("--identity", action="store_true", help="also print the identity the store keys on")
     models.set_defaults(func=cmd_models)

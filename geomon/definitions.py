@@ -6,7 +6,7 @@ from geomon.defs import automation, borderlines, drift, monitoring, sensors, wor
 from geomon.defs.resources import GeomonResource
 
 defs = dg.Definitions(
-    assets=[automation.wdi_release, *worldbench.ASSETS, *borderlines.ASSETS, drift.drift_probe],
+    assets=[automation.wdi_release, *worldbench.ASSETS, *borderlines.ASSETS, drift.drift_probe, drift.trends_report],
     asset_checks=worldbench.CHECKS,
     jobs=[
         sensors.worldbench_per_model_job,

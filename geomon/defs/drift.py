@@ -7,9 +7,11 @@ import dagster as dg
 import pandas as pd
 
 from geomon.config import ConfigError, load_settings
+from geomon.defs.automation import EAGER
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.monitor import alerts, drift
 from geomon.monitor.history import MetricHistory, MetricValue
+from geomon.report import trends
 from geomon.suites import worldbench
 
 DRIFT_SPEC = dg.AssetCheckSpec(
@@ -100,3 +102,27 @@ def drift_probe_schedule(context: dg.ScheduleEvaluationContext, geomon: GeomonRe
     models, _ = geomon.settings().all_models()
     stamp = context.scheduled_execution_time.isoformat()
     return [dg.RunRequest(partition_key=s.name, run_key=f"drift-{s.name}-{stamp}") for s in models if s.bundled is None]
+
+
+@dg.asset(
+    key=["monitor", "trends"],
+    group_name="monitor",
+    automation_condition=EAGER,
+    deps=[["worldbench", "leaderboard"], ["borderlines", "leaderboard"], drift_probe],
+)
+def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
+    """Every headline metric of every model over time, and knowledge recency (best-matching data year),
+    from the metric history; written to <results_dir>/trends/report.html."""
+    settings = geomon.settings()
+    series = MetricHistory(settings.store_url).series()
+    page = trends.write_report(settings.results_dir / "trends", series)
+    table = trends.trend_table(series)
+    latest = table.groupby(["suite", "metric", "model"]).tail(1)
+    return dg.MaterializeResult(
+        metadata={
+            "evaluations": int(series["evaluation_id"].nunique()) if len(series) else 0,
+            "models": int(table["model"].nunique()) if len(table) else 0,
+            "latest": dg.MetadataValue.md(latest.to_markdown(index=False) if len(latest) else "no history yet"),
+            "report": dg.MetadataValue.path(str(page)),
+        }
+    )

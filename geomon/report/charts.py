@@ -8,7 +8,7 @@ import io
 import pandas as pd
 
 
-def _figure_png(fig) -> bytes:
+def figure_png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     import matplotlib.pyplot as plt
@@ -44,7 +44,7 @@ def group_error_chart(disparity: pd.DataFrame, title: str) -> bytes:
         ax.set_xlabel("mean absolute relative error")
         ax.set_xlim(0, 1)
     fig.suptitle(title, fontsize=10)
-    return _figure_png(fig)
+    return figure_png(fig)
 
 
 def error_by_year_chart(by_year: pd.DataFrame, title: str) -> bytes:
@@ -62,7 +62,7 @@ def error_by_year_chart(by_year: pd.DataFrame, title: str) -> bytes:
     ax.set_ylabel("error − default error (paired)")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
-    return _figure_png(fig)
+    return figure_png(fig)
 
 
 def png_data_uri(png: bytes) -> str:

@@ -26,6 +26,7 @@ EXPECTED_ASSET_KEYS = [
     "borderlines/responses",
     "borderlines/scores",
     "monitor/drift_probe",
+    "monitor/trends",
     "wikipedia/dispute_revisions",
     "worldbank/economies",
     "worldbank/indicators",
@@ -149,10 +150,26 @@ def test_registry_sensor_adds_only_new_models(tmp_path, wdi_snapshot_dir):
             instance=instance, resources={"geomon": GeomonResource(config_path=str(settings))}
         )
         result = model_registry_sensor(context)
-        assert [r.partition_key for r in result.run_requests] == ["new-api-model"]
+        # The sensor registers the partition; automation then requests that model's runs only
+        # (geomon_tests/defs/test_monitoring.py follows it through).
         assert result.dynamic_partitions_requests[0].partition_keys == ["new-api-model"]
+        assert result.run_requests == []
         # A model gone from the registry keeps its partition (and results).
         assert "retired-model" in instance.get_dynamic_partitions(models_partitions.name)
+
+
+def test_revision_sensor_registers_the_configured_table_versions(tmp_path, wdi_snapshot_dir):
+    from geomon.defs.sensors import dispute_revision_sensor
+
+    resources = {"geomon": GeomonResource(config_path=str(_settings_file(tmp_path, wdi_snapshot_dir)))}
+    with dg.instance_for_test() as instance:
+        first = dispute_revision_sensor(dg.build_sensor_context(instance=instance, resources=resources))
+        assert first.dynamic_partitions_requests[0].partition_keys == [OLD, NEW]
+        instance.add_dynamic_partitions("dispute_revisions", [OLD, NEW])
+        again = dispute_revision_sensor(
+            dg.build_sensor_context(instance=instance, resources=resources, cursor=first.cursor)
+        )
+        assert again.dynamic_partitions_requests == [] and again.skip_reason.skip_message == "no new revisions"
 
 
 def test_prompts_asset_in_isolation(snapshot):
