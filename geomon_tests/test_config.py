@@ -109,3 +109,39 @@ def test_bundled_models_are_found_in_installed_packages():
     gemma = bundled_model_path("gemma3-270m")
     assert smol.suffix == ".gguf" and smol.stat().st_size > 50_000_000
     assert gemma.suffix == ".gguf" and gemma.stat().st_size > 200_000_000
+
+
+def test_borderlines_alerts_drift_and_endpoints_sections(tmp_path, monkeypatch):
+    path = _write(
+        tmp_path,
+        {
+            "borderlines": {"snapshot": "bl", "revisions": ["2021-08-31", "latest"], "latest_every_days": 7},
+            "alerts": {"webhook_url_env": "HOOK", "email_to": ["a@example.org"]},
+            "drift": {"tolerance": 0.2},
+            "endpoints": [{"name": "lab", "base_url": "http://127.0.0.1:9/v1", "kind": "base"}],
+        },
+    )
+    settings = load_settings(path)
+    assert settings.borderlines.snapshot == tmp_path / "bl" and settings.borderlines.revisions == (
+        "2021-08-31",
+        "latest",
+    )
+    assert settings.borderlines.latest_every_days == 7 and settings.alerts.email_to == ["a@example.org"]
+    assert settings.drift.tolerance == 0.2 and settings.endpoints[0].kind == "base"
+    monkeypatch.setenv("GEOMON_BORDERLINES_SNAPSHOT", "none")
+    monkeypatch.setenv("GEOMON_WIKIPEDIA_API_URL", "http://mirror.local/w/api.php")
+    settings = load_settings(path)
+    assert settings.borderlines.snapshot is None
+    assert settings.borderlines.wikipedia_api_url == "http://mirror.local/w/api.php"
+    # An endpoint that is down does not hide the registry's models; it is reported.
+    models, unreachable = settings.all_models()
+    assert [m.name for m in models] == ["smollm2-135m-instruct", "gemma3-270m"] and list(unreachable) == ["lab"]
+
+
+def test_secrets_in_alert_settings_are_refused(tmp_path):
+    path = _write(tmp_path, {"alerts": {"smtp_password": "hunter2"}})
+    with pytest.raises(ConfigError, match="secrets come from environment variables"):
+        load_settings(path)
+    path = _write(tmp_path, {"endpoints": [{"name": "x", "base_url": "http://h/v1", "api_key": "sk-1"}]})
+    with pytest.raises(ConfigError, match="without secrets"):
+        load_settings(path)

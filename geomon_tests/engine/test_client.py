@@ -122,3 +122,37 @@ def test_real_llama_server_chat_and_models(smollm2_server):
     assert result.ok and result.text.strip()
     assert result.completion_tokens and result.completion_tokens <= 8
     assert result.logprobs and {"token", "logprob", "top"} <= set(result.logprobs[0])
+
+
+@pytest.mark.slow
+def test_scoring_a_continuation_forces_its_canonical_tokens(gemma):
+    """Rank classification's primitive on the real base model: the continuation's own tokens, each with
+    the model's log-probability (from the logits before the grammar), whatever greedy decoding prefers."""
+    from geomon.engine.local import running_server
+    from geomon.engine.registry import bundled_model_path
+
+    prompt = "Is Abyei a territory of A) South Sudan or B) Sudan?\n"
+    with running_server(bundled_model_path(gemma.bundled), alias=gemma.name, slots=1) as url:
+        client = OpenAICompatibleClient(url, gemma.name)
+
+        async def score() -> list:
+            requests = [
+                GenerationRequest("completion", prompt=prompt, params={"temperature": 0}, continuation=c)
+                for c in ("South Sudan", "Sudan", "Судан")
+            ]
+            free = GenerationRequest(
+                "completion", prompt=prompt, params={"temperature": 0, "max_tokens": 1, "logprobs": 5}
+            )
+            return await client.generate([*requests, free])
+
+        south, sudan, cyrillic, free = asyncio.run(score())
+    for result, text in ((south, "South Sudan"), (sudan, "Sudan"), (cyrillic, "Судан")):
+        assert result.ok and result.text == text
+        assert "".join(t["token"] for t in result.logprobs) == text  # exactly the forced tokens, no extra
+        assert all(t["logprob"] < 0 for t in result.logprobs)
+    # The first forced token's log-probability is the model's own, as the unconstrained top list reports it.
+    first = south.logprobs[0]
+    if first["token"] in free.logprobs[0]["top"]:
+        assert first["logprob"] == pytest.approx(free.logprobs[0]["top"][first["token"]], abs=1e-3)
+    with pytest.raises(ValueError, match="continuation"):
+        GenerationRequest("chat", messages=({"role": "user", "content": "x"},), continuation="y")
