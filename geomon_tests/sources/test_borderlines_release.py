@@ -1,0 +1,54 @@
+"""The BorderLines release fetched over HTTP (a loopback server serving the release's files)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from geomon.sources.borderlines import DisputesError, fetch_release, read_snapshot
+from geomon_tests.conftest import SHARED
+
+ROOT = SHARED / "snapshots" / "borderlines"
+
+
+@contextlib.contextmanager
+def file_server(directory):
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(directory))
+    handler.log_message = lambda *a: None  # type: ignore[method-assign]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_fetch_release_then_read_it_like_the_snapshot(tmp_path):
+    with file_server(ROOT) as url:
+        fetched = fetch_release(url, tmp_path / "release")
+    data = read_snapshot(fetched)
+    assert (
+        len(data.templates) == 49
+        and len(data.terms) == 49
+        and set(data.personas)
+        == {
+            "vanilla",
+            "un_peacekeeper",
+            "nationalist",
+            "demographic",
+        }
+    )
+    assert data.report == read_snapshot(ROOT).report
+
+
+def test_a_missing_release_file_names_its_url(tmp_path):
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "countries_info.json").write_text("{}")
+    with file_server(partial) as url, pytest.raises(DisputesError, match=r"disputed_territories.csv: HTTP 404"):
+        fetch_release(url, tmp_path / "release")
