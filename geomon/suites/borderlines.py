@@ -260,6 +260,7 @@ def per_territory(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFr
                 "territory": territory,
                 "region": group["region"].iloc[0] if "region" in group else None,
                 "unknown": not known,
+                "claimant_count": len(group["claimants"].iloc[0]),
                 "kb_hits": int(english["hit"].sum()) if known else 0,
                 "kb_n": len(english) if known else 0,
                 "con_hits": int(con["hit"].sum()) if known else 0,
@@ -321,6 +322,10 @@ def concurrence_scores(
     table = per_territory(scored, countries)
     arrays = _arrays(table)
     out = {k: float(v) for k, v in _ratios(arrays).items()}
+    # What answering uniformly at random over each territory's claimants would score (the paper's
+    # "Random" row): the mean of 1/k over the territories with a known controller.
+    known = table[~table["unknown"]]
+    out["random_cs"] = float((100 / known["claimant_count"]).mean()) if len(known) else float("nan")
     out["cst_cs_all_territories"] = int(table["cst"].notna().sum())
     out["cst_cs_unknown_territories"] = int((table["cst"].notna() & table["unknown"]).sum())
     out["territories"] = len(table)

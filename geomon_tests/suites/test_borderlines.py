@@ -105,6 +105,7 @@ def test_concurrence_scores_hand_computed():
     assert scores["cst_cs_all"] == pytest.approx(200 / 9) and scores["cst_cs_all_territories"] == 3
     assert scores["cst_cs_unknown"] == pytest.approx(100 / 3) and scores["cst_cs_unknown_territories"] == 1
     assert scores["response_countries_mean"] == pytest.approx((2 + 3 + 2) / 3)
+    assert scores["random_cs"] == pytest.approx(100 / 3)  # three claimants each: a random answer is right 1 in 3
 
 
 def test_score_matches_answers_in_the_query_language(data):
