@@ -41,7 +41,9 @@ def main() -> None:
     ordered = prompts.sort_values("question_id", ignore_index=True)
     probes = ordered.iloc[:: max(1, len(ordered) // args.questions)].head(args.questions)
     port = free_port()
-    spec = ModelSpec("provider-model", "chat", base_url=f"http://127.0.0.1:{port}/v1", model_id="provider")
+    spec = ModelSpec(
+        "provider-model", "chat", base_url=f"http://127.0.0.1:{port}/v1", model_id="provider", params={"temperature": 0.0}
+    )
     requests = worldbench.requests_for(probes, spec)
     settings = drift.DriftSettings(calibration_probes=args.calibration, tolerance=args.tolerance)
     options = EngineOptions(concurrency=args.slots * 2)
