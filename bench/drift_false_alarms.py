@@ -42,7 +42,11 @@ def main() -> None:
     probes = ordered.iloc[:: max(1, len(ordered) // args.questions)].head(args.questions)
     port = free_port()
     spec = ModelSpec(
-        "provider-model", "chat", base_url=f"http://127.0.0.1:{port}/v1", model_id="provider", params={"temperature": 0.0}
+        "provider-model",
+        "chat",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        model_id="provider",
+        params={"temperature": 0.0},
     )
     requests = worldbench.requests_for(probes, spec)
     settings = drift.DriftSettings(calibration_probes=args.calibration, tolerance=args.tolerance)
