@@ -225,10 +225,15 @@ def test_swapping_the_model_behind_an_endpoint_is_caught_as_drift(
             assert swapped.metadata["change_rate"].value > swapped.metadata["threshold"].value
             assert len(hook["posts"]) == 1 and hook["posts"][0]["body"]["kind"] == "drift"
 
-            # Bundled models run fixed weights: their partition is never probed.
-            instance.add_dynamic_partitions(models_partitions.name, ["bundled-one"])
-        schedule_context = dg.build_schedule_context(instance=instance, resources=resources)
-        from geomon.defs.drift import drift_probe_schedule
+    # Bundled models run fixed weights: the schedule never probes them.
+    from datetime import UTC, datetime
 
-        requests = drift_probe_schedule(schedule_context)
+    from geomon.defs.drift import drift_probe_schedule
+
+    with_bundled = {"geomon": _settings(tmp_path, wdi_snapshot_dir, [api], include_bundled=True)}
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(
+            instance=instance, resources=with_bundled, scheduled_execution_time=datetime(2026, 11, 22, 6, tzinfo=UTC)
+        )
+        requests = drift_probe_schedule(context)
         assert [r.partition_key for r in requests] == ["provider-model"]
