@@ -8,7 +8,6 @@ environment variables whose *names* the file gives, and never appear in logs or 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import smtplib
@@ -147,6 +146,3 @@ def asset_url(ui_url: str, key: list[str], partition: str | None = None) -> str:
     url = f"{ui_url.rstrip('/')}/assets/{'/'.join(key)}"
     return f"{url}?partition={requests.utils.quote(partition, safe='')}" if partition else url
 
-
-def dumps(alert: Alert) -> str:
-    return json.dumps(asdict(alert), default=str)

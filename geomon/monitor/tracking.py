@@ -19,10 +19,6 @@ class Comparison:
     evaluation_id: str
     results: list[RegressionResult] = field(default_factory=list)
 
-    @property
-    def regressions(self) -> list[RegressionResult]:
-        return [r for r in self.results if r.regressed]
-
 
 def compare(
     current: Evaluation, baseline: Evaluation, against: str, metrics: dict[str, tuple[Any, bool, float]]
