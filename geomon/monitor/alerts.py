@@ -145,4 +145,3 @@ def send(alert: Alert, settings: AlertSettings) -> list[str]:
 def asset_url(ui_url: str, key: list[str], partition: str | None = None) -> str:
     url = f"{ui_url.rstrip('/')}/assets/{'/'.join(key)}"
     return f"{url}?partition={requests.utils.quote(partition, safe='')}" if partition else url
-

@@ -356,3 +356,28 @@ def resolve_revisions(wanted: list[str] | tuple[str, ...], client: MediaWikiClie
             revision = Revision(DATED_TABLES[dates[-1]][1], f"{dates[-1]}T00:00:00Z")
         out[revision.revid] = revision
     return sorted(out.values(), key=lambda r: r.timestamp)
+
+
+# The release's language codes that Wikipedia names differently (Chinese scripts share zh.wikipedia).
+WIKI_LANGUAGE = {"zhs": "zh", "zht": "zh"}
+
+
+def fill_terms_from_langlinks(
+    client: MediaWikiClient, terms: dict[str, dict[str, str]], gaps: list[dict[str, str]], territories: set[str]
+) -> tuple[dict[str, dict[str, str]], list[dict[str, str]]]:
+    """Territory names missing from the release's translations, taken from the title of the same
+    Wikipedia article in that language (interlanguage links). Returns the augmented terms and what was
+    filled (each a territory, language and title), so the source of every name stays visible."""
+    wanted: dict[str, set[str]] = {}
+    for gap in gaps:
+        if gap["lang"] in terms:
+            names = {n.strip() for n in gap["missing"].split(",")} & territories
+            wanted.setdefault(gap["lang"], set()).update(names)
+    out = {lang: dict(t) for lang, t in terms.items()}
+    filled = []
+    for lang, names in sorted(wanted.items()):
+        titles = client.langlinks(sorted(names), WIKI_LANGUAGE.get(lang, lang))
+        for name, title in sorted(titles.items()):
+            out[lang][name] = title
+            filled.append({"territory": name, "lang": lang, "title": title})
+    return out, filled

@@ -221,3 +221,24 @@ def test_offline_revisions_are_the_release_dated_tables():
     assert [wikipedia.revision_key(r) for r in revisions] == ["2021-08-31-r1041639056", "2023-05-15-r1154894956"]
     with pytest.raises(wikipedia.WikipediaError, match="no offline disputes table on or before 2020-01-01"):
         wikipedia.resolve_revisions(["2020-01-01"], None)
+
+
+def test_missing_territory_names_come_from_interlanguage_links(mediawiki):
+    from geomon.sources.borderlines import read_snapshot
+    from geomon.suites import borderlines
+
+    client, state = mediawiki
+    state["langlinks"][("Crimea", "zh")] = "克里米亚"
+    data = read_snapshot(ROOT)
+    crimea = data.with_disputes(data.disputes[data.disputes["territory"] == "Crimea"])
+    terms = {lang: dict(t) for lang, t in data.terms.items()}
+    for lang in ("uk", "zhs"):
+        terms[lang].pop("Crimea", None)
+    gappy = type(crimea)(crimea.disputes, crimea.countries, crimea.templates, terms, crimea.personas)
+    gaps = borderlines.build_queries(gappy).attrs["gaps"]
+    assert {g["lang"] for g in gaps if "Crimea" in g["missing"]} >= {"uk"}
+    filled_terms, filled = wikipedia.fill_terms_from_langlinks(client, terms, gaps, {"Crimea"})
+    assert {"territory": "Crimea", "lang": "uk", "title": "Кримський півострів"} in filled
+    assert filled_terms["uk"]["Crimea"] == "Кримський півострів" and "Crimea" not in terms["uk"]  # input untouched
+    queries = borderlines.build_queries(type(crimea)(crimea.disputes, crimea.countries, crimea.templates, filled_terms))
+    assert "Кримський півострів" in queries.set_index("lang").at["uk", "query"]

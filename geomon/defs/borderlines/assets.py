@@ -144,11 +144,21 @@ class BorderLinesPromptConfig(dg.Config):
         "disputes": dg.AssetIn(key=["wikipedia", "dispute_revisions"]),
     },
 )
-def borderlines_prompts(config: BorderLinesPromptConfig, release: BorderLinesData, disputes: pd.DataFrame):
-    """The English query and one per claimant language, template-wise, under each persona."""
+def borderlines_prompts(
+    config: BorderLinesPromptConfig, geomon: GeomonResource, release: BorderLinesData, disputes: pd.DataFrame
+):
+    """The English query and one per claimant language, template-wise, under each persona. Live, a
+    territory the release has no translation for takes its Wikipedia article's title in that language."""
     if config.sample_territories:
         disputes = disputes.head(config.sample_territories)
-    prompts = borderlines.build_prompts(release.with_disputes(disputes), config.personas)
+    data = release.with_disputes(disputes)
+    client = _client(geomon.settings())
+    filled: list[dict[str, str]] = []
+    if client is not None:
+        gaps = borderlines.build_queries(data).attrs["gaps"]
+        terms, filled = wikipedia.fill_terms_from_langlinks(client, data.terms, gaps, set(disputes["territory"]))
+        data = BorderLinesData(data.disputes, data.countries, data.templates, terms, data.personas, data.report)
+    prompts = borderlines.build_prompts(data, config.personas)
     gaps = prompts.attrs["gaps"]
     yield dg.Output(
         prompts,
@@ -158,6 +168,8 @@ def borderlines_prompts(config: BorderLinesPromptConfig, release: BorderLinesDat
             "languages": prompts["lang"].nunique(),
             "personas": ", ".join(config.personas),
             "translation_gaps": len(gaps),
+            "names_from_wikipedia_langlinks": len(filled),
+            "langlinks": dg.MetadataValue.json(filled[:50]),
             "gaps": dg.MetadataValue.json(gaps[:50]),
             "preview": dg.MetadataValue.md(prompts[["query_id", "query"]].head(6).to_markdown(index=False)),
         },

@@ -1,6 +1,5 @@
 """WorldBench assets: World Bank snapshot → prompts → per-model responses → scores → disparity → leaderboard."""
 
-
 import dagster as dg
 import pandas as pd
 
