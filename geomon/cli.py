@@ -70,8 +70,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             results += materialize_worldbench(defs, instance, names, prompt_config, log_level=level)
         if "borderlines" in suites:
             bl = settings.borderlines
-            client = None if bl.snapshot is not None else wikipedia.MediaWikiClient(bl.wikipedia_api_url)
-            revisions = [wikipedia.revision_key(r) for r in wikipedia.resolve_revisions(bl.revisions, client)]
+            revisions = [wikipedia.revision_key(r) for r in wikipedia.resolve_revisions(bl.revisions, bl.mediawiki())]
             personas = args.personas.split(",")
             # The newest table with every persona; older tables with the first persona only (KB CS over time).
             configs = {

@@ -35,6 +35,7 @@ from geomon.monitor.alerts import AlertSettings
 from geomon.monitor.drift import DriftSettings
 from geomon.sources.borderlines import DEFAULT_RELEASE_URL
 from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_URL
+from geomon.sources.wikipedia import USER_AGENT, MediaWikiClient
 from geomon.sources.worldbank import DEFAULT_API_URL
 
 
@@ -51,6 +52,14 @@ class BorderLinesSettings:
     user_agent: str = ""  # Wikimedia asks for contact details in the User-Agent; set yours here
     min_interval_s: float = 1.0  # between MediaWiki API calls
     latest_every_days: int = 30  # how often the page's latest revision becomes a new version to evaluate
+
+    def mediawiki(self) -> MediaWikiClient | None:
+        """The MediaWiki client these settings describe; None offline (the release's dated tables stand in)."""
+        if self.snapshot is not None:
+            return None
+        return MediaWikiClient(
+            self.wikipedia_api_url, user_agent=self.user_agent or USER_AGENT, min_interval_s=self.min_interval_s
+        )
 
 
 @dataclass

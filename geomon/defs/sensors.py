@@ -59,13 +59,7 @@ def dispute_revision_sensor(context: dg.SensorEvaluationContext, geomon: GeomonR
     a configurable cadence (the cursor remembers when).
     """
     settings = geomon.settings().borderlines
-    client = None
-    if settings.snapshot is None:
-        client = wikipedia.MediaWikiClient(
-            settings.wikipedia_api_url,
-            user_agent=settings.user_agent or wikipedia.USER_AGENT,
-            min_interval_s=settings.min_interval_s,
-        )
+    client = settings.mediawiki()
     wanted = list(settings.revisions)
     now = datetime.now(UTC)
     last_latest = datetime.fromisoformat(context.cursor) if context.cursor else None

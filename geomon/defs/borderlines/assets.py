@@ -29,16 +29,6 @@ SCORE_VERSION = source_version(borderlines, parsing)
 PER_REVISION = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="revision")
 
 
-def _client(settings: Any) -> wikipedia.MediaWikiClient | None:
-    """None offline (the release's dated tables stand in for revisions)."""
-    bl = settings.borderlines
-    if bl.snapshot is not None:
-        return None
-    return wikipedia.MediaWikiClient(
-        bl.wikipedia_api_url, user_agent=bl.user_agent or wikipedia.USER_AGENT, min_interval_s=bl.min_interval_s
-    )
-
-
 @dg.asset(
     key=["borderlines", "release"],
     group_name=GROUP,
@@ -81,7 +71,7 @@ def dispute_revisions(context: dg.AssetExecutionContext, geomon: GeomonResource,
     """One revision of "List of territorial disputes" parsed into territories (a partition per revision)."""
     settings = geomon.settings()
     revision = wikipedia.parse_revision_key(context.partition_key)
-    client = _client(settings)
+    client = settings.borderlines.mediawiki()
     if client is None:
         by_id = {revid: path for path, revid in DATED_TABLES.values()}
         if revision.revid not in by_id:
@@ -152,7 +142,7 @@ def borderlines_prompts(
     if config.sample_territories:
         disputes = disputes.head(config.sample_territories)
     data = release.with_disputes(disputes)
-    client = _client(geomon.settings())
+    client = geomon.settings().borderlines.mediawiki()
     filled: list[dict[str, str]] = []
     if client is not None:
         gaps = borderlines.build_queries(data).attrs["gaps"]
