@@ -32,9 +32,6 @@ class QualityReport:
     evaluated: int
     failures: list[dict[str, Any]] = field(default_factory=list)
 
-    def metadata(self) -> dict[str, Any]:
-        return {"expectations": self.evaluated, "failed_expectations": len(self.failures), "failures": self.failures}
-
 
 @cache
 def _context() -> Any:

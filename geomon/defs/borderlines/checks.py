@@ -8,7 +8,7 @@ import dagster as dg
 import pandas as pd
 
 from geomon import quality
-from geomon.defs.worldbench.checks import result
+from geomon.defs.quality_checks import read_rate_above_floor, result
 from geomon.sources.borderlines import BorderLinesData
 
 MIN_ANSWERED_RATE = 0.5
@@ -57,15 +57,12 @@ def prompts_translated(prompts: pd.DataFrame, release: BorderLinesData) -> dg.As
 
 
 def answered_above_floor(scores: pd.DataFrame) -> dg.AssetCheckResult:
-    report = quality.validate(
-        scores[["answer"]], "borderlines_answered", quality.answered_expectations("answer", MIN_ANSWERED_RATE)
-    )
-    return result(
-        report,
+    return read_rate_above_floor(
+        scores,
+        "answer",
+        MIN_ANSWERED_RATE,
         ANSWERED_SPEC.name,
-        severity=dg.AssetCheckSeverity.WARN,
-        answered_rate=float(scores["answer"].notna().mean()) if len(scores) else 0.0,
-        floor=MIN_ANSWERED_RATE,
-        queries=len(scores),
-        failed_requests=int(scores["error"].notna().sum()),
+        rate_name="answered_rate",
+        count_name="queries",
+        error_column="error",
     )

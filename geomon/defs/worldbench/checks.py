@@ -10,26 +10,11 @@ import dagster as dg
 import pandas as pd
 
 from geomon import quality
+from geomon.defs.quality_checks import read_rate_above_floor, result
 from geomon.sources.worldbank import WorldBankSnapshot
 
 MIN_COUNTRIES_PER_INDICATOR = 100
 MIN_PARSE_RATE = 0.5
-
-
-def result(report: quality.QualityReport, check_name: str | None = None, **metadata) -> dg.AssetCheckResult:
-    """A check result from a quality report; WARN severity comes through ``metadata['severity']``."""
-    severity = metadata.pop("severity", dg.AssetCheckSeverity.ERROR)
-    return dg.AssetCheckResult(
-        check_name=check_name,
-        passed=report.success,
-        severity=severity,
-        metadata={
-            "expectations": report.evaluated,
-            "failed_expectations": len(report.failures),
-            "failures": dg.MetadataValue.json(report.failures),
-            **metadata,
-        },
-    )
 
 
 @dg.asset_check(asset=dg.AssetKey(["worldbank", "economies"]), blocking=True)
@@ -67,16 +52,12 @@ PARSE_RATE_SPEC = dg.AssetCheckSpec(
 
 
 def parse_rate_above_floor(scores: pd.DataFrame) -> dg.AssetCheckResult:
-    """Evaluated inside the partitioned scores asset, per model (a separate check would load every model)."""
-    report = quality.validate(
-        scores[["parsed"]], "worldbench_parse_rate", quality.answered_expectations("parsed", MIN_PARSE_RATE)
-    )
-    return result(
-        report,
+    return read_rate_above_floor(
+        scores,
+        "parsed",
+        MIN_PARSE_RATE,
         PARSE_RATE_SPEC.name,
-        severity=dg.AssetCheckSeverity.WARN,
-        parse_rate=float(scores["parsed"].notna().mean()) if len(scores) else 0.0,
-        floor=MIN_PARSE_RATE,
-        answers=len(scores),
-        failed_requests=int(scores["response_error"].notna().sum()),
+        rate_name="parse_rate",
+        count_name="answers",
+        error_column="response_error",
     )
