@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -30,10 +30,10 @@ class JSONHandler(BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serve(handler: type[JSONHandler], state: dict[str, Any]) -> Iterator[str]:
+def serve(handler: Callable[..., BaseHTTPRequestHandler], state: dict[str, Any] | None = None) -> Iterator[str]:
     """Run ``handler`` on a free port; yields ``http://127.0.0.1:PORT``."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.state = state  # type: ignore[attr-defined]
+    server.state = state if state is not None else {}  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

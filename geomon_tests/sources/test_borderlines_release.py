@@ -2,30 +2,26 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 
 import pytest
 
 from geomon.sources.borderlines import DisputesError, fetch_release, read_snapshot
 from geomon_tests.conftest import SHARED
+from geomon_tests.loopback import serve
 
 ROOT = SHARED / "snapshots" / "borderlines"
 
 
-@contextlib.contextmanager
+class QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
 def file_server(directory):
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(directory))
-    handler.log_message = lambda *a: None  # type: ignore[method-assign]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    """Serve ``directory``'s files the way GitHub's raw host serves the release's."""
+    return serve(functools.partial(QuietFiles, directory=str(directory)))
 
 
 def test_fetch_release_then_read_it_like_the_snapshot(tmp_path):
