@@ -35,8 +35,6 @@ def track_evaluation(
 ) -> dg.AssetCheckResult:
     """Record, compare, alert; returns the ``no_regression`` check result with the numbers."""
     history = MetricHistory(settings.store_url)
-    spec = settings.model(model)
-    previous = history.latest(suite, model, scope)
     current, comparisons = tracking.track(
         history,
         suite,
@@ -46,8 +44,7 @@ def track_evaluation(
         regression_metrics,
         scope=scope,
         versions=versions,
-        # A new model is judged against its predecessor once; afterwards against its own previous runs.
-        predecessor=spec.predecessor if previous is None else None,
+        predecessor=settings.model(model).predecessor,
         dagster_run_id=context.run.run_id,
     )
     rows = [{"against": c.against, **r.as_dict()} for c in comparisons for r in c.results]

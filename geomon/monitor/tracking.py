@@ -50,17 +50,15 @@ def track(
     predecessor: str | None = None,
     dagster_run_id: str = "",
 ) -> tuple[Evaluation, list[Comparison]]:
-    """Store this evaluation; compare it with the previous run and the predecessor's latest."""
+    """Store this evaluation; compare it with the model's previous run in the scope or, for its first
+    run there, with the predecessor's latest (a new model is judged against its predecessor once)."""
     current = history.record(
         suite, model, metrics, scope=scope, items=items, versions=versions, dagster_run_id=dagster_run_id
     )
-    current.items = items
-    comparisons = []
     previous = history.latest(suite, model, scope, before=current)
     if previous is not None:
-        comparisons.append(compare(current, previous, "previous run", regression_metrics))
-    if predecessor:
-        earlier = history.latest(suite, predecessor, scope)
-        if earlier is not None:
-            comparisons.append(compare(current, earlier, f"predecessor {predecessor}", regression_metrics))
-    return current, comparisons
+        return current, [compare(current, previous, "previous run", regression_metrics)]
+    earlier = history.latest(suite, predecessor, scope) if predecessor else None
+    if earlier is not None:
+        return current, [compare(current, earlier, f"predecessor {predecessor}", regression_metrics)]
+    return current, []
