@@ -38,8 +38,7 @@ def main() -> None:
     smollm2, gemma = bundled_specs()
     snapshot = read_snapshot(SNAPSHOT)
     prompts = worldbench.build_prompts(snapshot)
-    ordered = prompts.sort_values("question_id", ignore_index=True)
-    probes = ordered.iloc[:: max(1, len(ordered) // args.questions)].head(args.questions)
+    probes = drift.probe_set(prompts, args.questions)
     port = free_port()
     spec = ModelSpec(
         "provider-model",

@@ -21,13 +21,6 @@ DRIFT_SPEC = dg.AssetCheckSpec(
 )
 
 
-def probe_set(prompts: pd.DataFrame, size: int) -> pd.DataFrame:
-    """A fixed, spread-out sample of WorldBench questions (every k-th by question id)."""
-    ordered = prompts.sort_values("question_id", ignore_index=True)
-    step = max(1, len(ordered) // max(size, 1))
-    return ordered.iloc[::step].head(size).reset_index(drop=True)
-
-
 @dg.asset(
     key=["monitor", "drift_probe"],
     group_name="monitor",
@@ -43,7 +36,7 @@ def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, promp
         yield dg.Output({"skipped": "bundled"}, metadata={"probed": False, "reason": "bundled: fixed, hashed weights"})
         yield dg.AssetCheckResult(check_name=DRIFT_SPEC.name, passed=True, metadata={"probed": False})
         return
-    probes = probe_set(prompts, settings.drift.probe_questions)
+    probes = drift.probe_set(prompts, settings.drift.probe_questions)
     requests = worldbench.requests_for(probes, spec)
     cycle = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     verdict, cost = drift.probe(spec, requests, settings.store(), settings.drift, cycle, settings.engine)

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.engine.runner import EngineOptions, ask
@@ -47,6 +49,13 @@ class DriftVerdict:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "threshold": self.threshold}
+
+
+def probe_set(prompts: pd.DataFrame, size: int) -> pd.DataFrame:
+    """A fixed, spread-out sample of WorldBench questions (every k-th by question id)."""
+    ordered = prompts.sort_values("question_id", ignore_index=True)
+    step = max(1, len(ordered) // max(size, 1))
+    return ordered.iloc[::step].head(size).reset_index(drop=True)
 
 
 def _normal(text: str | None) -> str | None:
