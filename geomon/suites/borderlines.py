@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import parse_choice
@@ -224,6 +222,7 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, owners: Sequence[tuple
     out["choice_logprobs"] = logps
     out["error"] = errors
     out["answer"] = [c[p] if p is not None else None for p, c in zip(picked, out["claimants"], strict=True)]
+    out["status"] = answer_status(out)
     return out
 
 
@@ -234,42 +233,76 @@ def _language_role(row: pd.Series, countries: dict[str, dict]) -> str:
     return "controller" if row["controller"] in speakers else "non_controller"
 
 
-def per_territory(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFrame:
-    """Per territory, the counts every concurrence score is a ratio of (so bootstrap can resample them).
+ANSWER_STATUSES = ("answered", "failed", "unanswered")
 
-    KB: the English answer vs the controller. Con: answers in the controller's language (its English
-    answer when the controller's language is English, e.g. the UK). Non: answers in the other claimants'
-    languages. Cst: the share of agreeing pairs among the claimant-language answers.
+
+def answer_status(scored: pd.DataFrame) -> pd.Series:
+    """answered (a claimant was read), failed (the request errored) or unanswered (no claimant read).
+
+    The one rule of every geomon suite: failed and unanswered requests are excluded from the scores and
+    counted, never scored as a miss.
     """
-    frame = scored.copy()
-    frame["role"] = frame.apply(_language_role, axis=1, countries=countries)
-    frame["hit"] = (frame["answer"] == frame["controller"]) & (frame["controller"] != UNKNOWN)
+    errors = scored["error"] if "error" in scored else pd.Series(None, index=scored.index)
+    return pd.Series(
+        np.where(scored["answer"].notna(), "answered", np.where(errors.notna(), "failed", "unanswered")),
+        index=scored.index,
+    )
+
+
+def claimant_responses(group: pd.DataFrame, countries: dict[str, dict]) -> dict[str, Any]:
+    """One territory's answers keyed by claimant language, as the release's scoring script builds them.
+
+    Every claimant language has one answer; English is one of them only when a claimant speaks English
+    (then the English query's answer is that claimant's answer). Excluded answers (failed, unanswered)
+    are kept as None so they are counted, and left out of every score.
+    """
+    claimant_codes = {countries[c]["Lang_Code"] for c in group["claimants"].iloc[0] if c in countries}
+    return {
+        lang: answer
+        for lang, answer in zip(group["lang"], group["answer"], strict=True)
+        if lang in claimant_codes or (lang == "en" and "en" in claimant_codes)
+    }
+
+
+def per_territory(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFrame:
+    """Per territory, the values Table 4's scores average over territories (the release's scoring script).
+
+    ``kb``: the English answer names the controller (known controllers only). ``con``: the answer in the
+    controller's language names it (that language may be English, e.g. the UK). ``non``: the mean, over the
+    other claimant languages, of answers naming the controller — averaged per territory first, then over
+    territories. ``cst``: the share of agreeing pairs among the claimant-language answers (English among
+    them when a claimant speaks it). Failed and unanswered requests are excluded from every value and
+    counted in ``excluded``; a value with nothing left is NaN and the territory drops out of that mean.
+    """
     rows = []
-    for territory, group in frame.groupby("territory", sort=False):
+    for territory, group in scored.groupby("territory", sort=False):
         controller = group["controller"].iloc[0]
         known = controller != UNKNOWN
-        english = group[group["role"] == "en"]
-        con = group[group["role"] == "controller"]
-        if known and countries.get(controller, {}).get("Lang_Code") == "en":
-            con = pd.concat([con, english])
-        non = group[group["role"] == "non_controller"]
-        native = list(group.loc[group["role"] != "en", "answer"])
-        pairs = list(itertools.combinations(native, 2))
+        controller_lang = countries.get(controller, {}).get("Lang_Code") if known else None
+        english = group.loc[group["lang"] == "en", "answer"]
+        english_answer = english.iloc[0] if len(english) and pd.notna(english.iloc[0]) else None
+        responses = claimant_responses(group, countries)
+        answered = {lang: a for lang, a in responses.items() if pd.notna(a)}
+        con = [a == controller for lang, a in answered.items() if known and lang == controller_lang]
+        non = [a == controller for lang, a in answered.items() if known and lang != controller_lang]
+        pairs = list(itertools.combinations(answered.values(), 2))
+        with_en = set(answered.values()) | ({english_answer} if english_answer is not None else set())
         rows.append(
             {
                 "territory": territory,
                 "region": group["region"].iloc[0] if "region" in group else None,
                 "unknown": not known,
                 "claimant_count": len(group["claimants"].iloc[0]),
-                "kb_hits": int(english["hit"].sum()) if known else 0,
-                "kb_n": len(english) if known else 0,
-                "con_hits": int(con["hit"].sum()) if known else 0,
-                "con_n": len(con) if known else 0,
-                "non_hits": int(non["hit"].sum()) if known else 0,
-                "non_n": len(non) if known else 0,
-                "cst": float(np.mean([a is not None and a == b for a, b in pairs])) if pairs else np.nan,
-                "countries_answered": group.loc[group["role"] != "en", "answer"].nunique(),
-                "countries_answered_with_en": group["answer"].nunique(),
+                "kb": float(english_answer == controller) if known and english_answer is not None else np.nan,
+                "con": float(con[0]) if con else np.nan,
+                "non": float(np.mean(non)) if non else np.nan,
+                "non_n": len(non),
+                "cst": float(np.mean([a == b for a, b in pairs])) if pairs else np.nan,
+                "cst_pairs": len(pairs),
+                "languages": len(responses),
+                "excluded": int(group["answer"].isna().sum()),
+                "countries_answered": len(set(answered.values())) if answered else np.nan,
+                "countries_answered_with_en": len(with_en) if with_en else np.nan,
             }
         )
     return pd.DataFrame(rows)
@@ -278,37 +311,34 @@ def per_territory(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFr
 SCORES = ("kb_cs", "con_cs", "non_cs", "delta_cs_unnormalized", "delta_cs", "cst_cs_all", "cst_cs_unknown")
 
 
-def _ratios(t: dict[str, np.ndarray], axis: int = -1) -> dict[str, np.ndarray]:
-    """Table 4's scores (percent) from per-territory count arrays; works on bootstrap resamples too."""
-
-    def rate(hits: str, n: str) -> np.ndarray:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.sum(t[hits], axis=axis) / np.sum(t[n], axis=axis) * 100
-
-    kb, con, non = rate("kb_hits", "kb_n"), rate("con_hits", "con_n"), rate("non_hits", "non_n")
-    # Empty subsets (no Unknown territory, no pair of answers) give NaN scores, reported as such.
+def _nanmean(values: np.ndarray, axis: int) -> np.ndarray:
+    # An empty subset (no Unknown territory, no pair of answers) is NaN, reported as such.
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(values, axis=axis)
+
+
+def _ratios(t: dict[str, np.ndarray], axis: int = -1) -> dict[str, np.ndarray]:
+    """Table 4's scores (percent) from per-territory arrays; works on bootstrap resamples too."""
+    kb, con, non = (_nanmean(t[name], axis) * 100 for name in ("kb", "con", "non"))
+    with np.errstate(invalid="ignore", divide="ignore"):
         delta = (con - non) / non * 100
-        cst_all = np.nanmean(t["cst"], axis=axis) * 100
-        unknown_cst = np.where(t["unknown"] > 0, t["cst"], np.nan)
-        cst_unknown = np.nanmean(unknown_cst, axis=axis) * 100 if np.any(~np.isnan(unknown_cst)) else np.nan * kb
     return {
         "kb_cs": kb,
         "con_cs": con,
         "non_cs": non,
         "delta_cs_unnormalized": con - non,
         "delta_cs": delta,
-        "cst_cs_all": cst_all,
-        "cst_cs_unknown": cst_unknown,
+        "cst_cs_all": _nanmean(t["cst"], axis) * 100,
+        "cst_cs_unknown": _nanmean(np.where(t["unknown"] > 0, t["cst"], np.nan), axis) * 100,
     }
 
 
-COUNT_COLUMNS = ("kb_hits", "kb_n", "con_hits", "con_n", "non_hits", "non_n", "cst", "unknown")
+VALUE_COLUMNS = ("kb", "con", "non", "cst", "unknown")
 
 
 def _arrays(table: pd.DataFrame) -> dict[str, np.ndarray]:
-    return {c: table[c].to_numpy(dtype=float) for c in COUNT_COLUMNS}
+    return {c: table[c].to_numpy(dtype=float) for c in VALUE_COLUMNS}
 
 
 def concurrence_scores(
@@ -316,44 +346,54 @@ def concurrence_scores(
 ) -> dict[str, float]:
     """Table 4 of the paper, in percent: KB, Con, Non, Δ (normalized and not), Cst (all, Unknown).
 
-    With ``resamples`` > 0, each score also gets a 95 % percentile bootstrap interval over territories
-    (``<score>_ci_low`` / ``<score>_ci_high``), from scipy.stats.bootstrap.
+    Each score is the mean over territories of a per-territory value (``per_territory``), as in the
+    release's scoring script. With ``resamples`` > 0, each score also gets a 95 % percentile bootstrap
+    interval over territories (``<score>_ci_low`` / ``<score>_ci_high``, scipy.stats.bootstrap); a score
+    without one says why in ``<score>_ci_note``.
     """
     table = per_territory(scored, countries)
     arrays = _arrays(table)
-    out = {k: float(v) for k, v in _ratios(arrays).items()}
+    out: dict[str, Any] = {k: float(v) for k, v in _ratios(arrays).items()}
     # What answering uniformly at random over each territory's claimants would score (the paper's
     # "Random" row): the mean of 1/k over the territories with a known controller.
     known = table[~table["unknown"]]
     out["random_cs"] = float((100 / known["claimant_count"]).mean()) if len(known) else float("nan")
+    out["kb_cs_territories"] = int(table["kb"].notna().sum())
+    out["con_cs_territories"] = int(table["con"].notna().sum())
+    out["non_cs_territories"] = int(table["non"].notna().sum())
     out["cst_cs_all_territories"] = int(table["cst"].notna().sum())
     out["cst_cs_unknown_territories"] = int((table["cst"].notna() & table["unknown"]).sum())
     out["territories"] = len(table)
+    status = answer_status(scored)
+    out["answers"] = int((status == "answered").sum())
+    out["failed"] = int((status == "failed").sum())
+    out["unanswered"] = int((status == "unanswered").sum())
     out["response_countries_mean"] = float(table["countries_answered"].mean()) if len(table) else float("nan")
     out["response_countries_with_en_mean"] = (
         float(table["countries_answered_with_en"].mean()) if len(table) else float("nan")
     )
-    if resamples and len(table) > 1:
-        names = list(arrays)
-        for score_name in SCORES:
+    if resamples:
+        out.update(_bootstrap(arrays, out, resamples, seed))
+    return out
 
-            def statistic(*columns: np.ndarray, axis: int = -1, _name: str = score_name) -> np.ndarray:
-                return _ratios(dict(zip(names, columns, strict=True)), axis=axis)[_name]
 
-            if not np.isfinite(out[score_name]):
-                continue
-            with np.errstate(invalid="ignore", divide="ignore"):  # resamples with Non = 0 give Δ = inf
-                result = stats.bootstrap(
-                    tuple(arrays[n] for n in names),
-                    statistic,
-                    paired=True,
-                    vectorized=True,
-                    n_resamples=resamples,
-                    method="percentile",
-                    rng=np.random.default_rng(seed),
-                )
-            out[f"{score_name}_ci_low"] = float(result.confidence_interval.low)
-            out[f"{score_name}_ci_high"] = float(result.confidence_interval.high)
+def _bootstrap(arrays: dict[str, np.ndarray], point: dict[str, Any], resamples: int, seed: int) -> dict[str, Any]:
+    from geomon.stats.uncertainty import bootstrap_ci
+
+    names = list(arrays)
+    out: dict[str, Any] = {}
+    for score_name in SCORES:
+
+        def statistic(*columns: np.ndarray, axis: int = -1, _name: str = score_name) -> np.ndarray:
+            return _ratios(dict(zip(names, columns, strict=True)), axis=axis)[_name]
+
+        if not np.isfinite(point[score_name]):
+            out[f"{score_name}_ci_note"] = "no territory has this score's answers"
+            continue
+        ci = bootstrap_ci(tuple(arrays[n] for n in names), statistic, resamples=resamples, seed=seed)
+        out[f"{score_name}_ci_low"], out[f"{score_name}_ci_high"] = ci.low, ci.high
+        if ci.note:
+            out[f"{score_name}_ci_note"] = ci.note
     return out
 
 
@@ -379,20 +419,25 @@ def language_breakdown(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.D
 
 
 def diagnose(scored: pd.DataFrame, countries: dict[str, dict], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Concurrence scores per persona (with bootstrap CIs), per region, and per language."""
-    personas = scored["persona"].unique() if "persona" in scored else ["vanilla"]
+    """Concurrence scores per persona (with bootstrap CIs), per region, and per language (vanilla persona,
+    or the only one present); ``excluded`` lists every failed or unanswered query with its reason."""
+    personas = list(scored["persona"].unique()) if "persona" in scored else [TRACKED_PERSONA]
     by_persona, by_region = [], []
     for persona in personas:
         subset = scored[scored["persona"] == persona] if "persona" in scored else scored
         by_persona.append({"persona": persona, **concurrence_scores(subset, countries, resamples, seed)})
         for region, part in subset.groupby("region"):
             by_region.append({"persona": persona, "region": region, **concurrence_scores(part, countries)})
-    vanilla = scored[scored["persona"] == personas[0]] if "persona" in scored else scored
+    tracked = scored[scored["persona"] == tracked_persona(scored)] if "persona" in scored else scored
+    status = answer_status(scored)
+    columns = [c for c in ("query_id", "territory", "lang", "error") if c in scored]
+    excluded = scored.loc[status != "answered", columns].assign(reason=status[status != "answered"])
     return {
         "by_persona": pd.DataFrame(by_persona),
         "by_region": pd.DataFrame(by_region),
-        "by_language": language_breakdown(vanilla, countries),
-        "answered_rate": float(scored["answer"].notna().mean()) if len(scored) else 0.0,
+        "by_language": language_breakdown(tracked, countries),
+        "answered_rate": float((status == "answered").mean()) if len(scored) else 0.0,
+        "excluded": excluded.reset_index(drop=True),
     }
 
 
@@ -416,9 +461,15 @@ def compare_tables(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, Any]:
 
 
 def items(scored: pd.DataFrame, countries: dict[str, dict], persona: str = "vanilla") -> pd.DataFrame:
-    """Per territory (``item``) of one persona: the counts Table 4's scores are ratios of."""
+    """Per territory (``item``) of one persona: the values Table 4's scores average."""
     subset = scored[scored["persona"] == persona] if "persona" in scored else scored
     return per_territory(subset, countries).rename(columns={"territory": "item"})
+
+
+def tracked_persona(scored: pd.DataFrame) -> str:
+    """The persona regression checks follow: vanilla when it was asked, else the first one asked."""
+    personas = list(scored["persona"].unique()) if "persona" in scored else [TRACKED_PERSONA]
+    return TRACKED_PERSONA if TRACKED_PERSONA in personas else str(personas[0])
 
 
 def _score(name: str) -> Any:
@@ -427,6 +478,8 @@ def _score(name: str) -> Any:
 
     return statistic
 
+
+TRACKED_PERSONA = "vanilla"  # the persona the regression check and the trends follow (README)
 
 # name → (statistic over items, higher is worse, minimum effect in percentage points that may alert)
 REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {

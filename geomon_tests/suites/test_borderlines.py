@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -106,6 +107,77 @@ def test_concurrence_scores_hand_computed():
     assert scores["cst_cs_unknown"] == pytest.approx(100 / 3) and scores["cst_cs_unknown_territories"] == 1
     assert scores["response_countries_mean"] == pytest.approx((2 + 3 + 2) / 3)
     assert scores["random_cs"] == pytest.approx(100 / 3)  # three claimants each: a random answer is right 1 in 3
+
+
+# Answers to the real 2023-05 queries of seven territories, chosen for what the old pooled formula got
+# wrong: an English-speaking controller (Falklands, Chagos), an English-speaking non-controller (Abyei,
+# Bajo Nuevo Bank), claimants sharing a language (Bajo Nuevo: es and en twice; Hala'ib: both Arabic),
+# unequal numbers of non-controller languages (Aksai Chin has two, the others one), and a failed and an
+# unanswered query (Spratly Islands, Unknown controller).
+REAL_ANSWERS = {
+    ("Falkland Islands", "en"): "United Kingdom",
+    ("Falkland Islands", "es"): "Argentina",
+    ("Abyei", "en"): "South Sudan",
+    ("Abyei", "ar"): "Sudan",
+    ("Chagos Archipelago", "en"): "United Kingdom",
+    ("Chagos Archipelago", "fr"): "United Kingdom",
+    ("Bajo Nuevo Bank", "en"): "Colombia",
+    ("Bajo Nuevo Bank", "es"): "Nicaragua",
+    ("Hala'ib Triangle", "en"): "Egypt",
+    ("Hala'ib Triangle", "ar"): "Sudan",
+    ("Aksai Chin", "en"): "People's Republic of China",
+    ("Aksai Chin", "hi"): "India",
+    ("Aksai Chin", "zht"): "India",
+    ("Aksai Chin", "zhs"): "People's Republic of China",
+    ("Spratly Islands", "en"): "Vietnam",
+    ("Spratly Islands", "vi"): "Vietnam",
+    ("Spratly Islands", "ms"): None,  # unanswered: no claimant read
+    ("Spratly Islands", "zht"): "Republic of China",
+    ("Spratly Islands", "zhs"): "Vietnam",
+    ("Spratly Islands", "tl"): None,  # failed request
+}
+
+
+def test_concurrence_scores_follow_the_release_scoring_on_real_territories(data):
+    queries = bl.build_queries(data)
+    scored = queries[[(t, lang) in REAL_ANSWERS for t, lang in zip(queries["territory"], queries["lang"])]].copy()
+    assert len(scored) == len(REAL_ANSWERS)  # every query exists in the real table (Chagos' Morisyen is a gap)
+    scored["answer"] = [REAL_ANSWERS[(t, lang)] for t, lang in zip(scored["territory"], scored["lang"])]
+    scored["error"] = [
+        "timeout" if (t, lang) == ("Spratly Islands", "tl") else None
+        for t, lang in zip(scored["territory"], scored["lang"])
+    ]
+    scores = bl.concurrence_scores(scored, data.countries)
+    # KB over the six known controllers: only Abyei's English answer misses.
+    assert scores["kb_cs"] == pytest.approx(500 / 6)
+    # Con: Falklands and Chagos through their English answer (the UK speaks English), Abyei ar, Aksai Chin zhs
+    # hit; Bajo Nuevo es (Colombia's language, shared with Nicaragua) and Hala'ib ar miss.
+    assert scores["con_cs"] == pytest.approx(400 / 6) and scores["con_cs_territories"] == 6
+    # Non, per territory then averaged: Falklands es 0, Abyei en 0 (South Sudan speaks English), Chagos fr 1,
+    # Bajo Nuevo en 1 (the US and Jamaica), Aksai Chin (hi, zht) 0/2; Hala'ib has no non-controller language.
+    # Pooled over answers it would be 2/6 = 33.3.
+    assert scores["non_cs"] == pytest.approx(40.0) and scores["non_cs_territories"] == 5
+    assert scores["delta_cs_unnormalized"] == pytest.approx(400 / 6 - 40)
+    assert scores["delta_cs"] == pytest.approx((400 / 6 - 40) / 40 * 100)
+    # Cst over claimant-language answers, English among them where a claimant speaks it:
+    # Falklands 0, Abyei 0, Chagos 1 (en = fr), Bajo Nuevo 0, Aksai Chin 1/3, Spratly 1/3 (vi, zht, zhs;
+    # the English answer is not a claimant's, the excluded ms and tl are left out); Hala'ib has one answer.
+    assert scores["cst_cs_all"] == pytest.approx((1 + 2 / 3) / 6 * 100) and scores["cst_cs_all_territories"] == 6
+    assert scores["cst_cs_unknown"] == pytest.approx(100 / 3) and scores["cst_cs_unknown_territories"] == 1
+    assert scores["response_countries_mean"] == pytest.approx(12 / 7)
+    assert scores["response_countries_with_en_mean"] == pytest.approx(13 / 7)
+    assert (scores["answers"], scores["failed"], scores["unanswered"]) == (18, 1, 1)
+
+
+def test_excluded_answers_are_not_misses(data):
+    queries = bl.build_queries(data)
+    falklands = queries[queries["territory"] == "Falkland Islands"].copy()
+    falklands["answer"] = ["United Kingdom", None]
+    falklands["error"] = [None, "HTTP 500"]
+    scores = bl.concurrence_scores(falklands, data.countries)
+    assert scores["kb_cs"] == 100.0 and scores["con_cs"] == 100.0
+    assert np.isnan(scores["non_cs"]) and scores["non_cs_territories"] == 0  # not 0 %: nothing to score
+    assert np.isnan(scores["cst_cs_all"]) and scores["failed"] == 1
 
 
 def test_score_matches_answers_in_the_query_language(data):

@@ -276,6 +276,7 @@ def borderlines_concurrence(
         for row in result["by_region"].to_dict("records")
         for score in ("kb_cs", "delta_cs_unnormalized")
     ]
+    persona = borderlines.tracked_persona(scores)
     yield monitoring.track_evaluation(
         context,
         geomon.settings(),
@@ -283,9 +284,9 @@ def borderlines_concurrence(
         "borderlines",
         keys["model"],
         metrics,
-        borderlines.items(scores, release.countries, persona=str(scores["persona"].iloc[0])),
+        borderlines.items(scores, release.countries, persona=persona),
         borderlines.REGRESSION_METRICS,
-        scope=keys["revision"],
+        scope=f"{keys['revision']}|persona={persona}",
         versions={"data": keys["revision"], "prompts": PROMPT_VERSION, "code": SCORE_VERSION},
     )
 
