@@ -140,12 +140,13 @@ REAL_ANSWERS = {
 
 def test_concurrence_scores_follow_the_release_scoring_on_real_territories(data):
     queries = bl.build_queries(data)
-    scored = queries[[(t, lang) in REAL_ANSWERS for t, lang in zip(queries["territory"], queries["lang"])]].copy()
+    keys = list(zip(queries["territory"], queries["lang"], strict=True))
+    scored = queries[[key in REAL_ANSWERS for key in keys]].copy()
     assert len(scored) == len(REAL_ANSWERS)  # every query exists in the real table (Chagos' Morisyen is a gap)
-    scored["answer"] = [REAL_ANSWERS[(t, lang)] for t, lang in zip(scored["territory"], scored["lang"])]
+    scored["answer"] = [REAL_ANSWERS[key] for key in zip(scored["territory"], scored["lang"], strict=True)]
     scored["error"] = [
         "timeout" if (t, lang) == ("Spratly Islands", "tl") else None
-        for t, lang in zip(scored["territory"], scored["lang"])
+        for t, lang in zip(scored["territory"], scored["lang"], strict=True)
     ]
     scores = bl.concurrence_scores(scored, data.countries)
     # KB over the six known controllers: only Abyei's English answer misses.
