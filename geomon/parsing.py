@@ -5,6 +5,7 @@ Model output is data, never code: everything here is regular expressions over te
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -19,6 +20,10 @@ _REFUSAL = re.compile(
 
 _SCALES = {
     "thousand": 1e3,
+    "thousands": 1e3,
+    "millions": 1e6,
+    "billions": 1e9,
+    "trillions": 1e12,
     "k": 1e3,
     "million": 1e6,
     "mn": 1e6,
@@ -30,6 +35,12 @@ _SCALES = {
     "trillion": 1e12,
     "tn": 1e12,
     "t": 1e12,
+    # South-Asian English: 1 lakh = 100,000; 1 crore = 10,000,000.
+    "lakh": 1e5,
+    "lakhs": 1e5,
+    "lac": 1e5,
+    "crore": 1e7,
+    "crores": 1e7,
 }
 # Longest alternatives first so "million" wins over "m".
 _SCALE_WORDS = "|".join(sorted(_SCALES, key=len, reverse=True))
@@ -37,7 +48,8 @@ _SCALE_WORDS = "|".join(sorted(_SCALES, key=len, reverse=True))
 # A number in one of the separator conventions models use:
 #   1,234,567.89  1 234 567  1'234'567  1.234.567,89  1234.5  1234,5  .5
 _NUMBER = (
-    r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?"  # 1,234,567.89
+    r"(?:\d{1,2}(?:,\d{2})+,\d{3}(?:\.\d+)?"  # 14,00,00,000 (South-Asian grouping: lakh, crore)
+    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"  # 1,234,567.89
     r"|\d{1,3}(?:[ \u00a0\u202f']\d{3})+(?:[.,]\d+)?"  # 1 234 567 / 1'234'567
     r"|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?"  # 1.234.567,89 (two or more dot groups: unambiguous)
     r"|\d+(?:[.,]\d+)?"  # 1234.5 / 1234,5 / 8,703 (resolved below)
@@ -45,12 +57,20 @@ _NUMBER = (
 )
 _EXPONENT = r"(?:\s*(?:[eE](?P<exp_e>[+-]?\d+)|\s*[x×*]\s*10\s*\^\s*(?P<exp_pow>[+-]?\d+)))?"
 _QUANTITY = re.compile(
-    rf"(?P<sign>[-−])?(?P<num>{_NUMBER}){_EXPONENT}"
+    # A digit glued to a letter is part of a word ("CO2", "PM2.5"), not a quantity.
+    rf"(?<![^\W\d_])(?P<sign>[-−])?(?P<num>{_NUMBER}){_EXPONENT}"
     rf"(?:\s*(?P<scale>{_SCALE_WORDS})(?![a-z]))?(?P<pct>\s*%|\s*percent)?",
     re.IGNORECASE,
 )
 _RANGE_JOINER = re.compile(r"^\s*(?:-|–|—|to|and)\s*$", re.IGNORECASE)
-_YEAR_CONTEXT = re.compile(r"(?:\bin|\bas\s+of|\bsince|\bfor|\byear|\bby|\(|,)\s*$", re.IGNORECASE)
+# Words after which a four-digit year is the answer's context ("data from 2019, …"), not the answer.
+_YEAR_CONTEXT = re.compile(
+    r"(?:\b(?:in|as\s+of|since|for|year|by|from|of|during|until|till|through|estimate[sd]?|data|figures?|"
+    r"census|survey|report(?:ed)?)|\(|,|;|:)\s*$",
+    re.IGNORECASE,
+)
+# Punctuation right after a year that marks it as context ("2019: 3.1", "In 2019, …").
+_YEAR_FOLLOWER = re.compile(r"^\s*[,;:)]")
 
 
 @dataclass(frozen=True)
@@ -69,8 +89,11 @@ def _to_float(num: str) -> float:
     if "," in s and "." in s:  # 1,234,567.89
         return float(s.replace(",", ""))
     groups = s.split(",")
-    # "8,703" and "1,234,567" are thousands; "3,5" and "1234,567" use a decimal comma.
+    # "8,703" and "1,234,567" are thousands; "14,00,00,000" is South-Asian grouping (lakh, crore);
+    # "3,5" and "1234,567" use a decimal comma.
     if len(groups) > 1 and len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:]):
+        return float("".join(groups))
+    if len(groups) > 2 and len(groups[-1]) == 3 and all(len(g) == 2 for g in groups[1:-1]):
         return float("".join(groups))
     return float(s.replace(",", "."))
 
@@ -79,7 +102,8 @@ def _multiplier(m: re.Match[str]) -> float:
     factor = 1.0
     exp = m.group("exp_e") or m.group("exp_pow")
     if exp:
-        factor *= 10.0 ** int(exp)
+        # Beyond 10^308 a float overflows; such a value is "not read" (checked by the caller).
+        factor *= 10.0 ** max(min(int(exp), 400), -400) if len(exp) < 6 else float("inf")
     scale = m.group("scale")
     # A single letter counts as a scale when attached ("5M", "12k") or capitalised ("5 M");
     # "5 m" is more likely metres.
@@ -89,35 +113,142 @@ def _multiplier(m: re.Match[str]) -> float:
 
 
 def _quantity_value(m: re.Match[str]) -> float:
-    value = _to_float(m.group("num")) * _multiplier(m)
+    try:
+        value = _to_float(m.group("num")) * _multiplier(m)
+    except OverflowError:
+        return float("inf")
     return -value if m.group("sign") else value
 
 
-def _looks_like_year(m: re.Match[str], text: str) -> bool:
+def _looks_like_year(m: re.Match[str], text: str, is_last: bool) -> bool:
+    """A four-digit year given as context ("data from 2019, the GDP is …"), not as the answer."""
     num = m.group("num")
-    if not (len(num) == 4 and num.isdigit() and 1900 <= int(num) <= 2100) or m.group("scale") or m.group("pct"):
+    if not (len(num) == 4 and num.isdigit() and 1900 <= int(num) <= 2100):
         return False
-    return bool(_YEAR_CONTEXT.search(text[: m.start()]))
+    if m.group("scale") or m.group("pct") or m.group("sign") or m.group("exp_e") or m.group("exp_pow"):
+        return False
+    if _YEAR_CONTEXT.search(text[: m.start()]):
+        return True
+    return not is_last and bool(_YEAR_FOLLOWER.match(text[m.end() :]))
+
+
+# --- number words ("roughly one million", "two hundred thousand", "a lakh") ---------------------------
+
+_UNIT_WORDS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+        ]
+    )
+}
+_TENS_WORDS = {
+    w: 10 * (i + 2)
+    for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"])
+}
+_BIG_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "lakh": 1e5, "crore": 1e7}
+_WORD_VOCAB = [*_UNIT_WORDS, *_TENS_WORDS, *_BIG_WORDS, "hundred", "and", "a", "an", "half"]
+_NUMBER_WORDS = re.compile(
+    r"(?<![\w-])(?:(?:" + "|".join(sorted(_WORD_VOCAB, key=len, reverse=True)) + r")s?(?:[\s-]+|(?![\w-])))+",
+    re.IGNORECASE,
+)
+
+
+def _words_value(words: list[str]) -> float | None:
+    total, current, seen_number = 0.0, 0.0, False
+    for i, word in enumerate(words):
+        word = word.rstrip("s") if word.rstrip("s") in (*_BIG_WORDS, "hundred") else word
+        if word in _UNIT_WORDS or word in _TENS_WORDS:
+            current += _UNIT_WORDS.get(word, 0) + _TENS_WORDS.get(word, 0)
+            seen_number = True
+        elif word in ("a", "an"):
+            if i + 1 < len(words) and words[i + 1] in ("half", "hundred", *_BIG_WORDS):
+                current = current or 1.0
+        elif word == "half":
+            current = current + 0.5 if seen_number else 0.5  # "one and a half", "half a million"
+            seen_number = True
+        elif word == "hundred":
+            current = (current or 1.0) * 100
+            seen_number = True
+        elif word in _BIG_WORDS:
+            total += (current or 1.0) * _BIG_WORDS[word]
+            current = 0.0
+            seen_number = True
+    return total + current if seen_number else None
+
+
+def _number_words_to_digits(text: str) -> str:
+    """Spell out number words as digits where they are unambiguously a quantity: with a scale word
+    ("one million", "a lakh"), a tens or teens word ("twenty-five"), or as the whole answer ("Three.")."""
+
+    def replace(m: re.Match[str]) -> str:
+        words = [w.lower() for w in re.split(r"[\s-]+", m.group(0).strip()) if w]
+        while words and words[-1] in ("and", "a", "an"):
+            words.pop()
+        while words and words[0] in ("and",):
+            words.pop(0)
+        if not words or not any(w in _UNIT_WORDS or w in _TENS_WORDS or w in ("a", "an", "half") for w in words):
+            return m.group(0)  # "1.2 million": the scale word of a written number, left to the number
+        has_scale = any(w.rstrip("s") in (*_BIG_WORDS, "hundred") for w in words)
+        has_tens = any(w in _TENS_WORDS or _UNIT_WORDS.get(w, 0) >= 10 for w in words)
+        whole = text.strip(" .!\n\t").lower() == " ".join(words)
+        value = _words_value(words) if (has_scale or has_tens or whole) else None
+        if value is None:
+            return m.group(0)
+        trailing = m.group(0)[len(m.group(0).rstrip()) :]
+        kept = m.group(0).strip().split()
+        # Put back a trailing "and"/"a" that was not part of the number.
+        rest = " ".join(kept[len(" ".join(words).split()) :]) if len(kept) > len(words) else ""
+        return f"{value:.15g}" + (f" {rest}" if rest else "") + trailing
+
+    return _NUMBER_WORDS.sub(replace, text)
 
 
 def parse_number_detail(text: str | None) -> ParsedNumber | None:
-    """The first number a model gave, with scale words, separators, ranges and years handled."""
+    """The first number a model gave, with scale words, number words, separators (including South-Asian
+    grouping), ranges, years stated as context and refusals followed by a figure handled. A value that is not finite is not read."""
     if not text:
         return None
-    clean = _SPECIAL_TOKENS.sub(" ", text)
+    clean = _number_words_to_digits(_SPECIAL_TOKENS.sub(" ", text))
     matches = list(_QUANTITY.finditer(clean))
     if not matches:
         return None
     notes = []
     idx = 0
-    # "In 2021, the population was 8.7 million": a leading year is context, not the answer.
-    while idx < len(matches) - 1 and _looks_like_year(matches[idx], clean):
+    # "In 2021, the population was 8.7 million", "not available for 2022; in 2019 it was 3.1": a year
+    # given as context is skipped; an answer of nothing but context years has no number.
+    while idx < len(matches) and _looks_like_year(matches[idx], clean, idx == len(matches) - 1):
         idx += 1
+    if idx == len(matches):
+        return None
+    if idx:
         notes.append("year skipped")
     first = matches[idx]
-    if _REFUSAL.search(clean[: first.start()]) and not clean[: first.start()].strip().endswith(":"):
-        return None
+    before = clean[: first.start()]
+    if _REFUSAL.search(before):
+        notes.append("after a refusal")  # "not available for 2022; in 2019 it was 3.1": the figure counts
     value = _quantity_value(first)
+    if not math.isfinite(value):
+        return None
     if idx + 1 < len(matches):
         second = matches[idx + 1]
         joiner = clean[first.end() : second.start()]
@@ -127,7 +258,7 @@ def parse_number_detail(text: str | None) -> ParsedNumber | None:
             hi = _to_float(second.group("num")) * _multiplier(second)
             if not first.group("scale") and second.group("scale"):
                 value *= _multiplier(second)  # "2-3 million": one scale word for both ends
-            if value <= hi:
+            if value <= hi and math.isfinite(hi):
                 notes.append("range midpoint")
                 text_span = clean[first.start() : second.end()].strip()
                 return ParsedNumber((value + hi) / 2, text_span, "; ".join(notes))
@@ -220,12 +351,16 @@ def parse_choice(text: str | None, choices: Sequence[str]) -> int | None:
 
 # --- citations ----------------------------------------------------------------------------------
 
-_CITATION = re.compile(
-    r"(?P<source>World\s+Bank|WHO|World\s+Health\s+Organi[sz]ation|IMF|International\s+Monetary\s+Fund|"
-    r"United\s+Nations|UN(?:ESCO|DP|ICEF)?|OECD|ILO|IEA|CIA\s+World\s+Factbook)"
-    r"[^0-9\n]{0,40}?(?P<year>(?:19|20)\d{2})",
-    re.IGNORECASE,
+# Sources models cite. Full names match in any case; acronyms only in capitals ("who" and "un" are
+# words); both only as whole words ("un" in "country" is not the UN).
+_SOURCE = (
+    r"\b(?:(?i:world\s+bank|world\s+health\s+organi[sz]ation|international\s+monetary\s+fund|"
+    r"united\s+nations(?:\s+development\s+programme)?|international\s+labou?r\s+organi[sz]ation|"
+    r"international\s+energy\s+agency|cia\s+world\s+factbook)|"
+    r"WHO|IMF|UN(?:ESCO|DP|ICEF)?|OECD|ILO|IEA|CIA)\b"
 )
+_CITATION = re.compile(rf"(?P<source>{_SOURCE})[^0-9\n]{{0,40}}?\b(?P<year>(?:19|20)\d{{2}})\b")
+_WORLD_BANK = re.compile(r"world\s+bank", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -242,3 +377,8 @@ def find_citation(text: str | None) -> Citation | None:
     if not m:
         return None
     return Citation(source=re.sub(r"\s+", " ", m.group("source")).strip(), year=int(m.group("year")))
+
+
+def mentions_world_bank(text: str | None) -> bool:
+    """WorldBench's citation rule: the string "World Bank" occurs (case-insensitive), with or without a year."""
+    return bool(text) and bool(_WORLD_BANK.search(text))

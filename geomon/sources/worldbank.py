@@ -22,18 +22,20 @@ DEFAULT_API_URL = "https://api.worldbank.org/v2"
 WDI_SOURCE_ID = 2
 
 # The 11 indicators of WorldBench's Table 1: code → the phrase a question uses.
+# WDI code → the metric as the WorldBench paper words it (Table 1; the paper title-cases it), which is
+# what its prompts ask for. The WDI series names stay in ``WorldBankSnapshot.indicators["name"]``.
 DEFAULT_INDICATORS: dict[str, str] = {
-    "SP.POP.TOTL": "population",
-    "SL.UEM.TOTL.ZS": "unemployment rate (% of total labor force)",
-    "SH.STA.MMRT": "maternal mortality ratio (per 100,000 live births)",
-    "SG.GEN.PARL.ZS": "proportion of seats held by women in national parliament (%)",
-    "SE.XPD.TOTL.GD.ZS": "government expenditure on education (% of GDP)",
-    "EG.ELC.ACCS.ZS": "access to electricity (% of population)",
-    "AG.LND.AGRI.ZS": "agricultural land (% of land area)",
-    "EN.ATM.CO2E.PC": "CO2 emissions (metric tons per capita)",
-    "NY.GDP.MKTP.CD": "GDP (current US$)",
-    "SL.GDP.PCAP.EM.KD": "GDP per person employed (constant 2017 PPP $)",
-    "EG.FEC.RNEW.ZS": "renewable energy consumption (% of total final energy consumption)",
+    "SP.POP.TOTL": "total population",
+    "SL.UEM.TOTL.ZS": "unemployment as a percent of the total labor force",
+    "SH.STA.MMRT": "maternal mortality ratio as number of deaths per 100,000 live births",
+    "SG.GEN.PARL.ZS": "proportion of seats held by women in national parliaments (as a percent)",
+    "SE.XPD.TOTL.GD.ZS": "government expenditure on education as a total percent of GDP",
+    "EG.ELC.ACCS.ZS": "percent of the total population that has access to electricity",
+    "AG.LND.AGRI.ZS": "percent of total land area that is agricultural",
+    "EN.ATM.CO2E.PC": "amount of carbon dioxide emissions in metric tonnes per capita",
+    "NY.GDP.MKTP.CD": "GDP measured in US dollars",
+    "SL.GDP.PCAP.EM.KD": "GDP at purchasing power parity (PPP) per person employed",
+    "EG.FEC.RNEW.ZS": "renewable energy consumption as a percent of total final energy consumption",
 }
 
 
