@@ -134,37 +134,10 @@ def _looks_like_year(m: re.Match[str], text: str, is_last: bool) -> bool:
 
 # --- number words ("roughly one million", "two hundred thousand", "a lakh") ---------------------------
 
-_UNIT_WORDS = {
-    w: i
-    for i, w in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-            "thirteen",
-            "fourteen",
-            "fifteen",
-            "sixteen",
-            "seventeen",
-            "eighteen",
-            "nineteen",
-        ]
-    )
-}
-_TENS_WORDS = {
-    w: 10 * (i + 2)
-    for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"])
-}
+_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+_UNIT_WORDS = {w: i for i, w in enumerate([*_UNITS.split(" "), "seventeen", "eighteen", "nineteen"])}
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety"
+_TENS_WORDS = {w: 10 * (i + 2) for i, w in enumerate(_TENS.split(" "))}
 _BIG_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "lakh": 1e5, "crore": 1e7}
 _WORD_VOCAB = [*_UNIT_WORDS, *_TENS_WORDS, *_BIG_WORDS, "hundred", "and", "a", "an", "half"]
 _NUMBER_WORDS = re.compile(
@@ -225,7 +198,8 @@ def _number_words_to_digits(text: str) -> str:
 
 def parse_number_detail(text: str | None) -> ParsedNumber | None:
     """The first number a model gave, with scale words, number words, separators (including South-Asian
-    grouping), ranges, years stated as context and refusals followed by a figure handled. A value that is not finite is not read."""
+    grouping), ranges, years stated as context and refusals followed by a figure handled. A value that
+    is not finite is not read."""
     if not text:
         return None
     clean = _number_words_to_digits(_SPECIAL_TOKENS.sub(" ", text))
