@@ -30,7 +30,12 @@ def group_error_chart(disparity: pd.DataFrame, title: str) -> bytes:
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     for ax, cat in zip(axes, ("region", "income_group"), strict=True):
         part = overall[overall["categorization"] == cat].sort_values("mean_error")
-        ax.barh(part["group"], part["mean_error"], color="#4c72b0")
+        if "mean_ci_low" in part:  # 95 % bootstrap intervals over each group's countries
+            low = (part["mean_error"] - part["mean_ci_low"]).clip(lower=0).fillna(0)
+            high = (part["mean_ci_high"] - part["mean_error"]).clip(lower=0).fillna(0)
+            ax.barh(part["group"], part["mean_error"], xerr=[low, high], color="#4c72b0", ecolor="#333", capsize=3)
+        else:
+            ax.barh(part["group"], part["mean_error"], color="#4c72b0")
         base = disparity[
             (disparity["indicator"] == "all")
             & (disparity["categorization"] == cat)

@@ -18,14 +18,16 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
     sections = [
         "<h1>geomon — WorldBench</h1>",
         "<p>Absolute relative error |a−b|/max(a,b) against World Bank ground truth (mean of the latest three "
-        "years); disparity = max − min of group mean errors; baseline = the same countries randomly "
-        "re-categorized (10 seeded trials).</p>",
+        "years); disparity = max − min of group mean errors, with 95 % bootstrap intervals (countries resampled "
+        "within groups); baseline = the paper's: the same countries put in k = 7 (regions) or 4 (income groups) "
+        "random groups, 10 seeded trials; <code>baseline_shuffled_labels</code> keeps the real group sizes. "
+        "Failed requests and answers without a number are left out of every mean and counted.</p>",
         board.to_html(index=False, float_format=lambda v: f"{v:.3f}"),
     ]
     for model, result in sorted(results.items()):
         model_dir = out_dir / model
         model_dir.mkdir(exist_ok=True)
-        for name in ("disparity", "by_year", "citations", "countries"):
+        for name in ("disparity", "by_year", "citations", "countries", "excluded"):
             result[name].to_csv(model_dir / f"{name}.csv", index=False)
         group_png = charts.group_error_chart(result["disparity"], f"WorldBench — {model}")
         year_png = charts.error_by_year_chart(result["by_year"], f"Data year matched — {model}")
@@ -34,6 +36,9 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
             _img(group_png),
             _img(year_png),
             result["by_year"].to_html(index=False, float_format=lambda v: f"{v:.3f}"),
+            f"<p>Left out of the scores: {len(result['excluded'])} answers "
+            f"({html.escape(str(result['excluded']['status'].value_counts().to_dict()))}); "
+            f"listed in {html.escape(model)}/excluded.csv.</p>",
         ]
     return charts.write_html(out_dir / "report.html", "geomon WorldBench", sections)
 

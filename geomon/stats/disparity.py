@@ -48,25 +48,38 @@ def random_baseline(
     trials: int = 10,
     seed: int = 0,
     stat: str = "mean",
+    k: int | None = None,
+    method: str = "random_categorization",
 ) -> dict[str, float]:
-    """Disparity expected from a random categorization of the same items into the same number of groups.
+    """Disparity expected from a random categorization of the same items, ``trials`` times (seeded).
 
-    The real group labels are shuffled over the items (group sizes kept), ``trials`` times with a
-    fixed seed; returns the mean and standard deviation of the disparity over the trials.
+    ``random_categorization`` (WorldBench's baseline): each item is put in one of ``k`` groups at random
+    (k = 7 for regions, 4 for income groups in the paper; default: the number of real groups); empty
+    groups do not count. ``shuffled_labels`` (a variant geomon also reports): the real labels are
+    permuted over the items, so every group keeps its real size — a baseline that also carries the
+    noise of small groups (North America has three countries), which the paper's baseline does not.
+    Returns the mean and standard deviation of the disparity over the trials.
     """
     data = per_item.dropna(subset=[group_col, value_col])
     rng = np.random.default_rng(seed)
     labels = data[group_col].to_numpy()
-    values = data[value_col].to_numpy(dtype=float)
+    values = pd.Series(data[value_col].to_numpy(dtype=float))
+    groups = k or len(set(labels))
     results = []
     for _ in range(trials):
-        shuffled = pd.Series(values).groupby(rng.permutation(labels)).agg(stat)
-        results.append(disparity(shuffled))
+        if method == "random_categorization":
+            assignment = rng.integers(0, groups, size=len(values))
+        elif method == "shuffled_labels":
+            assignment = rng.permutation(labels)
+        else:
+            raise ValueError(f"unknown baseline method {method!r}; use random_categorization or shuffled_labels")
+        results.append(disparity(values.groupby(assignment).agg(stat)))
     return {
         "mean": float(np.mean(results)),
         "std": float(np.std(results, ddof=1)) if trials > 1 else 0.0,
         "trials": trials,
-        "groups": len(set(labels)),
+        "groups": groups,
+        "method": method,
     }
 
 

@@ -122,3 +122,22 @@ def group_bootstrap(
     stacked = np.vstack(list(per_group.values()))
     disparity = _percentile_interval(stacked.max(axis=0) - stacked.min(axis=0), confidence, "empty group")
     return GroupIntervals(groups, disparity)
+
+
+def mean_difference(
+    a: np.ndarray, b: np.ndarray, *, resamples: int = RESAMPLES, seed: int = 0, confidence: float = CONFIDENCE
+) -> tuple[float, Interval]:
+    """mean(a) − mean(b) of two independent samples, with a percentile interval resampling each sample."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if a.size == 0 or b.size == 0:
+        return float("nan"), Interval(float("nan"), float("nan"), "one of the two samples is empty")
+    point = float(a.mean() - b.mean())
+    if a.size < 2 or b.size < 2:
+        return point, Interval(float("nan"), float("nan"), "a sample with one item: no interval")
+    rng = np.random.default_rng(seed)
+    draws = a[rng.integers(0, a.size, (resamples, a.size))].mean(axis=1) - b[
+        rng.integers(0, b.size, (resamples, b.size))
+    ].mean(axis=1)
+    return point, _percentile_interval(draws, confidence, "empty sample")

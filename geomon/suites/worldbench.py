@@ -14,14 +14,17 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
-from geomon.parsing import find_citation, parse_number_detail
+from geomon.parsing import find_citation, mentions_world_bank, parse_number_detail
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
 from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
+from geomon.stats.uncertainty import group_bootstrap, mean_difference
 
 CODE_VERSION = "worldbench-1"
 EXAMPLE_COUNTRIES = {"CHE": "Switzerland", "COL": "Colombia", "MLI": "Mali"}
 GROUND_TRUTH_YEARS = 3
-YEARS_FOR_RECENCY = 10
+YEARS_FOR_RECENCY = 10  # the citation cross-check and the by-year curve look this far back
+RECENT_WINDOW_YEARS = 5  # "most recent" values: countries without any in the past five years are left out
+CATEGORIZATIONS = (("region", 7), ("income_group", 4))  # the paper's k for its random baseline
 MAX_TOKENS = 20  # a number, maybe with a unit or a citation; the paper asks for the number only
 
 BASE_INSTRUCTION = (
@@ -55,6 +58,11 @@ def ground_truth(snapshot: WorldBankSnapshot, year: int | None = None) -> pd.Dat
     return out.reset_index()
 
 
+def prompt_variant(example_country: str = "CHE", year: int | None = None) -> str:
+    """The prompt variant a run asked: regression checks compare runs of the same variant only."""
+    return f"example={example_country},year={year or 'latest'}"
+
+
 def format_value(value: float) -> str:
     """How the example answer is written: thousands separators for large numbers."""
     if abs(value) >= 1000:
@@ -72,8 +80,8 @@ def build_prompts(
     """One row per (indicator, iso3) with ground truth (public, DESIGN.md).
 
     Columns: question_id, indicator, iso3, country, region, income_group, ground_truth, gt_years,
-    year, messages (chat form, Figure 4 of the paper) and prompt (the equivalent completion prompt
-    for base models). ``year`` asks "… in 2016" and takes that year's value as ground truth.
+    year, variant (``prompt_variant``), messages (chat form, Figure 4 of the paper) and prompt (the
+    equivalent completion prompt for base models). ``year`` asks "… in 2016" and takes that year's value as ground truth.
     ``attrs["skipped"]`` counts the pairs left out for lack of data; ``attrs["indicators_left_out"]``
     names the indicators a year variant cannot ask (no example value that year).
     """
@@ -95,6 +103,7 @@ def build_prompts(
     if unknown:
         raise PromptError(f"countries {sorted(unknown)} are not economies of the snapshot")
     year_text = f" in {year}" if year else ""
+    variant = prompt_variant(example_country, year)
     for code, phrase in indicators.items():
         by_iso = truth[truth["indicator"] == code].set_index("iso3")
         if example_country not in by_iso.index:
@@ -134,6 +143,7 @@ def build_prompts(
                     "ground_truth": float(by_iso.loc[iso3, "ground_truth"]),
                     "gt_years": by_iso.loc[iso3, "gt_years"],
                     "year": year,
+                    "variant": variant,
                     "messages": messages,
                     "prompt": prompt,
                 }
@@ -156,19 +166,35 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationReque
 
 
 def score(prompts: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
-    """Per answer: parsed number, how it was read, absolute relative error, any cited source and year."""
+    """Per answer: parsed number, how it was read, absolute relative error, any cited source and year.
+
+    ``status``: answered (a number was read), failed (the request errored) or unanswered (no number) —
+    failed and unanswered answers have no error and are left out of every mean, and counted. A negative
+    number for these non-negative indicators is wrong by the full amount: error 1 (the paper's error lies
+    in [0, 1]; |a − b| / max(|a|, |b|) would exceed 1), noted in ``parse_note``.
+    """
     if len(prompts) != len(responses):
         raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
-    parsed = [parse_number_detail(t) if isinstance(t, str) else None for t in responses["text"]]
-    citations = [find_citation(t) if isinstance(t, str) else None for t in responses["text"]]
+    texts = [t if isinstance(t, str) else None for t in responses["text"]]
+    parsed = [parse_number_detail(t) for t in texts]
+    citations = [find_citation(t) for t in texts]
     out = prompts.drop(columns=["messages", "prompt"]).reset_index(drop=True).copy()
     out["response"] = responses["text"].to_numpy()
     out["response_error"] = responses["error"].to_numpy()
     out["parsed"] = [p.value if p else np.nan for p in parsed]
-    out["parse_note"] = [p.note if p else "" for p in parsed]
-    out["error"] = abs_rel_error(out["parsed"].to_numpy(), out["ground_truth"].to_numpy())
+    negative = out["parsed"].to_numpy() < 0
+    out["parse_note"] = [
+        "; ".join(filter(None, [p.note if p else "", "negative: error 1" if neg else ""]))
+        for p, neg in zip(parsed, negative, strict=True)
+    ]
+    error = abs_rel_error(out["parsed"].to_numpy(), out["ground_truth"].to_numpy())
+    out["error"] = np.where(negative, 1.0, error)
+    out["status"] = np.where(
+        out["parsed"].notna(), "answered", np.where(out["response_error"].notna(), "failed", "unanswered")
+    )
     out["cited_source"] = [c.source if c else None for c in citations]
     out["cited_year"] = [c.year if c else None for c in citations]
+    out["mentions_world_bank"] = [mentions_world_bank(t) for t in texts]
     return out
 
 
@@ -183,39 +209,64 @@ def per_country(scores: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def disparity_table(scores: pd.DataFrame, trials: int = 10, seed: int = 0) -> pd.DataFrame:
-    """One row per (categorization, group, statistic) plus disparity and baseline rows, per indicator and overall."""
+def disparity_table(scores: pd.DataFrame, trials: int = 10, seed: int = 0, resamples: int = 1000) -> pd.DataFrame:
+    """One row per (categorization, group) plus disparity rows, per indicator and overall.
+
+    Group rows: mean and median error over the group's countries (each country's mean over its
+    indicators) with 95 % bootstrap intervals resampling countries within the group. Disparity rows
+    (``disparity_mean``, ``disparity_median``): max − min over groups, its interval from the same
+    resamples, the paper's baseline (countries put in k = 7 / 4 random groups, 10 trials) and the
+    size-preserving variant (``baseline_shuffled_labels``).
+    """
     rows = []
     for indicator, subset in [("all", scores), *scores.groupby("indicator")]:
         countries = per_country(subset)
-        for categorization, col, k in (("region", "region", 7), ("income_group", "income_group", 4)):
-            table = group_errors(countries, col)
+        for categorization, k in CATEGORIZATIONS:
+            table = group_errors(countries, categorization)
             ranks = group_ranks(table)
+            values = {g: part["error"].to_numpy() for g, part in countries.groupby(categorization)}
+            intervals = {
+                stat: group_bootstrap(values, stat=stat, resamples=resamples, seed=seed) for stat in ("mean", "median")
+            }
             for group, rec in table.iterrows():
+                ci_mean, ci_median = intervals["mean"].groups[group], intervals["median"].groups[group]
                 rows.append(
                     {
                         "indicator": indicator,
                         "categorization": categorization,
                         "group": group,
                         "mean_error": rec["mean"],
+                        "mean_ci_low": ci_mean.low,
+                        "mean_ci_high": ci_mean.high,
                         "median_error": rec["median"],
+                        "median_ci_low": ci_median.low,
+                        "median_ci_high": ci_median.high,
+                        "ci_note": ci_mean.note,
                         "countries": int(rec["count"]),
                         "rank": int(ranks[group]),
                     }
                 )
             for stat in ("mean", "median"):
-                base = random_baseline(countries, col, "error", trials=trials, seed=seed, stat=stat)
+                base = random_baseline(countries, categorization, "error", trials=trials, seed=seed, stat=stat, k=k)
+                shuffled = random_baseline(
+                    countries, categorization, "error", trials=trials, seed=seed, stat=stat, method="shuffled_labels"
+                )
+                ci = intervals[stat].disparity
                 rows.append(
                     {
                         "indicator": indicator,
                         "categorization": categorization,
                         "group": f"disparity_{stat}",
                         "mean_error": disparity(table[stat]),
+                        "mean_ci_low": ci.low,
+                        "mean_ci_high": ci.high,
+                        "ci_note": ci.note,
                         "median_error": np.nan,
                         "countries": int(table["count"].sum()),
                         "rank": np.nan,
                         "baseline": base["mean"],
                         "baseline_std": base["std"],
+                        "baseline_shuffled_labels": shuffled["mean"],
                         "groups": len(table),
                         "expected_groups": k,
                     }
@@ -244,7 +295,7 @@ def citation_check(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.Data
     for rec in cited.itertuples():
         cited_value = values.get((rec.indicator, rec.iso3, int(rec.cited_year)))
         errs = {
-            y: abs_rel_error(rec.parsed, values[(rec.indicator, rec.iso3, y)])
+            y: float(_errors(np.array([rec.parsed]), np.array([values[(rec.indicator, rec.iso3, y)]]))[0])
             for y in range(first, snapshot.latest_year + 1)
             if (rec.indicator, rec.iso3, y) in values.index
         }
@@ -255,7 +306,9 @@ def citation_check(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.Data
                 "cited_source": rec.cited_source,
                 "cited_year": int(rec.cited_year),
                 "error": rec.error,
-                "error_cited_year": abs_rel_error(rec.parsed, cited_value) if cited_value is not None else np.nan,
+                "error_cited_year": float(_errors(np.array([rec.parsed]), np.array([cited_value]))[0])
+                if cited_value is not None
+                else np.nan,
                 "best_year": best,
                 "error_best_year": errs.get(best, np.nan) if best else np.nan,
             }
@@ -263,13 +316,37 @@ def citation_check(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.Data
     return pd.DataFrame(rows)
 
 
-def error_by_year(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.DataFrame:
-    """Mean error against each single year's value, the most recent value per country, and the default rule.
+def world_bank_mentions(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """The paper's citation comparison: are answers that mention "World Bank" (case-insensitive) any more
+    accurate than the others? Mean error of each, and the difference with a bootstrap interval."""
+    answered = scores.dropna(subset=["error"])
+    mentioned = answered["mentions_world_bank"].astype(bool)
+    difference, ci = mean_difference(
+        answered.loc[mentioned, "error"].to_numpy(),
+        answered.loc[~mentioned, "error"].to_numpy(),
+        resamples=resamples,
+        seed=seed,
+    )
+    return {
+        "world_bank_mentions": int(mentioned.sum()),
+        "world_bank_mention_error": float(answered.loc[mentioned, "error"].mean()) if mentioned.any() else float("nan"),
+        "no_mention_error": float(answered.loc[~mentioned, "error"].mean()) if (~mentioned).any() else float("nan"),
+        "mention_minus_no_mention": difference,
+        "mention_minus_no_mention_ci_low": ci.low,
+        "mention_minus_no_mention_ci_high": ci.high,
+        "mention_minus_no_mention_ci_note": ci.note,
+    }
 
-    The year with the lowest error is the data year the model's answers match best (is it out of date?).
-    Coverage differs between years (recent years are sparse), so each year's error is also given
-    paired with the default rule on the same answers (``delta_vs_default``); the best year is the
-    one with the lowest paired delta.
+
+def error_by_year(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.DataFrame:
+    """Mean error against each single year's value, the most recent value per country, and the default rule
+    (the paper's Figure 11 and appendix D.2).
+
+    Each year's error is over the answers whose country has that year's value (the paper's curve); the
+    year with the lowest one is the data year the answers match best. "Most recent per country" takes each
+    country's latest value and, as the paper does, leaves out countries with no value in any of the past
+    five years. Coverage differs between years, so a variant named ``paired`` is given too: each year's
+    error minus the default rule's on the same answers (``delta_vs_default``).
     """
     answered = scores.dropna(subset=["parsed"])[["indicator", "iso3", "parsed", "error"]]
     values = snapshot.values
@@ -282,15 +359,15 @@ def error_by_year(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.DataF
             "delta_vs_default": 0.0,
         }
     ]
-    latest = values.sort_values("year").groupby(["indicator", "iso3"]).tail(1)
-    merged = answered.merge(latest, on=["indicator", "iso3"])
-    references = [("most recent per country", np.nan, merged)]
+    recent = values[values["year"] > snapshot.latest_year - RECENT_WINDOW_YEARS]
+    latest = recent.sort_values("year").groupby(["indicator", "iso3"]).tail(1)
+    references = [("most recent per country", np.nan, answered.merge(latest, on=["indicator", "iso3"]))]
     for year in range(snapshot.latest_year - YEARS_FOR_RECENCY + 1, snapshot.latest_year + 1):
         references.append((str(year), year, answered.merge(values[values["year"] == year], on=["indicator", "iso3"])))
     for name, year, merged in references:
         if merged.empty:
             continue
-        errors = abs_rel_error(merged["parsed"], merged["value"])
+        errors = _errors(merged["parsed"].to_numpy(), merged["value"].to_numpy())
         rows.append(
             {
                 "reference": name,
@@ -303,43 +380,62 @@ def error_by_year(scores: pd.DataFrame, snapshot: WorldBankSnapshot) -> pd.DataF
     return pd.DataFrame(rows)
 
 
-def best_matching_year(by_year: pd.DataFrame) -> int | None:
+def _errors(parsed: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Absolute relative error with the suite's rule for negative answers (error 1)."""
+    return np.where(parsed < 0, 1.0, abs_rel_error(parsed, truth))
+
+
+def best_matching_year(by_year: pd.DataFrame, paired: bool = False) -> int | None:
+    """The year whose values the answers match best: lowest mean error (the paper), or with ``paired``
+    the lowest error relative to the default rule on the same answers."""
     years = by_year.dropna(subset=["year"])
     if years.empty:
         return None
-    return int(years.loc[years["delta_vs_default"].idxmin(), "year"])
+    column = "delta_vs_default" if paired else "mean_error"
+    return int(years.loc[years[column].idxmin(), "year"])
 
 
-def diagnose(scores: pd.DataFrame, snapshot: WorldBankSnapshot, trials: int = 10, seed: int = 0) -> dict[str, Any]:
+def diagnose(
+    scores: pd.DataFrame, snapshot: WorldBankSnapshot, trials: int = 10, seed: int = 0, resamples: int = 1000
+) -> dict[str, Any]:
     """Everything a person asks of one model's WorldBench run."""
     total = len(scores)
-    parsed = int(scores["parsed"].notna().sum())
-    table = disparity_table(scores, trials=trials, seed=seed)
+    status = scores["status"].value_counts()
+    table = disparity_table(scores, trials=trials, seed=seed, resamples=resamples)
     overall = table[table["indicator"] == "all"].set_index(["categorization", "group"])
     by_year = error_by_year(scores, snapshot)
     citations = citation_check(scores, snapshot)
     summary = {
         "questions": total,
-        "parsed": parsed,
-        "parse_rate": parsed / total if total else float("nan"),
-        "failed_requests": int(scores["response_error"].notna().sum()),
+        "parsed": int(status.get("answered", 0)),
+        "parse_rate": int(status.get("answered", 0)) / total if total else float("nan"),
+        "failed_requests": int(status.get("failed", 0)),
+        "unanswered": int(status.get("unanswered", 0)),
+        "negative_answers": int((scores["parsed"] < 0).sum()),
         "mean_error": float(scores["error"].mean()),
         "median_error": float(scores["error"].median()),
         "best_matching_year": best_matching_year(by_year),
+        "best_matching_year_paired": best_matching_year(by_year, paired=True),
         "citations": len(citations),
         "citation_mean_error": float(citations["error"].mean()) if len(citations) else float("nan"),
+        **world_bank_mentions(scores, resamples=resamples, seed=seed),
     }
-    for cat in ("region", "income_group"):
+    for cat, _ in CATEGORIZATIONS:
         for stat in ("mean", "median"):
             rec = overall.loc[(cat, f"disparity_{stat}")]
             summary[f"{cat}_disparity_{stat}"] = float(rec["mean_error"])
+            summary[f"{cat}_disparity_{stat}_ci_low"] = float(rec["mean_ci_low"])
+            summary[f"{cat}_disparity_{stat}_ci_high"] = float(rec["mean_ci_high"])
             summary[f"{cat}_baseline_{stat}"] = float(rec["baseline"])
+            summary[f"{cat}_baseline_shuffled_labels_{stat}"] = float(rec["baseline_shuffled_labels"])
+    excluded = scores.loc[scores["status"] != "answered", ["question_id", "status", "response", "response_error"]]
     return {
         "summary": summary,
         "disparity": table,
         "by_year": by_year,
         "citations": citations,
         "countries": per_country(scores),
+        "excluded": excluded.reset_index(drop=True),
     }
 
 

@@ -232,4 +232,6 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
 
         history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="borderlines")
         kb = history[(history["metric"] == "kb_cs") & (history["breakdown"] == "persona=vanilla")]
-        assert len(kb) == 4 and set(kb["scope"]) == {OLD, NEW} and kb["code_version"].str.len().gt(0).all()
+        # Regression scope: the table version and the persona the check follows (vanilla, the README's).
+    assert set(kb["scope"]) == {f"{OLD}|persona=vanilla", f"{NEW}|persona=vanilla"}
+    assert len(kb) == 4 and kb["code_version"].str.len().gt(0).all()

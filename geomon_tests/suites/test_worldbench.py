@@ -58,7 +58,7 @@ def test_prompts_follow_figure_4():
     assert "only answer with the number" in messages[0]["content"] and "population" in messages[0]["content"]
     assert messages[1]["content"] == "Sounds good, will do."
     assert "Switzerland" in messages[2]["content"] and messages[3]["content"] == "8,700,000"
-    assert messages[4]["content"].startswith("What is the population for the country Aland?")
+    assert messages[4]["content"].startswith("What is the total population for the country Aland?")  # Table 1
     assert prompts.iloc[0]["prompt"].endswith(
         "country Aland? Do not answer in a complete sentence - only provide the number!\nAnswer:"
     )

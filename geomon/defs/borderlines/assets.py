@@ -255,6 +255,10 @@ def borderlines_concurrence(
         metadata={
             **numbers,
             "answered_rate": result["answered_rate"],
+            "excluded_queries": dg.MetadataValue.json(result["excluded"]["reason"].value_counts().to_dict()),
+            "excluded_examples": dg.MetadataValue.md(
+                charts.markdown_table(result["excluded"].head(10)) if len(result["excluded"]) else "none"
+            ),
             "scores": dg.MetadataValue.md(charts.markdown_table(result["by_persona"][["persona", *shown]])),
             "by_region": dg.MetadataValue.md(
                 charts.markdown_table(result["by_region"][["persona", "region", "territories", "kb_cs", "delta_cs"]])

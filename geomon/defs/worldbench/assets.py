@@ -178,7 +178,10 @@ def worldbench_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
             "answers": len(scores),
             "parse_rate": float(parsed.mean()) if len(scores) else 0.0,
             "mean_error": float(scores["error"].mean()),
+            "answers_by_status": dg.MetadataValue.json(scores["status"].value_counts().to_dict()),
+            "negative_answers_scored_as_error_1": int((scores["parsed"] < 0).sum()),
             "ranges_read_as_midpoint": int(scores["parse_note"].str.contains("range").sum()),
+            "world_bank_mentions": int(scores["mentions_world_bank"].sum()),
             "citations": int(scores["cited_year"].notna().sum()),
             "unparsed_examples": dg.MetadataValue.md(
                 scores.loc[~parsed, ["question_id", "response"]].head(5).to_markdown(index=False) or "none"
@@ -214,8 +217,13 @@ def worldbench_disparity(
             **numbers,
             "disparity_table": dg.MetadataValue.md(
                 charts.markdown_table(
-                    overall[["categorization", "group", "mean_error", "median_error", "countries", "rank"]]
+                    table[table["indicator"] == "all"][
+                        ["categorization", "group", "mean_error", "mean_ci_low", "mean_ci_high", "countries", "rank"]
+                    ]
                 )
+            ),
+            "excluded_answers": dg.MetadataValue.json(
+                {"failed": summary["failed_requests"], "unanswered (no number read)": summary["unanswered"]}
             ),
             "group_error_chart": dg.MetadataValue.md(
                 charts.png_markdown(
@@ -232,7 +240,14 @@ def worldbench_disparity(
     )
     metrics = metrics_from_mapping(numbers, n=len(scores))
     metrics += [
-        MetricValue("mean_error", float(row.mean_error), f"{row.categorization}={row.group}", n=int(row.countries))
+        MetricValue(
+            "mean_error",
+            float(row.mean_error),
+            f"{row.categorization}={row.group}",
+            _finite(row.mean_ci_low),
+            _finite(row.mean_ci_high),
+            int(row.countries),
+        )
         for row in overall.itertuples()
     ]
     yield monitoring.track_evaluation(
@@ -244,9 +259,14 @@ def worldbench_disparity(
         metrics,
         worldbench.items(scores),
         worldbench.REGRESSION_METRICS,
-        scope=snapshot.version,
+        # A run is compared only with runs of the same data snapshot and prompt variant (year, example).
+        scope=f"{snapshot.version}|{scores['variant'].iloc[0] if len(scores) else worldbench.prompt_variant()}",
         versions={"data": snapshot.version, "prompts": PROMPT_VERSION, "code": SCORE_VERSION},
     )
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if pd.notna(value) else None
 
 
 @dg.asset(
