@@ -81,8 +81,8 @@ def build_prompts(
 
     Columns: question_id, indicator, iso3, country, region, income_group, ground_truth, gt_years,
     year, variant (``prompt_variant``), messages (chat form, Figure 4 of the paper) and prompt (the
-    equivalent completion prompt for base models). ``year`` asks "… in 2016" and takes that year's value as ground truth.
-    ``attrs["skipped"]`` counts the pairs left out for lack of data; ``attrs["indicators_left_out"]``
+    equivalent completion prompt for base models). ``year`` asks "… in 2016" and takes that year's value
+    as ground truth. ``attrs["skipped"]`` counts the pairs left out for lack of data; ``attrs["indicators_left_out"]``
     names the indicators a year variant cannot ask (no example value that year).
     """
     indicators = indicators or {c: DEFAULT_INDICATORS.get(c, c) for c in snapshot.indicators["indicator"]}
