@@ -7,6 +7,7 @@ import pytest
 
 from geomon.engine.registry import bundled_specs
 from geomon.sources.worldbank import WorldBankSnapshot
+from geomon.stats.disparity import random_baseline
 from geomon.suites import worldbench as wb
 
 
@@ -152,3 +153,67 @@ def test_sample_spreads_over_regions(snapshot):
     regions = snapshot.economies.set_index("iso3").loc[picked, "region"]
     assert len(picked) == 7 and regions.nunique() == 7
     assert picked == wb.sample_countries(snapshot, 7)
+
+
+def test_failed_unanswered_and_negative_answers():
+    scores = _scored(["-121", "I don't know", None])
+    # A negative number for a non-negative indicator is wrong by the full amount, not 2× wrong.
+    assert scores["error"].tolist()[0] == 1.0 and "negative" in scores["parse_note"].tolist()[0]
+    assert scores["status"].tolist() == ["answered", "unanswered", "failed"]
+    summary = wb.diagnose(scores, tiny_snapshot(), resamples=100)["summary"]
+    assert (summary["parsed"], summary["unanswered"], summary["failed_requests"], summary["negative_answers"]) == (
+        1,
+        1,
+        1,
+        1,
+    )
+
+
+def test_most_recent_year_leaves_out_countries_without_recent_values():
+    snap = tiny_snapshot()
+    # CCC's last values are from 2018–2019: inside the past five years (2018–2022), so it counts;
+    # a country whose latest value is 2017 would not.
+    snap.values.loc[(snap.values["iso3"] == "CCC") & (snap.values["year"] == 2019), "year"] = 2017
+    snap.values.loc[(snap.values["iso3"] == "CCC") & (snap.values["year"] == 2018), "year"] = 2016
+    prompts = wb.build_prompts(snap)
+    # Ask CCC too, with a made-up ground truth, to see the most-recent rule leave it out.
+    extra = prompts.iloc[[0]].assign(iso3="CCC", question_id="SP.POP.TOTL|CCC|latest", ground_truth=15.0)
+    prompts = pd.concat([prompts, extra], ignore_index=True)
+    scores = wb.score(prompts, pd.DataFrame({"text": ["120", "200", "1000", "20"], "error": [None] * 4}))
+    by_year = wb.error_by_year(scores, snap).set_index("reference")
+    assert by_year.loc["most recent per country", "answers"] == 3  # AAA, BBB, DDD — not CCC (2017)
+    assert by_year.loc["most recent per country", "mean_error"] == 0.0  # 120 (AAA 2022), 200 (BBB 2021), 1000
+
+
+def test_paper_random_baseline_uses_k_random_groups(snapshot):
+    countries = pd.DataFrame({"region": ["North America"] * 3 + ["Sub-Saharan Africa"] * 48, "error": range(51)})
+    paper = random_baseline(countries, "region", trials=10, seed=0, k=7)
+    same_sizes = random_baseline(countries, "region", trials=10, seed=0, method="shuffled_labels")
+    assert paper["groups"] == 7 and paper["method"] == "random_categorization"
+    assert same_sizes["groups"] == 2
+    assert paper != same_sizes
+
+
+def test_group_intervals_and_world_bank_mentions_on_real_prompts(snapshot):
+    prompts = wb.build_prompts(snapshot, countries=wb.sample_countries(snapshot, 40))
+    prompts = prompts[prompts["indicator"] == "SP.POP.TOTL"].reset_index(drop=True)
+    # Answers 30 % off the truth, with "World Bank" mentioned in every third answer and those 60 % off.
+    texts = [
+        f"{gt * 0.4:.0f} (World Bank)" if i % 3 == 0 else f"{gt * 1.3:.0f}"
+        for i, gt in enumerate(prompts["ground_truth"])
+    ]
+    scores = wb.score(prompts, pd.DataFrame({"text": texts, "error": [None] * len(texts)}))
+    result = wb.diagnose(scores, snapshot, resamples=300)
+    summary = result["summary"]
+    assert summary["world_bank_mentions"] == len(range(0, len(texts), 3))
+    assert summary["world_bank_mention_error"] == pytest.approx(0.6, abs=1e-4)  # answers are rounded
+    assert summary["no_mention_error"] == pytest.approx(0.3 / 1.3, abs=1e-4)
+    assert summary["mention_minus_no_mention_ci_low"] > 0  # clearly worse, and the interval says so
+    table = result["disparity"]
+    groups = table[(table["indicator"] == "all") & table["rank"].notna()]
+    several = groups[groups["countries"] > 1]
+    assert (several["mean_ci_low"] <= several["mean_error"] + 1e-12).all()
+    assert (several["mean_error"] <= several["mean_ci_high"] + 1e-12).all()
+    disparity = table[(table["indicator"] == "all") & (table["group"] == "disparity_mean")]
+    assert (disparity["mean_ci_low"] <= disparity["mean_ci_high"]).all()
+    assert set(disparity["expected_groups"]) == {7, 4}
