@@ -43,45 +43,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.epoch:
         os.environ["GEOMON_CACHE_EPOCH"] = args.epoch
     from geomon.definitions import defs
-    from geomon.defs.runs import failed_checks, materialize_borderlines, materialize_worldbench
-    from geomon.sources import wikipedia
+    from geomon.defs.runs import failed_checks, suite_runs
+    from geomon.suites.registry import resolve
 
     settings = load_settings(args.config)
     specs = settings.models
     if args.models:
         specs = [settings.model(name) for name in args.models.split(",")]
     names = [s.name for s in specs]
-    suites = args.suite.split(",")
-    unknown = set(suites) - {"worldbench", "borderlines"}
-    if unknown:
-        raise ConfigError(f"--suite: unknown suite(s) {sorted(unknown)}; known: worldbench, borderlines")
+    chosen = resolve(args.suite)
     home = _dagster_home()
     level = "DEBUG" if args.verbose else "WARNING"
     results = []
     started = time.monotonic()
     with dg.DagsterInstance.get() as instance:
-        if "worldbench" in suites:
-            prompt_config: dict = {"sample_countries": args.sample}
-            if args.year:
-                prompt_config["year"] = args.year
-            if args.example_country:
-                prompt_config["example_country"] = args.example_country
-            log.info("WorldBench for %s (sample: %s)", ", ".join(names), args.sample or "all countries")
-            results += materialize_worldbench(defs, instance, names, prompt_config, log_level=level)
-        if "borderlines" in suites:
-            bl = settings.borderlines
-            revisions = [wikipedia.revision_key(r) for r in wikipedia.resolve_revisions(bl.revisions, bl.mediawiki())]
-            personas = args.personas.split(",")
-            # The newest table with every persona; older tables with the first persona only (KB CS over time).
-            configs = {
-                key: {
-                    "personas": personas if key == revisions[-1] else personas[:1],
-                    "sample_territories": args.territories,
-                }
-                for key in revisions
-            }
-            log.info("BorderLines for %s on %s (personas: %s)", ", ".join(names), ", ".join(revisions), args.personas)
-            results += materialize_borderlines(defs, instance, names, revisions, configs, log_level=level)
+        for suite in chosen:
+            options = {option.dest: getattr(args, option.dest) for option in suite.options}
+            log.info("%s for %s", suite.title, ", ".join(names))
+            ran, described = suite_runs(suite.name).run_from_options(defs, instance, names, options, settings, level)
+            log.info("%s done (%s)", suite.title, described)
+            results += ran
         for check in failed_checks(results):
             log.warning(
                 "check %s on %s failed: %s",
@@ -90,12 +71,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                 {k: v.value for k, v in check.metadata.items()},
             )
         print(f"\nDone in {time.monotonic() - started:.0f}s for {', '.join(names)}.")
-        for suite in suites:
-            event = instance.get_latest_materialization_event(dg.AssetKey([suite, "leaderboard"]))
+        for suite in chosen:
+            event = instance.get_latest_materialization_event(dg.AssetKey([suite.name, "leaderboard"]))
             if event is not None and event.asset_materialization is not None:
                 board = event.asset_materialization.metadata.get("leaderboard")
-                print(f"\n{suite}:\n{board.value if board is not None else ''}")
-            report = settings.results_dir / suite / "report.html"
+                print(f"\n{suite.title}:\n{board.value if board is not None else ''}")
+            report = settings.results_dir / suite.name / "report.html"
             print(f"Results: {report.parent} (leaderboard.csv and per-model CSVs)\nReport:  {report}")
     print(f"Dagster instance: {home} — open the UI with `make ui` (dagster dev, http://127.0.0.1:3000)")
     return 0
@@ -191,20 +172,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    from geomon.suites.registry import suites
+
+    known = suites()
     run = sub.add_parser("run", help="materialize the suites' graphs for every registered model")
-    run.add_argument("--suite", default="worldbench,borderlines", help="comma-separated: worldbench, borderlines")
-    run.add_argument("--sample", type=int, default=0, help="ask about N countries spread over the regions (0 = all)")
+    run.add_argument("--suite", default=",".join(known), help=f"comma-separated: {', '.join(known)}")
     run.add_argument("--models", help="comma-separated model names (default: all registered)")
-    run.add_argument("--year", type=int, help="ask for a given year's value (the paper's 2016/2021 variant)")
-    run.add_argument(
-        "--example-country", help="ISO3 of the example country (default CHE; the paper also used COL, MLI)"
-    )
-    run.add_argument("--territories", type=int, default=0, help="BorderLines: the first N territories (0 = all)")
-    run.add_argument(
-        "--personas",
-        default="vanilla,un_peacekeeper,nationalist,demographic",
-        help="BorderLines personas on the newest table (older tables: the first one)",
-    )
+    for info in known.values():  # each suite's own options, from the registry
+        group = run.add_argument_group(info.title)
+        for option in info.options:
+            group.add_argument(option.flag, type=option.type, default=option.default, help=option.help)
     run.add_argument("--epoch", help="cache epoch: a new value re-asks every question on purpose (old answers stay)")
     run.set_defaults(func=cmd_run)
 
@@ -242,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     _setup_logging(args.verbose)
     try:
         return args.func(args)
-    except (ConfigError, RegistryError, ValueError) as exc:
+    except (ConfigError, RegistryError, ValueError) as exc:  # SuiteError is a ValueError
         print(f"geomon: {exc}", file=sys.stderr)
         return 2
 

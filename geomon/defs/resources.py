@@ -27,3 +27,9 @@ class GeomonResource(dg.ConfigurableResource):
 
     def settings(self) -> Settings:
         return load_settings(self.config_path)
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    """The resources every asset of the defs folder uses."""
+    return dg.Definitions(resources={"geomon": GeomonResource()})

@@ -1,24 +1,26 @@
-"""Materializing the suites' graphs the way the UI's backfills do: sources and prompts once, then each
-model's partition, then the cross-model leaderboard. Used by `geomon run` and the tests."""
+"""Materializing a suite's graph the way the UI's backfills do: sources and prompts once, then each
+model's partition, then the cross-model leaderboard. Each suite's order lives in ``defs/<suite>/runs.py``
+(``materialize`` for tests, ``run_from_options`` for ``geomon run``); this module holds what they share
+and finds them through the suite registry."""
 
-from collections.abc import Sequence
+import importlib
+from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 import dagster as dg
 
-from geomon.defs.resources import models_partitions, revisions_partitions
+from geomon.defs.resources import models_partitions
 
-SOURCES_AND_PROMPTS = dg.AssetSelection.assets(
-    ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]
-)
-PER_MODEL = dg.AssetSelection.assets(["worldbench", "responses"], ["worldbench", "scores"], ["worldbench", "disparity"])
-LEADERBOARD = dg.AssetSelection.assets(["worldbench", "leaderboard"])
-BORDERLINES_RELEASE = dg.AssetSelection.assets(["borderlines", "release"])
-BORDERLINES_PER_REVISION = dg.AssetSelection.assets(["wikipedia", "dispute_revisions"], ["borderlines", "prompts"])
-BORDERLINES_PER_MODEL = dg.AssetSelection.assets(
-    ["borderlines", "responses"], ["borderlines", "scores"], ["borderlines", "concurrence"]
-)
-BORDERLINES_LEADERBOARD = dg.AssetSelection.assets(["borderlines", "leaderboard"])
+Runner = Callable[..., dg.ExecuteInProcessResult]
+
+
+def suite_runs(name: str) -> ModuleType:
+    """``geomon.defs.<name>.runs`` of a registered suite (its Dagster half, by convention)."""
+    from geomon.suites.registry import module
+
+    module(name)  # an unknown suite is an error that lists the known ones
+    return importlib.import_module(f"geomon.defs.{name}.runs")
 
 
 def register_models(instance: dg.DagsterInstance, names: Sequence[str]) -> list[str]:
@@ -33,8 +35,10 @@ def _quiet(log_level: str) -> dict[str, Any]:
     return {"loggers": {"console": {"config": {"log_level": log_level}}}}
 
 
-def _runner(defs: dg.Definitions, instance: dg.DagsterInstance, resources: dict[str, Any] | None, log_level: str):
-    everything = [*(defs.assets or []), *(defs.asset_checks or [])]
+def runner(defs: dg.Definitions, instance: dg.DagsterInstance, resources: dict[str, Any] | None, log_level: str):
+    """A function that materializes a selection (one partition, with op config) of ``defs``."""
+    # The defs folder's autoloader lists an object once per module that imports it: keep each once.
+    everything = list({id(d): d for d in [*(defs.assets or []), *(defs.asset_checks or [])]}.values())
     resources = resources or dict(defs.resources or {})
 
     def run(
@@ -50,58 +54,6 @@ def _runner(defs: dg.Definitions, instance: dg.DagsterInstance, resources: dict[
         )
 
     return run
-
-
-def materialize_worldbench(
-    defs: dg.Definitions,
-    instance: dg.DagsterInstance,
-    models: Sequence[str],
-    prompt_config: dict[str, Any] | None = None,
-    log_level: str = "WARNING",
-    resources: dict[str, Any] | None = None,
-) -> list[dg.ExecuteInProcessResult]:
-    """Run the whole WorldBench graph for ``models``; failed checks are in the returned results."""
-    register_models(instance, models)
-    run = _runner(defs, instance, resources, log_level)
-    results = [run(SOURCES_AND_PROMPTS, config={"ops": {"worldbench__prompts": {"config": prompt_config or {}}}})]
-    results += [run(PER_MODEL, partition_key=name) for name in models]
-    results.append(run(LEADERBOARD))
-    return results
-
-
-def materialize_borderlines(
-    defs: dg.Definitions,
-    instance: dg.DagsterInstance,
-    models: Sequence[str],
-    revisions: Sequence[str],
-    prompt_configs: dict[str, dict[str, Any]] | None = None,
-    log_level: str = "WARNING",
-    resources: dict[str, Any] | None = None,
-) -> list[dg.ExecuteInProcessResult]:
-    """The BorderLines graph: the release, each revision's table and prompts (``prompt_configs`` per
-    revision key, e.g. fewer personas for an older table), each model × revision, the leaderboard."""
-    register_models(instance, models)
-    new = [r for r in revisions if not instance.has_dynamic_partition(revisions_partitions.name, r)]
-    if new:
-        instance.add_dynamic_partitions(revisions_partitions.name, new)
-    run = _runner(defs, instance, resources, log_level)
-    results = [run(BORDERLINES_RELEASE)]
-    for revision in revisions:
-        config = (prompt_configs or {}).get(revision, {})
-        results.append(
-            run(
-                BORDERLINES_PER_REVISION,
-                partition_key=revision,
-                config={"ops": {"borderlines__prompts": {"config": config}}},
-            )
-        )
-    for revision in revisions:
-        for model in models:
-            results.append(
-                run(BORDERLINES_PER_MODEL, partition_key=dg.MultiPartitionKey({"model": model, "revision": revision}))
-            )
-    results.append(run(BORDERLINES_LEADERBOARD))
-    return results
 
 
 def failed_checks(results: Sequence[dg.ExecuteInProcessResult]) -> list[dg.AssetCheckEvaluation]:

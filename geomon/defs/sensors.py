@@ -9,22 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from geomon.defs.resources import GeomonResource, model_revision_partitions, models_partitions, revisions_partitions
-from geomon.defs.runs import BORDERLINES_PER_MODEL, PER_MODEL
+from geomon.defs.resources import GeomonResource, models_partitions, revisions_partitions
 from geomon.sources import wikipedia
-
-worldbench_per_model_job = dg.define_asset_job(
-    "worldbench_per_model",
-    selection=PER_MODEL,
-    partitions_def=models_partitions,
-    description="Responses, scores and disparity of one model (a partition of `models`).",
-)
-borderlines_per_model_job = dg.define_asset_job(
-    "borderlines_per_model",
-    selection=BORDERLINES_PER_MODEL,
-    partitions_def=model_revision_partitions,
-    description="Responses, claimants and concurrence scores of one model on one table revision.",
-)
 
 
 @dg.sensor(minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)

@@ -10,24 +10,24 @@ import pandas as pd
 
 from geomon.report import charts
 
-# (suite, metric, breakdown) → what a person reads in the report
-HEADLINES = [
-    ("worldbench", "region_disparity_mean", "", "WorldBench: region disparity (max − min mean error)"),
-    ("worldbench", "income_group_disparity_mean", "", "WorldBench: income-group disparity"),
-    ("worldbench", "mean_error", "", "WorldBench: mean absolute relative error"),
-    ("worldbench", "best_matching_year", "", "WorldBench: best-matching data year (knowledge recency)"),
-    ("borderlines", "kb_cs", "persona=vanilla", "BorderLines: KB concurrence (English vs the table), %"),
-    ("borderlines", "delta_cs_unnormalized", "persona=vanilla", "BorderLines: Con − Non concurrence (bias), pp"),
-    ("borderlines", "cst_cs_all", "persona=vanilla", "BorderLines: consistency across languages, %"),
-    ("drift", "change_rate", "", "Drift probes: share of answers changed vs baseline"),
-]
+DRIFT_HEADLINES = [("drift", "change_rate", "", "Drift probes: share of answers changed vs baseline")]
+
+
+def headlines() -> list[tuple[str, str, str, str]]:
+    """(suite, metric, breakdown, title) of every registered suite's headline metrics, then drift's."""
+    from geomon.suites.registry import suites
+
+    return [
+        *((info.name, h.metric, h.breakdown, h.title) for info in suites().values() for h in info.headlines),
+        *DRIFT_HEADLINES,
+    ]
 
 
 def trend_table(series: pd.DataFrame) -> pd.DataFrame:
     """One row per (suite, metric, model, time) for the headline metrics."""
     if series.empty:
         return pd.DataFrame(columns=["suite", "metric", "model", "scope", "recorded_at", "value", "ci_low", "ci_high"])
-    wanted = {(s, m, b) for s, m, b, _ in HEADLINES}
+    wanted = {(s, m, b) for s, m, b, _ in headlines()}
     keep = [(s, m, b) in wanted for s, m, b in zip(series["suite"], series["metric"], series["breakdown"], strict=True)]
     columns = ["suite", "metric", "model", "scope", "recorded_at", "value", "ci_low", "ci_high"]
     return series.loc[keep, columns].sort_values(["suite", "metric", "model", "recorded_at"], ignore_index=True)
@@ -56,7 +56,7 @@ def write_report(out_dir: Path, series: pd.DataFrame) -> Path:
     table = trend_table(series)
     table.to_csv(out_dir / "trends.csv", index=False)
     sections = ["<h1>geomon — trends</h1>", "<p>Every evaluation geomon recorded, per model, over time.</p>"]
-    for suite, metric, _, title in HEADLINES:
+    for suite, metric, _, title in headlines():
         part = table[(table["suite"] == suite) & (table["metric"] == metric)]
         if part.empty:
             continue

@@ -21,6 +21,29 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import parse_choice
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
+from geomon.suites.registry import Headline, RunOption, SuiteInfo
+
+PERSONAS = ("vanilla", "un_peacekeeper", "nationalist", "demographic")
+SUITE = SuiteInfo(
+    name="borderlines",
+    title="BorderLines",
+    spec="Li et al., This Land is {Your, My} Land (seeds/borderlines.txt)",
+    headlines=(
+        Headline("kb_cs", "BorderLines: KB concurrence (English vs the table), %", "persona=vanilla"),
+        Headline("delta_cs_unnormalized", "BorderLines: Con − Non concurrence (bias), pp", "persona=vanilla"),
+        Headline("cst_cs_all", "BorderLines: consistency across languages, %", "persona=vanilla"),
+    ),
+    options=(
+        RunOption("--territories", "BorderLines: the first N territories (0 = all)", int, 0),
+        RunOption(
+            "--personas",
+            "BorderLines: personas on the newest table (older tables: the first one)",
+            str,
+            ",".join(PERSONAS),
+        ),
+    ),
+    order=2,
+)
 
 CHAT_MAX_TOKENS = 32  # the claimant is named in the first sentence; longer answers only cost time
 

@@ -18,6 +18,25 @@ from geomon.parsing import find_citation, mentions_world_bank, parse_number_deta
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
 from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
 from geomon.stats.uncertainty import group_bootstrap, mean_difference
+from geomon.suites.registry import Headline, RunOption, SuiteInfo
+
+SUITE = SuiteInfo(
+    name="worldbench",
+    title="WorldBench",
+    spec="Moayeri et al., WorldBench (seeds/worldbench.txt)",
+    headlines=(
+        Headline("region_disparity_mean", "WorldBench: region disparity (max − min mean error)"),
+        Headline("income_group_disparity_mean", "WorldBench: income-group disparity"),
+        Headline("mean_error", "WorldBench: mean absolute relative error"),
+        Headline("best_matching_year", "WorldBench: best-matching data year (knowledge recency)"),
+    ),
+    options=(
+        RunOption("--sample", "WorldBench: ask about N countries spread over the regions (0 = all)", int, 0),
+        RunOption("--year", "WorldBench: ask for a given year's value (the paper's 2016/2021 variant)", int),
+        RunOption("--example-country", "WorldBench: ISO3 of the example country (default CHE; also COL, MLI)"),
+    ),
+    order=1,
+)
 
 CODE_VERSION = "worldbench-1"
 EXAMPLE_COUNTRIES = {"CHE": "Switzerland", "COL": "Colombia", "MLI": "Mali"}

@@ -11,9 +11,11 @@ import pytest
 import yaml
 
 from geomon.definitions import defs
+from geomon.defs.borderlines.runs import materialize as materialize_borderlines
 from geomon.defs.resources import GeomonResource, models_partitions
-from geomon.defs.runs import failed_checks, materialize_borderlines, materialize_worldbench, register_models
+from geomon.defs.runs import failed_checks, register_models
 from geomon.defs.sensors import model_registry_sensor
+from geomon.defs.worldbench.runs import materialize as materialize_worldbench
 from geomon_tests.conftest import SHARED
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,9 @@ import yaml
 
 from geomon.definitions import defs
 from geomon.defs.resources import GeomonResource, models_partitions
-from geomon.defs.runs import PER_MODEL, materialize_worldbench
 from geomon.defs.sensors import model_registry_sensor
+from geomon.defs.worldbench.runs import PER_MODEL
+from geomon.defs.worldbench.runs import materialize as materialize_worldbench
 from geomon.engine.local import free_port, running_server
 from geomon.engine.registry import bundled_model_path
 from geomon.monitor.history import MetricHistory
