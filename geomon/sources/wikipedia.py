@@ -259,6 +259,7 @@ def parse_disputes_html(html: str, source: str, countries: set[str] | None = Non
     headings = dict.fromkeys(LEVELS, "")
     records: dict[str, dict[str, Any]] = {}
     excluded: list[dict[str, str]] = []
+    merged: list[dict[str, Any]] = []
     not_countries: set[str] = set()
     tables = 0
     for element in soup.find_all([*LEVELS, "table"]):
@@ -298,6 +299,9 @@ def parse_disputes_html(html: str, source: str, countries: set[str] | None = Non
                     known = records[territory]
                     known["claimants"] = list(dict.fromkeys(known["claimants"] + claimants))
                     if known["controller"] != controller:
+                        merged.append(
+                            {"territory": territory, "controllers": [known["controller"], controller], "now": UNKNOWN}
+                        )
                         known["controller"] = UNKNOWN
                     continue
                 records[territory] = {
@@ -319,6 +323,7 @@ def parse_disputes_html(html: str, source: str, countries: set[str] | None = Non
     frame = pd.DataFrame(rows, columns=["territory", "claimants", "controller", "region"])
     frame["population"] = float("nan")
     frame.attrs["excluded"] = excluded
+    frame.attrs["merged_with_disagreeing_controllers"] = merged
     frame.attrs["not_countries"] = sorted(not_countries)
     frame.attrs["controller_not_claimant"] = [
         r["territory"] for r in rows if r["controller"] != UNKNOWN and r["controller"] not in r["claimants"]

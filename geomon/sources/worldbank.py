@@ -220,6 +220,14 @@ def _assemble(
     in_data = set(values["iso3"])
     report = dict(report)
     report["codes_in_data_not_countries"] = len(in_data - countries)
+    # Rows that are not a country's value are left out, counted by reason and listed, never dropped silently.
+    no_code = values["iso3"].fillna("").astype(str).str.strip() == ""
+    not_country = ~values["iso3"].isin(countries) & ~no_code
+    report["rows_left_out"] = {
+        "without a country code": int(no_code.sum()),
+        "aggregate or other non-country code": int(not_country.sum()),
+    }
+    report["non_country_codes"] = sorted(set(values.loc[not_country, "iso3"].astype(str)))
     report["countries_without_any_value"] = sorted(countries - in_data)
     values = values[values["iso3"].isin(countries)].sort_values(["indicator", "iso3", "year"]).reset_index(drop=True)
     report["values"] = len(values)

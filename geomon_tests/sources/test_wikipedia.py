@@ -75,6 +75,7 @@ def test_page_conventions_controller_duplicates_and_non_countries():
     assert rows.at["Kashmir", "claimants"] == ["India", "Pakistan", "China"]
     assert rows.at["Kashmir", "controller"] == "Unknown"
     assert rows.at["Rock", "controller"] == "Unknown"
+    assert [m["territory"] for m in parsed.attrs["merged_with_disagreeing_controllers"]] == ["Kashmir"]
     assert "Islet" not in rows.index  # Somaliland is not a country: one claimant left
     assert parsed.attrs["not_countries"] == ["Somaliland"]
     assert parsed.attrs["excluded"] == [

@@ -30,6 +30,10 @@ def test_real_snapshot_is_read_whole(snapshot):
     che_pop = snapshot.values.query("indicator == 'SP.POP.TOTL' and iso3 == 'CHE' and year == 2022")["value"]
     assert che_pop.iloc[0] == pytest.approx(8_775_760, rel=0.01)
     assert set(snapshot.values["iso3"]) <= set(snapshot.economies["iso3"])
+    # The aggregates' rows are left out, counted and listed by code.
+    left_out = snapshot.report["rows_left_out"]
+    assert left_out["aggregate or other non-country code"] > 0 and left_out["without a country code"] == 0
+    assert "WLD" in snapshot.report["non_country_codes"]
 
 
 def test_indicator_subset(wdi_snapshot_dir):

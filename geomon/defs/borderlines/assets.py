@@ -82,11 +82,15 @@ def dispute_revisions(context: dg.AssetExecutionContext, geomon: GeomonResource,
         disputes = source.read_disputes(settings.borderlines.snapshot / by_id[revision.revid])
         origin = f"snapshot table {by_id[revision.revid]}"
         excluded: list[dict[str, str]] = []
+        merged: list[dict[str, Any]] = []
+        not_countries: list[str] = []
     else:
         html = client.revision_html(revision.revid)
         disputes = wikipedia.parse_disputes_html(html, f"revision {revision.revid}", set(release.countries))
         origin = f"{settings.borderlines.wikipedia_api_url} oldid={revision.revid}"
         excluded = disputes.attrs["excluded"]
+        merged = disputes.attrs["merged_with_disagreeing_controllers"]
+        not_countries = disputes.attrs["not_countries"]
     unknown = int((disputes["controller"] == source.UNKNOWN).sum())
     yield dg.Output(
         disputes,
@@ -98,6 +102,8 @@ def dispute_revisions(context: dg.AssetExecutionContext, geomon: GeomonResource,
             "unknown_controller": unknown,
             "excluded_by_filters": len(excluded),
             "excluded": dg.MetadataValue.json(excluded[:50]),
+            "listed_twice_controllers_disagree": dg.MetadataValue.json(merged),
+            "claimants_not_countries_left_out": dg.MetadataValue.json(not_countries),
             "regions": dg.MetadataValue.json(disputes["region"].value_counts().to_dict()),
             "source": origin,
         },

@@ -82,6 +82,8 @@ def worldbank_snapshot(context: dg.AssetExecutionContext, config: WorldBankConfi
             "latest_year_by_indicator": dg.MetadataValue.json(snapshot.latest_years_by_indicator()),
             "values_per_indicator": dg.MetadataValue.json(report["values_per_indicator"]),
             "countries_without_any_value": ", ".join(report["countries_without_any_value"]) or "none",
+            "rows_left_out": dg.MetadataValue.json(report["rows_left_out"]),
+            "non_country_codes_left_out": dg.MetadataValue.json(report["non_country_codes"]),
             "source": snapshot.source,
         },
     )
