@@ -12,6 +12,8 @@ it per deployment and is the only place secrets come from:
 - ``GEOMON_BORDERLINES_SNAPSHOT``: the BorderLines release directory (offline); ``none`` to go live
 - ``GEOMON_WIKIPEDIA_API_URL``: MediaWiki API (live revisions of the disputes page)
 - ``GEOMON_BORDERLINES_RELEASE_URL``: where the BorderLines release files are fetched from (live)
+- ``GEOMON_GAPMINDER_SNAPSHOT``: the Gapminder question-bank directory (offline); ``none`` to fetch it
+- ``GEOMON_GAPMINDER_RELEASE_URL``: where the Gapminder release files are fetched from (live)
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from geomon.engine.runner import EngineOptions
 from geomon.monitor.alerts import AlertSettings
 from geomon.monitor.drift import DriftSettings
 from geomon.sources.borderlines import DEFAULT_RELEASE_URL
+from geomon.sources.gapminder import DEFAULT_RELEASE_URL as GAPMINDER_RELEASE_URL
 from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_URL
 from geomon.sources.wikipedia import USER_AGENT, MediaWikiClient
 from geomon.sources.worldbank import DEFAULT_API_URL
@@ -63,6 +66,20 @@ class BorderLinesSettings:
 
 
 @dataclass
+class JurySettings:
+    judges: tuple[str, ...] = ()  # registered model names; empty = every bundled model
+    quorum: int | None = None  # votes a grade needs; default a strict majority of the judges
+
+
+@dataclass
+class GapminderSettings:
+    snapshot: Path | None = None  # the question-bank directory; None = fetch the release from release_url
+    release_url: str = GAPMINDER_RELEASE_URL
+    languages: tuple[str, ...] = ("en-US", "zh-CN")
+    jury: JurySettings = field(default_factory=JurySettings)
+
+
+@dataclass
 class Settings:
     store_url: str
     results_dir: Path
@@ -75,6 +92,7 @@ class Settings:
     endpoints: list[Endpoint] = field(default_factory=list)  # served models are discovered (/v1/models)
     alerts: AlertSettings = field(default_factory=AlertSettings)
     drift: DriftSettings = field(default_factory=DriftSettings)
+    gapminder: GapminderSettings = field(default_factory=GapminderSettings)
 
     def all_models(self) -> tuple[list[ModelSpec], dict[str, str]]:
         """Registry models plus those the endpoints serve now (registry entries win); unreachable endpoints."""
@@ -90,6 +108,12 @@ class Settings:
             if not self.endpoints:
                 raise
         return find_model(self.all_models()[0], name)
+
+    def judges(self, jury: JurySettings) -> list[ModelSpec]:
+        """The jury's judge models: the named ones, or every bundled model."""
+        if jury.judges:
+            return [self.model(name) for name in jury.judges]
+        return [s for s in self.models if s.bundled]
 
     def store(self) -> Any:
         from geomon.engine.store import ResponseStore
@@ -127,6 +151,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "alerts",
         "drift",
         "endpoints",
+        "gapminder",
     }
     unknown = set(doc) - known
     if unknown:
@@ -160,6 +185,16 @@ def load_settings(path: str | Path | None = None) -> Settings:
         borderlines = BorderLinesSettings(snapshot=_resolve(base, bl_snapshot), **bl)
     except TypeError as exc:
         raise ConfigError(f"settings file {path}: borderlines: {exc}") from exc
+    gm = dict(doc.get("gapminder") or {})
+    gm_snapshot = os.environ.get("GEOMON_GAPMINDER_SNAPSHOT", gm.pop("snapshot", None))
+    gm["release_url"] = os.environ.get("GEOMON_GAPMINDER_RELEASE_URL", gm.get("release_url", GAPMINDER_RELEASE_URL))
+    try:
+        jury = dict(gm.pop("jury", None) or {})
+        jury["judges"] = tuple(str(j) for j in jury.get("judges") or ())
+        gm["languages"] = tuple(gm.get("languages") or GapminderSettings.languages)
+        gapminder = GapminderSettings(snapshot=_resolve(base, gm_snapshot), jury=JurySettings(**jury), **gm)
+    except TypeError as exc:
+        raise ConfigError(f"settings file {path}: gapminder: {exc}") from exc
     sections = {}
     for name, kind in (("alerts", AlertSettings), ("drift", DriftSettings)):
         section = doc.get(name) or {}
@@ -173,6 +208,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         **sections,
         endpoints=endpoints,
         borderlines=borderlines,
+        gapminder=gapminder,
         models=models,
         store_url=store_url,
         results_dir=_resolve(base, os.environ.get("GEOMON_RESULTS_DIR", doc.get("results_dir"))) or home / "results",

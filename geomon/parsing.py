@@ -299,20 +299,34 @@ def _first_letter(text: str, n_choices: int) -> tuple[int, int] | None:
     return best
 
 
+def _named_positions(text: str, choices: Sequence[str]) -> dict[int, int]:
+    """Option index → where its name first occurs; a longer option claims its span ("South Sudan")."""
+    order = sorted(range(len(choices)), key=lambda i: len(choices[i] or ""), reverse=True)
+    claimed: list[tuple[int, int]] = []
+    first_pos: dict[int, int] = {}
+    for i in order:
+        for start, end in _option_spans(text, choices[i] or ""):
+            if any(start < c_end and c_start < end for c_start, c_end in claimed):
+                continue  # inside a longer option's match ("Sudan" within "South Sudan")
+            claimed.append((start, end))
+            first_pos[i] = min(first_pos.get(i, start), start)
+    return first_pos
+
+
+def options_named(text: str | None, choices: Sequence[str]) -> list[int]:
+    """The indices of the options whose name occurs in the answer, in the order they first occur."""
+    if not text or not choices:
+        return []
+    positions = _named_positions(_SPECIAL_TOKENS.sub(" ", text), choices)
+    return sorted(positions, key=positions.__getitem__)
+
+
 def parse_choice(text: str | None, choices: Sequence[str]) -> int | None:
     """The index of the option an answer commits to, or None (rule in DESIGN.md)."""
     if not text or not choices:
         return None
     text = _SPECIAL_TOKENS.sub(" ", text)
-    order = sorted(range(len(choices)), key=lambda i: len(choices[i]), reverse=True)
-    claimed: list[tuple[int, int]] = []
-    first_pos: dict[int, int] = {}
-    for i in order:
-        for start, end in _option_spans(text, choices[i]):
-            if any(start < c_end and c_start < end for c_start, c_end in claimed):
-                continue  # inside a longer option's match ("Sudan" within "South Sudan")
-            claimed.append((start, end))
-            first_pos[i] = min(first_pos.get(i, start), start)
+    first_pos = _named_positions(text, choices)
     letter = _first_letter(text, len(choices))
     if len(first_pos) == 1:
         return next(iter(first_pos))

@@ -174,3 +174,19 @@ def answered_expectations(column: str, floor: float) -> list[Any]:
     import great_expectations.expectations as gxe
 
     return [gxe.ExpectColumnValuesToNotBeNull(column=column, mostly=floor)]
+
+
+def question_bank_frame(options: pd.DataFrame) -> pd.DataFrame:
+    """Per (question, language): how many options there are and how many are marked correct."""
+    grouped = options.groupby(["question_id", "language"])["correctness"]
+    return pd.DataFrame({"options": grouped.size(), "correct_options": grouped.apply(lambda c: int((c == 1).sum()))})
+
+
+def question_bank_expectations() -> list[Any]:
+    """Every question has three options and exactly one correct one (Gapminder's 1/2/3 levels)."""
+    import great_expectations.expectations as gxe
+
+    return [
+        gxe.ExpectColumnValuesToBeBetween(column="correct_options", min_value=1, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="options", min_value=3, max_value=3),
+    ]

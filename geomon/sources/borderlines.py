@@ -128,29 +128,16 @@ def fetch_release(base_url: str, dest: str | Path, timeout_s: float = 30.0) -> P
 
     Files already downloaded are kept; a file the server does not have is an error naming its URL.
     """
-    import requests
+    from geomon.sources.release_files import ReleaseFiles
 
-    dest = Path(dest)
-    session = requests.Session()
-
-    def get(relative: str) -> Path:
-        target = dest / relative
-        if not target.is_file():
-            url = f"{base_url.rstrip('/')}/{relative}"
-            response = session.get(url, timeout=timeout_s)
-            if not response.ok:
-                raise DisputesError(f"BorderLines release file {url}: HTTP {response.status_code}")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(response.content)
-        return target
-
+    files = ReleaseFiles(base_url, dest, "BorderLines release", DisputesError, timeout_s)
     for relative in (
         "countries_info.json",
         "disputed_territories.csv",
         *(f"system_prompts/{n}" for n in PERSONA_FILES.values()),
     ):
-        get(relative)
-    templates = pd.read_csv(get("templates_q.tsv"), sep="\t", dtype=str, keep_default_na=False)
+        files.get(relative)
+    templates = pd.read_csv(files.get("templates_q.tsv"), sep="\t", dtype=str, keep_default_na=False)
     for code in templates["code"]:
-        get(f"translate/terms/terms_gt.{code}.json")
-    return dest
+        files.get(f"translate/terms/terms_gt.{code}.json")
+    return Path(dest)

@@ -9,7 +9,7 @@ import pytest
 import geomon.suites
 from geomon.suites import registry
 
-TOY = '''
+TOY = """
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
 
 SUITE = SuiteInfo(
@@ -27,7 +27,7 @@ def score(prompts, responses): ...
 def diagnose(scores): ...
 def items(scores): ...
 REGRESSION_METRICS = {}
-'''
+"""
 
 
 @pytest.fixture

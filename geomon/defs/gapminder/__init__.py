@@ -1,0 +1,1 @@
+"""Gapminder AI worldview: Dagster assets, checks, per-model job and run order (loaded with the defs folder)."""

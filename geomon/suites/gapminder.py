@@ -1,0 +1,322 @@
+"""Gapminder's AI Worldview Benchmark: SDG fact questions × prompt variations, graded by a jury.
+
+Spec: ``../shared/seeds/gapminder-ai-worldview.txt``. Each question has three options (correct, wrong,
+very wrong); each is asked inside every prompt variation of its language; each answer is graded correct /
+wrong / very wrong / indecisive — deterministically where the answer names exactly one option, otherwise
+by a jury of judge models with the data's judge prompt (``geomon.jury``). The correct rate is Gapminder's:
+per question and model, correct ÷ (answers − indecisive) × 100, averaged over the questions.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geomon.engine.client import GenerationRequest
+from geomon.engine.registry import ModelSpec
+from geomon.parsing import options_named
+from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
+from geomon.stats.uncertainty import bootstrap_ci
+from geomon.suites.registry import Headline, RunOption, SuiteInfo
+
+SUITE = SuiteInfo(
+    name="gapminder",
+    title="Gapminder AI worldview",
+    spec="Gapminder, AI Worldview Benchmark (seeds/gapminder-ai-worldview.txt)",
+    headlines=(
+        Headline("correct_rate", "Gapminder: correct rate (% of decisive answers, mean over questions)"),
+        Headline("very_wrong_rate", "Gapminder: very-wrong rate (%)"),
+        Headline("judge_fleiss_kappa", "Gapminder: judges' agreement (Fleiss' kappa)"),
+    ),
+    options=(
+        RunOption("--questions", "Gapminder: N questions (seeded sample; 0 = all 365)", int, 0),
+        RunOption("--variations", "Gapminder: N prompt variations per language (seeded; 0 = all)", int, 0),
+    ),
+    order=3,
+)
+
+LANGUAGES = ("en-US", "zh-CN")
+TEMPERATURE = 0.01  # the data's model configurations (and the paper): 0.01, not 0
+MAX_TOKENS = 160  # enough for an answer with a short explanation; the variations ask for more at times
+LETTERS = "abc"
+_FIELDS = {"question_text", "option_a", "option_b", "option_c", "question"}
+
+
+class PromptError(ValueError):
+    pass
+
+
+def _placeholders(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def sample(ids: Sequence[str], n: int, seed: int) -> list[str]:
+    """``n`` of ``ids`` drawn with a seed (all of them for n = 0), in their original order."""
+    ids = list(dict.fromkeys(ids))
+    if not n or n >= len(ids):
+        return ids
+    picked = set(np.random.default_rng(seed).choice(len(ids), size=n, replace=False).tolist())
+    return [x for i, x in enumerate(ids) if i in picked]
+
+
+def build_prompts(
+    data: GapminderData,
+    languages: Sequence[str] = LANGUAGES,
+    sample_questions: int = 0,
+    sample_variations: int = 0,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every question × every prompt variation of its language (``prompt_id`` = question|variation).
+
+    A language with variations but no questions in that language (the snapshot's zh-CN) is a counted gap
+    in ``attrs["gaps"]``, never English questions inside Chinese templates passed off as Chinese. A
+    template with a placeholder other than the data's fields is an error naming the variation.
+    """
+    rows: list[dict[str, Any]] = []
+    gaps: dict[str, str] = {}
+    for language in languages:
+        variations = data.variations[data.variations["language"] == language]
+        questions = data.questions[data.questions["language"] == language]
+        if variations.empty or questions.empty:
+            gaps[language] = (
+                f"{len(variations)} prompt variations, {questions['question_id'].nunique()} questions in {language}"
+            )
+            continue
+        chosen_q = set(sample(questions["question_id"].tolist(), sample_questions, seed))
+        chosen_v = set(sample(variations["variation_id"].tolist(), sample_variations, seed))
+        options = data.options[data.options["language"] == language].sort_values("letter")
+        by_question = {qid: group for qid, group in options.groupby("question_id")}
+        for variation in variations[variations["variation_id"].isin(chosen_v)].itertuples():
+            unknown = (
+                _placeholders(variation.question_template) | _placeholders(variation.question_prompt_template)
+            ) - _FIELDS
+            if unknown:
+                raise PromptError(
+                    f"prompt variation {variation.variation_id}: unknown placeholder(s) {sorted(unknown)}"
+                )
+            for question in questions[questions["question_id"].isin(chosen_q)].itertuples():
+                opts = by_question.get(question.question_id)
+                if opts is None or len(opts) != 3:
+                    gaps[f"{question.question_id}|{language}"] = "not exactly three options"
+                    continue
+                fields = {f"option_{LETTERS[i]}": text for i, text in enumerate(opts["text"])}
+                question_text = variation.question_template.format(question_text=question.text, **fields)
+                prompt = variation.question_prompt_template.format(question=question_text, **fields)
+                rows.append(
+                    {
+                        "prompt_id": f"{question.question_id}|{variation.variation_id}",
+                        "question_id": question.question_id,
+                        "prompt_variation_id": variation.variation_id,
+                        "family": variation.family,
+                        "language": language,
+                        "topic": question.topic,
+                        "question_text": question.text,
+                        "options": list(opts["text"]),
+                        "correctness": [int(c) for c in opts["correctness"]],
+                        "prompt": prompt,
+                    }
+                )
+    frame = pd.DataFrame(rows)
+    frame.attrs["gaps"] = gaps
+    return frame
+
+
+def unfilled_placeholders(prompts: pd.DataFrame) -> list[str]:
+    """Prompt ids whose text still holds one of the data's placeholders (a template that did not fill)."""
+    pattern = "|".join(f"{{{name}}}" for name in sorted(_FIELDS))
+    return prompts.loc[prompts["prompt"].str.contains(pattern, regex=True), "prompt_id"].tolist()
+
+
+def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationRequest]:
+    """The variation's prompt as the user message (no system prompt, as Gapminder runs models); base
+    models get it as a completion, stopped at a blank line."""
+    params = {"max_tokens": MAX_TOKENS, **spec.params, "temperature": TEMPERATURE}
+    if spec.kind == "chat":
+        return [
+            GenerationRequest("chat", messages=({"role": "user", "content": p},), params=params)
+            for p in prompts["prompt"]
+        ]
+    return [
+        GenerationRequest("completion", prompt=f"{p}\nAnswer:", params={**params, "stop": ["\n\n"]})
+        for p in prompts["prompt"]
+    ]
+
+
+def pre_grade(prompts: pd.DataFrame, answers: Sequence[str | None]) -> list[str | None]:
+    """The grade of an answer that names exactly one option's text (its correctness); None where the
+    answer needs judgment (no option named, several named, or no answer)."""
+    grades: list[str | None] = []
+    for options, correctness, answer in zip(prompts["options"], prompts["correctness"], answers, strict=True):
+        named = options_named(answer, options) if isinstance(answer, str) else []
+        grades.append(CORRECTNESS[correctness[named[0]]] if len(named) == 1 else None)
+    return grades
+
+
+def judge_prompts(prompts: pd.DataFrame, answers: Sequence[str], judge_template: str) -> list[str]:
+    """The data's judge prompt filled with the question, each option's correctness and the answer."""
+    out = []
+    for row, answer in zip(prompts.itertuples(index=False), answers, strict=True):
+        fields = {"question_text": row.question_text, "raw_output": answer}
+        for i, (text, level) in enumerate(zip(row.options, row.correctness, strict=True)):
+            fields[f"option_{LETTERS[i]}"] = text
+            fields[f"option_{LETTERS[i]}_correctness"] = CORRECTNESS_LABEL[level]
+        out.append(judge_template.format(**fields))
+    return out
+
+
+def grade(
+    prompts: pd.DataFrame, responses: pd.DataFrame, pre: Sequence[str | None], jury: pd.DataFrame, model: str
+) -> pd.DataFrame:
+    """One row per answer: grade and how it was reached (``graded_by``: pre-graded, jury, or failed).
+
+    ``jury`` holds the jury's decisions (grade, reason) for the answers that were not pre-graded, in
+    order. A failed request has no grade and ``status`` failed: excluded and counted, like every suite.
+    """
+    out = prompts[["prompt_id", "question_id", "prompt_variation_id", "family", "language", "topic"]].copy()
+    out.insert(0, "model", model)
+    out["response"] = responses["text"].to_numpy()
+    out["grade"], out["graded_by"], out["reason"] = None, None, None
+    decisions = iter(jury.itertuples(index=False))
+    for i, (error, pre_grade_) in enumerate(zip(responses["error"], pre, strict=True)):
+        if isinstance(error, str) and error:
+            out.iat[i, out.columns.get_loc("graded_by")] = "failed"
+            out.iat[i, out.columns.get_loc("reason")] = error
+        elif pre_grade_ is not None:
+            out.iat[i, out.columns.get_loc("grade")] = pre_grade_
+            out.iat[i, out.columns.get_loc("graded_by")] = "pre-graded"
+            out.iat[i, out.columns.get_loc("reason")] = "names exactly one option"
+        else:
+            decision = next(decisions)
+            out.iat[i, out.columns.get_loc("grade")] = decision.grade
+            out.iat[i, out.columns.get_loc("graded_by")] = "jury"
+            out.iat[i, out.columns.get_loc("reason")] = decision.reason
+    out["status"] = np.where(out["graded_by"] == "failed", "failed", "answered")
+    return out
+
+
+def _per_question(graded: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    valid = graded[graded["grade"].notna()]
+    counts = pd.crosstab([valid[c] for c in [*by, "question_id"]], valid["grade"])
+    for g in ("correct", "wrong", "very_wrong", "indecisive"):
+        if g not in counts:
+            counts[g] = 0
+    counts["n"] = counts[["correct", "wrong", "very_wrong", "indecisive"]].sum(axis=1)
+    counts["decisive"] = counts["n"] - counts["indecisive"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        counts["q_correct_rate"] = counts["correct"] / counts["decisive"] * 100
+        counts["q_very_wrong_rate"] = counts["very_wrong"] / counts["decisive"] * 100
+        counts["q_indecisive_rate"] = counts["indecisive"] / counts["n"] * 100
+    return counts.reset_index()
+
+
+def correct_rates(graded: pd.DataFrame, by: Sequence[str] = ("model",)) -> pd.DataFrame:
+    """Gapminder's rates per model (public; DESIGN.md): n, indecisive, correct, correct_rate.
+
+    ``correct_rate``: per question, correct ÷ (answers − indecisive) × 100, then the mean over questions
+    (the paper: "for each combination of questions and model configurations, and aggregate all
+    questions"; questions with no decisive answer are left out). Also ``very_wrong_rate`` the same way,
+    ``indecisive_rate`` and ``correct_rate_pooled`` (correct ÷ decisive over all answers, a named variant).
+    """
+    per_q = _per_question(graded, list(by))
+    totals = per_q.groupby(list(by))[["n", "correct", "wrong", "very_wrong", "indecisive", "decisive"]].sum()
+    means = per_q.groupby(list(by))[["q_correct_rate", "q_very_wrong_rate", "q_indecisive_rate"]].mean()
+    out = totals.join(means.rename(columns=lambda c: c[2:]))
+    out["questions"] = per_q.groupby(list(by))["question_id"].nunique()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["correct_rate_pooled"] = out["correct"] / out["decisive"] * 100
+    return out[
+        [
+            "n",
+            "questions",
+            "indecisive",
+            "correct",
+            "wrong",
+            "very_wrong",
+            "correct_rate",
+            "very_wrong_rate",
+            "indecisive_rate",
+            "correct_rate_pooled",
+        ]
+    ]
+
+
+def language_gap(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """English minus Chinese correct rate, with a bootstrap interval resampling questions (each question's
+    per-language rates move together). Undefined, with the reason, unless both languages were asked."""
+    per_q = _per_question(graded, ["language"]).pivot_table(
+        index="question_id", columns="language", values="q_correct_rate"
+    )
+    if not {"en-US", "zh-CN"} <= set(per_q.columns):
+        asked = ", ".join(sorted(graded["language"].dropna().unique())) or "none"
+        return {"en_minus_zh": float("nan"), "note": f"needs answers in en-US and zh-CN; asked: {asked}"}
+    both = per_q[["en-US", "zh-CN"]].dropna()
+    en, zh = both["en-US"].to_numpy(), both["zh-CN"].to_numpy()
+
+    def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+        return a.mean(axis=axis) - b.mean(axis=axis)
+
+    ci = bootstrap_ci((en, zh), statistic, resamples=resamples, seed=seed)
+    return {
+        "en_minus_zh": float(en.mean() - zh.mean()),
+        "en_minus_zh_ci_low": ci.low,
+        "en_minus_zh_ci_high": ci.high,
+        "questions": len(both),
+        "note": ci.note,
+    }
+
+
+def diagnose(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Rates per model, per language, prompt family and topic (SDG); the language gap; how answers were
+    graded; the correct rate's bootstrap interval over questions."""
+    rates = correct_rates(graded)
+    per_q = _per_question(graded, ["model"])
+    values = per_q["q_correct_rate"].dropna().to_numpy()
+    ci = bootstrap_ci((values,), lambda v, axis=-1: v.mean(axis=axis), resamples=resamples, seed=seed)
+    summary = {
+        **({k: float(v) for k, v in rates.iloc[0].items()} if len(rates) else {}),
+        "correct_rate_ci_low": ci.low,
+        "correct_rate_ci_high": ci.high,
+        "failed": int((graded["status"] == "failed").sum()) if "status" in graded else 0,
+        "pre_graded": int((graded["graded_by"] == "pre-graded").sum()) if "graded_by" in graded else 0,
+        "jury_graded": int((graded["graded_by"] == "jury").sum()) if "graded_by" in graded else 0,
+    }
+    gap = language_gap(graded, resamples=resamples, seed=seed)
+    summary.update({k: v for k, v in gap.items() if k != "note"})
+    return {
+        "summary": summary,
+        "language_gap_note": gap.get("note", ""),
+        "by_language": correct_rates(graded, ["language"]).reset_index(),
+        "by_family": correct_rates(graded, ["family"]).reset_index(),
+        "by_topic": correct_rates(graded, ["topic"]).reset_index(),
+        "reasons": graded.groupby(["graded_by", "reason"], dropna=False).size().rename("answers").reset_index()
+        if "graded_by" in graded
+        else pd.DataFrame(),
+    }
+
+
+# --- monitoring ------------------------------------------------------------------------------------
+
+
+def items(graded: pd.DataFrame) -> pd.DataFrame:
+    """Per question (``item``): correct, very wrong and decisive answers, so rates are recomputed exactly."""
+    per_q = _per_question(graded, ["model"])
+    return per_q[["question_id", "correct", "very_wrong", "decisive"]].rename(columns={"question_id": "item"})
+
+
+def _mean_rate(column: str):
+    def statistic(frame: pd.DataFrame) -> float:
+        decisive = frame["decisive"].replace(0, np.nan)
+        return float((frame[column] / decisive * 100).mean())
+
+    return statistic
+
+
+# name → (statistic over items, higher is worse, minimum effect in points that may alert)
+REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
+    "correct_rate": (_mean_rate("correct"), False, 5.0),
+    "very_wrong_rate": (_mean_rate("very_wrong"), True, 5.0),
+}

@@ -1,0 +1,81 @@
+"""The jury: lenient verdicts, majority with a quorum, agreement, and a real run through the engine and
+the store against scripted judges on loopback (one of which disagrees, one of which babbles)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from geomon.engine.registry import ModelSpec
+from geomon.engine.runner import ask
+from geomon.jury import agreement, decide, parse_verdict, run_jury
+from geomon.stats.agreement import fleiss_kappa, pairwise_agreement
+from geomon_tests.loopback import ScriptedModel, serve
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ("D\nD", "D"),  # the real replies' shapes (example_batch/)
+        ("C\n\nC", "C"),
+        ("???", None),
+        ("Reasoning: the answer picks 28%.\nStep 2 …\nB", "B"),
+        ("The answer is **C**", "C"),
+        ("E", None),  # not one of the choices
+        ("", None),
+    ],
+)
+def test_parse_verdict(reply, verdict):
+    assert parse_verdict(reply, "ABCD") == verdict
+
+
+def test_majority_and_quorum():
+    assert decide(["correct", "correct", "wrong"]).grade == "correct"
+    assert decide(["correct", "wrong", "very_wrong"]).reason == "no majority"
+    assert decide(["correct", None, None]).reason == "too few readable verdicts"
+    assert decide(["correct", "wrong"], quorum=2).grade == "indecisive"
+
+
+def test_fleiss_kappa_textbook_example():
+    # Fleiss (1971) style check: 4 items, 3 raters. Perfect agreement → 1; this table computed by hand:
+    votes = pd.DataFrame({"a": ["x", "x", "y", "y"], "b": ["x", "x", "y", "x"], "c": ["x", "y", "y", "y"]})
+    # P_i = [1, 1/3, 1, 1/3] → P̄ = 2/3; p_x = 6/12, p_y = 6/12 → P̄e = 1/2; κ = (2/3 − 1/2) / (1/2) = 1/3.
+    assert fleiss_kappa(votes) == pytest.approx(1 / 3)
+    assert fleiss_kappa(pd.DataFrame({"a": ["x", "y"], "b": ["x", "y"]})) == pytest.approx(1.0)
+    assert math.isnan(fleiss_kappa(pd.DataFrame({"a": ["x", "x"], "b": ["x", "x"]})))
+    pairs = pairwise_agreement(votes).set_index(["rater_a", "rater_b"])
+    assert pairs.at[("a", "b"), "agreement"] == 0.75 and pairs.at[("a", "c"), "agreement"] == 0.75
+
+
+def test_jury_through_the_engine_with_a_disagreeing_judge(sqlite_store):
+    scripts = {
+        "judge-a": lambda messages: "Reasoning …\nD",
+        "judge-b": lambda messages: "D\nD",
+        "judge-c": lambda messages: "B" if "second" in messages[-1]["content"] else "???",  # disagrees or babbles
+    }
+    with (
+        serve(ScriptedModel, {"answer": scripts["judge-a"]}) as a,
+        serve(ScriptedModel, {"answer": scripts["judge-b"]}) as b,
+        serve(ScriptedModel, {"answer": scripts["judge-c"]}) as c,
+    ):
+        judges = [
+            ModelSpec(name=name, kind="chat", base_url=f"{url}/v1", model_id=name)
+            for name, url in (("judge-a", a), ("judge-b", b), ("judge-c", c))
+        ]
+
+        def ask_judge(judge, requests):
+            return ask(judge, requests, sqlite_store)[0]
+
+        letters = {"A": "indecisive", "B": "very_wrong", "C": "wrong", "D": "correct"}
+        verdicts, decisions = run_jury(judges, ["first answer", "second answer"], letters, ask_judge)
+        again, _ = run_jury(judges, ["first answer", "second answer"], letters, ask_judge)  # from the store
+    assert decisions["grade"].tolist() == ["correct", "correct"]  # 2 of 3 decide
+    assert verdicts.set_index(["item", "judge"]).at[(0, "judge-c"), "status"] == "unreadable"
+    assert verdicts.set_index(["item", "judge"]).at[(1, "judge-c"), "verdict"] == "very_wrong"
+    agreed = agreement(verdicts)
+    pairs = agreed["pairs"].set_index(["rater_a", "rater_b"])
+    assert pairs.at[("judge-a", "judge-b"), "agreement"] == 1.0
+    assert pairs.at[("judge-a", "judge-c"), "items"] == 1 and pairs.at[("judge-a", "judge-c"), "agreement"] == 0.0
+    assert again.equals(verdicts)
