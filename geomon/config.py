@@ -69,6 +69,7 @@ class BorderLinesSettings:
 class JurySettings:
     judges: tuple[str, ...] = ()  # registered model names; empty = every bundled model
     quorum: int | None = None  # votes a grade needs; default a strict majority of the judges
+    max_tokens: int = 384  # a judge reasons step by step before its letter; small local judges may stop short
 
 
 @dataclass

@@ -59,7 +59,7 @@ class Decision:
 def decide(verdicts: Sequence[str | None], quorum: int = 2) -> Decision:
     """Majority of the readable verdicts decides, if it has at least ``quorum`` votes (Gapminder: two of
     three judges must agree); otherwise indecisive with the reason."""
-    readable = [v for v in verdicts if v is not None]
+    readable = [v for v in verdicts if isinstance(v, str)]  # None or NaN: no vote
     if len(readable) < quorum:
         return Decision(INDECISIVE, "too few readable verdicts", len(readable))
     (top, count), *rest = Counter(readable).most_common() or [(None, 0)]
@@ -68,9 +68,11 @@ def decide(verdicts: Sequence[str | None], quorum: int = 2) -> Decision:
     return Decision(INDECISIVE, "no majority", len(readable))
 
 
-def judge_requests(prompts: Sequence[str], spec: ModelSpec) -> list[GenerationRequest]:
+def judge_requests(
+    prompts: Sequence[str], spec: ModelSpec, max_tokens: int = JUDGE_MAX_TOKENS
+) -> list[GenerationRequest]:
     """One request per filled judge prompt; judges answer at temperature 0 (the data's judge settings)."""
-    params = {**spec.params, "temperature": 0.0, "max_tokens": JUDGE_MAX_TOKENS}
+    params = {**spec.params, "temperature": 0.0, "max_tokens": max_tokens}
     if spec.kind == "chat":
         return [GenerationRequest("chat", messages=({"role": "user", "content": p},), params=params) for p in prompts]
     return [GenerationRequest("completion", prompt=f"{p}\n", params=params) for p in prompts]
@@ -85,6 +87,7 @@ def run_jury(
     letters_to_grade: Mapping[str, str],
     ask: Asker,
     quorum: int | None = None,
+    max_tokens: int = JUDGE_MAX_TOKENS,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Ask every judge every prompt (through ``ask``, the store-aware engine) and decide each item.
 
@@ -96,7 +99,7 @@ def run_jury(
     quorum = quorum or len(judges) // 2 + 1
     rows = []
     for judge in judges:
-        replies = ask(judge, judge_requests(prompts, judge))
+        replies = ask(judge, judge_requests(prompts, judge, max_tokens))
         for item, (text, error) in enumerate(zip(replies["text"], replies["error"], strict=True)):
             letter = parse_verdict(text if isinstance(text, str) else None, list(letters_to_grade))
             rows.append(

@@ -34,7 +34,7 @@ def test_parse_verdict(reply, verdict):
 def test_majority_and_quorum():
     assert decide(["correct", "correct", "wrong"]).grade == "correct"
     assert decide(["correct", "wrong", "very_wrong"]).reason == "no majority"
-    assert decide(["correct", None, None]).reason == "too few readable verdicts"
+    assert decide(["correct", None, float("nan")]).reason == "too few readable verdicts"  # NaN: a frame's None
     assert decide(["correct", "wrong"], quorum=2).grade == "indecisive"
 
 

@@ -168,7 +168,7 @@ def judge_prompts(prompts: pd.DataFrame, answers: Sequence[str], judge_template:
     return out
 
 
-def grade(
+def score(
     prompts: pd.DataFrame, responses: pd.DataFrame, pre: Sequence[str | None], jury: pd.DataFrame, model: str
 ) -> pd.DataFrame:
     """One row per answer: grade and how it was reached (``graded_by``: pre-graded, jury, or failed).

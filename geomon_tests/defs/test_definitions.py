@@ -12,6 +12,7 @@ import yaml
 
 from geomon.definitions import defs
 from geomon.defs.borderlines.runs import materialize as materialize_borderlines
+from geomon.defs.gapminder.runs import materialize as materialize_gapminder
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models
 from geomon.defs.sensors import model_registry_sensor
@@ -27,6 +28,13 @@ EXPECTED_ASSET_KEYS = [
     "borderlines/release",
     "borderlines/responses",
     "borderlines/scores",
+    "gapminder/grades",
+    "gapminder/judgements",
+    "gapminder/leaderboard",
+    "gapminder/prompts",
+    "gapminder/question_bank",
+    "gapminder/rates",
+    "gapminder/responses",
     "monitor/drift_probe",
     "monitor/trends",
     "wikipedia/dispute_revisions",
@@ -70,6 +78,7 @@ def _settings_file(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | 
                 "results_dir": str(tmp_path / "results"),
                 "worldbank": {"snapshot": str(wdi_snapshot_dir)},
                 "borderlines": {"snapshot": str(SHARED / "snapshots" / "borderlines")},
+                "gapminder": {"snapshot": str(SHARED / "snapshots" / "gapminder")},
                 "engine": {"slots": 4},
                 "models": models or [],
                 **extra,
@@ -235,5 +244,34 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
         history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="borderlines")
         kb = history[(history["metric"] == "kb_cs") & (history["breakdown"] == "persona=vanilla")]
         # Regression scope: the table version and the persona the check follows (vanilla, the README's).
-    assert set(kb["scope"]) == {f"{OLD}|persona=vanilla", f"{NEW}|persona=vanilla"}
-    assert len(kb) == 4 and kb["code_version"].str.len().gt(0).all()
+        assert set(kb["scope"]) == {f"{OLD}|persona=vanilla", f"{NEW}|persona=vanilla"}
+        assert len(kb) == 4 and kb["code_version"].str.len().gt(0).all()
+
+
+@pytest.mark.slow
+def test_gapminder_materialization_with_bundled_contestants_and_judges(tmp_path, wdi_snapshot_dir):
+    """Two questions × two variations, both bundled models answering and both judging."""
+    gapminder = {"snapshot": str(SHARED / "snapshots" / "gapminder"), "jury": {"max_tokens": 24}}
+    settings = _settings_file(tmp_path, wdi_snapshot_dir, gapminder=gapminder)
+    resources = {"geomon": GeomonResource(config_path=str(settings))}
+    models = ["smollm2-135m-instruct", "gemma3-270m"]
+    config = {"sample_questions": 2, "sample_variations": 2}
+    with dg.instance_for_test() as instance:
+        results = materialize_gapminder(defs, instance, models, config, resources=resources)
+        assert all(r.success for r in results)
+        assert not [c for c in failed_checks(results) if c.severity == dg.AssetCheckSeverity.ERROR]
+        board = results[-1].output_for_node("gapminder__leaderboard")
+        assert sorted(board["model"]) == sorted(models)
+        assert (board["n"] == 4).all() and (board["pre_graded"] + board["jury_graded"] == 4).all()
+        judged = {}
+        for result in results:
+            for mat in result.asset_materializations_for_node("gapminder__judgements"):
+                judged[str(mat.partition)] = mat.metadata
+        meta = judged["smollm2-135m-instruct"]
+        assert meta["judges"].value == "smollm2-135m-instruct, gemma3-270m"
+        assert meta["pre_graded"].value + meta["sent_to_jury"].value == 4
+        assert (tmp_path / "results" / "gapminder" / "report.html").exists()
+        from geomon.monitor.history import MetricHistory
+
+        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="gapminder")
+        assert {"correct_rate", "judge_fleiss_kappa"} <= set(history["metric"])

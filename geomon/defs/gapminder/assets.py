@@ -38,9 +38,8 @@ def question_bank(context: dg.AssetExecutionContext, geomon: GeomonResource) -> 
     if root is None:
         root = source.fetch_release(settings.gapminder.release_url, settings.results_dir.parent / "gapminder-release")
     data = source.read_snapshot(root)
-    return dg.Output(
-        data, metadata={**{k: dg.MetadataValue.json(v) for k, v in data.report.items()}, "source": str(root)}
-    )
+    metadata = {k: dg.MetadataValue.json(v) if isinstance(v, dict | list) else v for k, v in data.report.items()}
+    return dg.Output(data, metadata={**metadata, "source": str(root)})
 
 
 class GapminderPromptConfig(dg.Config):
@@ -140,8 +139,9 @@ def gapminder_judgements(
     def ask_judge(judge, requests):
         return ask(judge, requests, store, epoch=settings.cache_epoch, options=settings.engine)[0]
 
+    jury_settings = settings.gapminder.jury
     verdicts, decisions = jury.run_jury(
-        judges, judge_prompts, data.judge_choices, ask_judge, quorum=settings.gapminder.jury.quorum
+        judges, judge_prompts, data.judge_choices, ask_judge, jury_settings.quorum, jury_settings.max_tokens
     )
     verdicts["prompt_id"] = [prompts["prompt_id"].iloc[to_judge[i]] for i in verdicts["item"]] if to_judge else []
     decisions["answer_row"] = [to_judge[i] for i in decisions["item"]]
@@ -180,7 +180,7 @@ def gapminder_grades(
     context: dg.AssetExecutionContext, prompts: pd.DataFrame, responses: pd.DataFrame, judgements: dict
 ):
     """One grade per answer: correct / wrong / very_wrong / indecisive, and how it was reached."""
-    graded = gapminder.grade(
+    graded = gapminder.score(
         prompts, responses, judgements["pre_grades"], judgements["decisions"], context.partition_key
     )
     return dg.Output(
