@@ -5,6 +5,7 @@ and finds them through the suite registry."""
 
 import importlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -54,6 +55,41 @@ def runner(defs: dg.Definitions, instance: dg.DagsterInstance, resources: dict[s
         )
 
     return run
+
+
+def per_model_job(suite: str, selection: dg.AssetSelection, partitions_def: Any, description: str) -> Any:
+    """``<suite>_per_model``: a suite's per-model assets as a partitioned job (sensors and the UI launch it)."""
+    return dg.define_asset_job(
+        f"{suite}_per_model", selection=selection, partitions_def=partitions_def, description=description
+    )
+
+
+@dataclass(frozen=True)
+class PerModelPlan:
+    """The common run order: sources and prompts once (op config for ``prompts_op``), each model's
+    partition, then the leaderboard."""
+
+    sources: dg.AssetSelection
+    per_model: dg.AssetSelection
+    leaderboard: dg.AssetSelection
+    prompts_op: str
+
+    def materialize(
+        self,
+        defs: dg.Definitions,
+        instance: dg.DagsterInstance,
+        models: Sequence[str],
+        prompt_config: dict[str, Any] | None = None,
+        log_level: str = "WARNING",
+        resources: dict[str, Any] | None = None,
+    ) -> list[dg.ExecuteInProcessResult]:
+        """Run the plan for ``models``; failed checks are in the returned results."""
+        register_models(instance, models)
+        run = runner(defs, instance, resources, log_level)
+        results = [run(self.sources, config={"ops": {self.prompts_op: {"config": prompt_config or {}}}})]
+        results += [run(self.per_model, partition_key=name) for name in models]
+        results.append(run(self.leaderboard))
+        return results
 
 
 def failed_checks(results: Sequence[dg.ExecuteInProcessResult]) -> list[dg.AssetCheckEvaluation]:

@@ -7,7 +7,7 @@ import dagster as dg
 
 from geomon.config import Settings
 from geomon.defs.resources import model_revision_partitions, revisions_partitions
-from geomon.defs.runs import register_models, runner
+from geomon.defs.runs import per_model_job, register_models, runner
 from geomon.sources import wikipedia
 
 RELEASE = dg.AssetSelection.assets(["borderlines", "release"])
@@ -17,11 +17,11 @@ PER_MODEL = dg.AssetSelection.assets(
 )
 LEADERBOARD = dg.AssetSelection.assets(["borderlines", "leaderboard"])
 
-borderlines_per_model_job = dg.define_asset_job(
-    "borderlines_per_model",
-    selection=PER_MODEL,
-    partitions_def=model_revision_partitions,
-    description="Responses, claimants and concurrence scores of one model on one table revision.",
+borderlines_per_model_job = per_model_job(
+    "borderlines",
+    PER_MODEL,
+    model_revision_partitions,
+    "Responses, claimants and concurrence scores of one model on one table revision.",
 )
 
 

@@ -7,37 +7,21 @@ import dagster as dg
 
 from geomon.config import Settings
 from geomon.defs.resources import models_partitions
-from geomon.defs.runs import register_models, runner
+from geomon.defs.runs import PerModelPlan, per_model_job
 
-SOURCES_AND_PROMPTS = dg.AssetSelection.assets(["gapminder", "question_bank"], ["gapminder", "prompts"])
 PER_MODEL = dg.AssetSelection.assets(
     ["gapminder", "responses"], ["gapminder", "judgements"], ["gapminder", "grades"], ["gapminder", "rates"]
 )
-LEADERBOARD = dg.AssetSelection.assets(["gapminder", "leaderboard"])
-
-gapminder_per_model_job = dg.define_asset_job(
-    "gapminder_per_model",
-    selection=PER_MODEL,
-    partitions_def=models_partitions,
-    description="Responses, jury judgements, grades and rates of one model (a partition of `models`).",
+PLAN = PerModelPlan(
+    sources=dg.AssetSelection.assets(["gapminder", "question_bank"], ["gapminder", "prompts"]),
+    per_model=PER_MODEL,
+    leaderboard=dg.AssetSelection.assets(["gapminder", "leaderboard"]),
+    prompts_op="gapminder__prompts",
 )
-
-
-def materialize(
-    defs: dg.Definitions,
-    instance: dg.DagsterInstance,
-    models: Sequence[str],
-    prompt_config: dict[str, Any] | None = None,
-    log_level: str = "WARNING",
-    resources: dict[str, Any] | None = None,
-) -> list[dg.ExecuteInProcessResult]:
-    """The question bank and prompts once, each model's partition, then the leaderboard."""
-    register_models(instance, models)
-    run = runner(defs, instance, resources, log_level)
-    results = [run(SOURCES_AND_PROMPTS, config={"ops": {"gapminder__prompts": {"config": prompt_config or {}}}})]
-    results += [run(PER_MODEL, partition_key=name) for name in models]
-    results.append(run(LEADERBOARD))
-    return results
+materialize = PLAN.materialize
+gapminder_per_model_job = per_model_job(
+    "gapminder", PER_MODEL, models_partitions, "Responses, jury judgements, grades and rates of one model."
+)
 
 
 def run_from_options(

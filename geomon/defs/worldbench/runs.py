@@ -7,37 +7,24 @@ import dagster as dg
 
 from geomon.config import Settings
 from geomon.defs.resources import models_partitions
-from geomon.defs.runs import register_models, runner
+from geomon.defs.runs import PerModelPlan, per_model_job
 
-SOURCES_AND_PROMPTS = dg.AssetSelection.assets(
-    ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]
-)
 PER_MODEL = dg.AssetSelection.assets(["worldbench", "responses"], ["worldbench", "scores"], ["worldbench", "disparity"])
-LEADERBOARD = dg.AssetSelection.assets(["worldbench", "leaderboard"])
-
-worldbench_per_model_job = dg.define_asset_job(
-    "worldbench_per_model",
-    selection=PER_MODEL,
-    partitions_def=models_partitions,
-    description="Responses, scores and disparity of one model (a partition of `models`).",
+PLAN = PerModelPlan(
+    sources=dg.AssetSelection.assets(
+        ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]
+    ),
+    per_model=PER_MODEL,
+    leaderboard=dg.AssetSelection.assets(["worldbench", "leaderboard"]),
+    prompts_op="worldbench__prompts",
 )
-
-
-def materialize(
-    defs: dg.Definitions,
-    instance: dg.DagsterInstance,
-    models: Sequence[str],
-    prompt_config: dict[str, Any] | None = None,
-    log_level: str = "WARNING",
-    resources: dict[str, Any] | None = None,
-) -> list[dg.ExecuteInProcessResult]:
-    """Run the whole WorldBench graph for ``models``; failed checks are in the returned results."""
-    register_models(instance, models)
-    run = runner(defs, instance, resources, log_level)
-    results = [run(SOURCES_AND_PROMPTS, config={"ops": {"worldbench__prompts": {"config": prompt_config or {}}}})]
-    results += [run(PER_MODEL, partition_key=name) for name in models]
-    results.append(run(LEADERBOARD))
-    return results
+materialize = PLAN.materialize
+worldbench_per_model_job = per_model_job(
+    "worldbench",
+    PER_MODEL,
+    models_partitions,
+    "Responses, scores and disparity of one model (a partition of `models`).",
+)
 
 
 def run_from_options(
