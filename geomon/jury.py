@@ -9,6 +9,7 @@ pre-grading settles are never sent to the judges.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -128,3 +129,15 @@ def agreement(verdicts: pd.DataFrame) -> dict[str, object]:
     table = verdicts.pivot_table(index="item", columns="judge", values="verdict", aggfunc="first")
     table = table.reindex(columns=sorted(verdicts["judge"].unique()))
     return {"fleiss_kappa": fleiss_kappa(table), "pairs": pairwise_agreement(table)}
+
+
+AGREEMENT_DROP = 0.2  # a fall of Fleiss' kappa this large between two runs of the same jury alerts
+
+
+def agreement_dropped(previous: float | None, current: float, threshold: float = AGREEMENT_DROP) -> bool:
+    """Did the judges' agreement fall by at least ``threshold`` since the previous run? (Judge drift: a
+    judge model changed behind its name, or the answers moved into territory the judges read differently.)
+    Undefined values (no previous run, too few items) never alert."""
+    if previous is None or math.isnan(previous) or math.isnan(current):
+        return False
+    return previous - current >= threshold

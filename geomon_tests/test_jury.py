@@ -79,3 +79,10 @@ def test_jury_through_the_engine_with_a_disagreeing_judge(sqlite_store):
     assert pairs.at[("judge-a", "judge-b"), "agreement"] == 1.0
     assert pairs.at[("judge-a", "judge-c"), "items"] == 1 and pairs.at[("judge-a", "judge-c"), "agreement"] == 0.0
     assert again.equals(verdicts)
+
+
+def test_agreement_drop_alerts_only_on_a_real_fall():
+    from geomon.jury import agreement_dropped
+
+    assert agreement_dropped(0.8, 0.5) and not agreement_dropped(0.8, 0.7)
+    assert not agreement_dropped(None, 0.1) and not agreement_dropped(0.8, float("nan"))

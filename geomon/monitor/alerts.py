@@ -19,7 +19,7 @@ import requests
 
 log = logging.getLogger(__name__)
 
-AlertKind = Literal["regression", "drift", "run_failed"]
+AlertKind = Literal["regression", "drift", "run_failed", "judge_agreement"]
 
 
 @dataclass

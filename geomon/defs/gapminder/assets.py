@@ -11,7 +11,8 @@ from geomon.defs.gapminder import checks
 from geomon.defs.resources import GeomonResource, by_partition, models_partitions
 from geomon.defs.versions import source_version
 from geomon.engine.runner import ask
-from geomon.monitor.history import MetricValue, metrics_from_mapping
+from geomon.monitor import alerts
+from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
 from geomon.report import charts
 from geomon.report.gapminder import write_report
 from geomon.sources import gapminder as source
@@ -198,7 +199,7 @@ def gapminder_grades(
     automation_condition=EAGER,
     partitions_def=models_partitions,
     code_version=JUDGE_VERSION,
-    check_specs=[monitoring.regression_spec(["gapminder", "rates"])],
+    check_specs=[monitoring.regression_spec(["gapminder", "rates"]), checks.AGREEMENT_SPEC],
     ins={"graded": dg.AssetIn(key=["gapminder", "grades"]), "judgements": dg.AssetIn(key=["gapminder", "judgements"])},
 )
 def gapminder_rates(context: dg.AssetExecutionContext, geomon: GeomonResource, graded: pd.DataFrame, judgements: dict):
@@ -229,6 +230,7 @@ def gapminder_rates(context: dg.AssetExecutionContext, geomon: GeomonResource, g
         if pd.notna(row.correct_rate)
     ]
     prompts_scope = f"questions={graded['question_id'].nunique()},variations={graded['prompt_variation_id'].nunique()}"
+    yield _agreement_check(context, geomon.settings(), float(kappa))
     yield monitoring.track_evaluation(
         context,
         geomon.settings(),
@@ -240,6 +242,37 @@ def gapminder_rates(context: dg.AssetExecutionContext, geomon: GeomonResource, g
         gapminder.REGRESSION_METRICS,
         scope=prompts_scope,
         versions={"data": SOURCE_VERSION, "prompts": PROMPT_VERSION, "code": JUDGE_VERSION},
+    )
+
+
+def _agreement_check(context: dg.AssetExecutionContext, settings, kappa: float) -> dg.AssetCheckResult:
+    """Compare the judges' agreement with the model's previous run (before this one is recorded); alert
+    on a drop."""
+    history = MetricHistory(settings.store_url)
+    earlier = history.series(suite="gapminder", model=context.partition_key, metric="judge_fleiss_kappa")
+    previous = float(earlier["value"].iloc[-1]) if len(earlier) else None
+    dropped = jury.agreement_dropped(previous, kappa)
+    if dropped:
+        alerts.send(
+            alerts.Alert(
+                kind="judge_agreement",
+                title=f"gapminder: judges agree less on {context.partition_key}",
+                summary=f"Fleiss' kappa {previous:.2f} → {kappa:.2f}: check the judge models before trusting grades.",
+                model=context.partition_key,
+                suite="gapminder",
+                url=alerts.asset_url(settings.alerts.ui_url, ["gapminder", "rates"], context.partition_key),
+                numbers={"before": previous, "after": kappa},
+            ),
+            settings.alerts,
+        )
+    return dg.AssetCheckResult(
+        check_name=checks.AGREEMENT_SPEC.name,
+        passed=not dropped,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "previous": previous if previous is not None else "none",
+            "current": kappa if kappa == kappa else "undefined",
+        },
     )
 
 

@@ -23,6 +23,13 @@ JUDGES_SPEC = dg.AssetCheckSpec(
 )
 
 
+AGREEMENT_SPEC = dg.AssetCheckSpec(
+    "judge_agreement_stable",
+    asset=dg.AssetKey(["gapminder", "rates"]),
+    description="The judges' Fleiss' kappa did not fall by 0.2 or more since the model's previous run.",
+)
+
+
 @dg.asset_check(asset=dg.AssetKey(["gapminder", "question_bank"]), blocking=True)
 def one_correct_option(question_bank: GapminderData) -> dg.AssetCheckResult:
     """Every question has three options and exactly one correct option."""
