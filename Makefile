@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test lint ui bench clean
+.PHONY: setup run test lint ui bench bench-judges clean
 
 setup: $(VENV)/.installed
 
@@ -39,3 +39,7 @@ bench: setup
 
 clean:
 	rm -rf var storage history logs schedules
+
+# What a bundled judge is worth: the bundled models judge Gapminder's example batch (bench/judge_agreement.py).
+bench-judges: setup
+	$(BIN)/python bench/judge_agreement.py $(ARGS)

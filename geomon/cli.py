@@ -22,7 +22,7 @@ def _setup_logging(verbose: bool) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
-    for noisy in ("httpx", "httpx2", "openai", "urllib3", "alembic"):
+    for noisy in ("httpx", "httpx2", "openai", "urllib3", "alembic", "great_expectations"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
