@@ -69,15 +69,18 @@ def write_report(
         model, revision = str(key).split("|")
         folder = out_dir / revision / model
         folder.mkdir(parents=True, exist_ok=True)
-        for name in ("by_persona", "by_region", "by_language"):
+        for name in ("by_persona", "by_region", "by_language", "excluded"):
             result[name].to_csv(folder / f"{name}.csv", index=False)
+        excluded = result["excluded"]["reason"].value_counts().to_dict()
         sections += [
             f"<h2>{html.escape(model)} — {html.escape(revision)}</h2>",
             "<h3>Per region</h3>",
             result["by_region"][["persona", "region", "territories", "kb_cs", "con_cs", "non_cs", "delta_cs"]].to_html(
                 index=False, float_format=lambda v: f"{v:.1f}"
             ),
-            "<h3>Per query language (first persona)</h3>",
+            "<h3>Per query language (vanilla persona)</h3>",
             result["by_language"].to_html(index=False, float_format=lambda v: f"{v:.1f}"),
+            f"<p>Left out of the scores (failed or no claimant read): {html.escape(str(excluded or 'none'))}; "
+            "listed in excluded.csv.</p>",
         ]
     return charts.write_html(out_dir / "report.html", "geomon BorderLines", sections)
