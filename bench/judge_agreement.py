@@ -86,12 +86,13 @@ def main() -> None:
     names = ", ".join(j.name for j in judges)
     print(f"\n{len(table)} answers, judges {names}, max_tokens {args.max_tokens}, {seconds:.0f} s")
     for column in (*[j.name for j in judges], "bundled_jury"):
-        readable = table[column].notna().sum()
-        with_real = (table[column] == table["real_jury"]).sum()
-        with_recorded = (table[column] == table["recorded"]).sum()
+        # A judge's column holds its verdicts (None: unreadable); the jury's holds grades (indecisive: none).
+        decided = table[column].notna() & (table[column] != "indecisive")
+        with_real = (decided & (table[column] == table["real_jury"])).sum()
+        with_recorded = (decided & (table[column] == table["recorded"])).sum()
         print(
-            f"{column:24s} readable {readable}/{len(table)}; agrees with the commercial jury {with_real}/{len(table)}, "
-            f"with Gapminder's recorded grade {with_recorded}/{table['recorded'].notna().sum()}"
+            f"{column:24s} decided {decided.sum()}/{len(table)}; agrees with the commercial jury on {with_real}, "
+            f"with Gapminder's recorded grade on {with_recorded} of {table['recorded'].notna().sum()}"
         )
     print(
         f"commercial jury vs recorded grade: {(table['real_jury'] == table['recorded']).sum()}/"
