@@ -21,7 +21,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import parse_choice
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
-from geomon.suites.registry import Headline, RunOption, SuiteInfo
+from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 
 PERSONAS = ("vanilla", "un_peacekeeper", "nationalist", "demographic")
 SUITE = SuiteInfo(
@@ -250,27 +250,10 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, owners: Sequence[tuple
     return out
 
 
-def _language_role(row: pd.Series, countries: dict[str, dict]) -> str:
-    if row["lang"] == "en":
-        return "en"
-    speakers = [c for c in row["claimants"] if countries.get(c, {}).get("Lang_Code") == row["lang"]]
-    return "controller" if row["controller"] in speakers else "non_controller"
-
-
-ANSWER_STATUSES = ("answered", "failed", "unanswered")
-
-
 def answer_status(scored: pd.DataFrame) -> pd.Series:
-    """answered (a claimant was read), failed (the request errored) or unanswered (no claimant read).
-
-    The one rule of every geomon suite: failed and unanswered requests are excluded from the scores and
-    counted, never scored as a miss.
-    """
+    """answered (a claimant was read), failed (the request errored) or unanswered (no claimant read)."""
     errors = scored["error"] if "error" in scored else pd.Series(None, index=scored.index)
-    return pd.Series(
-        np.where(scored["answer"].notna(), "answered", np.where(errors.notna(), "failed", "unanswered")),
-        index=scored.index,
-    )
+    return status_of(scored["answer"], errors)
 
 
 def claimant_responses(group: pd.DataFrame, countries: dict[str, dict]) -> dict[str, Any]:

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 PROTOCOL = ("build_prompts", "requests_for", "score", "diagnose", "items", "REGRESSION_METRICS")
 
 
@@ -58,6 +61,15 @@ class SuiteInfo:
     headlines: tuple[Headline, ...] = ()
     options: tuple[RunOption, ...] = field(default_factory=tuple)
     order: int = 100  # where `geomon run` puts it among the suites (the cheaper ones first)
+
+
+def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:
+    """The one rule of every suite, per answer: ``answered`` (a value was read), ``failed`` (the request
+    errored) or ``unanswered`` (nothing could be read). Failed and unanswered answers are excluded from
+    the scores and counted, never scored as a miss."""
+    return pd.Series(
+        np.where(read.notna(), "answered", np.where(errors.notna(), "failed", "unanswered")), index=read.index
+    )
 
 
 class SuiteError(ValueError):

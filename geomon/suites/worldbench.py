@@ -18,7 +18,7 @@ from geomon.parsing import find_citation, mentions_world_bank, parse_number_deta
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
 from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
 from geomon.stats.uncertainty import group_bootstrap, mean_difference
-from geomon.suites.registry import Headline, RunOption, SuiteInfo
+from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 
 SUITE = SuiteInfo(
     name="worldbench",
@@ -208,9 +208,7 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
     ]
     error = abs_rel_error(out["parsed"].to_numpy(), out["ground_truth"].to_numpy())
     out["error"] = np.where(negative, 1.0, error)
-    out["status"] = np.where(
-        out["parsed"].notna(), "answered", np.where(out["response_error"].notna(), "failed", "unanswered")
-    )
+    out["status"] = status_of(out["parsed"], out["response_error"])
     out["cited_source"] = [c.source if c else None for c in citations]
     out["cited_year"] = [c.year if c else None for c in citations]
     out["mentions_world_bank"] = [mentions_world_bank(t) for t in texts]
