@@ -206,8 +206,7 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame) -> pd.DataFrame:
         "; ".join(filter(None, [p.note if p else "", "negative: error 1" if neg else ""]))
         for p, neg in zip(parsed, negative, strict=True)
     ]
-    error = abs_rel_error(out["parsed"].to_numpy(), out["ground_truth"].to_numpy())
-    out["error"] = np.where(negative, 1.0, error)
+    out["error"] = _errors(out["parsed"].to_numpy(), out["ground_truth"].to_numpy())
     out["status"] = status_of(out["parsed"], out["response_error"])
     out["cited_source"] = [c.source if c else None for c in citations]
     out["cited_year"] = [c.year if c else None for c in citations]
