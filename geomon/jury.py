@@ -1,10 +1,13 @@
-"""A jury of judge models that grades answers, for any suite (Gapminder's grades, QUENCH's correctness).
+"""A jury of judge models that grades answers, for any suite (Gapminder's grades, QUENCH's correctness
+and rationale scores).
 
 Judges are registered models (bundled or endpoints). Each judge's reply goes through the same engine
-and response store as any answer (cached, resumable, counted), is read leniently (``parse_verdict``:
-"D\\nD", "C\\n\\nC", reasoning then a final letter), and the majority decides (``decide``). No majority,
-or too few readable verdicts, is ``indecisive`` with the reason counted. Answers that deterministic
-pre-grading settles are never sent to the judges.
+and response store as any answer (cached, resumable, counted) and is read leniently by the suite's reader
+(``parse_verdict``: "D\\nD", reasoning then a final letter; ``parse_label``: correct / incorrect;
+``parse_likert``: a 1-5 score). ``ask_jury`` collects the verdicts; the suite's paper says how they
+combine: a majority with a quorum (``majority``: Gapminder; no majority or too few readable verdicts is
+``indecisive`` with the reason counted) or the judges' mean (``mean_scores``: QUENCH). Answers that
+deterministic pre-grading settles are never sent to the judges.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -41,13 +45,47 @@ def parse_verdict(text: str | None, letters: Sequence[str]) -> str | None:
         if line.upper() in allowed:
             return line.upper()
     tail = text[-200:]
-    found = re.findall(
-        r"(?:answer|assessment|choice|option|verdict)\s*(?:is|:)?\s*\**\(?([A-Za-z])\)?\**\b", tail, re.I
-    )
+    found = _NAMED_LETTER.findall(tail)
     for letter in reversed(found):
         if letter.upper() in allowed:
             return letter.upper()
     return None
+
+
+def parse_label(text: str | None, labels: Sequence[str]) -> str | None:
+    """The label a judge's reply gives ("correct" / "incorrect" in QUENCH's entity prompt), or None.
+
+    The reply's first word decides when it is a label ("Incorrect. The answer …"); otherwise the one label
+    the reply names, if it names only one. Whole words only, so "incorrect" never reads as "correct".
+    """
+    if not text:
+        return None
+    by_word = {label.lower(): label for label in labels}
+    pattern = r"\b(" + "|".join(re.escape(w) for w in sorted(by_word, key=len, reverse=True)) + r")\b"
+    found = [m.lower() for m in re.findall(pattern, text[:2000], re.I)]
+    first = re.match(r"\W*(\w+)", text)
+    if first and first.group(1).lower() in by_word:
+        return by_word[first.group(1).lower()]
+    named = set(found)
+    return by_word[named.pop()] if len(named) == 1 else None
+
+
+def parse_likert(text: str | None, low: int = 1, high: int = 5) -> int | None:
+    """The score a judge's reply gives on a ``low``-``high`` scale (QUENCH's 1-5 rationale prompt), or None.
+
+    A reply that is just the number, "Score: 4", "4/5" or "4 out of 5" reads as 4; otherwise the one
+    in-range number the reply names, if it names only one ("1 to 5 … 3" is ambiguous: None).
+    """
+    if not text:
+        return None
+    head = text.strip()[:2000]
+    number = rf"(?<![\d.])([{low}-{high}])(?!\d|\.\d|\s*%)"
+    for pattern in (rf"^\W*{number}\W*$", rf"score\W*(?:is|of|:)?\W*{number}", rf"{number}\s*(?:/|out of)\s*{high}\b"):
+        match = re.search(pattern, head, re.I)
+        if match:
+            return int(match.group(1))
+    named = set(re.findall(number, head))
+    return int(named.pop()) if len(named) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -80,46 +118,74 @@ def judge_requests(
 
 
 Asker = Callable[[ModelSpec, list[GenerationRequest]], pd.DataFrame]
+Reader = Callable[[str | None], Any]  # a judge's reply → its verdict (a grade, a label, a score) or None
 
 
-def run_jury(
+def letter_reader(letters_to_grade: Mapping[str, str]) -> Reader:
+    """Read a choice letter (``parse_verdict``) and map it to its grade (Gapminder's A-D)."""
+
+    def read(text: str | None) -> str | None:
+        letter = parse_verdict(text, list(letters_to_grade))
+        return letters_to_grade.get(letter) if letter else None
+
+    return read
+
+
+def ask_jury(
     judges: Sequence[ModelSpec],
     prompts: Sequence[str],
-    letters_to_grade: Mapping[str, str],
+    read: Reader,
     ask: Asker,
-    quorum: int | None = None,
     max_tokens: int = JUDGE_MAX_TOKENS,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Ask every judge every prompt (through ``ask``, the store-aware engine) and decide each item.
+) -> pd.DataFrame:
+    """Ask every judge every prompt (through ``ask``, the store-aware engine) and read each reply.
 
-    Returns (verdicts, decisions): ``verdicts`` one row per (item, judge) with the reply, its error and
-    the verdict read from it; ``decisions`` one row per item with grade, reason and votes. A judge that
-    errored or replied unreadably casts no vote (counted in ``verdicts``). ``quorum`` defaults to a strict
-    majority of the judges (2 of 3).
+    One row per (item, judge): the reply, its error, the verdict ``read`` got from it and a status (read,
+    unreadable, error). A judge that errored or replied unreadably casts no vote, and is counted here.
     """
-    quorum = quorum or len(judges) // 2 + 1
     rows = []
     for judge in judges:
         replies = ask(judge, judge_requests(prompts, judge, max_tokens))
         for item, (text, error) in enumerate(zip(replies["text"], replies["error"], strict=True)):
-            letter = parse_verdict(text if isinstance(text, str) else None, list(letters_to_grade))
+            verdict = read(text if isinstance(text, str) else None)
             rows.append(
                 {
                     "item": item,
                     "judge": judge.name,
                     "reply": text,
                     "error": error,
-                    "verdict": letters_to_grade.get(letter) if letter else None,
-                    "status": "error" if error else ("unreadable" if letter is None else "read"),
+                    "verdict": verdict,
+                    "status": "error" if error else ("unreadable" if verdict is None else "read"),
                 }
             )
-    verdicts = pd.DataFrame(rows, columns=["item", "judge", "reply", "error", "verdict", "status"])
-    decisions = []
-    for item in range(len(prompts)):
-        votes = verdicts.loc[verdicts["item"] == item, "verdict"].tolist()
-        decision = decide(votes, quorum=quorum)
-        decisions.append({"item": item, "grade": decision.grade, "reason": decision.reason, "votes": decision.votes})
-    return verdicts, pd.DataFrame(decisions, columns=["item", "grade", "reason", "votes"])
+    return pd.DataFrame(rows, columns=["item", "judge", "reply", "error", "verdict", "status"])
+
+
+def majority(verdicts: pd.DataFrame, items: int, quorum: int | None = None) -> pd.DataFrame:
+    """One decision per item (grade, reason, votes): the majority of readable verdicts (``decide``).
+    ``quorum`` defaults to a strict majority of the judges (2 of 3)."""
+    judges = verdicts["judge"].nunique() if len(verdicts) else 1
+    quorum = quorum or judges // 2 + 1
+    by_item = verdicts.groupby("item")["verdict"].apply(list).to_dict() if len(verdicts) else {}
+    rows = []
+    for item in range(items):
+        decision = decide(by_item.get(item, []), quorum=quorum)
+        rows.append({"item": item, "grade": decision.grade, "reason": decision.reason, "votes": decision.votes})
+    return pd.DataFrame(rows, columns=["item", "grade", "reason", "votes"])
+
+
+def mean_scores(verdicts: pd.DataFrame, items: int) -> pd.DataFrame:
+    """One score per item: the mean of the judges' readable numeric verdicts (QUENCH's aggregation: each
+    judge scores every answer and the scores are averaged), with the number of votes; NaN with no vote."""
+    if len(verdicts):
+        grouped = pd.to_numeric(verdicts["verdict"], errors="coerce").groupby(verdicts["item"])
+        score, votes = grouped.mean(), grouped.count()
+    else:
+        score, votes = pd.Series(dtype=float), pd.Series(dtype=int)
+    index = pd.RangeIndex(items, name="item")
+    return pd.DataFrame(
+        {"score": score.reindex(index).astype(float), "votes": votes.reindex(index).fillna(0).astype(int)}
+    ).reset_index()
 
 
 def agreement(verdicts: pd.DataFrame) -> dict[str, object]:

@@ -10,7 +10,17 @@ import pytest
 
 from geomon.engine.registry import ModelSpec
 from geomon.engine.runner import ask
-from geomon.jury import agreement, decide, parse_verdict, run_jury
+from geomon.jury import (
+    agreement,
+    ask_jury,
+    decide,
+    letter_reader,
+    majority,
+    mean_scores,
+    parse_label,
+    parse_likert,
+    parse_verdict,
+)
 from geomon.stats.agreement import fleiss_kappa, pairwise_agreement
 from geomon_tests.loopback import ScriptedModel, serve
 
@@ -29,6 +39,49 @@ from geomon_tests.loopback import ScriptedModel, serve
 )
 def test_parse_verdict(reply, verdict):
     assert parse_verdict(reply, "ABCD") == verdict
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("correct", "correct"),
+        ("Incorrect.", "incorrect"),
+        ("Incorrect. The correct answer is Belle of the Ball.", "incorrect"),  # the first word decides
+        ("The contestant's answer is correct", "correct"),
+        ("The answer is not the true answer, so it is incorrect", "incorrect"),  # never "correct" inside it
+        ("It could be correct or incorrect", None),
+        ("???", None),
+        (None, None),
+    ],
+)
+def test_parse_label(reply, label):
+    assert parse_label(reply, ["correct", "incorrect"]) == label
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("4", 4),
+        (" 5.", 5),
+        ("Score: 3", 3),
+        ("I give it 2/5 because the rationale misses the clue", 2),
+        ("4 out of 5", 4),
+        ("Between 1 and 5, this is a 3", None),  # several in-range numbers, none marked: ambiguous
+        ("The rationale matches. 4", 4),
+        ("10", None),
+        ("45%", None),
+        ("", None),
+    ],
+)
+def test_parse_likert(reply, score):
+    assert parse_likert(reply) == score
+
+
+def test_mean_scores_average_readable_votes():
+    verdicts = pd.DataFrame({"item": [0, 0, 0, 1, 1], "judge": list("abcab"), "verdict": [1, 0, None, None, None]})
+    scores = mean_scores(verdicts, 3)
+    assert scores["score"].iloc[0] == 0.5 and scores["votes"].tolist() == [2, 0, 0]
+    assert math.isnan(scores["score"].iloc[1]) and math.isnan(scores["score"].iloc[2])  # no vote: no score
 
 
 def test_majority_and_quorum():
@@ -69,8 +122,9 @@ def test_jury_through_the_engine_with_a_disagreeing_judge(sqlite_store):
             return ask(judge, requests, sqlite_store)[0]
 
         letters = {"A": "indecisive", "B": "very_wrong", "C": "wrong", "D": "correct"}
-        verdicts, decisions = run_jury(judges, ["first answer", "second answer"], letters, ask_judge)
-        again, _ = run_jury(judges, ["first answer", "second answer"], letters, ask_judge)  # from the store
+        verdicts = ask_jury(judges, ["first answer", "second answer"], letter_reader(letters), ask_judge)
+        decisions = majority(verdicts, 2)
+        again = ask_jury(judges, ["first answer", "second answer"], letter_reader(letters), ask_judge)  # stored
     assert decisions["grade"].tolist() == ["correct", "correct"]  # 2 of 3 decide
     assert verdicts.set_index(["item", "judge"]).at[(0, "judge-c"), "status"] == "unreadable"
     assert verdicts.set_index(["item", "judge"]).at[(1, "judge-c"), "verdict"] == "very_wrong"

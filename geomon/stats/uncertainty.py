@@ -141,3 +141,99 @@ def mean_difference(
         rng.integers(0, b.size, (resamples, b.size))
     ].mean(axis=1)
     return point, _percentile_interval(draws, confidence, "empty sample")
+
+
+# --- items that cluster: entities within questions (QUENCH) ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its percentile interval and bootstrap standard error, and what it rests on."""
+
+    point: float
+    interval: Interval
+    se: float
+    items: int
+    clusters: int
+
+
+def _cluster_draws(
+    values: np.ndarray, clusters: np.ndarray, rng: np.random.Generator, resamples: int
+) -> tuple[float, np.ndarray, int, int]:
+    """Point mean over items and ``resamples`` means over resampled clusters (each draw keeps a cluster's
+    items together: the ratio of the drawn clusters' sums to their item counts)."""
+    values = np.asarray(values, dtype=float)
+    keep = np.isfinite(values)
+    values, clusters = values[keep], np.asarray(clusters)[keep]
+    if values.size == 0:
+        return float("nan"), np.full(resamples, np.nan), 0, 0
+    codes, index = np.unique(clusters, return_inverse=True)
+    sums = np.bincount(index, weights=values)
+    counts = np.bincount(index).astype(float)
+    draw = rng.integers(0, codes.size, size=(resamples, codes.size))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = sums[draw].sum(axis=1) / counts[draw].sum(axis=1)
+    return float(values.mean()), draws, int(values.size), int(codes.size)
+
+
+def _estimate(point: float, draws: np.ndarray, items: int, clusters: int, confidence: float) -> Estimate:
+    if clusters < 2:
+        missing = Interval(float("nan"), float("nan"), f"{clusters} cluster(s): no interval")
+        return Estimate(point, missing, float("nan"), items, clusters)
+    finite = draws[np.isfinite(draws)]
+    se = float(finite.std(ddof=1)) if finite.size > 1 else float("nan")
+    return Estimate(point, _percentile_interval(draws, confidence, "no items drawn"), se, items, clusters)
+
+
+def cluster_mean(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> Estimate:
+    """The mean over items with an interval that resamples clusters (questions), not items (entities):
+    entities of one question share its context and are not independent. NaN items are left out."""
+    rng = np.random.default_rng(seed)
+    point, draws, items, n_clusters = _cluster_draws(values, clusters, rng, resamples)
+    return _estimate(point, draws, items, n_clusters, confidence)
+
+
+def cluster_mean_difference(
+    values: np.ndarray,
+    clusters: np.ndarray,
+    in_a: np.ndarray,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> Estimate:
+    """mean(items in a) − mean(items not in a), resampling clusters within each side (stratified: each
+    side keeps its number of clusters). ``items``/``clusters`` count side a; the interval needs two
+    clusters on each side."""
+    rng = np.random.default_rng(seed)
+    in_a = np.asarray(in_a, dtype=bool)
+    values, clusters = np.asarray(values, dtype=float), np.asarray(clusters)
+    a_point, a_draws, a_items, a_clusters = _cluster_draws(values[in_a], clusters[in_a], rng, resamples)
+    b_point, b_draws, _, b_clusters = _cluster_draws(values[~in_a], clusters[~in_a], rng, resamples)
+    estimate = _estimate(a_point - b_point, a_draws - b_draws, a_items, min(a_clusters, b_clusters), confidence)
+    return Estimate(estimate.point, estimate.interval, estimate.se, a_items, a_clusters)
+
+
+def detectable_difference(se: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest true difference a two-sided test at ``alpha`` detects with probability ``power``,
+    given the difference's standard error: (z₁₋α/₂ + z_power) × SE (2.80 × SE at the defaults)."""
+    from scipy.stats import norm
+
+    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
+
+
+def planned_detectable_difference(
+    n_a: int, n_b: int, sd: float = 0.5, alpha: float = 0.05, power: float = 0.8
+) -> float:
+    """``detectable_difference`` before seeing any answer: two independent samples of ``n_a`` and ``n_b``
+    units with standard deviation ``sd`` (0.5: the worst case of a yes/no score)."""
+    if n_a < 1 or n_b < 1:
+        return float("nan")
+    return detectable_difference(sd * float(np.sqrt(1 / n_a + 1 / n_b)), alpha, power)

@@ -13,6 +13,7 @@ import yaml
 from geomon.definitions import defs
 from geomon.defs.borderlines.runs import materialize as materialize_borderlines
 from geomon.defs.gapminder.runs import materialize as materialize_gapminder
+from geomon.defs.quench.runs import materialize as materialize_quench
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models
 from geomon.defs.sensors import model_registry_sensor
@@ -37,6 +38,15 @@ EXPECTED_ASSET_KEYS = [
     "gapminder/responses",
     "monitor/drift_probe",
     "monitor/trends",
+    "quench/answers",
+    "quench/disparity",
+    "quench/judgements",
+    "quench/leaderboard",
+    "quench/prompts",
+    "quench/question_bank",
+    "quench/rationales",
+    "quench/scores",
+    "quench/similarities",
     "wikipedia/dispute_revisions",
     "worldbank/economies",
     "worldbank/indicators",
@@ -79,6 +89,10 @@ def _settings_file(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | 
                 "worldbank": {"snapshot": str(wdi_snapshot_dir)},
                 "borderlines": {"snapshot": str(SHARED / "snapshots" / "borderlines")},
                 "gapminder": {"snapshot": str(SHARED / "snapshots" / "gapminder")},
+                "quench": {
+                    "snapshot": str(SHARED / "snapshots" / "quench"),
+                    "paper_results": str(SHARED / "reference" / "quench" / "Results"),
+                },
                 "engine": {"slots": 4},
                 "models": models or [],
                 **extra,
@@ -277,3 +291,38 @@ def test_gapminder_materialization_with_bundled_contestants_and_judges(tmp_path,
         assert {"correct_rate", "very_wrong_rate"} <= set(history["metric"])
         # Fleiss' kappa needs two items both judges read; tiny judges on four answers may give none.
         assert "judge_fleiss_kappa" in meta
+
+
+@pytest.mark.slow
+def test_quench_materialization_with_bundled_contestants_and_judges(tmp_path, wdi_snapshot_dir):
+    """Two questions (one Indic), both modes, both bundled models answering, explaining and judging."""
+    quench = {"snapshot": str(SHARED / "snapshots" / "quench"), "jury": {"max_tokens": 8}}
+    settings = _settings_file(tmp_path, wdi_snapshot_dir, quench=quench)
+    resources = {"geomon": GeomonResource(config_path=str(settings))}
+    models = ["smollm2-135m-instruct", "gemma3-270m"]
+    with dg.instance_for_test() as instance:
+        results = materialize_quench(defs, instance, models, {"sample_questions": 2}, resources=resources)
+        assert all(r.success for r in results)
+        checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
+        assert checks["release_complete"].passed and checks["prompts_filled"].passed
+        assert checks["release_complete"].metadata["entities"].value == 459
+        board = results[-1].output_for_node("quench__leaderboard")
+        assert sorted(board["model"]) == sorted(models)
+        entities = int(board["entities"].iloc[0])
+        assert entities >= 2 and (board["answered"] + board["unanswered"] + board["failed"] == entities).all()
+        scores = {}
+        for result in results:
+            for mat in result.asset_materializations_for_node("quench__judgements"):
+                scores[str(mat.partition)] = mat.metadata
+        assert scores["gemma3-270m"]["judges"].value == "smollm2-135m-instruct, gemma3-270m"
+        similar = [m for r in results for m in r.asset_materializations_for_node("quench__similarities")]
+        assert all(m.metadata["compared"].value > 0 for m in similar)  # gold rationales are always asked for
+        out = tmp_path / "results" / "quench"
+        assert (out / "report.html").exists() and (out / "aggregated_scores.csv").exists()
+        layout = pd.read_csv(out / "aggregated_scores.csv")
+        assert len(layout) == 2 * 2 * 3  # models × modes × subsets, the paper's layout
+        from geomon.monitor.history import MetricHistory
+
+        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="quench")
+        recorded = set(history["metric"])
+        assert {"gold_rationale_similarity", "indic_gap_gold_rationale_similarity", "entities"} <= recorded

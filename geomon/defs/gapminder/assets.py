@@ -141,9 +141,9 @@ def gapminder_judgements(
         return ask(judge, requests, store, epoch=settings.cache_epoch, options=settings.engine)[0]
 
     jury_settings = settings.gapminder.jury
-    verdicts, decisions = jury.run_jury(
-        judges, judge_prompts, data.judge_choices, ask_judge, jury_settings.quorum, jury_settings.max_tokens
-    )
+    read = jury.letter_reader(data.judge_choices)
+    verdicts = jury.ask_jury(judges, judge_prompts, read, ask_judge, jury_settings.max_tokens)
+    decisions = jury.majority(verdicts, len(judge_prompts), jury_settings.quorum)
     verdicts["prompt_id"] = [prompts["prompt_id"].iloc[to_judge[i]] for i in verdicts["item"]] if to_judge else []
     decisions["answer_row"] = [to_judge[i] for i in decisions["item"]]
     agreed = jury.agreement(verdicts)

@@ -1,0 +1,1 @@
+"""QUENCH: Dagster assets, checks, per-model job and run order (loaded with the defs folder)."""

@@ -1,0 +1,85 @@
+"""The QUENCH report: CSVs (geomon's aggregated scores in the paper's layout among them) and one HTML page
+with the Indic gaps, the CoT effect, themes and the paper's own table beside geomon's."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from geomon.report import charts
+
+PAPER_TABLE = "Aggregated Scores  - aggregated_scores.csv"  # in the release's Results/ (reference/quench/)
+
+
+def paper_table(reference_dir: Path | None) -> pd.DataFrame | None:
+    """The paper's aggregated judge scores, if the reference copy is there."""
+    from geomon.suites.quench import read_paper_table
+
+    if reference_dir is None or not (reference_dir / PAPER_TABLE).is_file():
+        return None
+    return read_paper_table(reference_dir / PAPER_TABLE)
+
+
+def write_report(
+    out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], reference_dir: Path | None = None
+) -> Path:
+    """leaderboard.csv, per-model CSVs and report.html in ``out_dir``; returns the HTML path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    board.to_csv(out_dir / "leaderboard.csv", index=False)
+    layout = pd.concat([r["paper_layout"] for r in results.values()], ignore_index=True) if results else pd.DataFrame()
+    layout.to_csv(out_dir / "aggregated_scores.csv", index=False)  # the paper's file layout, geomon's numbers
+    fmt = {"float_format": lambda v: f"{v:.3f}", "index": False}
+    sections = [
+        "<h1>geomon — QUENCH</h1>",
+        "<p>Entity correctness (0-1) and rationale scores (1-5) are the jury's: each judge scores every item "
+        "with the paper's Appendix C prompts and an item's score is the judges' mean; a subset's score is the "
+        "mean over its entities (the paper's aggregation). Gaps are Indic − non-Indic with 95 % intervals "
+        "that resample questions within each subset; <em>detectable</em> is the smallest gap this sample "
+        "could detect (80 % power, α = 0.05). Unanswered replies (no entity in the requested format) and "
+        "failed requests are excluded and counted. Similarity is the cosine of all-MiniLM-L6-v2 embeddings "
+        "(not the paper's BERTScore).</p>",
+        board.to_html(**fmt),
+        "<h2>geomon's figures in the paper's layout</h2>",
+        layout.to_html(**fmt),
+    ]
+    reference = paper_table(reference_dir)
+    if reference is not None:
+        sections += [
+            "<h2>The paper's aggregated judge scores (reference)</h2>",
+            reference.to_html(**fmt),
+        ]
+    for model, result in sorted(results.items()):
+        model_dir = out_dir / model
+        model_dir.mkdir(exist_ok=True)
+        for name in ("aggregated", "gaps", "cot", "themes", "unanswered"):
+            result[name].to_csv(model_dir / f"{name}.csv", index=False)
+        gaps = result["gaps"][
+            [
+                "mode",
+                "score",
+                "indic",
+                "non_indic",
+                "gap",
+                "ci_low",
+                "ci_high",
+                "detectable",
+                "detectable_planned",
+                "indic_entities",
+                "indic_questions",
+                "non_indic_entities",
+                "non_indic_questions",
+            ]
+        ]
+        sections += [
+            f"<h2>{html.escape(model)}</h2>",
+            "<h3>Indic − non-Indic</h3>",
+            gaps.to_html(**fmt),
+            "<h3>CoT − no CoT (paired on the same entities)</h3>",
+            result["cot"].to_html(**fmt) if len(result["cot"]) else "<p>no entity scored in both modes</p>",
+            "<h3>By theme (no CoT)</h3>",
+            result["themes"][result["themes"]["mode"] == "normal"].head(15).to_html(**fmt),
+        ]
+    return charts.write_html(out_dir / "report.html", "geomon QUENCH", sections)
