@@ -47,9 +47,13 @@ def write_report(
     ]
     reference = paper_table(reference_dir)
     if reference is not None:
+        from geomon.suites.quench import paper_gaps
+
         sections += [
             "<h2>The paper's aggregated judge scores (reference)</h2>",
             reference.to_html(**fmt),
+            "<h3>What the paper's table can show: Indic − non-Indic correctness (normal approximation)</h3>",
+            paper_gaps(reference).to_html(**fmt),
         ]
     for model, result in sorted(results.items()):
         model_dir = out_dir / model

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from geomon.sources.quench import COLUMNS, QuenchError, fetch_release, load_items, read_release
-from geomon.suites.quench import read_paper_table
+from geomon.suites.quench import paper_gaps, read_paper_table
 from geomon_tests.conftest import SHARED
 from geomon_tests.sources.test_borderlines_release import file_server
 
@@ -58,6 +58,10 @@ def test_paper_table_agrees_with_the_release_sizes():
     for column in ("correct_answer_score", "pred_rationale_score", "gold_rationale_score"):
         counts = table[column] * entities * 3
         assert (counts - counts.round()).abs().max() < 1e-4, column
+    gaps = paper_gaps(table).set_index(["model", "mode"])
+    # GPT-4 (no CoT): 0.7875 − 0.8821; SE² = .7875·.2125/80 + .8821·.1179/379 → SE 0.0486, detectable 13.6 points.
+    assert gaps.at[("gpt_4", "normal"), "gap"] == pytest.approx(0.7875 - 0.8821460, abs=1e-6)
+    assert gaps.at[("gpt_4", "normal"), "detectable"] == pytest.approx(0.136, abs=0.001)
     gpt4 = table.set_index(["model", "mode", "subset"]).loc[("gpt_4", "normal", "Indic")]
     assert gpt4["geval_answer"] == pytest.approx(78.75) and gpt4["geval_gold_rationale"] == pytest.approx(
         97.08, abs=0.01

@@ -11,9 +11,9 @@ from geomon import parsing
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.borderlines import checks
+from geomon.defs.engine import ask_model
 from geomon.defs.resources import GeomonResource, by_partition, model_revision_partitions, revisions_partitions
 from geomon.defs.versions import source_version
-from geomon.engine.runner import ask
 from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
 from geomon.report import charts
 from geomon.report.borderlines import write_report
@@ -189,17 +189,11 @@ def borderlines_responses(
     keys = context.partition_key.keys_by_dimension
     spec = settings.model(keys["model"])
     requests, owners = borderlines.requests_for(prompts, spec)
-    responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
+    responses, metadata = ask_model(settings, spec, requests)
     responses["prompt_row"] = [i for i, _ in owners]
     responses["choice_index"] = [j for _, j in owners]
-    return dg.Output(
-        responses,
-        metadata={
-            **{k: dg.MetadataValue.int(v) if isinstance(v, int) else float(v) for k, v in stats.as_dict().items()},
-            "method": "rank classification" if borderlines.uses_rank_classification(spec) else "parsed answers",
-            "model": dg.MetadataValue.json(spec.describe()),
-        },
-    )
+    metadata["method"] = "rank classification" if borderlines.uses_rank_classification(spec) else "parsed answers"
+    return dg.Output(responses, metadata=metadata)
 
 
 @dg.asset(

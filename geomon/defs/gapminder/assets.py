@@ -7,10 +7,10 @@ import pandas as pd
 from geomon import jury, parsing
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
+from geomon.defs.engine import agreement_metadata, ask_model, judge_asker
 from geomon.defs.gapminder import checks
 from geomon.defs.resources import GeomonResource, by_partition, models_partitions
 from geomon.defs.versions import source_version
-from geomon.engine.runner import ask
 from geomon.monitor import alerts
 from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
 from geomon.report import charts
@@ -77,10 +77,6 @@ def gapminder_prompts(config: GapminderPromptConfig, geomon: GeomonResource, dat
     yield checks.prompts_filled(prompts)
 
 
-def _engine_metadata(stats: dict) -> dict:
-    return {k: dg.MetadataValue.int(v) if isinstance(v, int) else float(v) for k, v in stats.items()}
-
-
 @dg.asset(
     key=["gapminder", "responses"],
     group_name=GROUP,
@@ -93,17 +89,9 @@ def gapminder_responses(context: dg.AssetExecutionContext, geomon: GeomonResourc
     """Each model's answers, through the response store (nothing answered is asked again)."""
     settings = geomon.settings()
     spec = settings.model(context.partition_key)
-    responses, stats = ask(
-        spec,
-        gapminder.requests_for(prompts, spec),
-        settings.store(),
-        epoch=settings.cache_epoch,
-        options=settings.engine,
-    )
+    responses, metadata = ask_model(settings, spec, gapminder.requests_for(prompts, spec))
     responses.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())
-    return dg.Output(
-        responses, metadata={**_engine_metadata(stats.as_dict()), "model": dg.MetadataValue.json(spec.describe())}
-    )
+    return dg.Output(responses, metadata=metadata)
 
 
 @dg.asset(
@@ -135,14 +123,9 @@ def gapminder_judgements(
     pre = gapminder.pre_grade(prompts, texts)
     to_judge = [i for i, (p, f) in enumerate(zip(pre, failed, strict=True)) if p is None and not f]
     judge_prompts = gapminder.judge_prompts(prompts.iloc[to_judge], [texts[i] for i in to_judge], data.judge_prompt)
-    store = settings.store()
-
-    def ask_judge(judge, requests):
-        return ask(judge, requests, store, epoch=settings.cache_epoch, options=settings.engine)[0]
-
     jury_settings = settings.gapminder.jury
     read = jury.letter_reader(data.judge_choices)
-    verdicts = jury.ask_jury(judges, judge_prompts, read, ask_judge, jury_settings.max_tokens)
+    verdicts = jury.ask_jury(judges, judge_prompts, read, judge_asker(settings), jury_settings.max_tokens)
     decisions = jury.majority(verdicts, len(judge_prompts), jury_settings.quorum)
     verdicts["prompt_id"] = [prompts["prompt_id"].iloc[to_judge[i]] for i in verdicts["item"]] if to_judge else []
     decisions["answer_row"] = [to_judge[i] for i in decisions["item"]]
@@ -156,10 +139,7 @@ def gapminder_judgements(
             "failed_requests": sum(failed),
             "judges": ", ".join(j.name for j in judges),
             "decision_reasons": dg.MetadataValue.json(decisions["reason"].value_counts().to_dict()),
-            "judge_fleiss_kappa": float(agreed["fleiss_kappa"]) if pd.notna(agreed["fleiss_kappa"]) else -1.0,
-            "judge_pairs": dg.MetadataValue.md(
-                charts.markdown_table(agreed["pairs"]) if len(agreed["pairs"]) else "none"
-            ),
+            **agreement_metadata(agreed),
         },
     )
     yield checks.judge_replies_readable(verdicts)

@@ -7,10 +7,10 @@ import pandas as pd
 from geomon import embeddings, jury
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
+from geomon.defs.engine import agreement_metadata, ask_model, judge_asker
 from geomon.defs.quench import checks
 from geomon.defs.resources import GeomonResource, by_partition, models_partitions
 from geomon.defs.versions import source_version
-from geomon.engine.runner import ask
 from geomon.monitor.history import metrics_from_mapping
 from geomon.report import charts
 from geomon.report.quench import write_report
@@ -75,13 +75,6 @@ def quench_prompts(config: QuenchPromptConfig, release: source.QuenchRelease):
     yield checks.prompts_filled(prompts)
 
 
-def _ask(settings, spec, requests) -> tuple[pd.DataFrame, dict]:
-    responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
-    return responses, {
-        k: dg.MetadataValue.int(v) if isinstance(v, int) else float(v) for k, v in stats.as_dict().items()
-    }
-
-
 @dg.asset(
     key=["quench", "answers"],
     group_name=GROUP,
@@ -95,7 +88,7 @@ def quench_answers(context: dg.AssetExecutionContext, geomon: GeomonResource, pr
     replies without one are unanswered: counted, never scored as wrong."""
     settings = geomon.settings()
     spec = settings.model(context.partition_key)
-    responses, engine = _ask(settings, spec, quench.requests_for(prompts, spec))
+    responses, engine = ask_model(settings, spec, quench.requests_for(prompts, spec))
     answers = quench.parse_answers(prompts, responses, spec.kind)
     return dg.Output(
         answers,
@@ -124,7 +117,7 @@ def quench_rationales(
     settings = geomon.settings()
     spec = settings.model(context.partition_key)
     asked = quench.rationale_prompts(prompts, answers)
-    responses, engine = _ask(settings, spec, quench.rationale_requests(asked, spec))
+    responses, engine = ask_model(settings, spec, quench.rationale_requests(asked, spec))
     rationales = quench.parse_rationales(asked, responses, spec.kind)
     yield dg.Output(
         rationales,
@@ -164,11 +157,7 @@ def quench_judgements(
     against the gold rationale; an item's score is the judges' mean (every reply through the store)."""
     settings = geomon.settings()
     judges = settings.judges(settings.quench.jury)
-    store = settings.store()
-
-    def ask_judge(judge, requests):
-        return ask(judge, requests, store, epoch=settings.cache_epoch, options=settings.engine)[0]
-
+    ask_judge = judge_asker(settings)
     max_tokens = settings.quench.jury.max_tokens
     entity_ids, entity_prompts = quench.entity_judge_prompts(prompts, answers)
     rationale_ids, rationale_prompts = quench.rationale_judge_prompts(prompts, rationales)
@@ -184,7 +173,6 @@ def quench_judgements(
         ignore_index=True,
     )
     agreed = jury.agreement(entity_verdicts)
-    kappa = agreed["fleiss_kappa"]
     yield dg.Output(
         {"entities": entity_scores, "rationales": rationale_scores, "verdicts": verdicts, "agreement": agreed},
         metadata={
@@ -193,10 +181,7 @@ def quench_judgements(
             "rationales_judged": len(rationale_ids),
             "entities_without_a_readable_verdict": int((entity_scores["votes"] == 0).sum()),
             "rationales_without_a_readable_score": int((rationale_scores["votes"] == 0).sum()),
-            "entity_judge_fleiss_kappa": float(kappa) if pd.notna(kappa) else -1.0,
-            "judge_pairs": dg.MetadataValue.md(
-                charts.markdown_table(agreed["pairs"]) if len(agreed["pairs"]) else "none"
-            ),
+            **agreement_metadata(agreed, "entity_judge_fleiss_kappa"),
         },
     )
     yield checks.judge_replies_readable(verdicts)
@@ -310,10 +295,13 @@ def quench_disparity(context: dg.AssetExecutionContext, geomon: GeomonResource, 
         },
     )
     metrics = metrics_from_mapping(numbers, n=len(scores))
-    scope = f"questions={scores['question_id'].nunique()}"
+    settings = geomon.settings()
+    judges = ",".join(j.name for j in settings.judges(settings.quench.jury))
+    # Runs compare only on the same questions and the same jury (other judges score differently).
+    scope = f"questions={scores['question_id'].nunique()}|judges={judges}"
     yield monitoring.track_evaluation(
         context,
-        geomon.settings(),
+        settings,
         ["quench", "disparity"],
         "quench",
         context.partition_key,

@@ -6,10 +6,10 @@ import pandas as pd
 from geomon import parsing
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER, wdi_release
+from geomon.defs.engine import ask_model
 from geomon.defs.resources import GeomonResource, by_partition, models_partitions
 from geomon.defs.versions import source_version
 from geomon.defs.worldbench import checks
-from geomon.engine.runner import ask
 from geomon.monitor.history import MetricValue, metrics_from_mapping
 from geomon.report import charts
 from geomon.report.worldbench import write_report
@@ -140,22 +140,9 @@ def worldbench_responses(
     """Each model's answers, through the response store: nothing already answered is asked again."""
     settings = geomon.settings()
     spec = settings.model(context.partition_key)
-    requests = worldbench.requests_for(prompts, spec)
-    responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
+    responses, metadata = ask_model(settings, spec, worldbench.requests_for(prompts, spec))
     responses.insert(0, "question_id", prompts["question_id"].to_numpy())
-    rate = stats.asked / stats.seconds if stats.asked and stats.seconds else 0.0
-    return dg.Output(
-        responses,
-        metadata={
-            **{
-                k: dg.MetadataValue.int(v) if isinstance(v, int) else dg.MetadataValue.float(v)
-                for k, v in stats.as_dict().items()
-            },
-            "requests_per_second": float(rate),
-            "cache_epoch": settings.cache_epoch or "(default)",
-            "model": dg.MetadataValue.json(spec.describe()),
-        },
-    )
+    return dg.Output(responses, metadata=metadata)
 
 
 @dg.asset(
