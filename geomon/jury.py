@@ -84,7 +84,7 @@ def parse_likert(text: str | None, low: int = 1, high: int = 5) -> int | None:
         match = re.search(pattern, head, re.I)
         if match:
             return int(match.group(1))
-    named = set(re.findall(number, head))
+    named = set(re.findall(number + r"(?!\.\s*[A-Za-z])", head))  # "1. The King Cobra …" is a list, not a score
     return int(named.pop()) if len(named) == 1 else None
 
 

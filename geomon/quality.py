@@ -7,6 +7,7 @@ rows broke it and examples — the numbers a Dagster check result carries.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from functools import cache
@@ -38,6 +39,9 @@ def _context() -> Any:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
 
+    # GX pins this module's logger at INFO, so "Created temporary directory …" reaches every run's log
+    # whatever the "great_expectations" logger is set to; let it inherit instead.
+    logging.getLogger("great_expectations.data_context.types.base").setLevel(logging.NOTSET)
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = {"globally": False}
     return context

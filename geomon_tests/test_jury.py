@@ -68,6 +68,7 @@ def test_parse_label(reply, label):
         ("4 out of 5", 4),
         ("Between 1 and 5, this is a 3", None),  # several in-range numbers, none marked: ambiguous
         ("The rationale matches. 4", 4),
+        ("1. The King Cobra of Agumbe, a village in Karnataka", None),  # a numbered list, not a score (SmolLM2)
         ("10", None),
         ("45%", None),
         ("", None),

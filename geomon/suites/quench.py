@@ -37,6 +37,7 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
+from geomon.jury import parse_label, parse_likert
 from geomon.sources.quench import load_items
 from geomon.stats.uncertainty import (
     cluster_mean,
@@ -215,7 +216,9 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationReque
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">", "“": "”", "‘": "’", "«": "»"}
-_ANSWER_IS = re.compile(r"\banswer\s+(?:for\s+(?:the\s+)?(?:variable\s+)?[^\n:]{1,20}?\s+)?is\s*:?\s*", re.I)
+_ANSWER_IS = re.compile(
+    r"\banswer\s+(?:(?:for|to)\s+(?:the\s+|this\s+)?(?:variable\s+|question\s+)?[^\n:]{0,20}?\s*)?is\s*:?\s*", re.I
+)
 
 
 def clean_reply(text: Any) -> tuple[str, bool]:
@@ -278,51 +281,61 @@ def _json_answer(text: str, variable: str) -> str | None:
     return None
 
 
-def parse_answer(text: Any, variable: str) -> tuple[str | None, str]:
+def _entity(candidate: str, variable: str) -> tuple[str | None, str]:
+    """The entity in a candidate span, or None and why it is not one."""
+    entity = _strip_label(candidate, variable)
+    if not entity:
+        return None, "empty answer"
+    if re.fullmatch(r"(?:x|y|z|\w)\s*answer", entity, re.I) or entity.lower() == "answer":
+        return None, "echoes the format's placeholder"
+    if re.match(r"\W*the answer\b", entity, re.I):
+        return None, "repeats the format without an entity"
+    if normalise(entity) == normalise(variable):
+        return None, "names the variable, not an entity"
+    if len(entity) > MAX_ENTITY_CHARS:
+        return None, f"prose, not an entity ({len(entity)} characters)"
+    return entity, ""
+
+
+def parse_answer(text: Any, variable: str, final: bool = True) -> tuple[str | None, str]:
     """The entity a reply gives for ``variable``, and how it was read (or why not).
 
-    Read, in order: "<<<X: answer>>>" (the paper's Table 1 format); the last "The answer is …" (after
-    reasoning, the final answer counts), cut at the sentence's end, with a leading "X:" label removed; a
-    JSON-ish object or list ({"X": "…"}, ["X: …"]); a line "X: …" / "X = …". A reply that answers only
-    other variables, echoes the format's placeholder, or gives prose longer than an entity is unanswered.
-    Never raises.
+    Read, in order: "<<<X: answer>>>" (the paper's Table 1 format); "The answer is …" / "The answer to
+    the question is …", cut where a new sentence starts, with a leading "X:" label removed — the last one
+    that names an entity when ``final`` (after reasoning, the conclusion counts: CoT), else the first (a
+    base model that goes on listing guesses); a JSON-ish object or list ({"X": "…"}, ["X: …"]); a line
+    "X: …" / "X = …". A reply that answers only other variables, echoes the format's placeholder, names
+    the variable itself or gives prose longer than an entity is unanswered, with the reason. Never raises.
     """
     reply, truncated = clean_reply(text)
     if not reply.strip():
         return None, "empty reply"
     suffix = " (reply cut at 20,000 characters)" if truncated else ""
-    candidate, how = None, ""
+    spans: list[tuple[str, str]] = []  # (candidate, how), in the order they are tried
     boxed = [
         (label.strip(), value)
         for label, value in re.findall(r"<{2,3}\s*([^<>:\n]{1,40}?)\s*:\s*([^<>\n]{1,300}?)\s*>{2,3}", reply)
     ]
-    for label, value in boxed:
-        if label.lower() == variable.lower():
-            candidate, how = value, "<<<X: answer>>>"
-    if candidate is None:
-        said = list(_ANSWER_IS.finditer(reply))
-        if said:
-            candidate, how = _first_clause(reply[said[-1].end() :]), "The answer is …"
-    if candidate is None:
-        found = _json_answer(reply, variable)
-        if found is not None:
-            candidate, how = found, "JSON-ish"
-    if candidate is None:
-        line = re.search(rf"^\W*{re.escape(variable)}\s*(?:[:=]|\bis\b)\s*(.+)$", reply, re.I | re.M)
-        if line:
-            candidate, how = _first_clause(line.group(1)), f"{variable}: …"
-    if candidate is None:
+    spans += [(value, "<<<X: answer>>>") for label, value in boxed if label.lower() == variable.lower()]
+    said = [_first_clause(reply[m.end() :]) for m in _ANSWER_IS.finditer(reply)]
+    spans += [(c, "The answer is …") for c in (reversed(said) if final else said)]
+    found = _json_answer(reply, variable)
+    if found is not None:
+        spans.append((found, "JSON-ish"))
+    line = re.search(rf"^\W*{re.escape(variable)}\s*(?:[:=]|\bis\b)\s*(.+)$", reply, re.I | re.M)
+    if line:
+        spans.append((_first_clause(line.group(1)), f"{variable}: …"))
+    if not spans:
         if boxed or re.search(r"^\W*[A-Z]\s*[:=]", reply, re.M):
             return None, f"answers other variables, not {variable}{suffix}"
         return None, f"no answer in the requested format{suffix}"
-    entity = _strip_label(candidate, variable)
-    if not entity:
-        return None, f"empty answer ({how}){suffix}"
-    if re.fullmatch(r"(?:x|y|z|\w)\s*answer", entity, re.I) or entity.lower() == "answer":
-        return None, f"echoes the format's placeholder{suffix}"
-    if len(entity) > MAX_ENTITY_CHARS:
-        return None, f"prose, not an entity ({len(entity)} characters){suffix}"
-    return entity, how + suffix
+    first_reason = ""
+    for candidate, how in spans:
+        entity, reason = _entity(candidate, variable)
+        if entity is not None:
+            return entity, how + suffix
+        first_reason = first_reason or f"{reason} ({how})"
+    return None, first_reason + suffix
 
 
 def parse_rationale(text: Any) -> str | None:
@@ -335,6 +348,11 @@ def parse_rationale(text: Any) -> str | None:
     return body or None
 
 
+def _errors(errors: pd.Series) -> pd.Series:
+    """The request errors, with "" and None alike as no error."""
+    return errors.where(errors.notna() & errors.astype(bool))
+
+
 def parse_answers(prompts: pd.DataFrame, responses: pd.DataFrame, kind: str) -> pd.DataFrame:
     """Per entity-prediction request: the reply, the entity read from it and how, and its status
     (answered / failed / unanswered: the one rule of every suite). A completion model's reply is read
@@ -345,7 +363,10 @@ def parse_answers(prompts: pd.DataFrame, responses: pd.DataFrame, kind: str) -> 
             (f"{_completion_lead('answer')} {r}" if mode == "normal" else r) if isinstance(r, str) else r
             for r, mode in zip(replies, prompts["mode"], strict=True)
         ]
-    parsed = [parse_answer(r, v) for r, v in zip(replies, prompts["variable"], strict=True)]
+    parsed = [
+        parse_answer(r, v, final=mode == "cot")
+        for r, v, mode in zip(replies, prompts["variable"], prompts["mode"], strict=True)
+    ]
     out = pd.DataFrame(
         {
             "prompt_id": prompts["prompt_id"].to_numpy(),
@@ -355,7 +376,7 @@ def parse_answers(prompts: pd.DataFrame, responses: pd.DataFrame, kind: str) -> 
             "read_as": [p[1] for p in parsed],
         }
     )
-    out["status"] = status_of(out["answer"], out["error"].where(out["error"].astype(bool) & out["error"].notna()))
+    out["status"] = status_of(out["answer"], _errors(out["error"]))
     return out
 
 
@@ -399,7 +420,7 @@ def parse_rationales(rationales: pd.DataFrame, responses: pd.DataFrame, kind: st
     out["reply"] = responses["text"].to_numpy()
     out["error"] = responses["error"].to_numpy()
     out["rationale"] = [parse_rationale(t) for t in texts]
-    out["status"] = status_of(out["rationale"], out["error"].where(out["error"].astype(bool) & out["error"].notna()))
+    out["status"] = status_of(out["rationale"], _errors(out["error"]))
     return out
 
 
@@ -429,15 +450,11 @@ def rationale_judge_prompts(prompts: pd.DataFrame, rationales: pd.DataFrame) -> 
 
 
 def read_entity_verdict(text: str | None) -> float | None:
-    from geomon.jury import parse_label
-
     label = parse_label(text, list(ENTITY_LABELS))
     return ENTITY_LABELS[label] if label else None
 
 
 def read_rationale_verdict(text: str | None) -> float | None:
-    from geomon.jury import parse_likert
-
     score = parse_likert(text, 1, 5)
     return float(score) if score is not None else None
 

@@ -66,6 +66,10 @@ def test_requests_chat_and_completion(items):
         ("The answer is TV Show: Friends", "TV Show", "Friends"),
         ("The answer for variable X is Rolex", "X", "Rolex"),
         ("The answer is `The Beatles`", "X", "The Beatles"),
+        ("The answer to the question is: The King Cobra of Agumbe.", "X", "The King Cobra of Agumbe"),  # SmolLM2
+        ('The answer to this question is: "22"', "X", "22"),
+        # Reasoning, then a conclusion (CoT: the last answer that names an entity counts).
+        ("The answer is X.\nBut the clue says rivers.\nThe answer is Ganga.", "X", "Ganga"),
     ],
 )
 def test_parse_answer_reads_what_models_write(reply, variable, answer):
@@ -80,12 +84,21 @@ def test_parse_answer_reads_what_models_write(reply, variable, answer):
         ("I think it's about a famous person from history.", "no answer in the requested format"),
         ("Y: Sun Wukong", "answers other variables, not X"),
         ("The answer is <X answer>.", "echoes the format's placeholder"),
+        ("The answer is <X>\n\nThe answer is <X>", "names the variable, not an entity"),  # Gemma
+        ('The answer to this question is: "The answer is "The answer is "The answer i', "repeats the format"),
         ("The answer is " + "very " * 80 + "long.", "prose, not an entity"),
     ],
 )
 def test_unparsed_answers_say_why(reply, reason):
     answer, why = quench.parse_answer(reply, "X")
     assert answer is None and why.startswith(reason)
+
+
+def test_without_cot_the_first_answer_counts():
+    # A base model that goes on listing guesses after its answer (Gemma-3-270m's real reply, shortened).
+    reply = "The answer is X.com.\n\nThe answer is Jeevansathi.com.\n\nThe answer is 99acres.com.\n\nThe ans"
+    assert quench.parse_answer(reply, "X", final=False)[0] == "X.com"
+    assert quench.parse_answer(reply, "X", final=True)[0] == "99acres.com"
 
 
 def test_hostile_replies_are_cleaned_and_capped():
@@ -215,3 +228,28 @@ def test_gap_cot_effect_and_themes():
     assert len(items) == 7 and quench.REGRESSION_METRICS["indic_shortfall"][0](
         items[items["item"].str.endswith("normal")]
     ) == pytest.approx(-0.5)
+
+
+def test_aggregation_reproduces_the_papers_all_rows():
+    """Fed per-entity judge means that give the paper's Indic and Non-Indic figures (3 judges, 80 and 379
+    entities: each value × entities × 3 is a whole number of votes), geomon's aggregation gives the
+    paper's "All" row for every model, mode and score: entity-weighted, not the mean of the two subsets."""
+    paper = quench.read_paper_table(
+        SHARED / "reference" / "quench" / "Results" / "Aggregated Scores  - aggregated_scores.csv"
+    )
+    indexed = paper.set_index(["model", "mode", "subset"])
+    for (model, mode), _ in paper.groupby(["model", "mode"]):
+        rows = []
+        for subset, n, indic in (("Indic", 80, True), ("Non-Indic", 379, False)):
+            votes = {c: round(indexed.at[(model, mode, subset), c] * n * 3) for c in quench.PAPER_SCORES}
+            for e in range(n):
+                # Spread the subset's votes over its entities (3 judges each); only the totals matter.
+                row = {c: (votes[c] // n + (1 if e < votes[c] % n else 0)) / 3 for c in quench.PAPER_SCORES}
+                rows.append({**row, "indic": indic, "question_id": f"{subset}{e}", "status": "answered"})
+        scores = pd.DataFrame(rows).assign(model=model, mode=mode)
+        for column in set(quench.SCORES) - set(quench.PAPER_SCORES):
+            scores[column] = np.nan
+        ours = quench.aggregate(scores).set_index("subset")
+        for column in quench.PAPER_SCORES:
+            assert ours.at["All", column] == pytest.approx(indexed.at[(model, mode, "All"), column], abs=1e-9)
+            assert ours.at["Indic", column] == pytest.approx(indexed.at[(model, mode, "Indic"), column], abs=1e-9)
