@@ -290,8 +290,8 @@ def _entity(candidate: str, variable: str) -> tuple[str | None, str]:
         return None, "echoes the format's placeholder"
     if re.match(r"\W*the answer\b", entity, re.I):
         return None, "repeats the format without an entity"
-    if normalise(entity) == normalise(variable):
-        return None, "names the variable, not an entity"
+    if normalise(entity) == normalise(variable) or re.fullmatch(r"[XYZ]", entity):
+        return None, "names the variable, not an entity"  # its own, or another mask letter
     if len(entity) > MAX_ENTITY_CHARS:
         return None, f"prose, not an entity ({len(entity)} characters)"
     return entity, ""

@@ -85,6 +85,7 @@ def test_parse_answer_reads_what_models_write(reply, variable, answer):
         ("Y: Sun Wukong", "answers other variables, not X"),
         ("The answer is <X answer>.", "echoes the format's placeholder"),
         ("The answer is <X>\n\nThe answer is <X>", "names the variable, not an entity"),  # Gemma
+        ("The answer is X.", "names the variable, not an entity"),  # asked for Z, Gemma answered "X"
         ('The answer to this question is: "The answer is "The answer is "The answer i', "repeats the format"),
         ("The answer is " + "very " * 80 + "long.", "prose, not an entity"),
     ],
