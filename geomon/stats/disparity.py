@@ -2,12 +2,15 @@
 
 WorldBench: absolute relative error, per-group means/medians, disparity = max − min over groups,
 and a random-categorization baseline. SAGED-style summaries (selection rates, impact ratio, max
-Z-score, Dixon's Q) live here too, so every suite reports disparity the same way.
+Z-score, Dixon's Q with the ratio for the group count and simulated critical values, KL divergence)
+live here too, so every suite reports disparity the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -112,10 +115,147 @@ def max_z_score(stats: Mapping[str, float] | pd.Series) -> float:
     return float(((values - values.mean()) / values.std(ddof=1)).abs().max())
 
 
-def dixon_q(stats: Mapping[str, float] | pd.Series) -> float:
-    """Dixon's Q of the most outlying group: gap to its nearest neighbour / range (0 with < 3 groups)."""
+# Dixon's ratios (Dixon 1950, 1951): (gap index, trimmed values at the other end). For the highest value
+# of sorted x₁…xₙ: r_jk = (xₙ − xₙ₋ⱼ) / (xₙ − x₁₊ₖ); for the lowest, the mirror image.
+DIXON_RATIOS = {"r10": (1, 0), "r11": (1, 1), "r21": (2, 1), "r22": (2, 2)}
+
+
+def dixon_variant(n: int) -> str:
+    """The ratio Dixon recommends for ``n`` values: r10 for 3-7, r11 for 8-10, r21 for 11-13, r22 above
+    (trimming the far end keeps a second outlier there from masking the first)."""
+    if n < 3:
+        raise ValueError(f"Dixon's Q needs at least 3 values, got {n}")
+    return "r10" if n <= 7 else "r11" if n <= 10 else "r21" if n <= 13 else "r22"
+
+
+def _dixon_ratios(sorted_values: np.ndarray, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """(ratio for the lowest value, ratio for the highest) along the last axis of sorted values."""
+    gap, trim = DIXON_RATIOS[variant]
+    x = sorted_values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        low = (x[..., gap] - x[..., 0]) / (x[..., -1 - trim] - x[..., 0])
+        high = (x[..., -1] - x[..., -1 - gap]) / (x[..., -1] - x[..., trim])
+    return low, high
+
+
+def dixon_q(stats: Mapping[str, float] | pd.Series, variant: str | None = None) -> float:
+    """Dixon's Q of the more outlying end (the lowest or the highest group), with the ratio recommended
+    for the number of groups unless ``variant`` names one; NaN with fewer than 3 groups (nothing can be
+    tested) and 0 when all groups are equal."""
     values = np.sort(pd.Series(stats, dtype=float).dropna().to_numpy())
-    if len(values) < 3 or values[-1] == values[0]:
+    if len(values) < 3:
+        return float("nan")
+    variant = variant or dixon_variant(len(values))
+    gap, trim = DIXON_RATIOS[variant]
+    if len(values) < gap + trim + 2:
+        raise ValueError(f"Dixon's {variant} needs at least {gap + trim + 2} values, got {len(values)}")
+    if values[-1] == values[0]:
         return 0.0
-    spread = values[-1] - values[0]
-    return float(max(values[1] - values[0], values[-1] - values[-2]) / spread)
+    low, high = _dixon_ratios(values, variant)
+    return float(np.nanmax([low, high]))
+
+
+@cache
+def dixon_critical(n: int, variant: str | None = None, alpha: float = 0.05, draws: int = 400_000) -> float:
+    """The critical value of ``dixon_q`` for ``n`` values from a normal sample at level ``alpha``, by a
+    seeded simulation of ``draws`` samples (the more outlying end, as ``dixon_q`` tests). Reproduces the
+    published tables (Rorabacher 1991: r10 at α = 0.05 is 0.970, 0.829, 0.710 for n = 3, 4, 5) within
+    0.005 and covers every n and variant, where tables stop at 25 or 30."""
+    variant = variant or dixon_variant(n)
+    rng = np.random.default_rng(20260101 + n)
+    samples = np.sort(rng.standard_normal((draws, n)), axis=1)
+    low, high = _dixon_ratios(samples, variant)
+    return float(np.quantile(np.maximum(low, high), 1 - alpha))
+
+
+@dataclass(frozen=True)
+class DixonTest:
+    q: float
+    variant: str
+    groups: int
+    suspect: str  # the group at the more outlying end
+    critical: float
+    alpha: float
+
+    @property
+    def outlier(self) -> bool:
+        return bool(self.q > self.critical)
+
+
+def dixon_test(stats: Mapping[str, float] | pd.Series, alpha: float = 0.05) -> DixonTest | None:
+    """Is the most outlying group an outlier among the groups (Dixon's Q against its critical value)?
+    None with fewer than 3 groups."""
+    series = pd.Series(stats, dtype=float).dropna().sort_values()
+    if len(series) < 3:
+        return None
+    variant = dixon_variant(len(series))
+    q = dixon_q(series, variant)
+    low, high = _dixon_ratios(series.to_numpy(), variant)
+    suspect = str(series.index[0] if np.nan_to_num(low) >= np.nan_to_num(high) else series.index[-1])
+    return DixonTest(q, variant, len(series), suspect, dixon_critical(len(series), variant, alpha), alpha)
+
+
+def kl_divergence(p: Sequence[float] | np.ndarray, q: Sequence[float] | np.ndarray) -> float:
+    """Kullback-Leibler divergence D(p ‖ q) in nats of two distributions over the same categories (each is
+    normalised to sum to 1); inf where q gives 0 to a category p does not."""
+    from scipy.special import rel_entr
+
+    p_arr, q_arr = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    if p_arr.shape != q_arr.shape or p_arr.ndim != 1 or p_arr.size == 0:
+        raise ValueError(
+            f"kl_divergence: p and q must be equal-length 1-D distributions ({p_arr.shape}, {q_arr.shape})"
+        )
+    if (p_arr < 0).any() or (q_arr < 0).any() or not np.isfinite(p_arr).all() or not np.isfinite(q_arr).all():
+        raise ValueError("kl_divergence: probabilities must be finite and non-negative")
+    if p_arr.sum() == 0 or q_arr.sum() == 0:
+        raise ValueError("kl_divergence: a distribution sums to 0")
+    return float(rel_entr(p_arr / p_arr.sum(), q_arr / q_arr.sum()).sum())
+
+
+@dataclass(frozen=True)
+class PermutationResult:
+    statistic: float
+    p_value: float
+    permutations: int  # exact when it equals the number of distinct relabellings
+    groups: int
+
+
+def disparity_permutation_test(
+    values_by_group: Mapping[str, Sequence[float] | np.ndarray],
+    *,
+    stat: str = "mean",
+    resamples: int = 9999,
+    seed: int = 0,
+) -> PermutationResult:
+    """Is the disparity (max − min of the groups' ``stat``) larger than random group labels give?
+
+    The items' group labels are permuted across groups, group sizes kept (scipy.stats.permutation_test,
+    ``permutation_type="independent"``): exact over every relabelling when there are at most
+    ``resamples`` of them, Monte Carlo otherwise. Shuffling rows *within* a group, as SAGED's code does,
+    cannot change a group mean and tests nothing. One-sided: only a larger disparity counts.
+    """
+    from scipy.stats import permutation_test
+
+    samples = [np.asarray(v, dtype=float) for v in values_by_group.values()]
+    samples = [v[np.isfinite(v)] for v in samples]
+    samples = [v for v in samples if v.size]
+    if len(samples) < 2:
+        return PermutationResult(float("nan"), float("nan"), 0, len(samples))
+    reduce = np.mean if stat == "mean" else np.median if stat == "median" else None
+    if reduce is None:
+        raise ValueError(f"unknown group statistic {stat!r}; use mean or median")
+
+    def spread(*groups: np.ndarray, axis: int = -1) -> np.ndarray:
+        stats = np.stack([reduce(g, axis=axis) for g in groups])
+        return stats.max(axis=0) - stats.min(axis=0)
+
+    result = permutation_test(
+        samples,
+        spread,
+        permutation_type="independent",
+        vectorized=True,
+        n_resamples=resamples,
+        alternative="greater",
+        random_state=np.random.default_rng(seed),
+    )
+    return PermutationResult(float(result.statistic), float(result.pvalue), len(result.null_distribution), len(samples))
