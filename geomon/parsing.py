@@ -226,10 +226,11 @@ def parse_number_detail(text: str | None) -> ParsedNumber | None:
     if idx + 1 < len(matches):
         second = matches[idx + 1]
         joiner = clean[first.end() : second.start()]
+        negative_end = bool(second.group("sign")) and bool(joiner.strip())  # "-5 to -3": a minus sign
         if second.group("sign") and not joiner.strip():
             joiner = second.group("sign")  # "10-12": the dash joins, it is not a minus sign
         if _RANGE_JOINER.match(joiner):
-            hi = _to_float(second.group("num")) * _multiplier(second)
+            hi = _to_float(second.group("num")) * _multiplier(second) * (-1.0 if negative_end else 1.0)
             if not first.group("scale") and second.group("scale"):
                 value *= _multiplier(second)  # "2-3 million": one scale word for both ends
             if value <= hi and math.isfinite(hi):

@@ -200,3 +200,8 @@ def test_citations_with_a_year(text, source, year):
 def test_world_bank_mentions_follow_the_papers_rule():
     assert mentions_world_bank("According to the WORLD BANK, 3.1")  # no year needed, any case
     assert not mentions_world_bank("3.1 (IMF)") and not mentions_world_bank(None)
+
+
+def test_a_range_of_negative_values_keeps_its_signs():
+    assert parse_number("-5 to -3") == -4.0
+    assert parse_number("10-12") == 11.0 and parse_number("between 2 and 3 million") == 2_500_000.0
