@@ -62,6 +62,7 @@ _QUANTITY = re.compile(
     rf"(?:\s*(?P<scale>{_SCALE_WORDS})(?![a-z]))?(?P<pct>\s*%|\s*percent)?",
     re.IGNORECASE,
 )
+_ARABIC_SEPARATORS = str.maketrans({"\u066b": ".", "\u066c": ","})
 _RANGE_JOINER = re.compile(r"^\s*(?:-|–|—|to|and)\s*$", re.IGNORECASE)
 # Words after which a four-digit year is the answer's context ("data from 2019, …"), not the answer.
 _YEAR_CONTEXT = re.compile(
@@ -202,7 +203,8 @@ def parse_number_detail(text: str | None) -> ParsedNumber | None:
     is not finite is not read."""
     if not text:
         return None
-    clean = _number_words_to_digits(_SPECIAL_TOKENS.sub(" ", text))
+    # Arabic decimal and thousands separators ("٣٫٥" is 3.5; Python reads the digits themselves).
+    clean = _number_words_to_digits(_SPECIAL_TOKENS.sub(" ", text).translate(_ARABIC_SEPARATORS))
     matches = list(_QUANTITY.finditer(clean))
     if not matches:
         return None

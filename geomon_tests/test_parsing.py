@@ -205,3 +205,7 @@ def test_world_bank_mentions_follow_the_papers_rule():
 def test_a_range_of_negative_values_keeps_its_signs():
     assert parse_number("-5 to -3") == -4.0
     assert parse_number("10-12") == 11.0 and parse_number("between 2 and 3 million") == 2_500_000.0
+
+
+def test_arabic_indic_digits_with_the_arabic_decimal_separator():
+    assert parse_number("٣٫٥") == 3.5 and parse_number("١٢٬٥٠٠") == 12_500.0
