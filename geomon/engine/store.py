@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from geomon.engine.client import GenerationRequest, GenerationResult
+from geomon.untrusted import STORED_MAX_CHARS, clean_text
 
 metadata = sa.MetaData()
 
@@ -124,8 +125,17 @@ class ResponseStore:
         result: GenerationResult,
         engine: str,
     ) -> None:
-        """Keep an answer (or its error). An answer already stored under the key is never replaced."""
+        """Keep an answer (or its error). An answer already stored under the key is never replaced.
+
+        The answer's text is untrusted: control characters (NUL among them, which PostgreSQL cannot
+        store) are removed and a runaway answer is cut at ``STORED_MAX_CHARS``, with the cut recorded in
+        its finish reason, so one answer can never fail the write of the others.
+        """
         request_json = json.dumps(request.payload(), ensure_ascii=False)
+        text, cut = clean_text(result.text or "")
+        finish_reason = result.finish_reason
+        if cut:
+            finish_reason = f"{finish_reason or ''}|cut at {STORED_MAX_CHARS} characters"
         with self.engine.begin() as conn:
             if result.ok:
                 stmt = (
@@ -136,8 +146,8 @@ class ResponseStore:
                         model_identity=model_identity,
                         epoch=epoch,
                         request=request_json,
-                        text=result.text or "",
-                        finish_reason=result.finish_reason,
+                        text=text,
+                        finish_reason=finish_reason,
                         prompt_tokens=result.prompt_tokens,
                         completion_tokens=result.completion_tokens,
                         latency_s=result.latency_s,
@@ -154,7 +164,7 @@ class ResponseStore:
                     model=model,
                     epoch=epoch,
                     request=request_json,
-                    error=result.error,
+                    error=clean_text(result.error)[0],
                     attempts=result.attempts,
                     engine=engine,
                     created_at=_now(),

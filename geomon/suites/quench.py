@@ -46,6 +46,7 @@ from geomon.stats.uncertainty import (
     planned_detectable_difference,
 )
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
+from geomon.untrusted import clean_text
 
 __all__ = ["SUITE", "load_items"]
 
@@ -214,7 +215,6 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationReque
 
 # --- reading replies -------------------------------------------------------------------------------
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">", "“": "”", "‘": "’", "«": "»"}
 _ANSWER_IS = re.compile(
     r"\banswer\s+(?:(?:for|to)\s+(?:the\s+|this\s+)?(?:variable\s+|question\s+)?[^\n:]{0,20}?\s*)?is\s*:?\s*", re.I
@@ -222,12 +222,9 @@ _ANSWER_IS = re.compile(
 
 
 def clean_reply(text: Any) -> tuple[str, bool]:
-    """Untrusted model text made safe to parse: NUL and control characters removed, length capped.
+    """Untrusted model text made safe to parse (``geomon.untrusted``), capped at MAX_REPLY_CHARS.
     Returns (text, truncated)."""
-    if not isinstance(text, str):
-        return "", False
-    text = _CONTROL.sub("", text)
-    return text[:MAX_REPLY_CHARS], len(text) > MAX_REPLY_CHARS
+    return clean_text(text, MAX_REPLY_CHARS)
 
 
 def _unwrap(text: str, trailing: str = ".,;:") -> str:

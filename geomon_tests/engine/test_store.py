@@ -58,14 +58,29 @@ def _exercise(store: ResponseStore) -> None:
     ]
 
 
+def _hostile(store: ResponseStore) -> None:
+    """A NUL byte fails a PostgreSQL insert and a runaway answer has no end: both are stored, cleaned."""
+    from geomon.untrusted import STORED_MAX_CHARS
+
+    nul, long = _request("nul"), _request("long")
+    store.put(response_key("m", nul), "m", "m", "", nul, GenerationResult(text="Par\x00is", finish_reason="stop"), "t")
+    store.put(response_key("m", long), "m", "m", "", long, GenerationResult(text="x" * (STORED_MAX_CHARS + 5)), "t")
+    found = store.get_many([response_key("m", nul), response_key("m", long)])
+    assert found[response_key("m", nul)]["text"] == "Paris"
+    assert len(found[response_key("m", long)]["text"]) == STORED_MAX_CHARS
+    assert found[response_key("m", long)]["finish_reason"].endswith(f"cut at {STORED_MAX_CHARS} characters")
+
+
 def test_sqlite_store(sqlite_store):
     _exercise(sqlite_store)
+    _hostile(sqlite_store)
 
 
 def test_postgres_store(postgres_url):
     store = ResponseStore(postgres_url)
     assert store.dialect == "postgresql"
     _exercise(store)
+    _hostile(store)
     store.dispose()
 
 
