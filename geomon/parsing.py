@@ -305,13 +305,13 @@ def _first_letter(text: str, n_choices: int) -> tuple[int, int] | None:
 def _named_positions(text: str, choices: Sequence[str]) -> dict[int, int]:
     """Option index → where its name first occurs; a longer option claims its span ("South Sudan")."""
     order = sorted(range(len(choices)), key=lambda i: len(choices[i] or ""), reverse=True)
-    claimed: list[tuple[int, int]] = []
+    claimed = bytearray(len(text) + 1)  # 1 where a longer option's match lies: linear in the answer's length
     first_pos: dict[int, int] = {}
     for i in order:
         for start, end in _option_spans(text, choices[i] or ""):
-            if any(start < c_end and c_start < end for c_start, c_end in claimed):
+            if claimed.find(1, start, end) != -1:
                 continue  # inside a longer option's match ("Sudan" within "South Sudan")
-            claimed.append((start, end))
+            claimed[start:end] = b"\x01" * (end - start)
             first_pos[i] = min(first_pos.get(i, start), start)
     return first_pos
 
