@@ -11,6 +11,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from geomon.untrusted import strip_markup
+
 _SPECIAL_TOKENS = re.compile(r"<\|[^|>]*\|>|</?s>|<(?:start|end)_of_turn>|\[/?INST\]")
 _REFUSAL = re.compile(
     r"\b(?:i\s+(?:do\s*n[o']?t|cannot|can't|am\s+not\s+able\s+to)\s+(?:know|provide|answer|find|say)|"
@@ -204,7 +206,7 @@ def parse_number_detail(text: str | None) -> ParsedNumber | None:
     if not text:
         return None
     # Arabic decimal and thousands separators ("٣٫٥" is 3.5; Python reads the digits themselves).
-    clean = _number_words_to_digits(_SPECIAL_TOKENS.sub(" ", text).translate(_ARABIC_SEPARATORS))
+    clean = _number_words_to_digits(strip_markup(_SPECIAL_TOKENS.sub(" ", text)).translate(_ARABIC_SEPARATORS))
     matches = list(_QUANTITY.finditer(clean))
     if not matches:
         return None

@@ -20,3 +20,16 @@ def clean_text(text: Any, max_chars: int = STORED_MAX_CHARS) -> tuple[str, bool]
         return "", False
     text = _CONTROL.sub("", text)
     return text[:max_chars], len(text) > max_chars
+
+
+_MARKUP = re.compile(
+    r"<(script|style)\b[^>]{0,200}>.*?</\1\s*>"  # a script or style element, with its content
+    r"|</?[A-Za-z][\w:-]{0,30}(?:\s[^<>]{0,300})?/?>",  # any other tag ("<5 %" is not one)
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def strip_markup(text: str) -> str:
+    """HTML markup out of an answer: "<script>alert(1)</script> 42" → " 42". Text is never rendered or
+    run; markup only confuses parsers that look for the first number or option."""
+    return _MARKUP.sub(" ", text)

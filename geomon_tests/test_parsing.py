@@ -209,3 +209,9 @@ def test_a_range_of_negative_values_keeps_its_signs():
 
 def test_arabic_indic_digits_with_the_arabic_decimal_separator():
     assert parse_number("٣٫٥") == 3.5 and parse_number("١٢٬٥٠٠") == 12_500.0
+
+
+def test_markup_is_not_read_as_numbers():
+    assert parse_number("<script>alert(1)</script> 42") == 42.0
+    assert parse_number("<b>1.2 million</b>") == 1_200_000.0
+    assert parse_number("<5%") == 5.0  # "less than 5 %" is not a tag
