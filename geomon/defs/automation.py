@@ -44,7 +44,10 @@ observe_sources_job = dg.define_asset_job(
     "observe_sources", selection=dg.AssetSelection.assets(["worldbank", "wdi_release"])
 )
 observe_sources_schedule = dg.ScheduleDefinition(
-    name="observe_sources_hourly", job=observe_sources_job, cron_schedule="0 * * * *"
+    name="observe_sources_hourly",
+    job=observe_sources_job,
+    cron_schedule="0 * * * *",
+    default_status=dg.DefaultScheduleStatus.RUNNING,  # a new World Bank release is noticed without a click
 )
 automation_sensor = dg.AutomationConditionSensorDefinition(
     "geomon_automation",

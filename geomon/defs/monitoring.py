@@ -79,7 +79,9 @@ def track_evaluation(
     )
 
 
-@dg.run_failure_sensor(name="alert_on_run_failure", minimum_interval_seconds=30)
+@dg.run_failure_sensor(
+    name="alert_on_run_failure", minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING
+)
 def alert_on_run_failure(context: dg.RunFailureSensorContext) -> None:
     """A failed run pages the same channels as a regression, with the run's link and error."""
     from geomon.config import load_settings

@@ -64,6 +64,14 @@ def test_asset_keys_snapshot():
     assert keys == EXPECTED_ASSET_KEYS
 
 
+def test_the_monitoring_loop_starts_running():
+    """Every sensor and schedule the README calls the monitoring loop is on in a fresh instance."""
+    sensors = {s.name for s in defs.sensors if s.default_status == dg.DefaultSensorStatus.RUNNING}
+    schedules = {s.name for s in defs.schedules if s.default_status == dg.DefaultScheduleStatus.RUNNING}
+    loop = {"alert_on_run_failure", "geomon_automation", "model_registry_sensor", "dispute_revision_sensor"}
+    assert loop <= sensors and "observe_sources_hourly" in schedules
+
+
 def test_definitions_load_and_every_asset_has_a_code_version():
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():
