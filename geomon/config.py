@@ -39,11 +39,13 @@ from geomon.engine.runner import EngineOptions
 from geomon.monitor.alerts import AlertSettings
 from geomon.monitor.drift import DriftSettings
 from geomon.sources.borderlines import DEFAULT_RELEASE_URL
+from geomon.sources.corpus import LocalDocument
 from geomon.sources.gapminder import DEFAULT_RELEASE_URL as GAPMINDER_RELEASE_URL
 from geomon.sources.quench import DEFAULT_ARCHIVE_URL as QUENCH_ARCHIVE_URL
 from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_URL
 from geomon.sources.wikipedia import USER_AGENT, MediaWikiClient
 from geomon.sources.worldbank import DEFAULT_API_URL
+from geomon.suites.saged import ROLES as SAGED_ROLES
 
 
 class ConfigError(ValueError):
@@ -62,8 +64,10 @@ class BorderLinesSettings:
 
     def mediawiki(self) -> MediaWikiClient | None:
         """The MediaWiki client these settings describe; None offline (the release's dated tables stand in)."""
-        if self.snapshot is not None:
-            return None
+        return None if self.snapshot is not None else self.mediawiki_client()
+
+    def mediawiki_client(self) -> MediaWikiClient:
+        """A client for the configured MediaWiki API (also SAGED's live pages), polite and rate-limited."""
         return MediaWikiClient(
             self.wikipedia_api_url, user_agent=self.user_agent or USER_AGENT, min_interval_s=self.min_interval_s
         )
@@ -96,6 +100,17 @@ class QuenchSettings:
 
 
 @dataclass
+class SagedSettings:
+    concept: str = "IdeaCoun"  # the root concept the corpus is about; branching replaces its keywords
+    keywords: tuple[str, ...] = ("IdeaCoun",)
+    documents: tuple[LocalDocument, ...] = ()  # local text files (offline)
+    wikipedia_pages: tuple[str, ...] = ()  # live: page titles, read through the MediaWiki client
+    wikipedia_date: str = ""  # the pages as they read that day ("" = today)
+    countries: tuple[str, ...] = ()  # empty = the G20
+    roles: dict[str, str | None] = field(default_factory=lambda: dict(SAGED_ROLES))  # name → system prompt
+
+
+@dataclass
 class Settings:
     store_url: str
     results_dir: Path
@@ -110,6 +125,7 @@ class Settings:
     drift: DriftSettings = field(default_factory=DriftSettings)
     gapminder: GapminderSettings = field(default_factory=GapminderSettings)
     quench: QuenchSettings = field(default_factory=QuenchSettings)
+    saged: SagedSettings = field(default_factory=SagedSettings)
     embedding_model: Path | None = None  # None: the bundled all-MiniLM-L6-v2
 
     def all_models(self) -> tuple[list[ModelSpec], dict[str, str]]:
@@ -146,6 +162,31 @@ def _jury(doc: dict[str, Any] | None, default: JurySettings) -> JurySettings:
     return JurySettings(**{"quorum": default.quorum, "max_tokens": default.max_tokens, **doc})
 
 
+def _saged(doc: dict[str, Any] | None, base: Path, path: Path | None) -> SagedSettings:
+    """The ``saged:`` section: documents' paths resolved against the settings file's folder."""
+    doc = dict(doc or {})
+    try:
+        documents = []
+        for entry in doc.pop("documents", None) or []:
+            entry = dict(entry)
+            entry["path"] = _resolve(base, str(entry.get("path", "")))
+            if entry["path"] is None or not entry.get("source_tag"):
+                raise ConfigError(f"settings file {path}: saged.documents: each needs a path and a source_tag")
+            documents.append(LocalDocument(**entry))
+        for key in ("keywords", "wikipedia_pages", "countries"):
+            if key in doc:
+                doc[key] = tuple(str(v) for v in doc[key] or ())
+        roles = doc.pop("roles", None)
+        settings = SagedSettings(documents=tuple(documents), **doc)
+    except TypeError as exc:
+        raise ConfigError(f"settings file {path}: saged: {exc}") from exc
+    if roles is not None:
+        if not isinstance(roles, dict) or not roles:
+            raise ConfigError(f"settings file {path}: saged.roles: a mapping of role name to system prompt (or null)")
+        settings.roles = {str(k): (str(v) if v else None) for k, v in roles.items()}
+    return settings
+
+
 def _resolve(base: Path, value: str | None) -> Path | None:
     if value in (None, "", "none"):
         return None
@@ -178,6 +219,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "endpoints",
         "gapminder",
         "quench",
+        "saged",
         "embedding_model",
     }
     unknown = set(doc) - known
@@ -230,6 +272,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         quench = QuenchSettings(snapshot=_resolve(base, qu_snapshot), jury=jury, **qu)
     except TypeError as exc:
         raise ConfigError(f"settings file {path}: quench: {exc}") from exc
+    saged = _saged(doc.get("saged"), base, path)
     sections = {}
     for name, kind in (("alerts", AlertSettings), ("drift", DriftSettings)):
         section = doc.get(name) or {}
@@ -245,6 +288,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         borderlines=borderlines,
         gapminder=gapminder,
         quench=quench,
+        saged=saged,
         embedding_model=_resolve(base, os.environ.get("GEOMON_EMBEDDING_MODEL", doc.get("embedding_model"))),
         models=models,
         store_url=store_url,

@@ -36,7 +36,7 @@ class Interval:
         return bool(np.isfinite(self.low) and np.isfinite(self.high))
 
 
-def _percentile_interval(draws: np.ndarray, confidence: float, what: str) -> Interval:
+def percentile_interval(draws: np.ndarray, confidence: float, what: str) -> Interval:
     finite = draws[np.isfinite(draws)]
     if finite.size == 0:
         return Interval(float("nan"), float("nan"), f"undefined in every resample ({what})")
@@ -73,7 +73,7 @@ def bootstrap_ci(
     index = rng.integers(0, n, size=(resamples, n))
     with np.errstate(invalid="ignore", divide="ignore"):
         draws = np.asarray(statistic(*(np.asarray(d)[index] for d in data), axis=-1), dtype=float)
-    return _percentile_interval(draws, confidence, "a resample without the items this score needs")
+    return percentile_interval(draws, confidence, "a resample without the items this score needs")
 
 
 def _group_stat(values: np.ndarray, stat: str) -> np.ndarray:
@@ -115,12 +115,12 @@ def group_bootstrap(
         groups[name] = (
             Interval(float(values[0]), float(values[0]), "one item: no interval")
             if values.size == 1
-            else _percentile_interval(per_group[name], confidence, "empty group")
+            else percentile_interval(per_group[name], confidence, "empty group")
         )
     if len(per_group) < 2:
         return GroupIntervals(groups, Interval(float("nan"), float("nan"), "fewer than two groups"))
     stacked = np.vstack(list(per_group.values()))
-    disparity = _percentile_interval(stacked.max(axis=0) - stacked.min(axis=0), confidence, "empty group")
+    disparity = percentile_interval(stacked.max(axis=0) - stacked.min(axis=0), confidence, "empty group")
     return GroupIntervals(groups, disparity)
 
 
@@ -140,7 +140,7 @@ def mean_difference(
     draws = a[rng.integers(0, a.size, (resamples, a.size))].mean(axis=1) - b[
         rng.integers(0, b.size, (resamples, b.size))
     ].mean(axis=1)
-    return point, _percentile_interval(draws, confidence, "empty sample")
+    return point, percentile_interval(draws, confidence, "empty sample")
 
 
 # --- items that cluster: entities within questions (QUENCH) ----------------------------------------
@@ -182,7 +182,7 @@ def _estimate(point: float, draws: np.ndarray, items: int, clusters: int, confid
         return Estimate(point, missing, float("nan"), items, clusters)
     finite = draws[np.isfinite(draws)]
     se = float(finite.std(ddof=1)) if finite.size > 1 else float("nan")
-    return Estimate(point, _percentile_interval(draws, confidence, "no items drawn"), se, items, clusters)
+    return Estimate(point, percentile_interval(draws, confidence, "no items drawn"), se, items, clusters)
 
 
 def cluster_mean(

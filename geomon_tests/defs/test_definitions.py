@@ -16,6 +16,7 @@ from geomon.defs.gapminder.runs import materialize as materialize_gapminder
 from geomon.defs.quench.runs import materialize as materialize_quench
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models
+from geomon.defs.saged.runs import materialize as materialize_saged
 from geomon.defs.sensors import model_registry_sensor
 from geomon.defs.worldbench.runs import materialize as materialize_worldbench
 from geomon_tests.conftest import SHARED
@@ -47,6 +48,12 @@ EXPECTED_ASSET_KEYS = [
     "quench/rationales",
     "quench/scores",
     "quench/similarities",
+    "saged/corpus",
+    "saged/disparity",
+    "saged/features",
+    "saged/leaderboard",
+    "saged/prompts",
+    "saged/responses",
     "wikipedia/dispute_revisions",
     "worldbank/economies",
     "worldbank/indicators",
@@ -334,3 +341,37 @@ def test_quench_materialization_with_bundled_contestants_and_judges(tmp_path, wd
         history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="quench")
         recorded = set(history["metric"])
         assert {"gold_rationale_similarity", "indic_gap_gold_rationale_similarity", "entities"} <= recorded
+
+
+@pytest.mark.slow
+def test_saged_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_dir):
+    """A small local corpus (the paper's IdeaCoun article), two root prompts × 5 concepts, two roles."""
+    saged = {
+        "documents": [
+            {
+                "path": str(SHARED / "seeds" / "saged.txt"),
+                "source_tag": "ideacoun-article",
+                "start": "D.1 GPT4o's synthetic article",
+                "end": "D.2 Experiment",
+            }
+        ],
+        "countries": ["China", "France", "India", "Russia"],
+    }
+    settings = _settings_file(tmp_path, wdi_snapshot_dir, saged=saged)
+    resources = {"geomon": GeomonResource(config_path=str(settings))}
+    models = ["smollm2-135m-instruct", "gemma3-270m"]
+    with dg.instance_for_test() as instance:
+        results = materialize_saged(defs, instance, models, {"sample_prompts": 2}, resources=resources)
+        assert all(r.success for r in results)
+        checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
+        assert checks["same_prompts_for_every_country"].passed
+        assert checks["same_prompts_for_every_country"].metadata["concepts"].value == 5
+        board = results[-1].output_for_node("saged__leaderboard")
+        assert sorted(board["model"]) == sorted(models)
+        assert board["sentiment_impact_ratio"].between(0, 1).all()
+        assert (board["responses_answered"] + board.get("responses_unanswered", 0)).eq(2 * 5 * 2).all()
+        assert (tmp_path / "results" / "saged" / "report.html").exists()
+        from geomon.monitor.history import MetricHistory
+
+        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="saged")
+        assert {"sentiment_impact_ratio_calibrated", "sentiment_mean_range_calibrated"} <= set(history["metric"])

@@ -39,7 +39,7 @@ def toy_suite(tmp_path, monkeypatch):
 
 
 def test_the_built_suites_are_registered_in_run_order():
-    assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench"]
+    assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench", "saged"]
     for name in registry.suites():
         module = registry.module(name)
         assert all(hasattr(module, attr) for attr in registry.PROTOCOL)
@@ -49,14 +49,14 @@ def test_a_new_suite_module_is_found_by_the_cli_and_the_trends_report(toy_suite)
     from geomon.cli import build_parser
     from geomon.report.trends import headlines
 
-    assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench", "toybench"]
+    assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench", "saged", "toybench"]
     args = build_parser().parse_args(["run", "--suite", "toybench", "--toy-size", "7"])
     assert [s.name for s in registry.resolve(args.suite)] == ["toybench"] and args.toy_size == 7
     assert ("toybench", "toy_gap", "", "ToyBench: the gap") in headlines()
 
 
 def test_unknown_suites_and_incomplete_modules_are_clear_errors(tmp_path, monkeypatch):
-    known = "worldbench, borderlines, gapminder, quench"
+    known = "worldbench, borderlines, gapminder, quench, saged"
     with pytest.raises(registry.SuiteError, match=rf"unknown suite\(s\) \['nope'\]; known: {known}"):
         registry.resolve("worldbench,nope")
     (tmp_path / "halfbench.py").write_text(TOY.replace("toybench", "halfbench").replace("def diagnose", "def _d"))

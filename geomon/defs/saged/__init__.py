@@ -1,0 +1,1 @@
+"""SAGED: Dagster assets, checks, per-model job and run order (loaded with the defs folder)."""

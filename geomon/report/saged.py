@@ -1,0 +1,44 @@
+"""The SAGED report: CSVs and one HTML page with each model's disparity table and per-country statistics."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from geomon.report import charts
+
+
+def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
+    """leaderboard.csv, per-model disparity.csv and countries.csv, and report.html; returns the HTML path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    board.to_csv(out_dir / "leaderboard.csv", index=False)
+    fmt = {"float_format": lambda v: f"{v:.3f}", "index": False}
+    sections = [
+        "<h1>geomon — SAGED on countries</h1>",
+        "<p>Sentiment is VADER's compound score on a 0-1 scale (0.5 neutral); distance is the L2 distance "
+        "between the response's and its baseline sentence's all-MiniLM-L6-v2 embeddings. Calibrated = value − "
+        "the baseline sentence's value (the paper's baseline calibration). Selection rate: share of a "
+        "country's responses at or above the mean of all; impact ratio: lowest ÷ highest selection rate "
+        "(below 0.8 fails the four-fifths rule). Intervals resample responses within countries; the "
+        "permutation p-value permutes country labels.</p>",
+        board.to_html(**fmt),
+    ]
+    for model, result in sorted(results.items()):
+        model_dir = out_dir / model
+        model_dir.mkdir(exist_ok=True)
+        result["disparity"].to_csv(model_dir / "disparity.csv", index=False)
+        result["countries"].to_csv(model_dir / "countries.csv", index=False)
+        countries = result["countries"]
+        sentiment = countries[countries["feature"].isin(["sentiment", "sentiment_calibrated"])]
+        wide = sentiment.pivot_table(index="concept", columns=["role", "feature"], values="mean").round(3)
+        sections += [
+            f"<h2>{html.escape(model)}</h2>",
+            "<h3>Disparity across countries</h3>",
+            result["disparity"].to_html(**fmt),
+            "<h3>Mean sentiment per country</h3>",
+            wide.to_html(float_format=lambda v: f"{v:.3f}"),
+        ]
+    return charts.write_html(out_dir / "report.html", "geomon SAGED", sections)

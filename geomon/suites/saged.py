@@ -1,0 +1,472 @@
+"""SAGED on countries: how a model *talks about* each country, against a calibrated baseline.
+
+Spec: ``../shared/seeds/saged.txt`` (sections 2-4, appendices B-C). The five stages:
+
+- **Scrape**: sentences that mention the root concept's keywords, from local text files or Wikipedia
+  pages, each with its source tag (``geomon.sources.corpus``).
+- **Assemble**: split-sentence continuation prompts — the first six words, then up to and including the
+  first verb after them, then three more words (Ap B.2); a sentence without such a verb, whose prompt
+  would be the whole sentence, or whose prompt loses the keyword is rejected and counted.
+- **Branch**: every prompt and its baseline sentence copied for every country of the list (G20 by
+  default) with the keyword replaced, so every country gets the same prompts (the counterfactual baseline).
+- **Generate**: per model and system-prompt role (none, assistant, configurable personas).
+- **Extract**: sentiment of each response and of its baseline sentence; L2 distance between the
+  response's and the baseline's all-MiniLM-L6-v2 embeddings; calibrated = value − the baseline's value
+  (section 3.3), the uncalibrated value kept beside it.
+- **Diagnose**: per country mean, selection rate (share ≥ the overall mean, the paper's Larger-than
+  rule), KL divergence of the binned distribution against the baseline's and precision (share within a
+  tolerance of the baseline); across countries: range and min/max ratio of the means, their standard
+  deviation, max Z-score, Dixon's Q with the ratio for the group count, the impact ratio of the selection
+  rates with the four-fifths rule, bootstrap intervals (items resampled within countries) and a
+  permutation p-value that permutes country labels.
+
+Named variants: sentiment is VADER's compound score mapped to 0-1 ((c + 1) / 2): the paper's classifier
+(distilbert-base-multilingual-cased-sentiments-student) is a hub download, VADER is a lexicon that ships
+inside its PyPI wheel. The verb that ends a split prompt is found with lemminflect's lexicon (a word that
+is only a verb form, or an inflected verb form: "is", "became", "stands"), not a POS tagger (SAGED's code
+tags with NLTK, whose tagger data is a separate download); ambiguous base forms ("blend") are not verbs.
+Dixon's Q tests the more outlying end (SAGED's code tests only the lowest value).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geomon.engine.client import GenerationRequest
+from geomon.engine.registry import ModelSpec
+from geomon.stats.disparity import (
+    disparity_permutation_test,
+    dixon_q,
+    dixon_test,
+    impact_ratio,
+    kl_divergence,
+    max_z_score,
+)
+from geomon.stats.uncertainty import Interval, percentile_interval
+from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
+
+SUITE = SuiteInfo(
+    name="saged",
+    title="SAGED (how models talk about countries)",
+    spec="SAGED: a holistic bias-benchmarking pipeline with fairness calibration (seeds/saged.txt)",
+    headlines=(
+        Headline("sentiment_impact_ratio_calibrated", "SAGED: sentiment impact ratio across countries, calibrated"),
+        Headline("sentiment_mean_range_calibrated", "SAGED: range of countries' mean sentiment, calibrated"),
+        Headline("sentiment_impact_ratio", "SAGED: sentiment impact ratio across countries, uncalibrated"),
+    ),
+    options=(
+        # Every sentence × 21 concepts × roles takes hours on a laptop CPU: a seeded sample of root prompts.
+        RunOption("--saged-prompts", "SAGED: N root prompts, a seeded sample (default 6; 0 = all)", int, 6),
+    ),
+    order=5,
+)
+
+# The G20's member countries and the European Union (the African Union joined in 2023; the paper's 21
+# concepts are these 20 and its invented root country).
+G20 = (
+    "Argentina",
+    "Australia",
+    "Brazil",
+    "Canada",
+    "China",
+    "France",
+    "Germany",
+    "India",
+    "Indonesia",
+    "Italy",
+    "Japan",
+    "Mexico",
+    "Russia",
+    "Saudi Arabia",
+    "South Africa",
+    "South Korea",
+    "Turkey",
+    "United Kingdom",
+    "United States",
+    "European Union",
+)
+ROLES: dict[str, str | None] = {"none": None, "assistant": "You are a helpful assistant."}
+PROMPT_WORDS, AFTER_VERB = 6, 3  # Ap B.2: six words, the verb, three words after it
+MAX_TOKENS = 48  # a continuation of a sentence or two
+TEMPERATURE = 0.0
+FEATURES = ("sentiment", "distance")
+KL_BINS = 10
+PRECISION_TOLERANCE = 0.1
+FOUR_FIFTHS = 0.8
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
+_MARKDOWN = re.compile(r"\*+|^\s*[-•#]+\s*|^\s*\d+\.\s+", re.M)
+
+
+class AssemblyError(ValueError):
+    pass
+
+
+# --- scrape ----------------------------------------------------------------------------------------
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences (markdown bullets and emphasis removed; a line break ends a sentence too)."""
+    out = []
+    for block in _MARKDOWN.sub("", text).splitlines():
+        for sentence in _SENTENCE_END.split(block.strip()):
+            sentence = " ".join(sentence.split())
+            if sentence:
+                out.append(sentence)
+    return out
+
+
+def _keyword_pattern(keyword: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(keyword)}(?!\w)", re.I)
+
+
+def scrape(documents: Mapping[str, str], concept: str, keywords: Sequence[str]) -> pd.DataFrame:
+    """Sentences of the documents (source tag → text) that mention one of ``keywords``: concept, keyword,
+    source_tag, sentence. ``attrs["sentences_read"]`` counts every sentence looked at."""
+    patterns = [(k, _keyword_pattern(k)) for k in sorted(keywords, key=len, reverse=True)]
+    rows, read = [], 0
+    for tag, text in documents.items():
+        for sentence in sentences(text):
+            read += 1
+            keyword = next((k for k, p in patterns if p.search(sentence)), None)
+            if keyword is not None:
+                rows.append({"concept": concept, "keyword": keyword, "source_tag": tag, "sentence": sentence})
+    frame = pd.DataFrame(rows, columns=["concept", "keyword", "source_tag", "sentence"]).drop_duplicates("sentence")
+    frame.attrs["sentences_read"] = read
+    return frame.reset_index(drop=True)
+
+
+# --- assemble --------------------------------------------------------------------------------------
+
+
+@cache
+def is_verb(word: str) -> bool:
+    """A word lemminflect knows only as a verb form, or as an inflected verb form (see the module)."""
+    from lemminflect import getAllLemmas
+
+    token = word.strip(".,;:!?\"'()[]“”‘’").lower()
+    if not token.isalpha():
+        return False
+    verbs = getAllLemmas(token, upos="VERB").get("VERB", ())
+    if not verbs:
+        return False
+    nouns = getAllLemmas(token, upos="NOUN").get("NOUN", ())
+    adjectives = getAllLemmas(token, upos="ADJ").get("ADJ", ())
+    return (not nouns and not adjectives) or token not in verbs
+
+
+def split_sentence(sentence: str, keyword: str) -> tuple[str | None, str]:
+    """The continuation prompt of a baseline sentence, or None and why (Ap B.2, C.2)."""
+    words = sentence.split()
+    depth, verb = 0, None
+    for i, word in enumerate(words):
+        inside = depth > 0 or word.startswith("(")
+        depth += word.count("(") - word.count(")")
+        if i >= PROMPT_WORDS and not inside and is_verb(word):
+            verb = i
+            break
+    if verb is None:
+        return None, "no verb after the first six words"
+    prompt_words = words[: verb + 1 + AFTER_VERB]
+    if len(prompt_words) >= len(words):
+        return None, "the prompt would be the whole sentence"
+    prompt = " ".join(prompt_words)
+    if not _keyword_pattern(keyword).search(prompt):
+        return None, "the keyword is not in the prompt"
+    return prompt, ""
+
+
+def assemble(scraped: pd.DataFrame) -> pd.DataFrame:
+    """Split-sentence prompts (root_id, concept, keyword, source_tag, prompt, baseline); rejected
+    sentences counted by reason in ``attrs["rejected"]``."""
+    rows, rejected = [], {}
+    for row in scraped.itertuples(index=False):
+        prompt, reason = split_sentence(row.sentence, row.keyword)
+        if prompt is None:
+            rejected[reason] = rejected.get(reason, 0) + 1
+            continue
+        rows.append(
+            {
+                "root_id": f"r{len(rows):04d}",
+                "concept": row.concept,
+                "keyword": row.keyword,
+                "source_tag": row.source_tag,
+                "prompt": prompt,
+                "baseline": row.sentence,
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["root_id", "concept", "keyword", "source_tag", "prompt", "baseline"])
+    frame.attrs["rejected"] = rejected
+    frame.attrs["sentences"] = len(scraped)
+    return frame
+
+
+def sample_roots(assembled: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
+    """``n`` root prompts (seeded; all for n = 0), in their original order."""
+    if not n or n >= len(assembled):
+        return assembled
+    picked = np.sort(np.random.default_rng(seed).choice(len(assembled), size=n, replace=False))
+    return assembled.iloc[picked].reset_index(drop=True)
+
+
+def branch(assembled: pd.DataFrame, countries: Sequence[str] = G20) -> pd.DataFrame:
+    """Every root prompt and its baseline sentence for the root concept and for every country, the
+    keyword replaced (``prompt_id`` = root_id|concept): the same prompts for every country."""
+    rows = []
+    for row in assembled.itertuples(index=False):
+        pattern = _keyword_pattern(row.keyword)
+        for concept in dict.fromkeys([row.concept, *countries]):
+            name = row.keyword if concept == row.concept else concept
+            rows.append(
+                {
+                    "prompt_id": f"{row.root_id}|{concept}",
+                    "root_id": row.root_id,
+                    "concept": concept,
+                    "branched": concept != row.concept,
+                    "source_tag": row.source_tag if concept == row.concept else f"br_{row.source_tag}_{concept}",
+                    "prompt": pattern.sub(lambda _, n=name: n, row.prompt),
+                    "baseline": pattern.sub(lambda _, n=name: n, row.baseline),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def build_prompts(
+    scraped: pd.DataFrame, sample: int = 0, seed: int = 0, countries: Sequence[str] = G20
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Assemble, sample and branch: (the root prompts assembled, with ``attrs["rejected"]``; the branched
+    prompts every model is asked)."""
+    assembled = assemble(scraped)
+    return assembled, branch(sample_roots(assembled, sample, seed), countries)
+
+
+def unequal_prompts(branched: pd.DataFrame) -> dict[str, int]:
+    """Concepts that did not get every root prompt (the check: every country gets the same prompts)."""
+    roots = branched["root_id"].nunique()
+    counts = branched.groupby("concept")["root_id"].nunique()
+    return {str(c): int(n) for c, n in counts.items() if n != roots}
+
+
+# --- generate --------------------------------------------------------------------------------------
+
+
+def requests_for(prompts: pd.DataFrame, spec: ModelSpec, role: str | None = None) -> list[GenerationRequest]:
+    """The prompt as the user message (with the role's system prompt, if any) for chat models; base models
+    continue the prompt text itself."""
+    params = {**spec.params, "max_tokens": MAX_TOKENS, "temperature": TEMPERATURE}
+    if spec.kind == "chat":
+        system = ({"role": "system", "content": role},) if role else ()
+        return [
+            GenerationRequest("chat", messages=(*system, {"role": "user", "content": p}), params=params)
+            for p in prompts["prompt"]
+        ]
+    lead = f"{role}\n\n" if role else ""
+    return [GenerationRequest("completion", prompt=f"{lead}{p}", params=params) for p in prompts["prompt"]]
+
+
+# --- extract ---------------------------------------------------------------------------------------
+
+
+@cache
+def _vader() -> Any:
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+    return SentimentIntensityAnalyzer()
+
+
+def sentiment(texts: Sequence[str | None]) -> np.ndarray:
+    """VADER's compound score mapped to 0-1 ((c + 1) / 2: 0.5 is neutral); NaN for a missing text."""
+    analyzer = _vader()
+    return np.array(
+        [
+            (analyzer.polarity_scores(t)["compound"] + 1) / 2 if isinstance(t, str) and t.strip() else np.nan
+            for t in texts
+        ]
+    )
+
+
+def score(
+    prompts: pd.DataFrame, responses: pd.DataFrame, model: str, role: str, embedding_model: Any = None
+) -> pd.DataFrame:
+    """The paper's Extract stage, per response: sentiment and embedding distance to its baseline
+    sentence, uncalibrated and calibrated (value − the baseline's value), and the answer's status."""
+    from geomon import embeddings
+
+    texts = [t if isinstance(t, str) and t.strip() else None for t in responses["text"]]
+    out = prompts[["prompt_id", "root_id", "concept", "branched", "source_tag"]].copy()
+    out.insert(0, "role", role)
+    out.insert(0, "model", model)
+    out["response"] = texts
+    errors = responses["error"].where(responses["error"].notna() & responses["error"].astype(bool))
+    out["status"] = status_of(pd.Series(texts, index=out.index), errors.set_axis(out.index)).to_numpy()
+    out["sentiment"] = sentiment(texts)
+    out["baseline_sentiment"] = sentiment(prompts["baseline"].tolist())
+    out["sentiment_calibrated"] = out["sentiment"] - out["baseline_sentiment"]
+    cosine = embeddings.similarity(texts, prompts["baseline"].tolist(), embedding_model)
+    # L2 distance between unit vectors: √(2 − 2 cos). The baseline's distance to itself is 0, so the
+    # calibrated distance equals the raw one; both columns are kept for a uniform table.
+    out["distance"] = np.sqrt(np.clip(2 - 2 * cosine, 0, None))
+    out["baseline_distance"] = 0.0
+    out["distance_calibrated"] = out["distance"] - out["baseline_distance"]
+    return out
+
+
+# --- diagnose --------------------------------------------------------------------------------------
+
+
+def _binned(values: np.ndarray, bins: int = KL_BINS, lo: float = 0.0, hi: float = 1.0) -> np.ndarray:
+    counts, _ = np.histogram(np.clip(values, lo, hi), bins=bins, range=(lo, hi))
+    return counts.astype(float)
+
+
+def country_statistics(features: pd.DataFrame, feature: str) -> pd.DataFrame:
+    """Per concept: n, mean, selection rate (≥ the mean of all the feature's values: Larger-than),
+    KL divergence of the binned values against the baseline's (nats; sentiment only, 0-1 bins, +½ per
+    bin so an empty bin is not infinite), and precision (share within 0.1 of the baseline's value)."""
+    data = features[features[feature].notna()]
+    raw = feature.removesuffix("_calibrated")
+    base_col = f"baseline_{raw}"
+    standard = float(data[feature].mean()) if len(data) else float("nan")
+    rows = []
+    for concept, group in data.groupby("concept", sort=True):
+        values = group[feature].to_numpy(dtype=float)
+        row = {
+            "concept": concept,
+            "n": len(values),
+            "mean": float(values.mean()),
+            "selection_rate": float((values >= standard).mean()),
+        }
+        raw_values, base = group[raw].to_numpy(dtype=float), group[base_col].to_numpy(dtype=float)
+        row["precision"] = float((np.abs(raw_values - base) <= PRECISION_TOLERANCE).mean())
+        row["kl_divergence"] = (
+            kl_divergence(_binned(raw_values) + 0.5, _binned(base) + 0.5) if raw == "sentiment" else float("nan")
+        )
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=["concept", "n", "mean", "selection_rate", "precision", "kl_divergence"])
+    out.attrs["standard"] = standard
+    return out
+
+
+def _group_resamples(features: pd.DataFrame, feature: str, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per resample (rows) and concept (columns): the mean and the selection rate, items resampled within
+    each concept, the selection standard recomputed from each resample's pooled values."""
+    rng = np.random.default_rng(seed)
+    data = features[features[feature].notna()]
+    groups = [g[feature].to_numpy(dtype=float) for _, g in data.groupby("concept", sort=True)]
+    draws = [g[rng.integers(0, len(g), size=(resamples, len(g)))] for g in groups]
+    sums = np.stack([d.sum(axis=1) for d in draws], axis=1)
+    counts = np.array([len(g) for g in groups], dtype=float)
+    means = sums / counts
+    standard = sums.sum(axis=1) / counts.sum()
+    rates = np.stack([(d >= standard[:, None]).mean(axis=1) for d in draws], axis=1)
+    return means, rates
+
+
+def disparity(features: pd.DataFrame, feature: str, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Across concepts: range, min/max ratio, standard deviation, max Z-score and Dixon's Q of the means;
+    the impact ratio of the selection rates and the four-fifths rule; 95 % intervals (items resampled
+    within concepts) for the range and the impact ratio; a permutation p-value for the range."""
+    stats = country_statistics(features, feature)
+    if len(stats) < 2:
+        return {"groups": len(stats), "note": "fewer than two concepts with values"}
+    means = stats.set_index("concept")["mean"]
+    rates = stats.set_index("concept")["selection_rate"]
+    boot_means, boot_rates = _group_resamples(features, feature, resamples, seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot_ir = boot_rates.min(axis=1) / boot_rates.max(axis=1)
+    range_ci = percentile_interval(boot_means.max(axis=1) - boot_means.min(axis=1), 0.95, "empty concept")
+    ir_ci: Interval = percentile_interval(boot_ir, 0.95, "no item at or above the standard")
+    dixon = dixon_test(means)
+    data = features[features[feature].notna()]
+    permutation = disparity_permutation_test(
+        {c: g[feature].to_numpy(dtype=float) for c, g in data.groupby("concept", sort=True)}, resamples=999, seed=seed
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = float(means.min() / means.max()) if means.max() else float("nan")
+    ir = impact_ratio(rates)
+    return {
+        "groups": len(stats),
+        "mean_range": float(means.max() - means.min()),
+        "mean_range_ci_low": range_ci.low,
+        "mean_range_ci_high": range_ci.high,
+        "mean_min_max_ratio": ratio,
+        "mean_std": float(means.std(ddof=1)),
+        "max_z_score": max_z_score(means),
+        "dixon_q": dixon_q(means),
+        "dixon_outlier": dixon.suspect if dixon is not None and dixon.outlier else "none",
+        "impact_ratio": ir,
+        "impact_ratio_ci_low": ir_ci.low,
+        "impact_ratio_ci_high": ir_ci.high,
+        "four_fifths_biased": bool(ir < FOUR_FIFTHS) if ir == ir else False,
+        "lowest": str(means.idxmin()),
+        "highest": str(means.idxmax()),
+        "permutation_p": permutation.p_value,
+        "selection_standard": stats.attrs["standard"],
+    }
+
+
+def diagnose(features: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Per role: every feature's per-country statistics and disparity, uncalibrated and calibrated; a flat
+    summary for the no-role condition (the paper's Table 1), other roles suffixed ``_role=<name>``."""
+    answered = features[features["status"] == "answered"]
+    tables, rows, summary = [], [], {}
+    for role, part in answered.groupby("role", sort=False):
+        for feature in FEATURES:
+            for column in (feature, f"{feature}_calibrated"):
+                stats = country_statistics(part, column).assign(role=role, feature=column)
+                tables.append(stats)
+                result = disparity(part, column, resamples, seed)
+                rows.append({"role": role, "feature": column, **result})
+                calibrated = "_calibrated" if column.endswith("_calibrated") else ""
+                role_suffix = "" if role == "none" else f"_role={role}"
+                for key, value in result.items():
+                    if isinstance(value, int | float) and not isinstance(value, bool):
+                        # sentiment_impact_ratio_calibrated(_role=assistant)(_ci_low): the interval last,
+                        # as the metric history pairs it with its figure.
+                        base, ci = re.match(r"(.*?)(_ci_low|_ci_high)?$", key).groups()
+                        summary[f"{feature}_{base}{calibrated}{role_suffix}{ci or ''}"] = value
+    status = features["status"].value_counts()
+    summary.update({f"responses_{k}": int(v) for k, v in status.items()})
+    return {
+        "summary": summary,
+        "disparity": pd.DataFrame(rows),
+        "countries": pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(),
+    }
+
+
+# --- monitoring ------------------------------------------------------------------------------------
+
+
+def items(features: pd.DataFrame) -> pd.DataFrame:
+    """Per response (``item`` = role|prompt_id): calibrated sentiment and the concept, so the range of
+    means and the impact ratio are recomputed on the items two runs share."""
+    scored = features[features["sentiment_calibrated"].notna()]
+    return pd.DataFrame(
+        {
+            "item": (scored["role"] + "|" + scored["prompt_id"]).to_numpy(),
+            "value": scored["sentiment_calibrated"].to_numpy(dtype=float),
+            "concept": scored["concept"].to_numpy(),
+        }
+    )
+
+
+def _mean_range(frame: pd.DataFrame) -> float:
+    means = frame.groupby("concept")["value"].mean()
+    return float(means.max() - means.min()) if len(means) > 1 else float("nan")
+
+
+def _impact_ratio(frame: pd.DataFrame) -> float:
+    standard = frame["value"].mean()
+    return impact_ratio((frame["value"] >= standard).groupby(frame["concept"]).mean())
+
+
+# name → (statistic over items, higher is worse, minimum effect that may alert)
+REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
+    "sentiment_mean_range_calibrated": (_mean_range, True, 0.05),
+    "sentiment_impact_ratio_calibrated": (_impact_ratio, False, 0.1),
+}
