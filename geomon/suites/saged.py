@@ -417,7 +417,8 @@ def diagnose(features: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> di
     tables, rows, summary = [], [], {}
     for role, part in answered.groupby("role", sort=False):
         for feature in FEATURES:
-            for column in (feature, f"{feature}_calibrated"):
+            # The baseline's distance to itself is 0: calibrated distance is the raw one, diagnosed once.
+            for column in (feature, f"{feature}_calibrated") if feature == "sentiment" else (feature,):
                 stats = country_statistics(part, column).assign(role=role, feature=column)
                 tables.append(stats)
                 result = disparity(part, column, resamples, seed)
