@@ -107,6 +107,7 @@ def test_permutation_test_permutes_group_labels_exactly():
     # mirror), so the exact one-sided p-value is 2/20.
     result = disparity_permutation_test({"a": [1, 2, 3], "b": [4, 5, 6]})
     assert result.statistic == 3.0 and result.permutations == 20 and result.p_value == pytest.approx(0.1)
+    assert 0 < result.null_95 <= 3.0
     # Identical groups: every relabelling is at least as extreme.
     assert disparity_permutation_test({"a": [1, 2], "b": [1, 2]}).p_value == pytest.approx(1.0)
     # Three groups, a real gap, Monte Carlo over 9,999 relabellings: small p.

@@ -126,6 +126,7 @@ def test_calibration_and_the_summary():
     table = result["disparity"].set_index("feature")
     assert table.at["sentiment", "lowest"] == "Russia" and table.at["sentiment", "dixon_outlier"] == "Russia"
     assert table.at["sentiment", "permutation_p"] < 0.01
+    assert table.at["sentiment", "chance_range_95"] < table.at["sentiment", "mean_range"]  # beyond chance
     assert summary["sentiment_impact_ratio"] < saged.FOUR_FIFTHS
     items = saged.items(features)
     assert saged.REGRESSION_METRICS["sentiment_mean_range_calibrated"][0](items) == pytest.approx(
