@@ -9,7 +9,8 @@ from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.engine import agreement_metadata, ask_model, judge_asker
 from geomon.defs.gapminder import checks
-from geomon.defs.resources import GeomonResource, by_partition, models_partitions
+from geomon.defs.leaderboard import leaderboard
+from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.versions import source_version
 from geomon.monitor import alerts
 from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
@@ -265,30 +266,16 @@ def _agreement_check(context: dg.AssetExecutionContext, settings, kappa: float) 
 )
 def gapminder_leaderboard(context: dg.AssetExecutionContext, geomon: GeomonResource, rates: dict):
     """Every model's rates side by side, written to the results directory with an HTML report."""
-    rates = by_partition(context, "rates", rates)
-    board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(rates.items())])
-    report = write_report(geomon.settings().results_dir / "gapminder", board, rates)
-    columns = [
-        c
-        for c in (
-            "model",
-            "n",
-            "correct_rate",
-            "correct_rate_ci_low",
-            "correct_rate_ci_high",
-            "very_wrong_rate",
-            "indecisive_rate",
-            "pre_graded",
-            "jury_graded",
-            "judge_fleiss_kappa",
-        )
-        if c in board
-    ]
-    return dg.Output(
-        board,
-        metadata={
-            "models": len(board),
-            "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[columns])),
-            "report": dg.MetadataValue.path(str(report)),
-        },
+    out = geomon.settings().results_dir / "gapminder"
+    columns = (
+        "n",
+        "correct_rate",
+        "correct_rate_ci_low",
+        "correct_rate_ci_high",
+        "very_wrong_rate",
+        "indecisive_rate",
+        "pre_graded",
+        "jury_graded",
+        "judge_fleiss_kappa",
     )
+    return leaderboard(context, "rates", rates, lambda board, results: write_report(out, board, results), columns)

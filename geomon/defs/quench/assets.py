@@ -8,8 +8,9 @@ from geomon import embeddings, jury
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.engine import agreement_metadata, ask_model, judge_asker
+from geomon.defs.leaderboard import leaderboard
 from geomon.defs.quench import checks
-from geomon.defs.resources import GeomonResource, by_partition, models_partitions
+from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.versions import source_version
 from geomon.monitor.history import metrics_from_mapping
 from geomon.report import charts
@@ -323,33 +324,21 @@ def quench_disparity(context: dg.AssetExecutionContext, geomon: GeomonResource, 
 def quench_leaderboard(context: dg.AssetExecutionContext, geomon: GeomonResource, disparity: dict):
     """Every model's QUENCH figures side by side, next to the paper's aggregated table, written to the
     results directory with an HTML report."""
-    results = by_partition(context, "disparity", disparity)
-    board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(results.items())])
     settings = geomon.settings()
-    report = write_report(settings.results_dir / "quench", board, results, settings.quench.paper_results)
-    columns = [
-        c
-        for c in (
-            "model",
-            "entities",
-            "answered",
-            "correct_answer_score",
-            "correct_answer_score_cot",
-            "indic_gap_correct_answer_score",
-            "indic_gap_correct_answer_score_ci_low",
-            "indic_gap_correct_answer_score_ci_high",
-            "pred_rationale_score",
-            "gold_rationale_score",
-            "answer_similarity",
-            "exact_match",
-        )
-        if c in board
-    ]
-    return dg.Output(
-        board,
-        metadata={
-            "models": len(board),
-            "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[columns])),
-            "report": dg.MetadataValue.path(str(report)),
-        },
+    out, paper = settings.results_dir / "quench", settings.quench.paper_results
+    columns = (
+        "entities",
+        "answered",
+        "correct_answer_score",
+        "correct_answer_score_cot",
+        "indic_gap_correct_answer_score",
+        "indic_gap_correct_answer_score_ci_low",
+        "indic_gap_correct_answer_score_ci_high",
+        "pred_rationale_score",
+        "gold_rationale_score",
+        "answer_similarity",
+        "exact_match",
+    )
+    return leaderboard(
+        context, "disparity", disparity, lambda board, results: write_report(out, board, results, paper), columns
     )

@@ -10,7 +10,8 @@ from geomon import embeddings
 from geomon.defs import monitoring
 from geomon.defs.automation import EAGER
 from geomon.defs.engine import ask_model
-from geomon.defs.resources import GeomonResource, by_partition, models_partitions
+from geomon.defs.leaderboard import leaderboard
+from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.saged import checks
 from geomon.defs.versions import source_version
 from geomon.monitor.history import metrics_from_mapping
@@ -199,28 +200,17 @@ def saged_disparity(context: dg.AssetExecutionContext, geomon: GeomonResource, f
 )
 def saged_leaderboard(context: dg.AssetExecutionContext, geomon: GeomonResource, disparity: dict):
     """Every model's sentiment disparity across countries side by side, with an HTML report."""
-    results = by_partition(context, "disparity", disparity)
-    board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(results.items())])
-    report = write_report(geomon.settings().results_dir / "saged", board, results)
-    columns = [
-        c
-        for c in (
-            "model",
-            "sentiment_impact_ratio",
-            "sentiment_impact_ratio_calibrated",
-            "sentiment_impact_ratio_calibrated_ci_low",
-            "sentiment_impact_ratio_calibrated_ci_high",
-            "sentiment_mean_range_calibrated",
-            "sentiment_max_z_score_calibrated",
-            "distance_mean_range",
-        )
-        if c in board
-    ]
-    return dg.Output(
-        board,
-        metadata={
-            "models": len(board),
-            "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[columns])),
-            "report": dg.MetadataValue.path(str(report)),
-        },
+    out = geomon.settings().results_dir / "saged"
+    columns = (
+        "sentiment_impact_ratio",
+        "sentiment_impact_ratio_calibrated",
+        "sentiment_impact_ratio_calibrated_ci_low",
+        "sentiment_impact_ratio_calibrated_ci_high",
+        "sentiment_mean_range_calibrated",
+        "sentiment_chance_range_95_calibrated",
+        "sentiment_permutation_p_calibrated",
+        "distance_mean_range",
+    )
+    return leaderboard(
+        context, "disparity", disparity, lambda board, results: write_report(out, board, results), columns
     )
