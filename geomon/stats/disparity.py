@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 import pandas as pd
@@ -221,6 +221,18 @@ class PermutationResult:
     null_95: float = float("nan")  # the 95th percentile of the statistic over relabellings: what chance gives
 
 
+SHARED_PERMUTATIONS_MAX = 20_000_000  # index entries (80 MB of int32) kept for reuse; larger runs are chunked
+
+
+@lru_cache(maxsize=2)
+def _permutation_index(items: int, resamples: int, seed: int) -> np.ndarray:
+    """``resamples`` random permutations of ``items`` positions (read-only: shared between callers)."""
+    rng = np.random.default_rng(seed)
+    index = rng.permuted(np.broadcast_to(np.arange(items, dtype=np.int32), (resamples, items)), axis=1)
+    index.setflags(write=False)
+    return index
+
+
 def _log_relabellings(sizes: Sequence[int]) -> float:
     """log of how many distinct ways split the items into groups of these sizes (a multinomial)."""
     from math import lgamma
@@ -281,10 +293,17 @@ def disparity_permutation_test(
     counts = np.asarray(sizes, dtype=float)
     rng = np.random.default_rng(seed)
     null = []
-    for chunk in np.array_split(np.arange(resamples), max(1, resamples * pooled.size // 5_000_000)):
-        permuted = rng.permuted(np.broadcast_to(pooled, (chunk.size, pooled.size)), axis=1)
-        means = np.add.reduceat(permuted, starts, axis=1) / counts
+    if resamples * pooled.size <= SHARED_PERMUTATIONS_MAX:
+        # One set of relabellings per (items, resamples, seed), shared by every feature tested on the
+        # same items (SAGED tests three): the shuffle is the expensive part, the gather is cheap.
+        index = _permutation_index(pooled.size, resamples, seed)
+        means = np.add.reduceat(pooled[index], starts, axis=1) / counts
         null.append(means.max(axis=1) - means.min(axis=1))
+    else:
+        for chunk in np.array_split(np.arange(resamples), max(1, resamples * pooled.size // 5_000_000)):
+            permuted = rng.permuted(np.broadcast_to(pooled, (chunk.size, pooled.size)), axis=1)
+            means = np.add.reduceat(permuted, starts, axis=1) / counts
+            null.append(means.max(axis=1) - means.min(axis=1))
     spreads = np.concatenate(null)
     # A float tolerance, as scipy uses, so ties with the observed split count as "as extreme".
     extreme = int((spreads >= observed * (1 - 1e-12)).sum())

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -354,13 +354,21 @@ def country_statistics(features: pd.DataFrame, feature: str) -> pd.DataFrame:
     return out
 
 
+@lru_cache(maxsize=2)
+def _within_group_index(sizes: tuple[int, ...], resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    """Bootstrap draws (resamples × size) for groups of these sizes, shared by every feature of the same
+    responses: drawing them is as costly as using them."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.integers(0, size, size=(resamples, size), dtype=np.int32) for size in sizes)
+
+
 def _group_resamples(features: pd.DataFrame, feature: str, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Per resample (rows) and concept (columns): the mean and the selection rate, items resampled within
     each concept, the selection standard recomputed from each resample's pooled values."""
-    rng = np.random.default_rng(seed)
     data = features[features[feature].notna()]
     groups = [g[feature].to_numpy(dtype=float) for _, g in data.groupby("concept", sort=True)]
-    draws = [g[rng.integers(0, len(g), size=(resamples, len(g)))] for g in groups]
+    index = _within_group_index(tuple(len(g) for g in groups), resamples, seed)
+    draws = [g[i] for g, i in zip(groups, index, strict=True)]
     sums = np.stack([d.sum(axis=1) for d in draws], axis=1)
     counts = np.array([len(g) for g in groups], dtype=float)
     means = sums / counts
