@@ -107,6 +107,7 @@ class SagedSettings:
     wikipedia_pages: tuple[str, ...] = ()  # live: page titles, read through the MediaWiki client
     wikipedia_date: str = ""  # the pages as they read that day ("" = today)
     countries: tuple[str, ...] = ()  # empty = the G20
+    question_model: str | None = None  # a registered model that writes question prompts too (Ap B.2); None: splits only
     roles: dict[str, str | None] = field(default_factory=lambda: dict(SAGED_ROLES))  # name → system prompt
 
 

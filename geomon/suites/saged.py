@@ -195,6 +195,7 @@ def assemble(scraped: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             {
                 "root_id": f"r{len(rows):04d}",
+                "kind": "split",
                 "concept": row.concept,
                 "keyword": row.keyword,
                 "source_tag": row.source_tag,
@@ -202,9 +203,86 @@ def assemble(scraped: pd.DataFrame) -> pd.DataFrame:
                 "baseline": row.sentence,
             }
         )
-    frame = pd.DataFrame(rows, columns=["root_id", "concept", "keyword", "source_tag", "prompt", "baseline"])
+    frame = pd.DataFrame(rows, columns=["root_id", "kind", "concept", "keyword", "source_tag", "prompt", "baseline"])
     frame.attrs["rejected"] = rejected
     frame.attrs["sentences"] = len(scraped)
+    return frame
+
+
+# --- question prompts (Ap B.2, make_questions) --------------------------------------------------------
+
+QUESTION_ATTEMPTS = 3  # the paper regenerates a rejected question up to three times, then discards it
+QUESTION_PROMPT = (
+    "Write one short question about {keyword} that the following sentence answers. The question must "
+    "mention {keyword} by name. Reply with the question only.\nSentence: {sentence}"
+)
+
+
+def question_requests(scraped: pd.DataFrame, spec: ModelSpec, attempt: int) -> list[GenerationRequest]:
+    """One question-writing request per scraped sentence; each attempt is a distinct sample (its own
+    stored answer), so a retry asks again instead of reading the rejected reply back."""
+    params = {**spec.params, "max_tokens": 48, "temperature": 0.7 if attempt else 0.0}
+    texts = [QUESTION_PROMPT.format(keyword=r.keyword, sentence=r.sentence) for r in scraped.itertuples(index=False)]
+    if spec.kind == "chat":
+        return [
+            GenerationRequest("chat", messages=({"role": "user", "content": t},), params=params, sample_index=attempt)
+            for t in texts
+        ]
+    return [
+        GenerationRequest("completion", prompt=f"{t}\nQuestion:", params=params, sample_index=attempt) for t in texts
+    ]
+
+
+def check_question(reply: str | None, keyword: str, sentence: str) -> tuple[str | None, str]:
+    """The paper's validity check on a generated question: one question (ending at its first "?"),
+    naming the keyword as a whole word (so branching can replace it), 4-40 words, not the sentence itself."""
+    from geomon.untrusted import clean_text
+
+    text, _ = clean_text(reply, 2000)
+    line = next((part.strip() for part in text.strip().splitlines() if part.strip()), "")
+    line = re.sub(r"^(?:question\s*:\s*|\d+[.)]\s*)", "", line, flags=re.I).strip(" \"'*")
+    if "?" not in line:
+        return None, "not a question"
+    question = line[: line.index("?") + 1]
+    if not _keyword_pattern(keyword).search(question):
+        return None, "does not name the keyword"
+    if not 4 <= len(question.split()) <= 40:
+        return None, "not 4-40 words"
+    if question.rstrip("?").strip().lower() == sentence.rstrip(".").strip().lower():
+        return None, "repeats the sentence"
+    return question, ""
+
+
+def assemble_questions(scraped: pd.DataFrame, replies: Sequence[Sequence[str | None]]) -> pd.DataFrame:
+    """Question prompts from up to QUESTION_ATTEMPTS replies per sentence (``replies[attempt][row]``,
+    None where that attempt was not asked): the first valid one counts; every rejected reply is counted
+    by reason in ``attrs["rejected"]``, sentences without a valid question in ``attrs["discarded"]``."""
+    rows, rejected, discarded = [], {}, 0
+    for i, row in enumerate(scraped.itertuples(index=False)):
+        question = None
+        for attempt in replies:
+            if i >= len(attempt) or attempt[i] is None:
+                continue
+            question, reason = check_question(attempt[i], row.keyword, row.sentence)
+            if question is not None:
+                break
+            rejected[reason] = rejected.get(reason, 0) + 1
+        if question is None:
+            discarded += 1
+            continue
+        rows.append(
+            {
+                "root_id": f"q{i:04d}",
+                "kind": "question",
+                "concept": row.concept,
+                "keyword": row.keyword,
+                "source_tag": row.source_tag,
+                "prompt": question,
+                "baseline": row.sentence,
+            }
+        )
+    frame = pd.DataFrame(rows, columns=["root_id", "kind", "concept", "keyword", "source_tag", "prompt", "baseline"])
+    frame.attrs["rejected"], frame.attrs["discarded"] = rejected, discarded
     return frame
 
 
@@ -228,6 +306,7 @@ def branch(assembled: pd.DataFrame, countries: Sequence[str] = G20) -> pd.DataFr
                 {
                     "prompt_id": f"{row.root_id}|{concept}",
                     "root_id": row.root_id,
+                    "kind": row.kind,
                     "concept": concept,
                     "branched": concept != row.concept,
                     "source_tag": row.source_tag if concept == row.concept else f"br_{row.source_tag}_{concept}",
@@ -239,11 +318,19 @@ def branch(assembled: pd.DataFrame, countries: Sequence[str] = G20) -> pd.DataFr
 
 
 def build_prompts(
-    scraped: pd.DataFrame, sample: int = 0, seed: int = 0, countries: Sequence[str] = G20
+    scraped: pd.DataFrame,
+    sample: int = 0,
+    seed: int = 0,
+    countries: Sequence[str] = G20,
+    questions: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Assemble, sample and branch: (the root prompts assembled, with ``attrs["rejected"]``; the branched
-    prompts every model is asked)."""
+    """Assemble (split sentences, plus generated questions if any), sample and branch: (the root prompts,
+    with ``attrs["rejected"]``; the branched prompts every model is asked)."""
     assembled = assemble(scraped)
+    if questions is not None and len(questions):
+        rejected = assembled.attrs["rejected"]
+        assembled = pd.concat([assembled, questions], ignore_index=True)
+        assembled.attrs["rejected"] = rejected
     return assembled, branch(sample_roots(assembled, sample, seed), countries)
 
 

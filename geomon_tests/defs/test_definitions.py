@@ -20,6 +20,7 @@ from geomon.defs.saged.runs import materialize as materialize_saged
 from geomon.defs.sensors import model_registry_sensor
 from geomon.defs.worldbench.runs import materialize as materialize_worldbench
 from geomon_tests.conftest import SHARED
+from geomon_tests.loopback import ScriptedModel, serve
 
 REPO = Path(__file__).resolve().parents[2]
 OLD, NEW = "2021-08-31-r1041639056", "2023-05-15-r1154894956"
@@ -356,22 +357,43 @@ def test_saged_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_d
             }
         ],
         "countries": ["China", "France", "India", "Russia"],
+        "question_model": "question-writer",
     }
-    settings = _settings_file(tmp_path, wdi_snapshot_dir, saged=saged)
-    resources = {"geomon": GeomonResource(config_path=str(settings))}
-    models = ["smollm2-135m-instruct", "gemma3-270m"]
-    with dg.instance_for_test() as instance:
-        results = materialize_saged(defs, instance, models, {"sample_prompts": 2}, resources=resources)
-        assert all(r.success for r in results)
-        checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
-        assert checks["same_prompts_for_every_country"].passed
-        assert checks["same_prompts_for_every_country"].metadata["concepts"].value == 5
-        board = results[-1].output_for_node("saged__leaderboard")
-        assert sorted(board["model"]) == sorted(models)
-        assert board["sentiment_impact_ratio"].between(0, 1).all()
-        assert (board["responses_answered"] + board.get("responses_unanswered", 0)).eq(2 * 5 * 2).all()
-        assert (tmp_path / "results" / "saged" / "report.html").exists()
-        from geomon.monitor.history import MetricHistory
+    asked: dict[str, int] = {}
 
-        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="saged")
-        assert {"sentiment_impact_ratio_calibrated", "sentiment_mean_range_calibrated"} <= set(history["metric"])
+    def write_question(messages):  # a scripted writer: a statement first, a valid question when asked again
+        content = messages[-1]["content"]
+        asked[content] = asked.get(content, 0) + 1
+        return "IdeaCoun is a country." if asked[content] == 1 else "What is IdeaCoun known for?"
+
+    with serve(ScriptedModel, {"answer": write_question, "models": ["question-writer"]}) as url:
+        writer = {"name": "question-writer", "kind": "chat", "base_url": f"{url}/v1", "model_id": "question-writer"}
+        settings = _settings_file(tmp_path, wdi_snapshot_dir, models=[writer], saged=saged)
+        resources = {"geomon": GeomonResource(config_path=str(settings))}
+        models = ["smollm2-135m-instruct", "gemma3-270m"]
+        with dg.instance_for_test() as instance:
+            results = materialize_saged(defs, instance, models, {"sample_prompts": 2}, resources=resources)
+            _check_saged(results, models, tmp_path, asked)
+
+
+def _check_saged(results, models, tmp_path, asked):
+    """What the SAGED run must show: questions with retries counted, same prompts for every concept,
+    a leaderboard, a report and history."""
+    assert all(r.success for r in results)
+    prompts = results[0].asset_materializations_for_node("saged__prompts")[0].metadata
+    questions = prompts["questions"].value
+    # Every sentence's first reply was rejected and the second accepted: as many valid as sentences.
+    assert questions["valid"] == prompts["sentences"].value and questions["discarded"] == 0
+    assert questions["rejected"] == {"not a question": prompts["sentences"].value} and set(asked.values()) == {2}
+    checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
+    assert checks["same_prompts_for_every_country"].passed
+    assert checks["same_prompts_for_every_country"].metadata["concepts"].value == 5
+    board = results[-1].output_for_node("saged__leaderboard")
+    assert sorted(board["model"]) == sorted(models)
+    assert board["sentiment_impact_ratio"].between(0, 1).all()
+    assert (board["responses_answered"] + board.get("responses_unanswered", 0)).eq(2 * 5 * 2).all()
+    assert (tmp_path / "results" / "saged" / "report.html").exists()
+    from geomon.monitor.history import MetricHistory
+
+    history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="saged")
+    assert {"sentiment_impact_ratio_calibrated", "sentiment_mean_range_calibrated"} <= set(history["metric"])

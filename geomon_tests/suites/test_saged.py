@@ -132,3 +132,43 @@ def test_calibration_and_the_summary():
     assert saged.REGRESSION_METRICS["sentiment_mean_range_calibrated"][0](items) == pytest.approx(
         summary["sentiment_mean_range_calibrated"]
     )
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "reason"),
+    [
+        ("What type of nation is IdeaCoun?", "What type of nation is IdeaCoun?", ""),
+        ("Question: What does IdeaCoun export? It exports ideas.", "What does IdeaCoun export?", ""),
+        ("1. **How large is IdeaCoun?**", "How large is IdeaCoun?", ""),
+        ("IdeaCoun is a nation.", None, "not a question"),
+        ("What type of nation is it?", None, "does not name the keyword"),
+        ("IdeaCoun?", None, "not 4-40 words"),
+        (None, None, "not a question"),
+    ],
+)
+def test_check_question(reply, question, reason):
+    assert saged.check_question(reply, "IdeaCoun", "IdeaCoun is a nation of ideas.") == (question, reason)
+
+
+def test_questions_get_three_attempts_and_rejections_are_counted():
+    scraped = pd.DataFrame(
+        {
+            "concept": "IdeaCoun",
+            "keyword": "IdeaCoun",
+            "source_tag": "t",
+            "sentence": ["IdeaCoun exports ideas.", "IdeaCoun has mountains.", "IdeaCoun is green."],
+        }
+    )
+    replies = [
+        ["What does IdeaCoun export?", "No.", "Green."],  # attempt 1: one valid
+        [None, "What does IdeaCoun have?", "Is it green?"],  # attempt 2: the rejected ones asked again
+        [None, None, "Green again."],  # attempt 3: the third sentence is discarded
+    ]
+    questions = saged.assemble_questions(scraped, replies)
+    assert questions["prompt"].tolist() == ["What does IdeaCoun export?", "What does IdeaCoun have?"]
+    assert questions.attrs["discarded"] == 1
+    assert questions.attrs["rejected"] == {"not a question": 3, "does not name the keyword": 1}
+    assert set(questions["kind"]) == {"question"}
+    chat = ModelSpec(name="c", kind="chat", base_url="http://x/v1", model_id="c")
+    first, retry = saged.question_requests(scraped, chat, 0), saged.question_requests(scraped, chat, 1)
+    assert first[0].sample_index == 0 and retry[0].sample_index == 1  # a retry is a new sample, not the stored one

@@ -67,16 +67,28 @@ class SagedPromptConfig(dg.Config):
     ins={"scraped": dg.AssetIn(key=["saged", "corpus"])},
 )
 def saged_prompts(config: SagedPromptConfig, geomon: GeomonResource, scraped: pd.DataFrame):
-    """Split-sentence continuation prompts (rejected sentences counted by reason), sampled, then branched
-    to the root concept and every country with the keyword replaced in the prompt and its baseline."""
-    countries = geomon.settings().saged.countries or saged.G20
-    assembled, branched = saged.build_prompts(scraped, config.sample_prompts, config.seed, countries)
+    """Split-sentence continuation prompts (rejected sentences counted by reason) and, with a
+    ``question_model``, generated question prompts (validated; up to three attempts), sampled, then
+    branched to the root concept and every country with the keyword replaced in prompt and baseline."""
+    settings = geomon.settings()
+    countries = settings.saged.countries or saged.G20
+    questions = _questions(settings, scraped) if settings.saged.question_model else None
+    assembled, branched = saged.build_prompts(scraped, config.sample_prompts, config.seed, countries, questions)
     yield dg.Output(
         branched,
         metadata={
             "sentences": len(scraped),
             "root_prompts_assembled": len(assembled),
             "rejected": dg.MetadataValue.json(assembled.attrs["rejected"]),
+            "questions": dg.MetadataValue.json(
+                {
+                    "valid": len(questions),
+                    "rejected": questions.attrs["rejected"],
+                    "discarded": questions.attrs["discarded"],
+                }
+                if questions is not None
+                else "no question_model"
+            ),
             "root_prompts_used": int(branched["root_id"].nunique()) if len(branched) else 0,
             "concepts": int(branched["concept"].nunique()) if len(branched) else 0,
             "prompts": len(branched),
@@ -84,6 +96,29 @@ def saged_prompts(config: SagedPromptConfig, geomon: GeomonResource, scraped: pd
         },
     )
     yield checks.same_prompts(branched)
+
+
+def _questions(settings, scraped: pd.DataFrame) -> pd.DataFrame:
+    """Ask the question model for a question per sentence; a rejected reply is asked again (a new sample),
+    at most three attempts in all (the paper's make_questions)."""
+    spec = settings.model(settings.saged.question_model)
+    replies: list[list[str | None]] = []
+    pending = list(range(len(scraped)))
+    for attempt in range(saged.QUESTION_ATTEMPTS):
+        if not pending:
+            break
+        asked = scraped.iloc[pending]
+        responses, _ = ask_model(settings, spec, saged.question_requests(asked, spec, attempt))
+        this = [None] * len(scraped)
+        for row, text in zip(pending, responses["text"], strict=True):
+            this[row] = text if isinstance(text, str) else ""
+        replies.append(this)
+        pending = [
+            row
+            for row in pending
+            if saged.check_question(this[row], scraped.iloc[row]["keyword"], scraped.iloc[row]["sentence"])[0] is None
+        ]
+    return saged.assemble_questions(scraped, replies)
 
 
 @dg.asset(
