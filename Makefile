@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
 	bash deploy/build-llama-server.sh $(VENV)
 	touch $@
 
-# The main job: materialize the WorldBench graph on the bundled models (ARGS="--sample 12" for a quick look).
+# The main job: materialize every suite on the bundled models (ARGS as in the README for a quick look).
 run: setup
 	$(BIN)/geomon run $(ARGS)
 
