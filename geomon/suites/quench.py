@@ -345,11 +345,6 @@ def parse_rationale(text: Any) -> str | None:
     return body or None
 
 
-def _errors(errors: pd.Series) -> pd.Series:
-    """The request errors, with "" and None alike as no error."""
-    return errors.where(errors.notna() & errors.astype(bool))
-
-
 def parse_answers(prompts: pd.DataFrame, responses: pd.DataFrame, kind: str) -> pd.DataFrame:
     """Per entity-prediction request: the reply, the entity read from it and how, and its status
     (answered / failed / unanswered: the one rule of every suite). A completion model's reply is read
@@ -373,7 +368,7 @@ def parse_answers(prompts: pd.DataFrame, responses: pd.DataFrame, kind: str) -> 
             "read_as": [p[1] for p in parsed],
         }
     )
-    out["status"] = status_of(out["answer"], _errors(out["error"]))
+    out["status"] = status_of(out["answer"], out["error"])
     return out
 
 
@@ -417,7 +412,7 @@ def parse_rationales(rationales: pd.DataFrame, responses: pd.DataFrame, kind: st
     out["reply"] = responses["text"].to_numpy()
     out["error"] = responses["error"].to_numpy()
     out["rationale"] = [parse_rationale(t) for t in texts]
-    out["status"] = status_of(out["rationale"], _errors(out["error"]))
+    out["status"] = status_of(out["rationale"], out["error"])
     return out
 
 

@@ -66,10 +66,9 @@ class SuiteInfo:
 def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:
     """The one rule of every suite, per answer: ``answered`` (a value was read), ``failed`` (the request
     errored) or ``unanswered`` (nothing could be read). Failed and unanswered answers are excluded from
-    the scores and counted, never scored as a miss."""
-    return pd.Series(
-        np.where(read.notna(), "answered", np.where(errors.notna(), "failed", "unanswered")), index=read.index
-    )
+    the scores and counted, never scored as a miss. An empty error string is no error."""
+    failed = errors.notna() & errors.astype(str).ne("")
+    return pd.Series(np.where(read.notna(), "answered", np.where(failed, "failed", "unanswered")), index=read.index)
 
 
 class SuiteError(ValueError):

@@ -52,6 +52,7 @@ from geomon.stats.disparity import (
 )
 from geomon.stats.uncertainty import Interval, percentile_interval
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
+from geomon.untrusted import clean_text
 
 SUITE = SuiteInfo(
     name="saged",
@@ -236,8 +237,6 @@ def question_requests(scraped: pd.DataFrame, spec: ModelSpec, attempt: int) -> l
 def check_question(reply: str | None, keyword: str, sentence: str) -> tuple[str | None, str]:
     """The paper's validity check on a generated question: one question (ending at its first "?"),
     naming the keyword as a whole word (so branching can replace it), 4-40 words, not the sentence itself."""
-    from geomon.untrusted import clean_text
-
     text, _ = clean_text(reply, 2000)
     line = next((part.strip() for part in text.strip().splitlines() if part.strip()), "")
     line = re.sub(r"^(?:question\s*:\s*|\d+[.)]\s*)", "", line, flags=re.I).strip(" \"'*")
@@ -391,8 +390,7 @@ def score(
     out.insert(0, "role", role)
     out.insert(0, "model", model)
     out["response"] = texts
-    errors = responses["error"].where(responses["error"].notna() & responses["error"].astype(bool))
-    out["status"] = status_of(pd.Series(texts, index=out.index), errors.set_axis(out.index)).to_numpy()
+    out["status"] = status_of(pd.Series(texts, index=out.index), responses["error"].set_axis(out.index)).to_numpy()
     out["sentiment"] = sentiment(texts)
     out["baseline_sentiment"] = sentiment(prompts["baseline"].tolist())
     out["sentiment_calibrated"] = out["sentiment"] - out["baseline_sentiment"]
