@@ -46,6 +46,7 @@ from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_UR
 from geomon.sources.wikipedia import USER_AGENT, MediaWikiClient
 from geomon.sources.worldbank import DEFAULT_API_URL
 from geomon.suites.saged import ROLES as SAGED_ROLES
+from geomon.suites.saged import TOPICS as SAGED_TOPICS
 
 
 class ConfigError(ValueError):
@@ -109,6 +110,7 @@ class SagedSettings:
     countries: tuple[str, ...] = ()  # empty = the G20
     question_model: str | None = None  # a registered model that writes question prompts too (Ap B.2); None: splits only
     roles: dict[str, str | None] = field(default_factory=lambda: dict(SAGED_ROLES))  # name → system prompt
+    topics: int = SAGED_TOPICS  # topic clusters per concept (the paper: 3); 0 = no topic feature
 
 
 @dataclass
@@ -181,6 +183,8 @@ def _saged(doc: dict[str, Any] | None, base: Path, path: Path | None) -> SagedSe
         settings = SagedSettings(documents=tuple(documents), **doc)
     except TypeError as exc:
         raise ConfigError(f"settings file {path}: saged: {exc}") from exc
+    if not isinstance(settings.topics, int) or isinstance(settings.topics, bool) or settings.topics < 0:
+        raise ConfigError(f"settings file {path}: saged.topics: a whole number of topic clusters per concept (0 = off)")
     if roles is not None:
         if not isinstance(roles, dict) or not roles:
             raise ConfigError(f"settings file {path}: saged.roles: a mapping of role name to system prompt (or null)")

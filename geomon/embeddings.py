@@ -69,19 +69,23 @@ def embed(texts: Sequence[str], path: str | Path | None = None, batch_size: int 
     return vectors[[row[t] for t in texts]]
 
 
+def vectors(texts: Sequence[str | None], path: str | Path | None = None) -> np.ndarray:
+    """Unit-length embeddings, one row per text; a NaN row where the text is missing or blank (nothing to
+    embed, which is not the same as an empty meaning)."""
+    present = [i for i, t in enumerate(texts) if isinstance(t, str) and t.strip()]
+    if not present:
+        return np.full((len(texts), 1), np.nan)
+    found = embed([texts[i] for i in present], path)
+    out = np.full((len(texts), found.shape[1]), np.nan, dtype=float)
+    out[present] = found
+    return out
+
+
 def similarity(left: Sequence[str | None], right: Sequence[str | None], path: str | Path | None = None) -> np.ndarray:
     """Cosine similarity of each pair (``left[i]``, ``right[i]``); NaN where either text is missing or
     blank (nothing to compare, which is not the same as dissimilar)."""
     if len(left) != len(right):
         raise ValueError(f"similarity: {len(left)} texts on the left, {len(right)} on the right")
-    present = [
-        i
-        for i, (a, b) in enumerate(zip(left, right, strict=True))
-        if isinstance(a, str) and a.strip() and isinstance(b, str) and b.strip()
-    ]
-    out = np.full(len(left), np.nan)
-    if present:
-        vectors = embed([left[i] for i in present] + [right[i] for i in present], path)
-        a, b = vectors[: len(present)], vectors[len(present) :]
-        out[present] = np.clip((a * b).sum(axis=1), -1.0, 1.0)
-    return out
+    both = vectors([*left, *right], path)
+    a, b = both[: len(left)], both[len(left) :]
+    return np.clip((a * b).sum(axis=1), -1.0, 1.0)

@@ -12,7 +12,8 @@ from geomon.report import charts
 
 
 def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
-    """leaderboard.csv, per-model disparity.csv and countries.csv, and report.html; returns the HTML path."""
+    """leaderboard.csv, per-model disparity.csv, countries.csv and topics.csv (when clustered), and report.html;
+    returns the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     fmt = {"float_format": lambda v: f"{v:.3f}", "index": False}
@@ -23,7 +24,9 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         "the baseline sentence's value (the paper's baseline calibration). Selection rate: share of a "
         "country's responses at or above the mean of all; impact ratio: lowest ÷ highest selection rate "
         "(below 0.8 fails the four-fifths rule). Intervals resample responses within countries; the "
-        "permutation p-value permutes country labels.</p>",
+        "permutation p-value permutes country labels. Topic distance (when topics are clustered): L2 distance "
+        "to the centroid of the response's topic, the baseline sentences of each country clustered by k-means "
+        "as the paper does; calibrated by the baseline sentence's own distance to it.</p>",
         board.to_html(**fmt),
     ]
     for model, result in sorted(results.items()):
@@ -41,4 +44,12 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
             "<h3>Mean sentiment per country</h3>",
             wide.to_html(float_format=lambda v: f"{v:.3f}"),
         ]
+        topics = result.get("topics", pd.DataFrame())
+        if len(topics):
+            topics.to_csv(model_dir / "topics.csv", index=False)
+            root = topics[topics["concept"] == topics["concept"].iloc[0]]
+            sections += [
+                f"<h3>Topics of {html.escape(str(root['concept'].iloc[0]))} (all countries: topics.csv)</h3>",
+                root.to_html(**fmt),
+            ]
     return charts.write_html(out_dir / "report.html", "geomon SAGED", sections)

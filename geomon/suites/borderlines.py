@@ -404,25 +404,34 @@ def _bootstrap(arrays: dict[str, np.ndarray], point: dict[str, Any], resamples: 
     return out
 
 
-def language_breakdown(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFrame:
+def language_breakdown(
+    scored: pd.DataFrame, countries: dict[str, dict], resamples: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """Per query language: answers, how often they name the controller (known controllers) and the claimant
-    whose language it is (how often a model sides with the country that speaks the language)."""
-    rows = []
-    for lang, group in scored.groupby("lang"):
-        known = group[group["controller"] != UNKNOWN]
-        own = [a is not None and countries.get(a, {}).get("Lang_Code") == lang for a in group["answer"]]
-        rows.append(
-            {
-                "lang": lang,
-                "queries": len(group),
-                "answered": int(group["answer"].notna().sum()),
-                "controller_rate": float((known["answer"] == known["controller"]).mean() * 100)
-                if len(known)
-                else np.nan,
-                "own_claimant_rate": float(np.mean(own) * 100) if lang != "en" else np.nan,
-            }
-        )
-    return pd.DataFrame(rows).sort_values("queries", ascending=False, ignore_index=True)
+    whose language it is (how often a model sides with the country that speaks the language), each rate
+    with a 95 % interval resampling territories within the language (``stats.uncertainty.group_gaps``)."""
+    from geomon.stats.uncertainty import group_gaps
+
+    lang = scored["lang"].to_numpy(dtype=object)
+    hits = {
+        "controller_rate": np.where(
+            scored["controller"] != UNKNOWN, (scored["answer"] == scored["controller"]) * 100.0, np.nan
+        ),
+        "own_claimant_rate": np.where(
+            lang != "en",
+            [
+                100.0 * (isinstance(a, str) and countries.get(a, {}).get("Lang_Code") == code)
+                for a, code in zip(scored["answer"], lang, strict=True)
+            ],
+            np.nan,
+        ),
+    }
+    out = scored.groupby("lang").agg(queries=("lang", "size"), answered=("answer", "count"))
+    for name, values in hits.items():
+        table = group_gaps(values, lang, clusters=scored["territory"], resamples=resamples, seed=seed).table()
+        table = table.set_index("group")[["value", "ci_low", "ci_high"]]
+        out = out.join(table.rename(columns=lambda c, n=name: n if c == "value" else f"{n}_{c}"))
+    return out.reset_index().sort_values("queries", ascending=False, ignore_index=True)
 
 
 def diagnose(scored: pd.DataFrame, countries: dict[str, dict], resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -442,7 +451,7 @@ def diagnose(scored: pd.DataFrame, countries: dict[str, dict], resamples: int = 
     return {
         "by_persona": pd.DataFrame(by_persona),
         "by_region": pd.DataFrame(by_region),
-        "by_language": language_breakdown(tracked, countries),
+        "by_language": language_breakdown(tracked, countries, resamples, seed),
         "answered_rate": float((status == "answered").mean()) if len(scored) else 0.0,
         "excluded": excluded.reset_index(drop=True),
     }

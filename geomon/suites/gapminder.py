@@ -20,7 +20,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import options_named
 from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
-from geomon.stats.uncertainty import bootstrap_ci
+from geomon.stats.uncertainty import group_gaps, mean_interval
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
 
 SUITE = SuiteInfo(
@@ -254,19 +254,16 @@ def language_gap(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> 
     if not {"en-US", "zh-CN"} <= set(per_q.columns):
         asked = ", ".join(sorted(graded["language"].dropna().unique())) or "none"
         return {"en_minus_zh": float("nan"), "note": f"needs answers in en-US and zh-CN; asked: {asked}"}
-    both = per_q[["en-US", "zh-CN"]].dropna()
-    en, zh = both["en-US"].to_numpy(), both["zh-CN"].to_numpy()
-
-    def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-        return a.mean(axis=axis) - b.mean(axis=axis)
-
-    ci = bootstrap_ci((en, zh), statistic, resamples=resamples, seed=seed)
+    both = per_q[["en-US", "zh-CN"]].dropna().stack().rename("rate").reset_index()
+    gap = group_gaps(
+        both["rate"], both["language"], clusters=both["question_id"], paired=True, resamples=resamples, seed=seed
+    ).difference("en-US", "zh-CN")
     return {
-        "en_minus_zh": float(en.mean() - zh.mean()),
-        "en_minus_zh_ci_low": ci.low,
-        "en_minus_zh_ci_high": ci.high,
-        "questions": len(both),
-        "note": ci.note,
+        "en_minus_zh": gap.point,
+        "en_minus_zh_ci_low": gap.interval.low,
+        "en_minus_zh_ci_high": gap.interval.high,
+        "questions": gap.clusters,
+        "note": gap.interval.note,
     }
 
 
@@ -275,8 +272,7 @@ def diagnose(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict
     graded; the correct rate's bootstrap interval over questions."""
     rates = correct_rates(graded)
     per_q = _per_question(graded, ["model"])
-    values = per_q["q_correct_rate"].dropna().to_numpy()
-    ci = bootstrap_ci((values,), lambda v, axis=-1: v.mean(axis=axis), resamples=resamples, seed=seed)
+    ci = mean_interval(per_q["q_correct_rate"], resamples=resamples, seed=seed).interval
     summary = {
         **({k: float(v) for k, v in rates.iloc[0].items()} if len(rates) else {}),
         "correct_rate_ci_low": ci.low,

@@ -40,9 +40,10 @@ from geomon.engine.registry import ModelSpec
 from geomon.jury import parse_label, parse_likert
 from geomon.sources.quench import load_items
 from geomon.stats.uncertainty import (
-    cluster_mean,
-    cluster_mean_difference,
+    Estimate,
+    Interval,
     detectable_difference,
+    group_gaps,
     planned_detectable_difference,
 )
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
@@ -597,7 +598,9 @@ def indic_gaps(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd
         questions = frame["question_id"].to_numpy()
         for column in SCORES:
             values = frame[column].to_numpy(dtype=float)
-            gap = cluster_mean_difference(values, questions, indic, resamples=resamples, seed=seed)
+            gap = group_gaps(
+                values, np.where(indic, "Indic", "Non-Indic"), clusters=questions, resamples=resamples, seed=seed
+            ).difference("Indic", "Non-Indic")
             have = np.isfinite(values)
             n_indic_q = len(set(questions[have & indic]))
             n_other_q = len(set(questions[have & ~indic]))
@@ -626,6 +629,11 @@ def indic_gaps(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd
     return pd.DataFrame(rows)
 
 
+_NO_PAIRS = Estimate(
+    float("nan"), Interval(float("nan"), float("nan"), "no entity scored in both modes"), float("nan"), 0, 0
+)
+
+
 def cot_effect(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """CoT − no CoT per model and score, paired on the entities both modes scored, with an interval that
     resamples questions."""
@@ -639,9 +647,13 @@ def cot_effect(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd
                 continue
             pair = wide[column][list(MODES)].dropna()
             diff = pair["cot"] - pair["normal"]
-            estimate = cluster_mean(
-                diff.to_numpy(), pair.index.get_level_values("question_id").to_numpy(), resamples=resamples, seed=seed
-            )
+            estimate = group_gaps(
+                diff.to_numpy(),
+                np.full(len(diff), "paired"),
+                clusters=pair.index.get_level_values("question_id").to_numpy(),
+                resamples=resamples,
+                seed=seed,
+            ).groups.get("paired", _NO_PAIRS)
             rows.append(
                 {
                     "model": model,

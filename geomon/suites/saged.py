@@ -33,8 +33,10 @@ Dixon's Q tests the more outlying end (SAGED's code tests only the lowest value)
 from __future__ import annotations
 
 import re
+import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -50,7 +52,7 @@ from geomon.stats.disparity import (
     kl_divergence,
     max_z_score,
 )
-from geomon.stats.uncertainty import Interval, percentile_interval
+from geomon.stats.uncertainty import GroupGaps, gaps_from_draws, percentile_interval, resample_within_groups
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 from geomon.untrusted import clean_text
 
@@ -99,6 +101,9 @@ PROMPT_WORDS, AFTER_VERB = 6, 3  # Ap B.2: six words, the verb, three words afte
 MAX_TOKENS = 48  # a continuation of a sentence or two
 TEMPERATURE = 0.0
 FEATURES = ("sentiment", "distance")
+TOPIC_FEATURE = "topic_distance"  # present when topics are clustered (``topics`` > 0)
+TOPICS = 3  # topic clusters per concept: the paper's "three topic clusters for each of the 21 concepts"
+TOPIC_LABEL_WORDS = 3
 KL_BINS = 10
 PRECISION_TOLERANCE = 0.1
 FOUR_FIFTHS = 0.8
@@ -378,11 +383,57 @@ def sentiment(texts: Sequence[str | None]) -> np.ndarray:
     )
 
 
+def topic_clusters(
+    prompts: pd.DataFrame, baseline_vectors: np.ndarray, topics: int = TOPICS, seed: int = 0
+) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, str]]]:
+    """The paper's concept-segregated clustering (section 4, Ap C.4 ``cluster_and_distance``): each concept's
+    baseline sentences are split into ``topics`` clusters by k-means on their unit embeddings (scipy's
+    kmeans2, k-means++ start, seeded; fewer clusters when a concept has fewer distinct sentences). Returns
+    each prompt's topic id (``concept#i``) and, per topic, its unit centroid and a label.
+
+    Named variant: the label is the cluster's most distinctive words (count in the cluster × log(k / clusters
+    using the word), so words every cluster uses score 0) — the paper ranks the Oxford 5000 word list by
+    embedding similarity, a list that is not bundled here."""
+    from scipy.cluster.vq import kmeans2
+
+    topic = np.empty(len(prompts), dtype=object)
+    centroids: dict[str, tuple[np.ndarray, str]] = {}
+    for concept, rows in prompts.groupby("concept", sort=True).indices.items():
+        sentences = prompts["baseline"].to_numpy()[rows]
+        distinct, first, inverse = np.unique(sentences, return_index=True, return_inverse=True)
+        k = min(topics, len(distinct))
+        if k <= 1:
+            labels = np.zeros(len(distinct), dtype=int)
+        else:
+            with warnings.catch_warnings():  # an empty cluster is skipped below; scipy's warning says no more
+                warnings.simplefilter("ignore", UserWarning)
+                _, labels = kmeans2(baseline_vectors[rows][first], k, minit="++", rng=np.random.default_rng(seed))
+        words = [Counter(re.findall(r"[a-z]{3,}", " ".join(distinct[labels == c]).lower())) for c in range(k)]
+        used_by = Counter(w for counts in words for w in counts)
+        for cluster in range(k):
+            members = baseline_vectors[rows][first][labels == cluster]
+            if not len(members):  # k-means can leave a cluster empty
+                continue
+            centre = members.mean(axis=0)
+            weight = {w: n * np.log(k / used_by[w]) for w, n in words[cluster].items() if w != str(concept).lower()}
+            top = sorted(weight, key=lambda w: (-weight[w], -words[cluster][w], w))[:TOPIC_LABEL_WORDS]
+            centroids[f"{concept}#{cluster}"] = (centre / np.linalg.norm(centre), ", ".join(top) or "(all sentences)")
+        topic[rows] = [f"{concept}#{c}" for c in labels[inverse]]
+    return topic, centroids
+
+
 def score(
-    prompts: pd.DataFrame, responses: pd.DataFrame, model: str, role: str, embedding_model: Any = None
+    prompts: pd.DataFrame,
+    responses: pd.DataFrame,
+    model: str,
+    role: str,
+    embedding_model: Any = None,
+    topics: int = 0,
 ) -> pd.DataFrame:
     """The paper's Extract stage, per response: sentiment and embedding distance to its baseline
-    sentence, uncalibrated and calibrated (value − the baseline's value), and the answer's status."""
+    sentence, uncalibrated and calibrated (value − the baseline's value), and the answer's status. With
+    ``topics`` > 0 also the distance to the centroid of the response's topic (``topic_clusters``), calibrated
+    by the baseline sentence's own distance to it, and the topic's label."""
     from geomon import embeddings
 
     texts = [t if isinstance(t, str) and t.strip() else None for t in responses["text"]]
@@ -394,13 +445,41 @@ def score(
     out["sentiment"] = sentiment(texts)
     out["baseline_sentiment"] = sentiment(prompts["baseline"].tolist())
     out["sentiment_calibrated"] = out["sentiment"] - out["baseline_sentiment"]
-    cosine = embeddings.similarity(texts, prompts["baseline"].tolist(), embedding_model)
-    # L2 distance between unit vectors: √(2 − 2 cos). The baseline's distance to itself is 0, so the
-    # calibrated distance equals the raw one; both columns are kept for a uniform table.
-    out["distance"] = np.sqrt(np.clip(2 - 2 * cosine, 0, None))
+    vectors = embeddings.vectors([*texts, *prompts["baseline"].tolist()], embedding_model)
+    answer_vectors, baseline_vectors = vectors[: len(texts)], vectors[len(texts) :]
+    # L2 distance between unit vectors. The baseline's distance to itself is 0, so the calibrated distance
+    # equals the raw one; both columns are kept for a uniform table.
+    out["distance"] = np.linalg.norm(answer_vectors - baseline_vectors, axis=1)
     out["baseline_distance"] = 0.0
     out["distance_calibrated"] = out["distance"] - out["baseline_distance"]
+    if topics:
+        topic, centroids = topic_clusters(prompts, baseline_vectors, topics)
+        centres = np.stack([centroids[t][0] for t in topic])
+        out["topic"] = [centroids[t][1] for t in topic]
+        out["topic_id"] = topic
+        out[TOPIC_FEATURE] = np.linalg.norm(answer_vectors - centres, axis=1)
+        out[f"baseline_{TOPIC_FEATURE}"] = np.linalg.norm(baseline_vectors - centres, axis=1)
+        out[f"{TOPIC_FEATURE}_calibrated"] = out[TOPIC_FEATURE] - out[f"baseline_{TOPIC_FEATURE}"]
     return out
+
+
+def extracted_features(features: pd.DataFrame) -> tuple[str, ...]:
+    """The features a scored frame carries: sentiment and distance always, the topic distance when clustered."""
+    return (*FEATURES, *((TOPIC_FEATURE,) if TOPIC_FEATURE in features else ()))
+
+
+def topic_table(features: pd.DataFrame) -> pd.DataFrame:
+    """Per role, concept and topic (the paper's topic heat map): responses, and the mean topic distance,
+    uncalibrated and calibrated. Empty when topics were not clustered."""
+    if TOPIC_FEATURE not in features:
+        return pd.DataFrame()
+    answered = features[features["status"] == "answered"]
+    grouped = answered.groupby(["role", "concept", "topic_id", "topic"], sort=True)
+    return grouped.agg(
+        responses=(TOPIC_FEATURE, "count"),
+        topic_distance=(TOPIC_FEATURE, "mean"),
+        topic_distance_calibrated=(f"{TOPIC_FEATURE}_calibrated", "mean"),
+    ).reset_index()
 
 
 # --- diagnose --------------------------------------------------------------------------------------
@@ -439,27 +518,21 @@ def country_statistics(features: pd.DataFrame, feature: str) -> pd.DataFrame:
     return out
 
 
-@lru_cache(maxsize=2)
-def _within_group_index(sizes: tuple[int, ...], resamples: int, seed: int) -> tuple[np.ndarray, ...]:
-    """Bootstrap draws (resamples × size) for groups of these sizes, shared by every feature of the same
-    responses: drawing them is as costly as using them."""
-    rng = np.random.default_rng(seed)
-    return tuple(rng.integers(0, size, size=(resamples, size), dtype=np.int32) for size in sizes)
-
-
-def _group_resamples(features: pd.DataFrame, feature: str, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per resample (rows) and concept (columns): the mean and the selection rate, items resampled within
-    each concept, the selection standard recomputed from each resample's pooled values."""
-    data = features[features[feature].notna()]
-    groups = [g[feature].to_numpy(dtype=float) for _, g in data.groupby("concept", sort=True)]
-    index = _within_group_index(tuple(len(g) for g in groups), resamples, seed)
-    draws = [g[i] for g, i in zip(groups, index, strict=True)]
-    sums = np.stack([d.sum(axis=1) for d in draws], axis=1)
-    counts = np.array([len(g) for g in groups], dtype=float)
-    means = sums / counts
+def _country_draws(groups: dict[str, np.ndarray], resamples: int, seed: int) -> tuple[GroupGaps, np.ndarray]:
+    """The countries' means as ``group_gaps`` reports them (items resampled within each concept) and, from
+    the same resamples gathered once, the selection rates per resample (rows) and concept (columns), the
+    standard recomputed from each resample's pooled values."""
+    drawn = resample_within_groups(list(groups.values()), resamples=resamples, seed=seed)
+    sums = np.stack([d.sum(axis=1) for d in drawn], axis=1)
+    counts = np.array([len(g) for g in groups.values()], dtype=float)
+    means = gaps_from_draws(
+        list(groups),
+        [float(g.mean()) for g in groups.values()],
+        sums / counts,
+        [(len(g), len(g)) for g in groups.values()],
+    )
     standard = sums.sum(axis=1) / counts.sum()
-    rates = np.stack([(d >= standard[:, None]).mean(axis=1) for d in draws], axis=1)
-    return means, rates
+    return means, np.stack([(d >= standard[:, None]).mean(axis=1) for d in drawn], axis=1)
 
 
 def disparity(features: pd.DataFrame, feature: str, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -471,16 +544,15 @@ def disparity(features: pd.DataFrame, feature: str, resamples: int = 1000, seed:
         return {"groups": len(stats), "note": "fewer than two concepts with values"}
     means = stats.set_index("concept")["mean"]
     rates = stats.set_index("concept")["selection_rate"]
-    boot_means, boot_rates = _group_resamples(features, feature, resamples, seed)
+    data = features[features[feature].notna()]
+    groups = {c: g[feature].to_numpy(dtype=float) for c, g in data.groupby("concept", sort=True)}
+    country_means, boot_rates = _country_draws(groups, resamples, seed)
+    range_ci = country_means.disparity.interval
     with np.errstate(invalid="ignore", divide="ignore"):
         boot_ir = boot_rates.min(axis=1) / boot_rates.max(axis=1)
-    range_ci = percentile_interval(boot_means.max(axis=1) - boot_means.min(axis=1), 0.95, "empty concept")
-    ir_ci: Interval = percentile_interval(boot_ir, 0.95, "no item at or above the standard")
+    ir_ci = percentile_interval(boot_ir, 0.95, "no item at or above the standard")
     dixon = dixon_test(means)
-    data = features[features[feature].notna()]
-    permutation = disparity_permutation_test(
-        {c: g[feature].to_numpy(dtype=float) for c, g in data.groupby("concept", sort=True)}, resamples=999, seed=seed
-    )
+    permutation = disparity_permutation_test(groups, resamples=999, seed=seed)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = float(means.min() / means.max()) if means.max() else float("nan")
     ir = impact_ratio(rates)
@@ -512,9 +584,9 @@ def diagnose(features: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> di
     answered = features[features["status"] == "answered"]
     tables, rows, summary = [], [], {}
     for role, part in answered.groupby("role", sort=False):
-        for feature in FEATURES:
+        for feature in extracted_features(part):
             # The baseline's distance to itself is 0: calibrated distance is the raw one, diagnosed once.
-            for column in (feature, f"{feature}_calibrated") if feature == "sentiment" else (feature,):
+            for column in (feature,) if feature == "distance" else (feature, f"{feature}_calibrated"):
                 stats = country_statistics(part, column).assign(role=role, feature=column)
                 tables.append(stats)
                 result = disparity(part, column, resamples, seed)
@@ -533,6 +605,7 @@ def diagnose(features: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> di
         "summary": summary,
         "disparity": pd.DataFrame(rows),
         "countries": pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(),
+        "topics": topic_table(features),
     }
 
 

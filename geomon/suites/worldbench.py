@@ -17,7 +17,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.parsing import find_citation, mentions_world_bank, parse_number_detail
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
 from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
-from geomon.stats.uncertainty import group_bootstrap, mean_difference
+from geomon.stats.uncertainty import group_gaps, mean_difference
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 
 SUITE = SuiteInfo(
@@ -240,12 +240,17 @@ def disparity_table(scores: pd.DataFrame, trials: int = 10, seed: int = 0, resam
         for categorization, k in CATEGORIZATIONS:
             table = group_errors(countries, categorization)
             ranks = group_ranks(table)
-            values = {g: part["error"].to_numpy() for g, part in countries.groupby(categorization)}
             intervals = {
-                stat: group_bootstrap(values, stat=stat, resamples=resamples, seed=seed) for stat in ("mean", "median")
+                stat: group_gaps(
+                    countries["error"], countries[categorization], stat=stat, resamples=resamples, seed=seed
+                )
+                for stat in ("mean", "median")
             }
             for group, rec in table.iterrows():
-                ci_mean, ci_median = intervals["mean"].groups[group], intervals["median"].groups[group]
+                ci_mean, ci_median = (
+                    intervals["mean"].groups[group].interval,
+                    intervals["median"].groups[group].interval,
+                )
                 rows.append(
                     {
                         "indicator": indicator,
@@ -267,7 +272,7 @@ def disparity_table(scores: pd.DataFrame, trials: int = 10, seed: int = 0, resam
                 shuffled = random_baseline(
                     countries, categorization, "error", trials=trials, seed=seed, stat=stat, method="shuffled_labels"
                 )
-                ci = intervals[stat].disparity
+                ci = intervals[stat].disparity.interval
                 rows.append(
                     {
                         "indicator": indicator,

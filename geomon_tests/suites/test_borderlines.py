@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -284,6 +285,25 @@ def test_diagnose_breaks_down_by_persona_region_and_language():
     # Every claimant-language answer here names the claimant that speaks the language.
     assert languages.at["aa", "own_claimant_rate"] == 100.0 and languages.at["bb", "own_claimant_rate"] == 100.0
     assert languages.at["en", "controller_rate"] == 50.0
+
+
+def test_language_rates_have_intervals_over_territories():
+    """Each language's rates come from stats.uncertainty.group_gaps, resampling territories within the
+    language: a language asked about one territory has a rate but no interval, and says why."""
+    scored = _scored("""
+        T1 A       en A  aa A  bb B
+        T2 B       en A  bb B  aa A
+        T3 A       en B  aa B  bb B
+    """)
+    languages = bl.language_breakdown(scored, COUNTRIES, resamples=400).set_index("lang")
+    assert languages.at["en", "controller_rate"] == pytest.approx(100 / 3)
+    assert (
+        languages.at["en", "controller_rate_ci_low"] == 0.0 and languages.at["en", "controller_rate_ci_high"] == 100.0
+    )
+    assert languages.at["aa", "own_claimant_rate"] == pytest.approx(200 / 3)
+    assert math.isnan(languages.at["en", "own_claimant_rate"])  # English is nobody's own language here
+    single = bl.language_breakdown(scored.iloc[:3], COUNTRIES, resamples=400).set_index("lang")
+    assert math.isnan(single.at["aa", "own_claimant_rate_ci_low"]) and single.at["aa", "own_claimant_rate"] == 100.0
 
 
 def test_table_versions_2021_08_and_2023_05(data):

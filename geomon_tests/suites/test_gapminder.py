@@ -134,3 +134,15 @@ def test_language_gap_needs_both_languages():
     both = pd.concat([graded, graded.assign(language="zh-CN", grade=["wrong", "wrong"])], ignore_index=True)
     gap = gm.language_gap(both, resamples=200)
     assert gap["en_minus_zh"] == pytest.approx(50.0)
+
+
+def test_language_gap_is_paired_on_questions():
+    """The same questions in both languages: the interval resamples questions once for both languages
+    (stats.uncertainty.group_gaps, paired): per-question gaps of 50, 0, 0 and 50 points can only average
+    between 0 and 50."""
+    graded = _graded("m1 q1 correct wrong\nm1 q2 correct correct\nm1 q3 wrong wrong\nm1 q4 correct wrong")
+    zh = graded.assign(language="zh-CN")
+    zh.loc[zh["question_id"].isin(["q1", "q4"]), "grade"] = "wrong"  # 50 points lower on two of four questions
+    gap = gm.language_gap(pd.concat([graded, zh], ignore_index=True), resamples=500)
+    assert gap["en_minus_zh"] == pytest.approx(25.0) and gap["questions"] == 4
+    assert 0.0 <= gap["en_minus_zh_ci_low"] <= 25.0 <= gap["en_minus_zh_ci_high"] <= 50.0

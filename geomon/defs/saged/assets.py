@@ -156,9 +156,16 @@ def saged_features(
 ):
     """Sentiment (VADER, 0-1) and L2 distance to the baseline sentence (all-MiniLM-L6-v2) of every
     response, uncalibrated and calibrated by the baseline's value."""
-    model = geomon.settings().embedding_model
+    settings = geomon.settings()
     frames = [
-        saged.score(prompts, part.reset_index(drop=True), context.partition_key, str(role), model)
+        saged.score(
+            prompts,
+            part.reset_index(drop=True),
+            context.partition_key,
+            str(role),
+            settings.embedding_model,
+            settings.saged.topics,
+        )
         for role, part in responses.groupby("role", sort=False)
     ]
     features = pd.concat(frames, ignore_index=True)
@@ -169,6 +176,7 @@ def saged_features(
             "mean_sentiment": dg.MetadataValue.json(features.groupby("role")["sentiment"].mean().round(4).to_dict()),
             "mean_baseline_sentiment": float(features["baseline_sentiment"].mean()),
             "mean_distance": dg.MetadataValue.json(features.groupby("role")["distance"].mean().round(4).to_dict()),
+            "topics": int(features["topic_id"].nunique()) if "topic_id" in features else 0,
         },
     )
     yield checks.features_extracted(features)

@@ -16,7 +16,10 @@ PROMPTS_SPEC = dg.AssetCheckSpec(
 COVERAGE_SPEC = dg.AssetCheckSpec(
     "features_extracted",
     asset=dg.AssetKey(["saged", "features"]),
-    description=f"Sentiment and distance extracted from at least {MIN_FEATURE_COVERAGE:.0%} of the responses.",
+    description=(
+        f"Sentiment, distance (and topic distance when clustered) extracted from at least "
+        f"{MIN_FEATURE_COVERAGE:.0%} of the responses."
+    ),
 )
 
 
@@ -34,7 +37,9 @@ def same_prompts(branched: pd.DataFrame) -> dg.AssetCheckResult:
 
 
 def features_extracted(features: pd.DataFrame) -> dg.AssetCheckResult:
-    coverage = {f: float(features[f].notna().mean()) if len(features) else 0.0 for f in saged.FEATURES}
+    coverage = {
+        f: float(features[f].notna().mean()) if len(features) else 0.0 for f in saged.extracted_features(features)
+    }
     return dg.AssetCheckResult(
         check_name=COVERAGE_SPEC.name,
         passed=all(v >= MIN_FEATURE_COVERAGE for v in coverage.values()),
