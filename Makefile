@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test lint ui bench bench-judges clean
+.PHONY: setup run test lint ui bench bench-ask bench-import bench-judges clean
 
 setup: $(VENV)/.installed
 
@@ -36,6 +36,14 @@ ui: setup
 bench: setup
 	$(BIN)/pip install --quiet -e ".[bench]"
 	$(BIN)/python bench/engine_throughput.py $(ARGS)
+
+# geomon's own cost in front of a fast server (bench/ask_throughput.py; uses PostgreSQL on 127.0.0.1).
+bench-ask: setup
+	$(BIN)/python bench/ask_throughput.py $(ARGS)
+
+# How long the Dagster code location takes to import (bench/code_location_import.py).
+bench-import: setup
+	$(BIN)/python bench/code_location_import.py $(ARGS)
 
 clean:
 	rm -rf var storage history logs schedules

@@ -123,6 +123,7 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
             f"{spec.name} is served at {base_url} (OpenAI-compatible; model id {spec.name!r}). Ctrl-C stops it.",
             flush=True,
         )
+
         # Stop on Ctrl-C and on SIGTERM alike, even where the launching shell left SIGINT ignored (a
         # background job of a non-interactive shell inherits SIGINT ignored and would never stop).
         def stop(signum: int, frame: object) -> None:

@@ -71,11 +71,34 @@ def test_bad_settings_name_the_problem(tmp_path):
         ({"name": "m", "kind": "chat", "bundled": "gpt-5"}, "bundled must be one of"),
         ({"name": "m", "kind": "chat", "bundled": "gemma3-270m", "release_date": "last year"}, "ISO date"),
         ({"name": "m", "kind": "chat", "bundled": "gemma3-270m", "colour": "red"}, "unknown field"),
+        ({"name": "m", "kind": "chat", "bundled": "gemma3-270m", "rate_limit": 500}, "rate_limit: a mapping"),
+        (
+            {"name": "m", "kind": "chat", "bundled": "gemma3-270m", "rate_limit": {"requests_per_minute": -1}},
+            "requests_per_minute: a positive number",
+        ),
+        (
+            {"name": "m", "kind": "chat", "bundled": "gemma3-270m", "rate_limit": {"rpm": 5}},
+            "rate_limit: .*unexpected keyword",
+        ),
     ],
 )
 def test_registry_entries_are_validated(entry, message):
     with pytest.raises(RegistryError, match=message):
         spec_from_dict(entry, "geomon.yaml: models[0]")
+
+
+def test_rate_limit_reaches_the_client():
+    from geomon.engine.client import RateLimit
+    from geomon.engine.runner import open_client
+
+    limits = {"requests_per_minute": 3000, "tokens_per_minute": 90000}
+    spec = spec_from_dict(
+        {"name": "api", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "x", "rate_limit": limits},
+        "geomon.yaml: models[0]",
+    )
+    assert spec.rate_limit == RateLimit(3000, 90000) and spec.describe()["rate_limit"] == limits
+    with open_client(spec) as client:
+        assert client.rate_limit == RateLimit(3000, 90000)
 
 
 def test_registry_file_adds_to_the_bundled_models_and_keys_come_from_the_environment(tmp_path, monkeypatch):

@@ -1,22 +1,29 @@
 """The one client geomon uses to talk to any OpenAI-compatible endpoint.
 
 OpenAI, a vLLM server and llama.cpp's servers all speak this protocol, so the local engine, a GPU
-host and a hosted API differ only in base URL. Bounded concurrency, timeouts, retries with
-exponential backoff on 429/5xx/timeouts, usage and latency per response, chat and completion
+host and a hosted API differ only in base URL. Bounded concurrency that adapts to 429s (halved on a
+rate-limit answer, grown back by one per window of successes), the endpoint's published limits as token
+buckets (requests and tokens per minute), Retry-After honoured for every request to the endpoint,
+timeouts, retries with exponential backoff on 429/5xx/timeouts/connection errors and malformed replies, a
+circuit breaker that stops asking a dead endpoint, usage and latency per response, chat and completion
 modes, optional log-probabilities.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
+if TYPE_CHECKING:
+    import openai
+
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +81,125 @@ class GenerationResult:
         return self.error is None
 
 
-class RetryableError(Exception):
-    pass
+class MalformedReply(Exception):
+    """The endpoint answered 200 with no usable choice (empty ``choices``, no message)."""
+
+
+class EndpointUnavailable(Exception):
+    """The circuit breaker is open: the endpoint failed too many requests in a row."""
 
 
 def _is_retryable(exc: BaseException) -> bool:
+    import openai  # imported where used: ~0.5 s that the Dagster code location should not pay at load
+
     if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | openai.RateLimitError):
         return True
+    if isinstance(exc, MalformedReply | json.JSONDecodeError | openai.APIResponseValidationError):
+        return True
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def _is_rate_limit(exc: BaseException) -> bool:
+    import openai
+
+    return isinstance(exc, openai.RateLimitError) or (isinstance(exc, openai.APIStatusError) and exc.status_code == 429)
+
+
+def retry_after_s(exc: BaseException, now: float | None = None) -> float | None:
+    """The wait an error response asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an HTTP
+    date; None when it asks for none (or the value cannot be read)."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        if headers.get("retry-after-ms"):
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if not value:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - (now if now is not None else time.time()))
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """An endpoint's published limits (``rate_limit`` in geomon.yaml); None means not limited."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int | float) and value > 0):
+                raise ValueError(f"rate_limit.{name}: a positive number per minute, not {value!r}")
+
+
+class _TokenBucket:
+    """``per_minute`` units refilled continuously, at most one second's worth (or one unit) banked."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.level = self.capacity
+        self.updated = time.monotonic()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.level = min(self.capacity, self.level + (now - self.updated) * self.rate)
+        self.updated = now
+
+    async def take(self, amount: float) -> None:
+        # An amount above the capacity is let through once the bucket is full and leaves it in debt.
+        need = min(amount, self.capacity)
+        self._refill()
+        while self.level < need:
+            await asyncio.sleep((need - self.level) / self.rate)
+            self._refill()
+        self.level -= amount
+
+    def settle(self, estimated: float, actual: float) -> None:
+        """Correct an estimate taken before the request with what it really used."""
+        self.level = min(self.capacity, self.level + estimated - actual)
+
+
+class _AdaptiveGate:
+    """At most ``limit`` requests in flight; the limit halves on a rate-limit answer (at most once per
+    ``cooldown_s``) and grows by one per ``limit`` successes, up to the configured concurrency (AIMD)."""
+
+    def __init__(self, concurrency: int, cooldown_s: float = 1.0) -> None:
+        self.ceiling = max(1, concurrency)
+        self.limit = float(self.ceiling)
+        self.in_flight = 0
+        self.cooldown_s = cooldown_s
+        self.lowest = self.ceiling
+        self._last_cut = float("-inf")
+        self._changed = asyncio.Condition()
+
+    async def __aenter__(self) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.in_flight < int(self.limit))
+            self.in_flight += 1
+
+    async def __aexit__(self, *_: object) -> None:
+        async with self._changed:
+            self.in_flight -= 1
+            self._changed.notify_all()
+
+    def throttled(self) -> None:
+        now = time.monotonic()
+        if now - self._last_cut >= self.cooldown_s:
+            self.limit = max(1.0, self.limit / 2)
+            self.lowest = min(self.lowest, int(self.limit))
+            self._last_cut = now
+
+    def succeeded(self) -> None:
+        self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
 
 
 def _token_logprobs(raw: Any) -> list[dict[str, Any]] | None:
@@ -126,6 +244,10 @@ class OpenAICompatibleClient:
         max_retries: int = 4,
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
+        rate_limit: RateLimit | None = None,
+        max_rate_limited: int = 20,
+        max_retry_after_s: float = 300.0,
+        breaker_after: int = 5,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id
@@ -134,11 +256,37 @@ class OpenAICompatibleClient:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.timeout_s = timeout_s
+        self.rate_limit = rate_limit or RateLimit()
+        self.max_rate_limited = max_rate_limited  # 429s are "come back later", not faults: a budget of their own
+        self.max_retry_after_s = max_retry_after_s
+        self.breaker_after = breaker_after  # requests failing in a row (after their retries) that open the breaker
         self.calls = 0  # HTTP requests sent, retries included
+        self.rate_limited = 0  # 429 answers received
+        self.lowest_concurrency = concurrency  # how far the adaptive limit fell
+        self._failures_in_a_row = 0
+        self._open_reason: str | None = None
+        self._paused_until = 0.0  # monotonic time before which no request is sent (Retry-After)
         self._api_key = api_key
         self._loop: asyncio.AbstractEventLoop | None = None
         self._async_client: openai.AsyncOpenAI | None = None
         self._tokens: dict[str, list[int]] = {}
+        self._limits_loop: asyncio.AbstractEventLoop | None = None
+        self._gate_state: _AdaptiveGate | None = None
+        self._requests: _TokenBucket | None = None
+        self._token_budget: _TokenBucket | None = None
+
+    @property
+    def _gate(self) -> _AdaptiveGate:
+        """The concurrency gate and rate buckets of the running event loop (asyncio primitives cannot be
+        shared between loops; ``ask`` runs one loop per batch): what the limit learned lasts a batch."""
+        loop = asyncio.get_running_loop()
+        if self._gate_state is None or self._limits_loop is not loop:
+            self._gate_state = _AdaptiveGate(self.concurrency)
+            limit = self.rate_limit
+            self._requests = _TokenBucket(limit.requests_per_minute) if limit.requests_per_minute else None
+            self._token_budget = _TokenBucket(limit.tokens_per_minute) if limit.tokens_per_minute else None
+            self._limits_loop = loop
+        return self._gate_state
 
     @property
     def _client(self) -> openai.AsyncOpenAI:
@@ -146,6 +294,8 @@ class OpenAICompatibleClient:
         loop = asyncio.get_running_loop()
         if self._async_client is None or self._loop is not loop:
             # openai's own retries are off: ours count attempts and cover every engine the same way.
+            import openai
+
             self._async_client = openai.AsyncOpenAI(
                 base_url=self.base_url, api_key=self._api_key, timeout=self.timeout_s, max_retries=0
             )
@@ -185,11 +335,25 @@ class OpenAICompatibleClient:
             "extra_body": {**params.get("extra_body", {}), "grammar": grammar},
         }
 
+    def _estimated_tokens(self, request: GenerationRequest) -> float:
+        """Tokens a request may use, before it is sent: about four characters a prompt token, plus the
+        answer's limit."""
+        text = request.prompt or "".join(m.get("content") or "" for m in request.messages)
+        return len(text) / 4 + float(request.params.get("max_tokens") or 256)
+
     async def _once(self, request: GenerationRequest) -> GenerationResult:
         params = dict(request.params)
         if request.continuation is not None:
             params = await self._score_continuation(request)
         want_logprobs = params.pop("logprobs", None)
+        pause = self._paused_until - time.monotonic()
+        if pause > 0:
+            await asyncio.sleep(pause)
+        if self._requests is not None:
+            await self._requests.take(1)
+        estimate = self._estimated_tokens(request)
+        if self._token_budget is not None:
+            await self._token_budget.take(estimate)
         self.calls += 1
         started = time.perf_counter()
         if request.mode == "chat":
@@ -199,16 +363,23 @@ class OpenAICompatibleClient:
             resp = await self._client.chat.completions.create(
                 model=self.model_id, messages=list(request.messages), **params, **extra
             )
+            if not resp.choices or resp.choices[0].message is None:
+                raise MalformedReply("the reply has no choice with a message")
             choice = resp.choices[0]
             text = choice.message.content or ""
             logprobs = _token_logprobs(choice.logprobs)
         else:
             extra = {"logprobs": int(want_logprobs)} if want_logprobs else {}
             resp = await self._client.completions.create(model=self.model_id, prompt=request.prompt, **params, **extra)
+            if not resp.choices:
+                raise MalformedReply("the reply has no choice")
             choice = resp.choices[0]
             text = choice.text or ""
             logprobs = _token_logprobs(choice.logprobs)
         usage = resp.usage
+        if self._token_budget is not None and usage is not None:
+            used = (getattr(usage, "prompt_tokens", 0) or 0) + (getattr(usage, "completion_tokens", 0) or 0)
+            self._token_budget.settle(estimate, used)
         return GenerationResult(
             text=text,
             finish_reason=choice.finish_reason,
@@ -219,51 +390,95 @@ class OpenAICompatibleClient:
         )
 
     async def generate_one(self, request: GenerationRequest) -> GenerationResult:
-        """One answer, retried on 429/5xx/timeouts/connection errors; other errors are returned, not raised."""
+        """One answer, retried on 429/5xx/timeouts/connection errors/malformed replies; other errors are
+        returned, not raised. A 429 waits as long as its Retry-After asks (every request to the endpoint
+        waits with it) and halves the requests in flight."""
         started = time.perf_counter()
-        for attempt in range(1, self.max_retries + 2):
+        faults = throttles = 0
+        while True:
+            if self._open_reason is not None:
+                return self._failed(started, faults + throttles + 1, EndpointUnavailable(self._open_reason))
             try:
-                result = await self._once(request)
-                result.attempts = attempt
+                async with self._gate:
+                    result = await self._once(request)
+                self._gate.succeeded()
+                self._failures_in_a_row = 0
+                result.attempts = faults + throttles + 1
                 result.latency_s = time.perf_counter() - started
                 return result
             except Exception as exc:  # every failure becomes a retry or a recorded error, never a crash
-                if _is_retryable(exc) and attempt <= self.max_retries:
-                    delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1))
+                asked_wait = retry_after_s(exc)
+                if _is_rate_limit(exc):
+                    throttles += 1
+                    self.rate_limited += 1
+                    self._gate.throttled()
+                    self.lowest_concurrency = min(self.lowest_concurrency, self._gate.lowest)
+                    retry = throttles <= self.max_rate_limited
+                else:
+                    faults += 1
+                    retry = _is_retryable(exc) and faults <= self.max_retries
+                if not retry:
+                    self._count_failure(exc)
+                    return self._failed(started, faults + throttles, exc)
+                if asked_wait is not None:
+                    delay = min(asked_wait, self.max_retry_after_s)
+                    self._paused_until = max(self._paused_until, time.monotonic() + delay)
+                else:
+                    delay = min(self.max_backoff_s, self.backoff_s * 2 ** (faults + throttles - 1))
                     delay *= 0.5 + random.random()  # jitter spreads retries of concurrent requests
-                    log.warning(
-                        "%s: attempt %d failed (%s); retrying in %.2fs",
-                        self.model_id,
-                        attempt,
-                        type(exc).__name__,
-                        delay,
-                    )
-                    await asyncio.sleep(delay)
-                    continue
-                return GenerationResult(
-                    text=None,
-                    latency_s=time.perf_counter() - started,
-                    attempts=attempt,
-                    error=f"{type(exc).__name__}: {exc}",
+                # A 429 is the endpoint pacing us, counted in ``rate_limited``; only faults are worth a warning.
+                log.log(
+                    logging.DEBUG if _is_rate_limit(exc) else logging.WARNING,
+                    "%s: attempt %d failed (%s); retrying in %.2fs",
+                    self.model_id,
+                    faults + throttles,
+                    type(exc).__name__,
+                    delay,
                 )
-        raise AssertionError("unreachable")
+                await asyncio.sleep(delay)
+
+    def _count_failure(self, exc: BaseException) -> None:
+        """Requests that failed for the endpoint's sake (not a 4xx about the request itself), in a row,
+        open the circuit breaker: the rest of the batch fails at once instead of waiting out every retry."""
+        if not (_is_retryable(exc) or _is_rate_limit(exc)):
+            return
+        self._failures_in_a_row += 1
+        if self._failures_in_a_row >= self.breaker_after and self._open_reason is None:
+            self._open_reason = (
+                f"{self.base_url} failed {self._failures_in_a_row} requests in a row, each after its retries "
+                f"(last: {type(exc).__name__}); not asking it again in this run"
+            )
+            log.error("%s: %s", self.model_id, self._open_reason)
+
+    @staticmethod
+    def _failed(started: float, attempts: int, exc: BaseException) -> GenerationResult:
+        return GenerationResult(
+            text=None,
+            latency_s=time.perf_counter() - started,
+            attempts=attempts,
+            error=f"{type(exc).__name__}: {exc}",
+        )
 
     async def generate(
         self,
         requests: Sequence[GenerationRequest],
         on_result: Callable[[int, GenerationResult], None] | None = None,
     ) -> list[GenerationResult]:
-        """Answers in request order; ``on_result(i, result)`` is called as each one arrives."""
-        semaphore = asyncio.Semaphore(self.concurrency)
+        """Answers in request order; ``on_result(i, result)`` is called as each one arrives. At most
+        ``concurrency`` requests are in flight, fewer while the endpoint answers 429."""
+        # Workers pull the next request: a task per worker, not one per request, keeps a long batch cheap.
+        queue = iter(enumerate(requests))
+        results: list[GenerationResult | None] = [None] * len(requests)
 
-        async def run(i: int, request: GenerationRequest) -> GenerationResult:
-            async with semaphore:
+        async def worker() -> None:
+            for i, request in queue:
                 result = await self.generate_one(request)
-            if on_result is not None:
-                on_result(i, result)
-            return result
+                results[i] = result
+                if on_result is not None:
+                    on_result(i, result)
 
-        return list(await asyncio.gather(*(run(i, r) for i, r in enumerate(requests))))
+        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(requests)))))
+        return [r for r in results if r is not None]
 
     async def aclose(self) -> None:
         if self._async_client is not None and self._loop is asyncio.get_running_loop():

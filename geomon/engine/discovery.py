@@ -24,6 +24,7 @@ class Endpoint:
     api_key_env: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     supports_logprobs: bool = False
+    rate_limit: dict[str, float] | None = None  # requests_per_minute / tokens_per_minute, for each served model
 
 
 def endpoints_from_doc(entries: Any, where: str) -> list[Endpoint]:
@@ -75,6 +76,7 @@ def discover(endpoints: list[Endpoint]) -> tuple[list[ModelSpec], dict[str, str]
                 "api_key_env": endpoint.api_key_env,
                 "params": endpoint.params,
                 "supports_logprobs": endpoint.supports_logprobs,
+                "rate_limit": endpoint.rate_limit,
             }
             specs.append(spec_from_dict(entry, f"endpoint {endpoint.name}"))
     return specs, errors

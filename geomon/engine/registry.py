@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 import yaml
 
+from geomon.engine.client import RateLimit
+
 ModelKind = Literal["chat", "base"]
 BUNDLED = ("smollm2-135m-instruct", "gemma3-270m")
 
@@ -43,6 +45,7 @@ class ModelSpec:
     knowledge_cutoff: date | None = None
     predecessor: str | None = None
     supports_logprobs: bool = False
+    rate_limit: RateLimit | None = None  # the endpoint's published limits (requests/tokens per minute)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name):
@@ -174,9 +177,21 @@ def spec_from_dict(entry: dict[str, Any], where: str) -> ModelSpec:
     data["params"] = {**DEFAULT_SAMPLING, **(data.get("params") or {})}
     for key in ("release_date", "knowledge_cutoff"):
         data[key] = _parse_date(data.get(key), f"{where}.{key}")
+    data["rate_limit"] = _parse_rate_limit(data.get("rate_limit"), f"{where}.rate_limit")
     try:
         return ModelSpec(**data)
     except TypeError as exc:
+        raise RegistryError(f"{where}: {exc}") from exc
+
+
+def _parse_rate_limit(value: Any, where: str) -> RateLimit | None:
+    if value is None or isinstance(value, RateLimit):
+        return value
+    if not isinstance(value, dict):
+        raise RegistryError(f"{where}: a mapping with requests_per_minute and/or tokens_per_minute")
+    try:
+        return RateLimit(**value)
+    except (TypeError, ValueError) as exc:
         raise RegistryError(f"{where}: {exc}") from exc
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest, GenerationResult, OpenAICompatibleClient
 from geomon.engine.local import running_server
 from geomon.engine.registry import ModelSpec, bundled_model_path, file_sha256
-from geomon.engine.store import ResponseStore, response_key
+from geomon.engine.store import ResponseStore, StoredAnswer, StoreWriter, response_key
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,8 @@ class RunStats:
     answered: int = 0
     failed: int = 0
     model_calls: int = 0  # HTTP requests sent to the model, retries included
+    rate_limited: int = 0  # 429 answers received (each retried after the wait the endpoint asked for)
+    lowest_concurrency: int = 0  # how far the adaptive limit on requests in flight fell (0: nothing asked)
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
@@ -91,6 +93,7 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
             concurrency=options.concurrency,
             timeout_s=options.timeout_s,
             max_retries=options.max_retries,
+            rate_limit=spec.rate_limit,
         )
 
 
@@ -98,20 +101,33 @@ _RESULT_COLUMNS = ("finish_reason", "latency_s", "prompt_tokens", "completion_to
 
 
 class _Progress:
-    """Log lines a person can follow during a long generation."""
+    """Log lines a person can follow during a long generation: answers and errors counted apart."""
 
     def __init__(self, model: str, total: int, every_s: float = 10.0) -> None:
         self.model, self.total, self.every_s = model, total, every_s
-        self.done = 0
+        self.answered = self.failed = 0
         self.started = self.last = time.monotonic()
 
-    def tick(self) -> None:
-        self.done += 1
+    def tick(self, ok: bool) -> None:
+        if ok:
+            self.answered += 1
+        else:
+            self.failed += 1
+        done = self.answered + self.failed
         now = time.monotonic()
-        if now - self.last >= self.every_s or self.done == self.total:
-            rate = self.done / max(now - self.started, 1e-9)
-            eta = (self.total - self.done) / rate if rate else float("inf")
-            log.info("%s: %d/%d answered (%.2f req/s, eta %.0fs)", self.model, self.done, self.total, rate, eta)
+        if now - self.last >= self.every_s or done == self.total:
+            rate = done / max(now - self.started, 1e-9)
+            eta = (self.total - done) / rate if rate else float("inf")
+            log.info(
+                "%s: %d/%d done: %d answered, %d failed (%.2f req/s, eta %.0fs)",
+                self.model,
+                done,
+                self.total,
+                self.answered,
+                self.failed,
+                rate,
+                eta,
+            )
             self.last = now
 
 
@@ -145,30 +161,38 @@ def ask(
         progress = _Progress(spec.name, len(missing))
         engine = engine_name(spec)
 
+        writer = StoreWriter(store)
+
         def keep(j: int, result: GenerationResult) -> None:
             i = missing[j]
-            store.put(keys[i], spec.name, identity, epoch, requests[i], result, engine)
+            # Queued, not written here: the event loop goes straight back to sending requests.
+            writer.put(StoredAnswer(keys[i], spec.name, identity, epoch, requests[i], result, engine))
             if result.ok:
                 stats.answered += 1
             else:
                 stats.failed += 1
                 errors[keys[i]] = result.error or "unknown error"
-            progress.tick()
+            progress.tick(result.ok)
 
         pending = [requests[i] for i in missing]
         owned = client is None
-        with open_client(spec, options) if owned else contextlib.nullcontext(client) as active:
+        try:
+            with open_client(spec, options) if owned else contextlib.nullcontext(client) as active:
 
-            async def run() -> None:
-                try:
-                    await active.generate(pending, on_result=keep)
-                finally:
-                    if owned:
-                        await active.aclose()
+                async def run() -> None:
+                    try:
+                        await active.generate(pending, on_result=keep)
+                    finally:
+                        if owned:
+                            await active.aclose()
 
-            calls_before = active.calls
-            asyncio.run(run())
-            stats.model_calls = active.calls - calls_before
+                calls_before, limited_before = active.calls, active.rate_limited
+                asyncio.run(run())
+                stats.model_calls = active.calls - calls_before
+                stats.rate_limited = active.rate_limited - limited_before
+                stats.lowest_concurrency = active.lowest_concurrency
+        finally:
+            writer.close()  # every answer received is written (or the run fails saying so), even on Ctrl-C
         stored.update(store.get_many([keys[i] for i in missing]))
     rows = []
     for key in keys:

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import queue
+import threading
+import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +27,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from geomon.engine.client import GenerationRequest, GenerationResult
 from geomon.untrusted import STORED_MAX_CHARS, clean_text
+
+log = logging.getLogger(__name__)
 
 metadata = sa.MetaData()
 
@@ -57,6 +64,23 @@ errors = sa.Table(
     sa.Column("engine", sa.String(100)),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
 )
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    """One answer (or error) on its way into the store."""
+
+    key: str
+    model: str
+    model_identity: str
+    epoch: str
+    request: GenerationRequest
+    result: GenerationResult
+    engine: str
+
+
+class StoreWriteError(RuntimeError):
+    """Answers could not be written to the response store (they will be asked again by the next run)."""
 
 
 def response_key(model_identity: str, request: GenerationRequest, epoch: str = "") -> str:
@@ -99,6 +123,11 @@ class ResponseStore:
     def dialect(self) -> str:
         return self.engine.dialect.name
 
+    @property
+    def safe_url(self) -> str:
+        """The store's URL with any password hidden, for messages and metadata."""
+        return self.engine.url.render_as_string(hide_password=True)
+
     def _insert(self, table: sa.Table) -> Any:
         if self.dialect == "postgresql":
             return postgresql.insert(table)
@@ -125,51 +154,53 @@ class ResponseStore:
         result: GenerationResult,
         engine: str,
     ) -> None:
-        """Keep an answer (or its error). An answer already stored under the key is never replaced.
+        """Keep one answer (or its error) now; ``put_many`` for several, ``StoreWriter`` off the event loop."""
+        self.put_many([StoredAnswer(key, model, model_identity, epoch, request, result, engine)])
+
+    def put_many(self, answers: Sequence[StoredAnswer]) -> None:
+        """Keep answers and errors in one transaction. An answer already stored under its key is never
+        replaced, so writing the same answer twice (a retried batch, two runs at once) stores it once.
 
         The answer's text is untrusted: control characters (NUL among them, which PostgreSQL cannot
         store) are removed and a runaway answer is cut at ``STORED_MAX_CHARS``, with the cut recorded in
         its finish reason, so one answer can never fail the write of the others.
         """
-        request_json = json.dumps(request.payload(), ensure_ascii=False)
-        text, cut = clean_text(result.text or "")
-        finish_reason = result.finish_reason
-        if cut:
-            finish_reason = f"{finish_reason or ''}|cut at {STORED_MAX_CHARS} characters"
+        rows, error_rows = [], []
+        for answer in answers:
+            result = answer.result
+            common = {
+                "key": answer.key,
+                "model": answer.model,
+                "epoch": answer.epoch,
+                "request": json.dumps(answer.request.payload(), ensure_ascii=False),
+                "attempts": result.attempts,
+                "engine": answer.engine,
+                "created_at": _now(),
+            }
+            if not result.ok:
+                error_rows.append({**common, "error": clean_text(result.error)[0]})
+                continue
+            text, cut = clean_text(result.text or "")
+            finish_reason = result.finish_reason
+            if cut:
+                finish_reason = f"{finish_reason or ''}|cut at {STORED_MAX_CHARS} characters"
+            rows.append(
+                {
+                    **common,
+                    "model_identity": answer.model_identity,
+                    "text": text,
+                    "finish_reason": finish_reason,
+                    "prompt_tokens": result.prompt_tokens,
+                    "completion_tokens": result.completion_tokens,
+                    "latency_s": result.latency_s,
+                    "logprobs": json.dumps(result.logprobs) if result.logprobs is not None else None,
+                }
+            )
         with self.engine.begin() as conn:
-            if result.ok:
-                stmt = (
-                    self._insert(responses)
-                    .values(
-                        key=key,
-                        model=model,
-                        model_identity=model_identity,
-                        epoch=epoch,
-                        request=request_json,
-                        text=text,
-                        finish_reason=finish_reason,
-                        prompt_tokens=result.prompt_tokens,
-                        completion_tokens=result.completion_tokens,
-                        latency_s=result.latency_s,
-                        attempts=result.attempts,
-                        engine=engine,
-                        logprobs=json.dumps(result.logprobs) if result.logprobs is not None else None,
-                        created_at=_now(),
-                    )
-                    .on_conflict_do_nothing(index_elements=["key"])
-                )
-            else:
-                stmt = sa.insert(errors).values(
-                    key=key,
-                    model=model,
-                    epoch=epoch,
-                    request=request_json,
-                    error=clean_text(result.error)[0],
-                    attempts=result.attempts,
-                    engine=engine,
-                    created_at=_now(),
-                )
-            conn.execute(stmt)
+            if rows:
+                conn.execute(self._insert(responses).on_conflict_do_nothing(index_elements=["key"]), rows)
+            if error_rows:
+                conn.execute(sa.insert(errors), error_rows)
 
     def summary(self) -> pd.DataFrame:
         """Answers and errors per model and epoch."""
@@ -255,6 +286,92 @@ class ResponseStore:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+class StoreWriter:
+    """Writes answers to the store on a thread of its own, in batches, so a model's answers never wait on
+    the database: ``put`` only queues.
+
+    Durability: a batch is written when ``max_batch`` answers are waiting or ``max_wait_s`` has passed since
+    the first of them arrived, so a run killed with SIGKILL loses the requests in flight plus at most the
+    answers of the last ``max_wait_s`` (at most ``max_batch``); they are asked again by the next run, and
+    nothing stored is ever asked twice. A batch that fails is retried ``retries`` times (the insert ignores
+    keys already stored, so a retry never duplicates); answers that still cannot be written are counted and
+    ``close`` raises ``StoreWriteError`` naming how many and why. The queue is bounded (``max_queue``): if the
+    database falls that far behind, ``put`` waits instead of holding an unbounded window in memory.
+    """
+
+    def __init__(
+        self,
+        store: ResponseStore,
+        *,
+        max_batch: int = 256,
+        max_wait_s: float = 0.05,
+        retries: int = 3,
+        retry_wait_s: float = 0.5,
+        max_queue: int = 10_000,
+    ) -> None:
+        self.store = store
+        self.max_batch, self.max_wait_s = max_batch, max_wait_s
+        self.retries, self.retry_wait_s = retries, retry_wait_s
+        self.written = 0
+        self.batches = 0
+        self.unwritten = 0
+        self.last_error: str | None = None
+        self._queue: queue.Queue[StoredAnswer | None] = queue.Queue(maxsize=max_queue)
+        self._thread = threading.Thread(target=self._run, name="geomon-store-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, answer: StoredAnswer) -> None:
+        self._queue.put(answer)
+
+    def _batch(self) -> tuple[list[StoredAnswer], bool]:
+        """The next batch, and whether the writer was told to stop."""
+        first = self._queue.get()
+        if first is None:
+            return [], True
+        batch, deadline = [first], time.monotonic() + self.max_wait_s
+        while len(batch) < self.max_batch:
+            try:
+                item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if item is None:
+                return batch, True
+            batch.append(item)
+        return batch, False
+
+    def _write(self, batch: list[StoredAnswer]) -> None:
+        for attempt in range(self.retries + 1):
+            try:
+                self.store.put_many(batch)
+                self.written += len(batch)
+                self.batches += 1
+                return
+            except Exception as exc:  # a database error must not kill the thread and strand the queue
+                self.last_error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                if attempt < self.retries:
+                    log.warning("response store: writing %d answers failed (%s); retrying", len(batch), self.last_error)
+                    time.sleep(self.retry_wait_s * 2**attempt)
+        self.unwritten += len(batch)
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            batch, stop = self._batch()
+            if batch:
+                self._write(batch)
+
+    def close(self) -> None:
+        """Write everything queued, stop the thread, and raise if any answer could not be written."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        if self.unwritten:
+            raise StoreWriteError(
+                f"response store {self.store.safe_url}: {self.unwritten} answers could not be written "
+                f"({self.last_error}); the next run asks them again"
+            )
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

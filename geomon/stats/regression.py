@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -65,6 +64,8 @@ def paired_regression(
     if observed == 0.0:
         p_value = 1.0
     else:
+        from scipy import stats  # imported here: scipy.stats costs ~0.8 s, the code location must load fast
+
         result = stats.permutation_test(
             (np.arange(n), np.arange(n) + n),
             worse_by,

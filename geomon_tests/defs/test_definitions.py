@@ -397,3 +397,16 @@ def _check_saged(results, models, tmp_path, asked):
 
     history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="saged")
     assert {"sentiment_impact_ratio_calibrated", "sentiment_mean_range_calibrated"} <= set(history["metric"])
+
+
+def test_the_code_location_imports_no_heavy_library():
+    """What keeps `dagster dev` and every run worker quick to start (bench/code_location_import.py times it):
+    scipy.stats, Great Expectations, sentence-transformers, openai, matplotlib and torch are imported by the
+    functions that use them, never by loading the definitions."""
+    import subprocess
+    import sys
+
+    heavy = ("scipy.stats", "great_expectations", "sentence_transformers", "openai", "matplotlib", "torch")
+    probe = f"import sys, geomon.definitions; print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == ""

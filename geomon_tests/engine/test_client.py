@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -156,3 +157,153 @@ def test_scoring_a_continuation_forces_its_canonical_tokens(gemma):
         assert first["logprob"] == pytest.approx(free.logprobs[0]["top"][first["token"]], abs=1e-3)
     with pytest.raises(ValueError, match="continuation"):
         GenerationRequest("chat", messages=({"role": "user", "content": "x"},), continuation="y")
+
+
+class RateLimitedHandler(JSONHandler):
+    """An endpoint that serves ``per_second`` requests a second (a token bucket) and answers 429 with
+    Retry-After beyond; ``malformed_first`` 200 replies with no choices or broken JSON come first."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        plan = self.state
+        with plan["lock"]:
+            plan["seen"] += 1
+            if plan["malformed"]:
+                kind = plan["malformed"].pop(0)
+                payload = b'{"choices": [' if kind == "broken" else json.dumps({"choices": []}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+                return
+            if plan.get("retry_after_first") and plan["seen"] == 1:
+                self._refuse(plan["retry_after_first"])
+                return
+            if plan.get("per_second"):
+                now = time.monotonic()
+                plan["level"] = min(plan["per_second"], plan["level"] + (now - plan["updated"]) * plan["per_second"])
+                plan["updated"] = now
+                if plan["level"] < 1:
+                    plan["refused"] += 1
+                    self._refuse("1")
+                    return
+                plan["level"] -= 1
+            plan["served"].append(body["messages"][-1]["content"])
+        self.send_json(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+            }
+        )
+
+    def _refuse(self, retry_after: str) -> None:
+        payload = json.dumps({"error": {"message": "slow down"}}).encode()
+        self.send_response(429)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Retry-After", retry_after)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def limited_server() -> Iterator[tuple[str, dict]]:
+    plan = {
+        "seen": 0,
+        "malformed": [],
+        "served": [],
+        "refused": 0,
+        "level": 0.0,
+        "updated": time.monotonic(),
+        "lock": threading.Lock(),
+    }
+    with serve(RateLimitedHandler, plan) as url:
+        yield f"{url}/v1", plan
+
+
+def test_retry_after_is_honoured(limited_server):
+    """The server asks for 1 s: the retry is not sent sooner (a lower bound on the client's own clock,
+    which a sleep cannot undercut however loaded the machine is)."""
+    url, plan = limited_server
+    plan["retry_after_first"] = "1"
+    client = OpenAICompatibleClient(url, "m", backoff_s=0.001, max_retries=0)  # 429s have their own budget
+    result = asyncio.run(client.generate_one(_chat("hi")))
+    assert result.ok and result.attempts == 2 and client.rate_limited == 1
+    assert result.latency_s >= 1.0
+
+
+def test_retry_after_formats():
+    import email.utils
+    from types import SimpleNamespace
+
+    from geomon.engine.client import retry_after_s
+
+    def error(headers: dict) -> SimpleNamespace:
+        return SimpleNamespace(response=SimpleNamespace(headers=headers))
+
+    assert retry_after_s(error({"retry-after": "3"})) == 3.0
+    assert retry_after_s(error({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    in_ten = email.utils.formatdate(time.time() + 10, usegmt=True)
+    assert 8.0 <= retry_after_s(error({"retry-after": in_ten}), now=time.time()) <= 10.0
+    assert retry_after_s(error({"retry-after": "soon"})) is None
+    assert retry_after_s(error({})) is None and retry_after_s(ValueError("no response")) is None
+
+
+def test_malformed_replies_are_retried_a_bounded_number_of_times(limited_server):
+    url, plan = limited_server
+    plan["malformed"] = ["empty", "broken"]
+    client = OpenAICompatibleClient(url, "m", backoff_s=0.001, max_retries=3)
+    result = asyncio.run(client.generate_one(_chat("hi")))
+    assert result.ok and result.attempts == 3
+    plan["malformed"] = ["empty"] * 10
+    result = asyncio.run(OpenAICompatibleClient(url, "m", backoff_s=0.001, max_retries=2).generate_one(_chat("x")))
+    assert not result.ok and result.attempts == 3 and "MalformedReply" in result.error
+
+
+def test_a_dead_endpoint_opens_the_circuit_breaker():
+    """Connection refused on every request: after five requests fail (each after its retries) the rest of
+    the batch fails at once with a message that says why, instead of each waiting out its retries."""
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens on this port any more
+    client = OpenAICompatibleClient(f"http://127.0.0.1:{port}/v1", "m", concurrency=1, backoff_s=0.001, max_retries=1)
+    results = asyncio.run(client.generate([_chat(str(i)) for i in range(50)]))
+    assert len(results) == 50 and not any(r.ok for r in results)
+    assert client.calls == 5 * 2  # five requests × (one try + one retry), then the breaker
+    assert "EndpointUnavailable" in results[-1].error and "5 requests in a row" in results[-1].error
+
+
+def test_a_rate_limited_endpoint_loses_no_request(limited_server):
+    """A server that serves 40 requests a second and refuses the rest with 429 + Retry-After: every request
+    is answered exactly once; the client halved its concurrency on the 429s."""
+    url, plan = limited_server
+    plan["per_second"] = 40
+    client = OpenAICompatibleClient(url, "m", concurrency=32, backoff_s=0.001)
+    results = asyncio.run(client.generate([_chat(str(i)) for i in range(120)]))
+    assert all(r.ok for r in results)
+    assert sorted(plan["served"], key=int) == [str(i) for i in range(120)]  # each served once
+    assert client.rate_limited == plan["refused"] > 0 and client.lowest_concurrency < 32
+
+
+def test_configured_rate_limit_is_a_token_bucket(limited_server):
+    """requests_per_minute from geomon.yaml: the client spaces its requests itself."""
+    from geomon.engine.client import RateLimit
+
+    url, plan = limited_server
+    client = OpenAICompatibleClient(url, "m", concurrency=16, rate_limit=RateLimit(requests_per_minute=1200))
+    started = time.monotonic()
+    results = asyncio.run(client.generate([_chat(str(i)) for i in range(30)]))
+    elapsed = time.monotonic() - started
+    assert all(r.ok for r in results) and len(plan["served"]) == 30
+    # 20 requests banked at most, then 20 a second: the batch cannot finish sooner (a lower bound).
+    assert elapsed >= (30 - 20) / 20
+    with pytest.raises(ValueError, match="requests_per_minute"):
+        RateLimit(requests_per_minute=0)
