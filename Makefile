@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test lint ui bench bench-ask bench-import bench-judges clean
+.PHONY: setup run test lint ui bench bench-ask bench-import bench-store bench-cpu bench-judges clean
 
 setup: $(VENV)/.installed
 
@@ -44,6 +44,14 @@ bench-ask: setup
 # How long the Dagster code location takes to import (bench/code_location_import.py).
 bench-import: setup
 	$(BIN)/python bench/code_location_import.py $(ARGS)
+
+# Store, history and trends report at 100 models × 10,000 items (bench/store_scale.py).
+bench-store: setup
+	$(BIN)/python bench/store_scale.py $(ARGS)
+
+# llama-server configurations for the bundled models on this CPU (bench/cpu_engine_configs.py).
+bench-cpu: setup
+	$(BIN)/python bench/cpu_engine_configs.py $(ARGS)
 
 clean:
 	rm -rf var storage history logs schedules

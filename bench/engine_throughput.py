@@ -14,13 +14,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-from geomon.engine.local import running_server
+from geomon.engine.local import running_servers
 from geomon.engine.registry import bundled_model_path, bundled_specs
 from geomon.engine.runner import EngineOptions, ask
 from geomon.engine.store import ResponseStore
@@ -59,18 +60,24 @@ def seed_loop(messages: list[tuple[dict[str, str], ...]], model_path: Path) -> d
     return {"load_s": load_s, "seconds": seconds, "req_per_s": len(messages) / seconds}
 
 
-def engine_best(messages: list[tuple[dict[str, str], ...]], model_path: Path, slots: int) -> dict[str, float]:
-    """llama-server alone: raw async HTTP at `slots` concurrent requests, server already loaded."""
-    with running_server(model_path, alias="bench", slots=slots) as base_url:
+def engine_best(
+    messages: list[tuple[dict[str, str], ...]], model_path: Path, options: EngineOptions
+) -> dict[str, float]:
+    """llama-server alone in geomon's configuration (servers × slots), raw async HTTP, servers already loaded:
+    one worker per slot, each keeping to its server and taking the next prompt in order."""
+    servers = options.servers or os.cpu_count() or 1
+    with running_servers(
+        model_path, "bench", servers=servers, slots=options.slots, threads=options.threads, ubatch=options.ubatch
+    ) as urls:
 
         async def run() -> float:
-            semaphore = asyncio.Semaphore(slots)
+            queue = iter(messages)
             async with httpx.AsyncClient(timeout=300) as client:
 
-                async def one(conversation: tuple[dict[str, str], ...]) -> None:
-                    async with semaphore:
+                async def worker(url: str) -> None:
+                    for conversation in queue:
                         response = await client.post(
-                            f"{base_url}/chat/completions",
+                            f"{url}/chat/completions",
                             json={
                                 "model": "bench",
                                 "messages": list(conversation),
@@ -81,14 +88,14 @@ def engine_best(messages: list[tuple[dict[str, str], ...]], model_path: Path, sl
                         response.raise_for_status()
 
                 started = time.perf_counter()
-                await asyncio.gather(*(one(m) for m in messages))
+                await asyncio.gather(*(worker(urls[w % servers]) for w in range(servers * options.slots)))
                 return time.perf_counter() - started
 
         seconds = asyncio.run(run())
     return {"seconds": seconds, "req_per_s": len(messages) / seconds}
 
 
-def geomon_run(messages: list[tuple[dict[str, str], ...]], slots: int) -> dict[str, float]:
+def geomon_run(messages: list[tuple[dict[str, str], ...]], options: EngineOptions) -> dict[str, float]:
     spec = bundled_specs()[0]
     from geomon.engine.client import GenerationRequest
 
@@ -98,10 +105,10 @@ def geomon_run(messages: list[tuple[dict[str, str], ...]], slots: int) -> dict[s
     with tempfile.TemporaryDirectory() as tmp:
         store = ResponseStore(f"sqlite:///{tmp}/bench.sqlite")
         started = time.perf_counter()
-        _, first = ask(spec, requests, store, options=EngineOptions(slots=slots))
+        _, first = ask(spec, requests, store, options=options)
         seconds = time.perf_counter() - started
         started = time.perf_counter()
-        _, again = ask(spec, requests, store, options=EngineOptions(slots=slots))
+        _, again = ask(spec, requests, store, options=options)
         rerun_s = time.perf_counter() - started
     return {
         "seconds": seconds,
@@ -115,7 +122,10 @@ def geomon_run(messages: list[tuple[dict[str, str], ...]], slots: int) -> dict[s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--slots", type=int, default=2, help="llama-server slots (one per core is fastest here)")
+    parser.add_argument("--servers", type=int, default=None, help="llama-server processes (default: one per core)")
+    parser.add_argument("--threads", type=int, default=1, help="threads per process")
+    parser.add_argument("--slots", type=int, default=1, help="slots per process")
+    parser.add_argument("--ubatch", type=int, default=64, help="llama.cpp micro-batch (-ub)")
     parser.add_argument(
         "--snapshot", type=Path, default=Path(__file__).resolve().parents[2] / "shared/snapshots/worldbank/wdi-2023-12"
     )
@@ -126,13 +136,15 @@ def main() -> None:
     messages = prompts(args.snapshot, args.n)
     model_path = bundled_model_path("smollm2-135m-instruct")
     figures: dict[str, dict[str, float]] = {}
-    figures["engine_best"] = engine_best(messages, model_path, args.slots)
-    figures["geomon"] = geomon_run(messages, args.slots)
+    options = EngineOptions(servers=args.servers, threads=args.threads, slots=args.slots, ubatch=args.ubatch)
+    figures["engine_best"] = engine_best(messages, model_path, options)
+    figures["geomon"] = geomon_run(messages, options)
     if not args.skip_seed_loop:
         figures["seed_loop"] = seed_loop(messages, model_path)
 
     print(
-        f"\n{args.n} WorldBench prompts, SmolLM2-135M-Instruct, greedy, {MAX_NEW_TOKENS} new tokens, {args.slots} slots"
+        f"\n{args.n} WorldBench prompts, SmolLM2-135M-Instruct, greedy, {MAX_NEW_TOKENS} new tokens, "
+        f"{options.servers or os.cpu_count()} servers × ({args.threads} threads, {args.slots} slots, -ub {args.ubatch})"
     )
     print(f"{'path':48s} {'seconds':>8s} {'req/s':>7s}")
     if "seed_loop" in figures:

@@ -88,7 +88,7 @@ def cmd_trends(args: argparse.Namespace) -> int:
     from geomon.report import trends
 
     settings = load_settings(args.config)
-    series = MetricHistory(settings.store_url).series()
+    series = MetricHistory(settings.store_url).series(only=trends.headline_keys())
     page = trends.write_report(settings.results_dir / "trends", series)
     table = trends.trend_table(series)
     print(
@@ -223,14 +223,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def root_cause(exc: BaseException) -> BaseException:
+    """The error behind Dagster's wrappers: a failed step carries the asset's own exception in
+    ``user_exception``; otherwise the chain of causes is followed to its first geomon error, or its end."""
+    seen: set[int] = set()
+    current = exc
+    while id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__module__.startswith("geomon."):
+            return current
+        inner = getattr(current, "user_exception", None) or current.__cause__ or current.__context__
+        if inner is None:
+            return current
+        current = inner
+    return current
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line: what failed and why. geomon's own errors already say what and where; anything else is
+    named by its type, since it is unexpected."""
+    cause = root_cause(exc)
+    first = (str(cause).strip().splitlines() or [""])[0]
+    if type(cause).__module__.startswith("geomon.") or isinstance(cause, ValueError | OSError):
+        return first or type(cause).__name__
+    return f"unexpected {type(cause).__name__}: {first} (run with -v for the traceback)"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
     try:
         return args.func(args)
-    except (ConfigError, RegistryError, ValueError) as exc:  # SuiteError is a ValueError
+    except KeyboardInterrupt:
+        print("geomon: interrupted; answers already received are stored and will not be asked again", file=sys.stderr)
+        return 130
+    except (ConfigError, RegistryError) as exc:
         print(f"geomon: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # every failure ends in one line a person can act on; -v adds the traceback
+        if args.verbose:
+            import traceback
+
+            traceback.print_exception(exc)
+        print(f"geomon: {describe_failure(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -70,3 +70,30 @@ def postgres_url() -> Iterator[str]:
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def write_settings(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | None = None, **extra) -> Path:
+    """A geomon.yaml for a test: its own store and results under ``tmp_path``, the snapshots in ../shared,
+    ``models`` added to the bundled ones; ``extra`` replaces top-level sections."""
+    import yaml
+
+    path = tmp_path / "geomon.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "store_url": f"sqlite:///{tmp_path / 'store.sqlite'}",
+                "results_dir": str(tmp_path / "results"),
+                "worldbank": {"snapshot": str(wdi_snapshot_dir)},
+                "borderlines": {"snapshot": str(SHARED / "snapshots" / "borderlines")},
+                "gapminder": {"snapshot": str(SHARED / "snapshots" / "gapminder")},
+                "quench": {
+                    "snapshot": str(SHARED / "snapshots" / "quench"),
+                    "paper_results": str(SHARED / "reference" / "quench" / "Results"),
+                },
+                "engine": {"slots": 4},
+                "models": models or [],
+                **extra,
+            }
+        )
+    )
+    return path

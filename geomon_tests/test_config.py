@@ -42,7 +42,7 @@ def test_bad_settings_name_the_problem(tmp_path):
         load_settings(_write(tmp_path, {"stor_url": "x"}))
     with pytest.raises(ConfigError, match="does not exist"):
         load_settings(tmp_path / "missing.yaml")
-    with pytest.raises(ConfigError, match="never write API keys"):
+    with pytest.raises(ConfigError, match="never write secrets"):
         load_settings(
             _write(
                 tmp_path,
@@ -80,11 +80,55 @@ def test_bad_settings_name_the_problem(tmp_path):
             {"name": "m", "kind": "chat", "bundled": "gemma3-270m", "rate_limit": {"rpm": 5}},
             "rate_limit: .*unexpected keyword",
         ),
+        # Secrets anywhere in an entry are refused, and the message never repeats them.
+        ({"name": "m", "kind": "chat", "bundled": "gemma3-270m", "api_key": "sk-123"}, r"models\[0\]\.api_key: never"),
+        (
+            {"name": "m", "kind": "chat", "bundled": "gemma3-270m", "params": {"api_key": "sk-123"}},
+            r"params\.api_key: never write secrets",
+        ),
+        (
+            {
+                "name": "m",
+                "kind": "chat",
+                "bundled": "gemma3-270m",
+                "params": {"extra_headers": {"Authorization": "Bearer sk-123"}},
+            },
+            r"params\.extra_headers\.Authorization: never",
+        ),
+        (
+            {"name": "m", "kind": "chat", "base_url": "https://user:sk-123@api.example/v1", "model_id": "x"},
+            r"https://\*\*\*@api\.example/v1 carries credentials",
+        ),
     ],
 )
 def test_registry_entries_are_validated(entry, message):
-    with pytest.raises(RegistryError, match=message):
+    with pytest.raises(RegistryError, match=message) as caught:
         spec_from_dict(entry, "geomon.yaml: models[0]")
+    assert "sk-123" not in str(caught.value)
+
+
+def test_sampling_parameters_named_like_tokens_are_not_secrets():
+    spec = spec_from_dict(
+        {
+            "name": "m",
+            "kind": "chat",
+            "bundled": "gemma3-270m",
+            "api_key_env": "KEY",
+            "params": {"max_tokens": 5, "max_completion_tokens": 5},
+            "rate_limit": {"tokens_per_minute": 1000},
+        },
+        "geomon.yaml: models[0]",
+    )
+    assert spec.params["max_tokens"] == 5
+
+
+def test_endpoints_refuse_secrets_too():
+    from geomon.engine.discovery import endpoints_from_doc
+
+    with pytest.raises(RegistryError, match=r"endpoints\[0\]\.params\.extra_headers\.X-Api-Key: never"):
+        endpoints_from_doc(
+            [{"name": "lab", "base_url": "http://gpu/v1", "params": {"extra_headers": {"X-Api-Key": "k"}}}], "f"
+        )
 
 
 def test_rate_limit_reaches_the_client():
@@ -166,5 +210,5 @@ def test_secrets_in_alert_settings_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="secrets come from environment variables"):
         load_settings(path)
     path = _write(tmp_path, {"endpoints": [{"name": "x", "base_url": "http://h/v1", "api_key": "sk-1"}]})
-    with pytest.raises(ConfigError, match="without secrets"):
+    with pytest.raises(ConfigError, match=r"endpoints\[0\]\.api_key: never write secrets"):
         load_settings(path)

@@ -11,7 +11,7 @@ from geomon.defs.automation import EAGER
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.monitor import alerts, drift
 from geomon.monitor.history import MetricHistory, MetricValue
-from geomon.report import trends
+from geomon.report import charts, trends
 from geomon.suites import worldbench
 
 DRIFT_SPEC = dg.AssetCheckSpec(
@@ -107,7 +107,7 @@ def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
     """Every headline metric of every model over time, and knowledge recency (best-matching data year),
     from the metric history; written to <results_dir>/trends/report.html."""
     settings = geomon.settings()
-    series = MetricHistory(settings.store_url).series()
+    series = MetricHistory(settings.store_url).series(only=trends.headline_keys())
     page = trends.write_report(settings.results_dir / "trends", series)
     table = trends.trend_table(series)
     latest = table.groupby(["suite", "metric", "model"]).tail(1)
@@ -115,7 +115,7 @@ def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
         metadata={
             "evaluations": int(series["evaluation_id"].nunique()) if len(series) else 0,
             "models": int(table["model"].nunique()) if len(table) else 0,
-            "latest": dg.MetadataValue.md(latest.to_markdown(index=False) if len(latest) else "no history yet"),
+            "latest": dg.MetadataValue.md(charts.markdown_table(latest) if len(latest) else "no history yet"),
             "report": dg.MetadataValue.path(str(page)),
         }
     )

@@ -248,8 +248,11 @@ class OpenAICompatibleClient:
         max_rate_limited: int = 20,
         max_retry_after_s: float = 300.0,
         breaker_after: int = 5,
+        replicas: Sequence[str] = (),
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        # Other servers of the same model (the local engine's processes): each worker keeps to one of them.
+        self.base_urls = [self.base_url, *(url.rstrip("/") for url in replicas)]
         self.model_id = model_id
         self.concurrency = concurrency
         self.max_retries = max_retries
@@ -268,7 +271,7 @@ class OpenAICompatibleClient:
         self._paused_until = 0.0  # monotonic time before which no request is sent (Retry-After)
         self._api_key = api_key
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._async_client: openai.AsyncOpenAI | None = None
+        self._async_clients: dict[str, openai.AsyncOpenAI] = {}
         self._tokens: dict[str, list[int]] = {}
         self._limits_loop: asyncio.AbstractEventLoop | None = None
         self._gate_state: _AdaptiveGate | None = None
@@ -290,17 +293,24 @@ class OpenAICompatibleClient:
 
     @property
     def _client(self) -> openai.AsyncOpenAI:
-        """An AsyncOpenAI bound to the running event loop (its connection pool cannot outlive a loop)."""
+        """The AsyncOpenAI of the first server (the endpoint itself when there is one)."""
+        return self._client_for(0)
+
+    def _client_for(self, replica: int) -> openai.AsyncOpenAI:
+        """An AsyncOpenAI for server ``replica`` bound to the running event loop (its connection pool cannot
+        outlive a loop)."""
         loop = asyncio.get_running_loop()
-        if self._async_client is None or self._loop is not loop:
-            # openai's own retries are off: ours count attempts and cover every engine the same way.
+        if self._loop is not loop:
+            self._async_clients, self._loop = {}, loop
+        url = self.base_urls[replica % len(self.base_urls)]
+        if url not in self._async_clients:
             import openai
 
-            self._async_client = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self._api_key, timeout=self.timeout_s, max_retries=0
+            # openai's own retries are off: ours count attempts and cover every engine the same way.
+            self._async_clients[url] = openai.AsyncOpenAI(
+                base_url=url, api_key=self._api_key, timeout=self.timeout_s, max_retries=0
             )
-            self._loop = loop
-        return self._async_client
+        return self._async_clients[url]
 
     async def list_models(self) -> list[str]:
         """The model ids the endpoint serves (``GET /models``)."""
@@ -341,7 +351,8 @@ class OpenAICompatibleClient:
         text = request.prompt or "".join(m.get("content") or "" for m in request.messages)
         return len(text) / 4 + float(request.params.get("max_tokens") or 256)
 
-    async def _once(self, request: GenerationRequest) -> GenerationResult:
+    async def _once(self, request: GenerationRequest, replica: int = 0) -> GenerationResult:
+        client = self._client_for(replica)
         params = dict(request.params)
         if request.continuation is not None:
             params = await self._score_continuation(request)
@@ -360,7 +371,7 @@ class OpenAICompatibleClient:
             extra = {}
             if want_logprobs:
                 extra = {"logprobs": True, "top_logprobs": int(want_logprobs)}
-            resp = await self._client.chat.completions.create(
+            resp = await client.chat.completions.create(
                 model=self.model_id, messages=list(request.messages), **params, **extra
             )
             if not resp.choices or resp.choices[0].message is None:
@@ -370,7 +381,7 @@ class OpenAICompatibleClient:
             logprobs = _token_logprobs(choice.logprobs)
         else:
             extra = {"logprobs": int(want_logprobs)} if want_logprobs else {}
-            resp = await self._client.completions.create(model=self.model_id, prompt=request.prompt, **params, **extra)
+            resp = await client.completions.create(model=self.model_id, prompt=request.prompt, **params, **extra)
             if not resp.choices:
                 raise MalformedReply("the reply has no choice")
             choice = resp.choices[0]
@@ -389,7 +400,7 @@ class OpenAICompatibleClient:
             logprobs=logprobs,
         )
 
-    async def generate_one(self, request: GenerationRequest) -> GenerationResult:
+    async def generate_one(self, request: GenerationRequest, replica: int = 0) -> GenerationResult:
         """One answer, retried on 429/5xx/timeouts/connection errors/malformed replies; other errors are
         returned, not raised. A 429 waits as long as its Retry-After asks (every request to the endpoint
         waits with it) and halves the requests in flight."""
@@ -400,7 +411,7 @@ class OpenAICompatibleClient:
                 return self._failed(started, faults + throttles + 1, EndpointUnavailable(self._open_reason))
             try:
                 async with self._gate:
-                    result = await self._once(request)
+                    result = await self._once(request, replica)
                 self._gate.succeeded()
                 self._failures_in_a_row = 0
                 result.attempts = faults + throttles + 1
@@ -470,17 +481,20 @@ class OpenAICompatibleClient:
         queue = iter(enumerate(requests))
         results: list[GenerationResult | None] = [None] * len(requests)
 
-        async def worker() -> None:
+        async def worker(replica: int) -> None:
             for i, request in queue:
-                result = await self.generate_one(request)
+                result = await self.generate_one(request, replica)
                 results[i] = result
                 if on_result is not None:
                     on_result(i, result)
 
-        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(requests)))))
+        # Worker w keeps to server w mod n: requests stay in order on each server, so consecutive prompts that
+        # share a prefix (a suite's instruction and example) find it in that server's cache.
+        await asyncio.gather(*(worker(w) for w in range(min(self.concurrency, len(requests)))))
         return [r for r in results if r is not None]
 
     async def aclose(self) -> None:
-        if self._async_client is not None and self._loop is asyncio.get_running_loop():
-            await self._async_client.close()
-        self._async_client = None
+        if self._loop is asyncio.get_running_loop():
+            for client in self._async_clients.values():
+                await client.close()
+        self._async_clients = {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from geomon.engine.client import OpenAICompatibleClient
-from geomon.engine.registry import ModelKind, ModelSpec, RegistryError, read_api_key, spec_from_dict
+from geomon.engine.registry import ModelKind, ModelSpec, RegistryError, read_api_key, refuse_secrets, spec_from_dict
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,9 @@ def endpoints_from_doc(entries: Any, where: str) -> list[Endpoint]:
         raise RegistryError(f"{where}: 'endpoints' must be a list")
     out = []
     for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or "api_key" in entry:
-            raise RegistryError(f"{where}: endpoints[{i}] must be a mapping without secrets (use api_key_env)")
+        if not isinstance(entry, dict):
+            raise RegistryError(f"{where}: endpoints[{i}] must be a mapping")
+        refuse_secrets(entry, f"{where}: endpoints[{i}]")
         try:
             out.append(Endpoint(**entry))
         except TypeError as exc:

@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -49,6 +50,42 @@ def llama_server_binary() -> Path:
         ) from exc
 
 
+PR_SET_PDEATHSIG = 1
+LOG_DIR = Path(tempfile.gettempdir()) / "geomon-llama-server"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep_orphan_logs() -> None:
+    """Remove the logs of servers whose starting process is gone (killed before it could clean up): each
+    log is named after the process that started the server."""
+    for path in LOG_DIR.glob("llama-server-*-*.log"):
+        pid = path.name.split("-")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def _die_with_parent() -> None:
+    """In the child, before llama-server starts: Linux sends it SIGKILL when the process that started it
+    dies, however that happens (SIGKILL of `geomon run`, a crashed Dagster worker), so no server is left
+    running under PID 1. The signal follows the *thread* that started the server; geomon starts servers from
+    the thread that then uses and stops them."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the server is still stopped on a clean exit
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -56,7 +93,14 @@ def free_port() -> int:
 
 
 def server_command(
-    model_path: Path, port: int, alias: str, slots: int, threads: int, ctx_per_slot: int, host: str = "127.0.0.1"
+    model_path: Path,
+    port: int,
+    alias: str,
+    slots: int,
+    threads: int,
+    ctx_per_slot: int,
+    host: str = "127.0.0.1",
+    ubatch: int | None = None,
 ) -> list[str]:
     return [
         str(llama_server_binary()),
@@ -75,6 +119,7 @@ def server_command(
         "-c",
         str(ctx_per_slot * slots),
         "--no-webui",
+        *(["-ub", str(ubatch)] if ubatch else []),
     ]
 
 
@@ -88,14 +133,21 @@ def running_server(
     ctx_per_slot: int = 1024,
     port: int | None = None,
     startup_timeout_s: float = 120.0,
+    ubatch: int | None = None,
 ) -> Iterator[str]:
     """Start llama-server for a GGUF file on 127.0.0.1; yields its OpenAI base URL (…/v1)."""
     port = port or free_port()
     threads = threads or os.cpu_count() or 2
-    cmd = server_command(model_path, port, alias, slots, threads, ctx_per_slot)
-    log_file = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)  # noqa: SIM115
+    cmd = server_command(model_path, port, alias, slots, threads, ctx_per_slot, ubatch=ubatch)
+    _sweep_orphan_logs()
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    log_file = tempfile.NamedTemporaryFile(  # noqa: SIM115
+        prefix=f"llama-server-{os.getpid()}-", suffix=".log", dir=LOG_DIR, delete=False
+    )
     log.info("starting llama-server for %s on port %d (%d slots, %d threads)", alias, port, slots, threads)
-    proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + startup_timeout_s
@@ -122,3 +174,12 @@ def running_server(
         log_file.close()
         with contextlib.suppress(OSError):
             os.unlink(log_file.name)
+
+
+@contextlib.contextmanager
+def running_servers(model_path: Path, alias: str, *, servers: int = 1, **options: Any) -> Iterator[list[str]]:
+    """``servers`` llama-server processes for one model (``options`` as for ``running_server``); yields their
+    base URLs. On a CPU whose second thread mostly waits on the first (DESIGN.md, README), one single-
+    threaded process per core decodes more than one process with a thread per core."""
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(running_server(model_path, alias, **options)) for _ in range(servers)]

@@ -166,9 +166,39 @@ def _parse_date(value: Any, where: str) -> date | None:
         raise RegistryError(f"{where}: {value!r} is not an ISO date (YYYY-MM-DD)") from exc
 
 
+# A field *named* like a secret (max_tokens, tokens_per_minute and api_key_env are not: the name must end so).
+SECRET_NAMES = re.compile(r"(api[_-]?key|authorization|password|passwd|secret|credentials?|bearer|token)$", re.I)
+
+
+def refuse_secrets(entry: Any, where: str) -> None:
+    """A registry entry holds no secret anywhere: no field named like one at any depth (``params.api_key``,
+    an ``Authorization`` header in ``params.extra_headers``) and no credentials in a URL (``user:key@host``).
+    Keys come from the environment (``api_key_env``); the message names the field, never its value."""
+    if isinstance(entry, dict):
+        for key, value in entry.items():
+            name = str(key)
+            if SECRET_NAMES.search(name):
+                raise RegistryError(
+                    f"{where}.{name}: never write secrets into the settings file; put the key in an environment "
+                    "variable and name it with api_key_env"
+                )
+            refuse_secrets(value, f"{where}.{name}")
+    elif isinstance(entry, list | tuple):
+        for i, value in enumerate(entry):
+            refuse_secrets(value, f"{where}[{i}]")
+    elif isinstance(entry, str) and "://" in entry and "@" in entry.split("://", 1)[1].split("/", 1)[0]:
+        raise RegistryError(
+            f"{where}: {redact_url(entry)} carries credentials; give the key through api_key_env instead"
+        )
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any ``user:password@`` part replaced by ``***@``, for messages and stored rows."""
+    return re.sub(r"(?<=://)[^/@\s]+@", "***@", url)
+
+
 def spec_from_dict(entry: dict[str, Any], where: str) -> ModelSpec:
-    if "api_key" in entry:
-        raise RegistryError(f"{where}: never write API keys into the registry; use api_key_env")
+    refuse_secrets(entry, where)
     allowed = set(ModelSpec.__dataclass_fields__)
     unknown = set(entry) - allowed
     if unknown:

@@ -15,12 +15,12 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 
 from geomon.engine.client import GenerationRequest, GenerationResult, OpenAICompatibleClient
-from geomon.engine.local import running_server
+from geomon.engine.local import running_servers
 from geomon.engine.registry import ModelSpec, bundled_model_path, file_sha256
 from geomon.engine.store import ResponseStore, StoredAnswer, StoreWriter, response_key
 
@@ -45,14 +45,21 @@ class RunStats:
 
 @dataclass
 class EngineOptions:
-    # Sequences the local engine decodes together. On a 2-core CPU WorldBench is prompt-bound and
-    # lives off llama.cpp's prefix cache, so one slot per core is fastest (bench/engine_throughput.py).
-    slots: int = field(default_factory=lambda: os.cpu_count() or 2)
+    # The local engine for a bundled model: ``servers`` llama-server processes (None: one per core), each
+    # with ``threads`` threads and ``slots`` sequences, micro-batch ``ubatch``. Measured on 2 cores
+    # (bench/cpu_engine_configs.py, README): one single-threaded process per core with one slot and -ub 64
+    # serves WorldBench fastest and steadiest — a second thread in one process mostly waits on the first.
+    servers: int | None = None
+    slots: int = 1
+    threads: int = 1
+    ubatch: int | None = 64
     concurrency: int = 8  # requests in flight to an endpoint (raise to 64-256 for a vLLM server)
-    threads: int | None = None
     ctx_per_slot: int = 1024
     timeout_s: float = 120.0
     max_retries: int = 4
+    # An evaluation with more failed requests than this share is not scored: the run fails saying how many
+    # and why, and the next run asks only those (failed requests are never stored as answers).
+    max_failed_share: float = 0.05
 
 
 def model_identity(spec: ModelSpec) -> str:
@@ -71,19 +78,23 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
     """A client for the model: a local llama-server for bundled files, else the endpoint itself."""
     options = options or EngineOptions()
     if spec.bundled:
-        with running_server(
+        servers = options.servers or os.cpu_count() or 1
+        with running_servers(
             bundled_model_path(spec.bundled),
-            alias=spec.name,
+            spec.name,
+            servers=servers,
             slots=options.slots,
             threads=options.threads,
             ctx_per_slot=options.ctx_per_slot,
-        ) as base_url:
+            ubatch=options.ubatch,
+        ) as urls:
             yield OpenAICompatibleClient(
-                base_url,
+                urls[0],
                 spec.name,
-                concurrency=options.slots,
+                concurrency=servers * options.slots,
                 timeout_s=options.timeout_s,
                 max_retries=options.max_retries,
+                replicas=urls[1:],
             )
     else:
         yield OpenAICompatibleClient(
@@ -98,6 +109,10 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
 
 
 _RESULT_COLUMNS = ("finish_reason", "latency_s", "prompt_tokens", "completion_tokens")
+
+
+class FailedRequests(RuntimeError):
+    """Too many of a batch's requests failed for its answers to be scored as an evaluation."""
 
 
 class _Progress:
@@ -146,6 +161,7 @@ def ask(
     while the answers of earlier epochs stay stored. ``client`` reuses an already open client.
     """
     started = time.monotonic()
+    options = options or EngineOptions()
     identity = model_identity(spec)
     keys = [response_key(identity, r, epoch) for r in requests]
     stored = store.get_many(keys)
@@ -194,6 +210,16 @@ def ask(
         finally:
             writer.close()  # every answer received is written (or the run fails saying so), even on Ctrl-C
         stored.update(store.get_many([keys[i] for i in missing]))
+    failed_share = stats.failed / max(len(first_index), 1)
+    if stats.failed and failed_share > options.max_failed_share:
+        reasons = pd.Series(list(errors.values())).str.split(":").str[0].value_counts()
+        raise FailedRequests(
+            f"{spec.name}: {stats.failed} of {len(first_index)} requests failed ({failed_share:.0%}, more than the "
+            f"{options.max_failed_share:.0%} allowed: engine.max_failed_share): "
+            + ", ".join(f"{n} × {reason}" for reason, n in reasons.items())
+            + f"; first: {next(iter(errors.values()))[:200]}. Nothing was scored; the {stats.answered} answers "
+            f"received are stored and the next run asks only the {stats.failed} that failed."
+        )
     rows = []
     for key in keys:
         row = stored.get(key, {})

@@ -106,10 +106,23 @@ def make_engine(url: str, tables: sa.MetaData) -> sa.Engine:
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(url, connect_args={"timeout": 60})
         sa.event.listen(engine, "connect", _sqlite_pragmas)
-    else:
-        engine = sa.create_engine(url, pool_pre_ping=True)
-    tables.create_all(engine)
+        tables.create_all(engine)  # SQLite serialises writers itself (busy timeout)
+        return engine
+    parsed = sa.engine.make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        shown = parsed.render_as_string(hide_password=True)
+        raise ValueError(f"database {shown}: only sqlite:///… and postgresql://… URLs are supported")
+    engine = sa.create_engine(url, pool_pre_ping=True)
+    with engine.begin() as conn:
+        # Two runs starting on a fresh database would both CREATE TABLE and one would fail on PostgreSQL's
+        # catalogue (UniqueViolation on pg_type): a transaction-scoped advisory lock lets one create, the
+        # other then finds the tables.
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        tables.create_all(conn)
     return engine
+
+
+SCHEMA_LOCK_KEY = 0x67656F6D6F6E  # "geomon": the advisory lock that serialises schema creation
 
 
 class ResponseStore:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -166,8 +167,16 @@ class MetricHistory:
             items,
         )
 
-    def series(self, suite: str | None = None, model: str | None = None, metric: str | None = None) -> pd.DataFrame:
-        """Metric values over time (one row per value), joined with the versions they came from."""
+    def series(
+        self,
+        suite: str | None = None,
+        model: str | None = None,
+        metric: str | None = None,
+        only: Iterable[tuple[str, str, str]] | None = None,
+    ) -> pd.DataFrame:
+        """Metric values over time (one row per value), joined with the versions they came from; ``only``
+        keeps the given (suite, metric, breakdown) series, selected by the database (the trends report
+        needs the headlines, not every figure of every evaluation)."""
         query = sa.select(
             values,
             evaluations.c.scope,
@@ -179,6 +188,8 @@ class MetricHistory:
         for column, wanted in ((values.c.suite, suite), (values.c.model, model), (values.c.metric, metric)):
             if wanted is not None:
                 query = query.where(column == wanted)
+        if only is not None:
+            query = query.where(sa.tuple_(values.c.suite, values.c.metric, values.c.breakdown).in_(list(only)))
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query.order_by(values.c.recorded_at, values.c.id)).mappings().all())
 

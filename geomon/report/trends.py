@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from geomon.report import charts
@@ -23,6 +25,11 @@ def headlines() -> list[tuple[str, str, str, str]]:
     ]
 
 
+def headline_keys() -> list[tuple[str, str, str]]:
+    """(suite, metric, breakdown) of every headline: what the report reads from the history."""
+    return [(suite, metric, breakdown) for suite, metric, breakdown, _ in headlines()]
+
+
 def trend_table(series: pd.DataFrame) -> pd.DataFrame:
     """One row per (suite, metric, model, time) for the headline metrics."""
     if series.empty:
@@ -33,37 +40,95 @@ def trend_table(series: pd.DataFrame) -> pd.DataFrame:
     return series.loc[keep, columns].sort_values(["suite", "metric", "model", "recorded_at"], ignore_index=True)
 
 
+LABELLED_MODELS = 8  # beyond this a chart labels the highest and lowest models and greys the rest
+
+
+def labelled_models(frame: pd.DataFrame) -> set[str]:
+    """Every model, or with more than ``LABELLED_MODELS`` the half with the highest and the half with the
+    lowest latest values: the ones a reader looks for."""
+    latest = frame.sort_values("recorded_at").groupby("model")["value"].last().sort_values()
+    if len(latest) <= LABELLED_MODELS:
+        return set(latest.index)
+    half = LABELLED_MODELS // 2
+    return set(latest.index[:half]) | set(latest.index[-half:])
+
+
 def _chart(frame: pd.DataFrame, title: str) -> bytes:
+    """One line per model over time, its interval as a band. With many models the legend would be
+    unreadable (and drawing 100 bands takes seconds): the models with the highest and lowest latest values
+    are labelled, the others drawn as one grey line collection."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    from matplotlib.collections import LineCollection
 
-    fig, ax = plt.subplots(figsize=(8, 3))
-    for model, part in frame.groupby("model"):
-        ax.plot(pd.to_datetime(part["recorded_at"]), part["value"], marker="o", label=model)
+    frame = frame.assign(when=pd.to_datetime(frame["recorded_at"], utc=True))
+    labelled = labelled_models(frame)
+    fig, ax = plt.subplots(figsize=(9, 3))
+    # The unlabelled models as one collection: dates converted once, then split by model (a per-model
+    # groupby and date conversion cost more than drawing them).
+    rest = frame[~frame["model"].isin(labelled)].sort_values(["model", "when"])
+    points = np.column_stack(
+        [mdates.date2num(rest["when"].dt.tz_localize(None).to_numpy()), rest["value"].to_numpy(dtype=float)]
+    )
+    cuts = np.flatnonzero(rest["model"].to_numpy()[1:] != rest["model"].to_numpy()[:-1]) + 1
+    others = np.split(points, cuts) if len(rest) else []
+    if others:
+        ax.add_collection(LineCollection(others, colors="0.75", linewidths=0.8, label=f"{len(others)} other models"))
+    for model, part in frame[frame["model"].isin(labelled)].groupby("model"):
+        when = part["when"].dt.tz_localize(None)
+        ax.plot(when, part["value"], marker="o", label=model)
         if part["ci_low"].notna().any():
-            ax.fill_between(pd.to_datetime(part["recorded_at"]), part["ci_low"], part["ci_high"], alpha=0.15)
+            ax.fill_between(when, part["ci_low"], part["ci_high"], alpha=0.15)
+    locator = mdates.AutoDateLocator(maxticks=6)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # short labels, no rotation
+    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
+    ax.autoscale_view()
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
-    fig.autofmt_xdate()
-    return charts.figure_png(fig)
+    # Outside the plot, at a fixed place: matplotlib's "best" spot tests every line (slow with 100 models).
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.subplots_adjust(left=0.07, right=0.78, top=0.88, bottom=0.14)  # room for the legend on the right
+    return charts.figure_png(fig, tight=False)
+
+
+def _cached_chart(cache: Path, part: pd.DataFrame, title: str) -> Path:
+    """The chart of ``part``, drawn only if its data or title changed since it was last drawn: drawing is
+    what the report costs (~0.15 s a chart), and new evaluations change only their suite's charts."""
+    digest = hashlib.sha256(f"{CHART_VERSION}|{title}|{part.to_csv(index=False)}".encode()).hexdigest()[:32]
+    path = cache / f"{digest}.png"
+    if not path.exists():
+        path.write_bytes(_chart(part, title))
+    return path
+
+
+CHART_VERSION = "2"  # bump when _chart draws differently, so cached charts are redrawn
 
 
 def write_report(out_dir: Path, series: pd.DataFrame) -> Path:
-    """trends.csv and report.html (a chart and the latest values per headline metric)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """trends.csv and report.html (a chart and the latest values per headline metric). Charts are kept in
+    ``out_dir/charts`` by a hash of their data; charts no headline uses any more are removed."""
+    cache = out_dir / "charts"
+    cache.mkdir(parents=True, exist_ok=True)
     table = trend_table(series)
     table.to_csv(out_dir / "trends.csv", index=False)
     sections = ["<h1>geomon — trends</h1>", "<p>Every evaluation geomon recorded, per model, over time.</p>"]
+    used = set()
     for suite, metric, _, title in headlines():
         part = table[(table["suite"] == suite) & (table["metric"] == metric)]
         if part.empty:
             continue
+        chart = _cached_chart(cache, part, title)
+        used.add(chart)
         latest = part.groupby("model").tail(1)[["model", "scope", "recorded_at", "value", "ci_low", "ci_high"]]
         sections += [
             f"<h2>{html.escape(title)}</h2>",
-            f"<img src='{charts.png_data_uri(_chart(part, title))}'>",
+            f"<img src='{charts.png_data_uri(chart.read_bytes())}'>",
             latest.to_html(index=False, float_format=lambda v: f"{v:.3f}"),
         ]
+    for stale in set(cache.glob("*.png")) - used:
+        stale.unlink()
     return charts.write_html(out_dir / "report.html", "geomon trends", sections)

@@ -33,7 +33,6 @@ Dixon's Q tests the more outlying end (SAGED's code tests only the lowest value)
 from __future__ import annotations
 
 import re
-import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -387,14 +386,15 @@ def topic_clusters(
     prompts: pd.DataFrame, baseline_vectors: np.ndarray, topics: int = TOPICS, seed: int = 0
 ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, str]]]:
     """The paper's concept-segregated clustering (section 4, Ap C.4 ``cluster_and_distance``): each concept's
-    baseline sentences are split into ``topics`` clusters by k-means on their unit embeddings (scipy's
-    kmeans2, k-means++ start, seeded; fewer clusters when a concept has fewer distinct sentences). Returns
+    baseline sentences are split into ``topics`` clusters by k-means on their unit embeddings (scikit-learn,
+    ten seeded k-means++ starts; fewer clusters when a concept has fewer distinct sentences). Returns
     each prompt's topic id (``concept#i``) and, per topic, its unit centroid and a label.
 
     Named variant: the label is the cluster's most distinctive words (count in the cluster × log(k / clusters
-    using the word), so words every cluster uses score 0) — the paper ranks the Oxford 5000 word list by
-    embedding similarity, a list that is not bundled here."""
-    from scipy.cluster.vq import kmeans2
+    using the word), so words every cluster uses score 0; English stop words left out) — the paper ranks the
+    Oxford 5000 word list by embedding similarity, a list that is not bundled here."""
+    from sklearn.cluster import KMeans
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
     topic = np.empty(len(prompts), dtype=object)
     centroids: dict[str, tuple[np.ndarray, str]] = {}
@@ -405,15 +405,19 @@ def topic_clusters(
         if k <= 1:
             labels = np.zeros(len(distinct), dtype=int)
         else:
-            with warnings.catch_warnings():  # an empty cluster is skipped below; scipy's warning says no more
-                warnings.simplefilter("ignore", UserWarning)
-                _, labels = kmeans2(baseline_vectors[rows][first], k, minit="++", rng=np.random.default_rng(seed))
-        words = [Counter(re.findall(r"[a-z]{3,}", " ".join(distinct[labels == c]).lower())) for c in range(k)]
+            kmeans = KMeans(n_clusters=k, n_init=10, random_state=seed)
+            labels = kmeans.fit_predict(baseline_vectors[rows][first].astype(np.float64))
+        words = [
+            Counter(
+                w
+                for w in re.findall(r"[a-z]{3,}", " ".join(distinct[labels == c]).lower())
+                if w not in ENGLISH_STOP_WORDS
+            )
+            for c in range(k)
+        ]
         used_by = Counter(w for counts in words for w in counts)
         for cluster in range(k):
             members = baseline_vectors[rows][first][labels == cluster]
-            if not len(members):  # k-means can leave a cluster empty
-                continue
             centre = members.mean(axis=0)
             weight = {w: n * np.log(k / used_by[w]) for w, n in words[cluster].items() if w != str(concept).lower()}
             top = sorted(weight, key=lambda w: (-weight[w], -words[cluster][w], w))[:TOPIC_LABEL_WORDS]

@@ -8,7 +8,6 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pytest
-import yaml
 
 from geomon.definitions import defs
 from geomon.defs.borderlines.runs import materialize as materialize_borderlines
@@ -19,7 +18,7 @@ from geomon.defs.runs import failed_checks, register_models
 from geomon.defs.saged.runs import materialize as materialize_saged
 from geomon.defs.sensors import model_registry_sensor
 from geomon.defs.worldbench.runs import materialize as materialize_worldbench
-from geomon_tests.conftest import SHARED
+from geomon_tests.conftest import SHARED, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,32 +94,9 @@ def _questions(snapshot, n_countries: int) -> int:
     return len(worldbench.build_prompts(snapshot, countries=worldbench.sample_countries(snapshot, n_countries)))
 
 
-def _settings_file(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | None = None, **extra) -> Path:
-    path = tmp_path / "geomon.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "store_url": f"sqlite:///{tmp_path / 'store.sqlite'}",
-                "results_dir": str(tmp_path / "results"),
-                "worldbank": {"snapshot": str(wdi_snapshot_dir)},
-                "borderlines": {"snapshot": str(SHARED / "snapshots" / "borderlines")},
-                "gapminder": {"snapshot": str(SHARED / "snapshots" / "gapminder")},
-                "quench": {
-                    "snapshot": str(SHARED / "snapshots" / "quench"),
-                    "paper_results": str(SHARED / "reference" / "quench" / "Results"),
-                },
-                "engine": {"slots": 4},
-                "models": models or [],
-                **extra,
-            }
-        )
-    )
-    return path
-
-
 @pytest.mark.slow
 def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_dir, snapshot):
-    settings = _settings_file(tmp_path, wdi_snapshot_dir)
+    settings = write_settings(tmp_path, wdi_snapshot_dir)
     resources = {"geomon": GeomonResource(config_path=str(settings))}
     with dg.instance_for_test() as instance:
         results = materialize_worldbench(
@@ -163,7 +139,7 @@ def test_dagster_postgres_instance(postgres_url, tmp_path, wdi_snapshot_dir, sna
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((REPO / "deploy" / "dagster.yaml").read_text())
-    settings = _settings_file(tmp_path, wdi_snapshot_dir)
+    settings = write_settings(tmp_path, wdi_snapshot_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
         result = dg.materialize(
@@ -184,7 +160,7 @@ def test_dagster_postgres_instance(postgres_url, tmp_path, wdi_snapshot_dir, sna
 
 def test_registry_sensor_adds_only_new_models(tmp_path, wdi_snapshot_dir):
     extra = {"name": "new-api-model", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "x"}
-    settings = _settings_file(tmp_path, wdi_snapshot_dir, models=[extra])
+    settings = write_settings(tmp_path, wdi_snapshot_dir, models=[extra])
     with dg.instance_for_test() as instance:
         register_models(instance, ["smollm2-135m-instruct", "gemma3-270m", "retired-model"])
         context = dg.build_sensor_context(
@@ -202,7 +178,7 @@ def test_registry_sensor_adds_only_new_models(tmp_path, wdi_snapshot_dir):
 def test_revision_sensor_registers_the_configured_table_versions(tmp_path, wdi_snapshot_dir):
     from geomon.defs.sensors import dispute_revision_sensor
 
-    resources = {"geomon": GeomonResource(config_path=str(_settings_file(tmp_path, wdi_snapshot_dir)))}
+    resources = {"geomon": GeomonResource(config_path=str(write_settings(tmp_path, wdi_snapshot_dir)))}
     with dg.instance_for_test() as instance:
         first = dispute_revision_sensor(dg.build_sensor_context(instance=instance, resources=resources))
         assert first.dynamic_partitions_requests[0].partition_keys == [OLD, NEW]
@@ -241,7 +217,7 @@ def test_workspace_loads_in_dagster_tooling():
 @pytest.mark.slow
 def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_dir):
     """A few territories, two table versions: SmolLM2's answers parsed, Gemma's by rank classification."""
-    settings = _settings_file(tmp_path, wdi_snapshot_dir)
+    settings = write_settings(tmp_path, wdi_snapshot_dir)
     resources = {"geomon": GeomonResource(config_path=str(settings))}
     models = ["smollm2-135m-instruct", "gemma3-270m"]
     configs = {
@@ -282,7 +258,7 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
 def test_gapminder_materialization_with_bundled_contestants_and_judges(tmp_path, wdi_snapshot_dir):
     """Two questions × two variations, both bundled models answering and both judging."""
     gapminder = {"snapshot": str(SHARED / "snapshots" / "gapminder"), "jury": {"max_tokens": 24}}
-    settings = _settings_file(tmp_path, wdi_snapshot_dir, gapminder=gapminder)
+    settings = write_settings(tmp_path, wdi_snapshot_dir, gapminder=gapminder)
     resources = {"geomon": GeomonResource(config_path=str(settings))}
     models = ["smollm2-135m-instruct", "gemma3-270m"]
     config = {"sample_questions": 2, "sample_variations": 2}
@@ -313,7 +289,7 @@ def test_gapminder_materialization_with_bundled_contestants_and_judges(tmp_path,
 def test_quench_materialization_with_bundled_contestants_and_judges(tmp_path, wdi_snapshot_dir):
     """Two questions (one Indic), both modes, both bundled models answering, explaining and judging."""
     quench = {"snapshot": str(SHARED / "snapshots" / "quench"), "jury": {"max_tokens": 8}}
-    settings = _settings_file(tmp_path, wdi_snapshot_dir, quench=quench)
+    settings = write_settings(tmp_path, wdi_snapshot_dir, quench=quench)
     resources = {"geomon": GeomonResource(config_path=str(settings))}
     models = ["smollm2-135m-instruct", "gemma3-270m"]
     with dg.instance_for_test() as instance:
@@ -368,7 +344,7 @@ def test_saged_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_d
 
     with serve(ScriptedModel, {"answer": write_question, "models": ["question-writer"]}) as url:
         writer = {"name": "question-writer", "kind": "chat", "base_url": f"{url}/v1", "model_id": "question-writer"}
-        settings = _settings_file(tmp_path, wdi_snapshot_dir, models=[writer], saged=saged)
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=[writer], saged=saged)
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         models = ["smollm2-135m-instruct", "gemma3-270m"]
         with dg.instance_for_test() as instance:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +150,48 @@ def _free_port() -> int:
     from geomon.engine.local import free_port
 
     return free_port()
+
+
+def _server_pids(port: int) -> list[int]:
+    """llama-server processes listening on ``port`` (read from /proc)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"llama-server") and b"--port" in args and str(port).encode() in args:
+            pids.append(int(cmdline.parent.name))
+    return pids
+
+
+def test_a_killed_parent_takes_its_llama_server_and_log_with_it(tmp_path):
+    """SIGKILL of the process that started llama-server (no chance to clean up): the server dies too (a
+    parent-death signal), and the next start removes the log the killed process left."""
+    from geomon.engine.local import LOG_DIR
+
+    port = _free_port()
+    script = textwrap.dedent(f"""
+        import time
+        from geomon.engine.local import running_server
+        from geomon.engine.registry import bundled_model_path
+        with running_server(bundled_model_path("smollm2-135m-instruct"), "m", slots=1, port={port}):
+            print("up", flush=True)
+            time.sleep(600)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout.readline().strip() == "up"
+    assert _server_pids(port), "the server did not start"
+    log = next(LOG_DIR.glob(f"llama-server-{parent.pid}-*.log"))
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 60  # a guard, not a measurement: the server goes as soon as it is signalled
+    while _server_pids(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _server_pids(port), "llama-server outlived the process that started it"
+    assert log.exists()  # nobody could remove it …
+    from geomon.engine.local import running_server
+    from geomon.engine.registry import bundled_model_path
+
+    with running_server(bundled_model_path("smollm2-135m-instruct"), "m", slots=1):
+        assert not log.exists()  # … until the next start swept it

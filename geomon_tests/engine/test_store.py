@@ -126,105 +126,28 @@ def test_sqlite_is_safe_with_several_writer_processes(tmp_path):
     assert ResponseStore(url).count() == 180
 
 
-# --- the write path of ask(): a writer thread, batches, and every answer exactly once --------------
+def _create_schema(url: str, barrier) -> None:
+    from geomon.monitor.history import MetricHistory
+
+    barrier.wait(60)  # every process creates the tables at the same moment
+    ResponseStore(url)
+    MetricHistory(url)
 
 
-def _scripted_spec(url: str):
-    from geomon.engine.registry import ModelSpec
-
-    return ModelSpec(name="scripted", kind="chat", base_url=f"{url}/v1", model_id="scripted")
-
-
-def _questions(n: int) -> list[GenerationRequest]:
-    return [_request(f"question {i}") for i in range(n)]
-
-
-class _FlakyStore(ResponseStore):
-    """A real store whose first ``failures`` batch writes raise, as a dropped database connection would."""
-
-    def __init__(self, url: str, failures: int) -> None:
-        super().__init__(url)
-        self.failures, self.batches = failures, []
-
-    def put_many(self, answers) -> None:
-        self.batches.append(len(answers))
-        if self.failures:
-            self.failures -= 1
-            raise ConnectionError("database connection lost")
-        super().put_many(answers)
-
-
-def test_a_failed_batch_write_is_retried_and_stores_every_answer_once(tmp_path):
-    from geomon.engine.runner import ask
-    from geomon_tests.loopback import ScriptedModel, serve
-
-    state = {"answer": lambda messages: messages[-1]["content"].upper()}
-    with serve(ScriptedModel, state) as url:
-        store = _FlakyStore(f"sqlite:///{tmp_path / 'flaky.sqlite'}", failures=2)
-        frame, stats = ask(_scripted_spec(url), _questions(30), store)
-    assert stats.answered == 30 and store.count() == 30 and state["calls"] == 30
-    assert frame["text"].tolist() == [f"QUESTION {i}" for i in range(30)]
-    assert len(store.batches) >= 3  # two failed attempts, then the writes that went through
-
-
-def test_a_store_that_stays_down_fails_the_run_and_the_rerun_asks_only_what_is_missing(tmp_path):
-    from geomon.engine.runner import ask
-    from geomon.engine.store import StoreWriteError
-    from geomon_tests.loopback import ScriptedModel, serve
-
-    url = f"sqlite:///{tmp_path / 'down.sqlite'}"
-    state = {"answer": lambda messages: "ok"}
-    with serve(ScriptedModel, state) as server:
-        healthy = ResponseStore(url)
-        ask(_scripted_spec(server), _questions(10), healthy)  # ten answers stored before the outage
-        down = _FlakyStore(url, failures=10**6)
-        with pytest.raises(StoreWriteError, match=r"10 answers could not be written \(ConnectionError"):
-            ask(_scripted_spec(server), _questions(20), down)
-        assert healthy.count() == 10 and state["calls"] == 20
-        _, stats = ask(_scripted_spec(server), _questions(20), healthy)
-    assert stats.cached == 10 and stats.model_calls == 10 and healthy.count() == 20
-
-
-def _ask_in_a_process(store_url: str, server: str, n: int, out: str) -> None:
-    from geomon.engine.runner import ask
-
-    frame, stats = ask(_scripted_spec(server), _questions(n), ResponseStore(store_url))
-    with open(out, "w") as handle:
-        json.dump({"texts": frame["text"].tolist(), "answered": stats.answered, "cached": stats.cached}, handle)
-
-
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_two_runs_at_once_keep_every_answer_exactly_once(backend, tmp_path, request):
-    """Two processes ask the same 60 questions through one store at the same time: the store ends with 60
-    answers, one per key (the primary key and ON CONFLICT DO NOTHING), and both runs get all 60."""
-    import sqlalchemy as sa
-
-    from geomon.engine.store import responses
-    from geomon_tests.loopback import ScriptedModel, serve
-
-    store_url = (
-        f"sqlite:///{tmp_path / 'shared.sqlite'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
-    )
-    ResponseStore(store_url)  # the schema, once (creating it concurrently is issue 15's business)
-    state = {"answer": lambda messages: messages[-1]["content"][::-1]}
+def test_runs_starting_together_on_a_fresh_postgresql_database_all_start(postgres_url):
+    """Without a lock the second CREATE TABLE on a fresh database fails (UniqueViolation on pg_type)."""
     ctx = multiprocessing.get_context("spawn")
-    with serve(ScriptedModel, state) as server:
-        outs = [str(tmp_path / f"run{i}.json") for i in range(2)]
-        procs = [ctx.Process(target=_ask_in_a_process, args=(store_url, server, 60, out)) for out in outs]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(120)
-            assert p.exitcode == 0
-    runs = []
-    for out in outs:
-        with open(out) as handle:
-            runs.append(json.load(handle))
-    expected = [f"question {i}"[::-1] for i in range(60)]
-    assert all(run["texts"] == expected for run in runs)
-    store = ResponseStore(store_url)
-    with store.engine.connect() as conn:
-        keys = [row[0] for row in conn.execute(sa.select(responses.c.key))]
-    assert len(keys) == len(set(keys)) == 60
-    assert sum(run["answered"] for run in runs) >= 60  # each asked what it did not find; none stored twice
-    store.dispose()
+    barrier = ctx.Barrier(4)
+    procs = [ctx.Process(target=_create_schema, args=(postgres_url, barrier)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert ResponseStore(postgres_url).count() == 0
+
+
+def test_an_unsupported_database_is_named_without_its_password():
+    with pytest.raises(ValueError, match=r"database mysql://u:\*\*\*@db/x: only sqlite") as caught:
+        ResponseStore("mysql://u:hunter2@db/x")
+    assert "hunter2" not in str(caught.value)

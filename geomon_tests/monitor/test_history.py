@@ -46,3 +46,17 @@ def test_evaluations_keep_values_versions_and_items(history):
     ]
     assert history.latest("worldbench", "other-model", "wdi-1") is None
     assert "flag" not in set(history.series()["metric"])  # booleans are not metrics
+
+
+def test_series_can_be_limited_to_given_series(history):
+    """The trends report reads only the headline series; the database does the selection."""
+    history.record(
+        "worldbench", "m", [MetricValue("mean_error", 0.4), MetricValue("mean_error", 0.2, breakdown="region=Asia")]
+    )
+    history.record("borderlines", "m", [MetricValue("kb_cs", 50.0), MetricValue("mean_error", 9.0)])
+    picked = history.series(only=[("worldbench", "mean_error", ""), ("borderlines", "kb_cs", "")])
+    assert sorted(zip(picked["suite"], picked["metric"], picked["value"], strict=True)) == [
+        ("borderlines", "kb_cs", 50.0),
+        ("worldbench", "mean_error", 0.4),
+    ]
+    assert history.series(only=[]).empty

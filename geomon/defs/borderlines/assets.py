@@ -167,7 +167,7 @@ def borderlines_prompts(
             "names_from_wikipedia_langlinks": len(filled),
             "langlinks": dg.MetadataValue.json(filled[:50]),
             "gaps": dg.MetadataValue.json(gaps[:50]),
-            "preview": dg.MetadataValue.md(prompts[["query_id", "query"]].head(6).to_markdown(index=False)),
+            "preview": dg.MetadataValue.md(charts.markdown_table(prompts[["query_id", "query"]].head(6))),
         },
     )
     yield checks.prompts_translated(prompts, release)
@@ -220,7 +220,9 @@ def borderlines_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
             "answered_rate": float(answered.mean()) if len(scored) else 0.0,
             "method": scored["method"].iloc[0] if len(scored) else "none",
             "unanswered_examples": dg.MetadataValue.md(
-                scored.loc[~answered, ["query_id", "response"]].head(5).to_markdown(index=False) or "none"
+                charts.markdown_table(scored.loc[~answered, ["query_id", "response"]].head(5))
+                if (~answered).any()
+                else "none"
             ),
         },
     )

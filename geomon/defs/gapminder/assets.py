@@ -72,7 +72,7 @@ def gapminder_prompts(config: GapminderPromptConfig, geomon: GeomonResource, dat
             "variations": int(prompts["prompt_variation_id"].nunique()) if len(prompts) else 0,
             "languages": dg.MetadataValue.json(prompts["language"].value_counts().to_dict() if len(prompts) else {}),
             "gaps": dg.MetadataValue.json(prompts.attrs["gaps"]),
-            "preview": dg.MetadataValue.md(prompts[["prompt_id", "prompt"]].head(3).to_markdown(index=False)),
+            "preview": dg.MetadataValue.md(charts.markdown_table(prompts[["prompt_id", "prompt"]].head(3))),
         },
     )
     yield checks.prompts_filled(prompts)

@@ -70,7 +70,7 @@ def quench_prompts(config: QuenchPromptConfig, release: source.QuenchRelease):
             "entities": int(prompts["entity_id"].nunique()) if len(prompts) else 0,
             "questions": int(prompts["question_id"].nunique()) if len(prompts) else 0,
             "indic_entities": int(prompts.drop_duplicates("entity_id")["indic"].sum()) if len(prompts) else 0,
-            "preview": dg.MetadataValue.md(prompts[["prompt_id", "system", "user"]].head(2).to_markdown(index=False)),
+            "preview": dg.MetadataValue.md(charts.markdown_table(prompts[["prompt_id", "system", "user"]].head(2))),
         },
     )
     yield checks.prompts_filled(prompts)

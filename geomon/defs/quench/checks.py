@@ -7,6 +7,7 @@ import pandas as pd
 
 from geomon import quality
 from geomon.defs.quality_checks import result
+from geomon.report import charts
 from geomon.sources.quench import QuenchRelease
 from geomon.suites import quench
 
@@ -73,6 +74,6 @@ def judge_replies_readable(verdicts: pd.DataFrame) -> dg.AssetCheckResult:
         metadata={
             "read_rate": rate,
             "floor": MIN_JUDGE_READ_RATE,
-            "replies": dg.MetadataValue.md(counts.to_markdown(index=False) if counts is not None else "none"),
+            "replies": dg.MetadataValue.md(charts.markdown_table(counts) if counts is not None else "none"),
         },
     )

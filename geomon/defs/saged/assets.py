@@ -48,7 +48,7 @@ def saged_corpus(geomon: GeomonResource) -> dg.Output[pd.DataFrame]:
             "documents": dg.MetadataValue.json(sorted(documents)),
             "sentences_read": scraped.attrs["sentences_read"],
             "sentences_with_a_keyword": len(scraped),
-            "preview": dg.MetadataValue.md(scraped[["source_tag", "sentence"]].head(5).to_markdown(index=False)),
+            "preview": dg.MetadataValue.md(charts.markdown_table(scraped[["source_tag", "sentence"]].head(5))),
         },
     )
 
@@ -92,7 +92,7 @@ def saged_prompts(config: SagedPromptConfig, geomon: GeomonResource, scraped: pd
             "root_prompts_used": int(branched["root_id"].nunique()) if len(branched) else 0,
             "concepts": int(branched["concept"].nunique()) if len(branched) else 0,
             "prompts": len(branched),
-            "preview": dg.MetadataValue.md(branched[["concept", "prompt"]].head(4).to_markdown(index=False)),
+            "preview": dg.MetadataValue.md(charts.markdown_table(branched[["concept", "prompt"]].head(4))),
         },
     )
     yield checks.same_prompts(branched)

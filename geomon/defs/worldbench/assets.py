@@ -121,7 +121,9 @@ def worldbench_prompts(
             "indicators_left_out": dg.MetadataValue.json(prompts.attrs["indicators_left_out"]),
             "example_country": config.example_country,
             "year": config.year or "latest three years",
-            "preview": dg.MetadataValue.md(prompts[["question_id", "country", "ground_truth"]].head(5).to_markdown()),
+            "preview": dg.MetadataValue.md(
+                charts.markdown_table(prompts[["question_id", "country", "ground_truth"]].head(5))
+            ),
         },
     )
 
@@ -173,7 +175,9 @@ def worldbench_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
             "world_bank_mentions": int(scores["mentions_world_bank"].sum()),
             "citations": int(scores["cited_year"].notna().sum()),
             "unparsed_examples": dg.MetadataValue.md(
-                scores.loc[~parsed, ["question_id", "response"]].head(5).to_markdown(index=False) or "none"
+                charts.markdown_table(scores.loc[~parsed, ["question_id", "response"]].head(5))
+                if (~parsed).any()
+                else "none"
             ),
         },
     )

@@ -1,0 +1,44 @@
+"""The cross-model trends report."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def test_trends_chart_with_many_models_labels_the_extremes(tmp_path):
+    """A hundred models on one chart: the four highest and four lowest latest values are labelled, the rest
+    are one grey collection, and the report still has every model's latest value in its table."""
+    from geomon.report import trends
+
+    rows = [
+        {
+            "suite": "worldbench",
+            "metric": "mean_error",
+            "breakdown": "",
+            "model": f"m{m:03d}",
+            "scope": "",
+            "recorded_at": pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(days=7 * week),
+            "value": m / 100 + week,
+            "ci_low": None,
+            "ci_high": None,
+        }
+        for m in range(100)
+        for week in range(3)
+    ]
+    frame = pd.DataFrame(rows)
+    assert trends.labelled_models(frame) == {f"m{m:03d}" for m in (0, 1, 2, 3, 96, 97, 98, 99)}
+    assert trends.labelled_models(frame[frame["model"] < "m005"]) == {f"m{m:03d}" for m in range(5)}
+    page = trends.write_report(tmp_path, frame)
+    text = page.read_text()
+    assert "m000" in text and "m099" in text and text.count("<img") == 1
+    saved = pd.read_csv(tmp_path / "trends.csv")
+    assert saved["model"].nunique() == 100
+    # Charts are kept by a hash of their data: an unchanged history is not drawn again, a changed one is,
+    # and the chart no headline uses any more is removed.
+    (drawn,) = (tmp_path / "charts").glob("*.png")
+    stamp = drawn.stat().st_mtime_ns
+    trends.write_report(tmp_path, frame)
+    assert [p.stat().st_mtime_ns for p in (tmp_path / "charts").glob("*.png")] == [stamp]
+    trends.write_report(tmp_path, frame.assign(value=frame["value"] + 1))
+    (redrawn,) = (tmp_path / "charts").glob("*.png")
+    assert redrawn != drawn and not drawn.exists()
