@@ -177,7 +177,6 @@ class _AdaptiveGate:
         self.limit = float(self.ceiling)
         self.in_flight = 0
         self.cooldown_s = cooldown_s
-        self.lowest = self.ceiling
         self._last_cut = float("-inf")
         self._changed = asyncio.Condition()
 
@@ -195,7 +194,6 @@ class _AdaptiveGate:
         now = time.monotonic()
         if now - self._last_cut >= self.cooldown_s:
             self.limit = max(1.0, self.limit / 2)
-            self.lowest = min(self.lowest, int(self.limit))
             self._last_cut = now
 
     def succeeded(self) -> None:
@@ -423,7 +421,7 @@ class OpenAICompatibleClient:
                     throttles += 1
                     self.rate_limited += 1
                     self._gate.throttled()
-                    self.lowest_concurrency = min(self.lowest_concurrency, self._gate.lowest)
+                    self.lowest_concurrency = min(self.lowest_concurrency, int(self._gate.limit))
                     retry = throttles <= self.max_rate_limited
                 else:
                     faults += 1
