@@ -160,14 +160,14 @@ def requests_for(tag: str, n: int) -> list[GenerationRequest]:
     ]
 
 
-def bare_rate(url: str, requests: list[GenerationRequest], concurrency: int) -> float:
+def bare_rate(url: str, requests: list[GenerationRequest], concurrency: int, model: str = "m") -> float:
     async def run() -> float:
         client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0, timeout=120)
         gate = asyncio.Semaphore(concurrency)
 
         async def one(request: GenerationRequest) -> None:
             async with gate:
-                await client.chat.completions.create(model="m", messages=list(request.messages), **request.params)
+                await client.chat.completions.create(model=model, messages=list(request.messages), **request.params)
 
         started = time.perf_counter()
         await asyncio.gather(*(one(r) for r in requests))
@@ -184,8 +184,9 @@ def ask_rate(
     store: ResponseStore,
     concurrency: int,
     rate_limit: RateLimit | None = None,
+    model: str = "m",
 ) -> tuple[float, dict]:
-    spec = ModelSpec(name="bench", kind="chat", base_url=url, model_id="m", rate_limit=rate_limit)
+    spec = ModelSpec(name="bench", kind="chat", base_url=url, model_id=model, rate_limit=rate_limit)
     started = time.perf_counter()
     frame, stats = ask(spec, requests, store, options=EngineOptions(concurrency=concurrency))
     elapsed = time.perf_counter() - started

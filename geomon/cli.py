@@ -117,7 +117,12 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
     if not spec.bundled:
         raise RegistryError(f"model {spec.name!r} is an endpoint ({spec.base_url}), not a bundled model")
     with running_server(
-        bundled_model_path(spec.bundled), alias=spec.name, slots=args.slots, port=args.port, threads=args.threads
+        bundled_model_path(spec.bundled),
+        alias=spec.name,
+        slots=args.slots,
+        port=args.port,
+        threads=args.threads,
+        host=args.host,
     ) as base_url:
         print(
             f"{spec.name} is served at {base_url} (OpenAI-compatible; model id {spec.name!r}). Ctrl-C stops it.",
@@ -200,9 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("--identity", action="store_true", help="also print the identity the store keys on")
     models.set_defaults(func=cmd_models)
 
-    serve = sub.add_parser("serve-local", help="serve a bundled model over an OpenAI-compatible API on 127.0.0.1")
+    serve = sub.add_parser("serve-local", help="serve a bundled model over an OpenAI-compatible API")
     serve.add_argument("model")
     serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 in a container)")
     serve.add_argument("--slots", type=int, default=8, help="sequences decoded together")
     serve.add_argument("--threads", type=int)
     serve.set_defaults(func=cmd_serve_local)

@@ -114,6 +114,18 @@ class SagedSettings:
 
 
 @dataclass
+class RetentionSettings:
+    """Dagster keeps every run's event log; geomon's metric history is the long-term record."""
+
+    run_days: int | None = 90  # runs finished longer ago are deleted with their event logs; None = keep all
+    schedule: str = "30 3 * * *"  # cron: when the purge runs
+
+    def __post_init__(self) -> None:
+        if self.run_days is not None and (not isinstance(self.run_days, int) or self.run_days < 1):
+            raise TypeError(f"run_days must be a whole number of days ≥ 1 or null, not {self.run_days!r}")
+
+
+@dataclass
 class Settings:
     store_url: str
     results_dir: Path
@@ -126,6 +138,7 @@ class Settings:
     endpoints: list[Endpoint] = field(default_factory=list)  # served models are discovered (/v1/models)
     alerts: AlertSettings = field(default_factory=AlertSettings)
     drift: DriftSettings = field(default_factory=DriftSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     gapminder: GapminderSettings = field(default_factory=GapminderSettings)
     quench: QuenchSettings = field(default_factory=QuenchSettings)
     saged: SagedSettings = field(default_factory=SagedSettings)
@@ -221,6 +234,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "cache_epoch",
         "alerts",
         "drift",
+        "retention",
         "endpoints",
         "gapminder",
         "quench",
@@ -279,7 +293,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         raise ConfigError(f"settings file {path}: quench: {exc}") from exc
     saged = _saged(doc.get("saged"), base, path)
     sections = {}
-    for name, kind in (("alerts", AlertSettings), ("drift", DriftSettings)):
+    for name, kind in (("alerts", AlertSettings), ("drift", DriftSettings), ("retention", RetentionSettings)):
         section = doc.get(name) or {}
         if any(key.endswith(("password", "webhook_url", "api_key")) for key in section):
             raise ConfigError(f"settings file {path}: {name}: secrets come from environment variables (use *_env keys)")

@@ -8,6 +8,7 @@ import pandas as pd
 
 from geomon.config import ConfigError, load_settings
 from geomon.defs.automation import EAGER
+from geomon.defs.execution import model_call_options
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.monitor import alerts, drift
 from geomon.monitor.history import MetricHistory, MetricValue
@@ -23,6 +24,7 @@ DRIFT_SPEC = dg.AssetCheckSpec(
 
 @dg.asset(
     key=["monitor", "drift_probe"],
+    **model_call_options(),
     group_name="monitor",
     partitions_def=models_partitions,
     check_specs=[DRIFT_SPEC],

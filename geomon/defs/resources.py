@@ -1,5 +1,6 @@
 """Dagster resources: geomon's settings, registry, store and engine, handed to assets."""
 
+import os
 from typing import Any
 
 import dagster as dg
@@ -29,7 +30,16 @@ class GeomonResource(dg.ConfigurableResource):
         return load_settings(self.config_path)
 
 
+# Where step outputs are kept between steps: the instance's storage folder by default (enough for
+# Celery workers on one host), or any fsspec URL (s3://bucket/geomon, gs://…) when workers run on
+# several hosts (the filesystem's fsspec package, e.g. s3fs, installed beside geomon).
+IO_BASE_DIR_ENV = "GEOMON_IO_BASE_DIR"
+
+
 @dg.definitions
 def resources() -> dg.Definitions:
     """The resources every asset of the defs folder uses."""
-    return dg.Definitions(resources={"geomon": GeomonResource()})
+    found: dict[str, Any] = {"geomon": GeomonResource()}
+    if os.environ.get(IO_BASE_DIR_ENV):
+        found["io_manager"] = dg.FilesystemIOManager(base_dir=os.environ[IO_BASE_DIR_ENV])
+    return dg.Definitions(resources=found)

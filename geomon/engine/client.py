@@ -6,12 +6,14 @@ rate-limit answer, grown back by one per window of successes), the endpoint's pu
 buckets (requests and tokens per minute), Retry-After honoured for every request to the endpoint,
 timeouts, retries with exponential backoff on 429/5xx/timeouts/connection errors and malformed replies, a
 circuit breaker that stops asking a dead endpoint, usage and latency per response, chat and completion
-modes, optional log-probabilities.
+modes, optional log-probabilities, and rank classification (a given continuation's log-probability) on
+llama.cpp (forced token ids) and vLLM (prompt log-probabilities).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Mode = Literal["chat", "completion"]
+# The server software behind an endpoint, where it matters (rank classification); "auto" asks the server.
+ServerKind = Literal["auto", "llama.cpp", "vllm"]
+SERVER_KINDS = ("auto", "llama.cpp", "vllm")
 
 
 @dataclass(frozen=True)
@@ -228,6 +233,23 @@ def _token_logprobs(raw: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def _prompt_logprobs(choice: Any, start: int, prompt: list[int]) -> list[dict[str, Any]]:
+    """vLLM's ``prompt_logprobs`` (one ``{token id: {logprob, decoded_token}}`` per prompt token, ``None``
+    first) → the log-probability of each prompt token from ``start`` on, in ``_token_logprobs``' shape."""
+    extra = getattr(choice, "model_extra", None) or {}
+    entries = extra.get("prompt_logprobs")
+    if not isinstance(entries, list) or len(entries) != len(prompt):
+        raise MalformedReply(f"prompt_logprobs: expected {len(prompt)} entries, got {type(entries).__name__}")
+    out = []
+    for position in range(start, len(prompt)):
+        entry = entries[position] or {}
+        scored = entry.get(str(prompt[position]))
+        if not isinstance(scored, dict) or not isinstance(scored.get("logprob"), int | float):
+            raise MalformedReply(f"prompt_logprobs[{position}] has no log-probability for token {prompt[position]}")
+        out.append({"token": str(scored.get("decoded_token", "")), "logprob": float(scored["logprob"]), "top": {}})
+    return out
+
+
 class OpenAICompatibleClient:
     """Async client for one model behind an OpenAI-compatible endpoint."""
 
@@ -247,11 +269,15 @@ class OpenAICompatibleClient:
         max_retry_after_s: float = 300.0,
         breaker_after: int = 5,
         replicas: Sequence[str] = (),
+        server: ServerKind = "auto",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         # Other servers of the same model (the local engine's processes): each worker keeps to one of them.
         self.base_urls = [self.base_url, *(url.rstrip("/") for url in replicas)]
         self.model_id = model_id
+        if server not in SERVER_KINDS:
+            raise ValueError(f"server must be one of {SERVER_KINDS}, not {server!r}")
+        self.server: ServerKind = server
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.backoff_s = backoff_s
@@ -315,33 +341,54 @@ class OpenAICompatibleClient:
         page = await self._client.models.list()
         return [m.id for m in page.data]
 
-    async def tokenize(self, text: str) -> list[int]:
-        """Token ids of ``text`` as the served model splits it (llama.cpp's ``POST /tokenize``)."""
-        if text not in self._tokens:
+    async def server_kind(self) -> ServerKind:
+        """llama.cpp or vLLM, as configured or, for "auto", as the server says: vLLM answers ``GET /version``
+        with its version, llama.cpp answers ``GET /props``."""
+        if self.server == "auto":
             root = self.base_url.removesuffix("/v1")
-            response = await self._client._client.post(
-                f"{root}/tokenize", json={"content": text, "add_special": False}, timeout=self.timeout_s
-            )
+            http = self._client._client
+            with contextlib.suppress(Exception):
+                reply = await http.get(f"{root}/version", timeout=self.timeout_s)
+                if reply.status_code == 200 and "version" in reply.json():
+                    self.server = "vllm"
+            if self.server == "auto":
+                self.server = "llama.cpp"
+        return self.server
+
+    async def tokenize(self, text: str, special: bool = False) -> list[int]:
+        """Token ids of ``text`` as the served model splits it (``POST /tokenize`` of llama.cpp or vLLM);
+        ``special`` adds the tokens the server puts before a prompt (BOS)."""
+        cache_key = f"{int(special)}{text}"
+        if cache_key not in self._tokens:
+            root = self.base_url.removesuffix("/v1")
+            if await self.server_kind() == "vllm":
+                body = {"model": self.model_id, "prompt": text, "add_special_tokens": special}
+            else:
+                body = {"content": text, "add_special": special}
+            response = await self._client._client.post(f"{root}/tokenize", json=body, timeout=self.timeout_s)
             response.raise_for_status()
-            self._tokens[text] = [int(t) for t in response.json()["tokens"]]
-        return self._tokens[text]
+            self._tokens[cache_key] = [int(t) for t in response.json()["tokens"]]
+        return self._tokens[cache_key]
 
-    async def _score_continuation(self, request: GenerationRequest) -> dict[str, Any]:
-        """Force the continuation's own tokens (a token-id grammar) and read each one's log-probability.
+    async def _score_continuation(self, request: GenerationRequest) -> tuple[dict[str, Any], list[int] | None]:
+        """Parameters (and, on vLLM, the prompt as token ids) that score the continuation's own tokens.
 
-        The server reports probabilities from the model's logits before the grammar constrains sampling,
-        so the numbers are the model's, and forcing exact token ids keeps the canonical tokenization
-        (a character grammar lets greedy decoding split a name into improbable pieces).
+        llama.cpp: a token-id grammar forces the continuation's tokens; the server reports probabilities
+        from the model's logits before the grammar constrains sampling, so the numbers are the model's.
+        vLLM: the prompt's tokens followed by the continuation's, with ``prompt_logprobs``: the model's
+        log-probability of every prompt token, of which the continuation's are the last. Either way the
+        continuation keeps its canonical tokenization (a character grammar lets greedy decoding split a
+        name into improbable pieces) and the prompt is tokenized as the server tokenizes a prompt.
         """
         ids = await self.tokenize(request.continuation or "")
-        grammar = "root ::= " + " ".join(f"<[{i}]>" for i in ids)
         params = {k: v for k, v in request.params.items() if k not in ("max_tokens", "stop", "logprobs")}
-        return {
-            **params,
-            "max_tokens": len(ids),
-            "logprobs": 1,
-            "extra_body": {**params.get("extra_body", {}), "grammar": grammar},
-        }
+        if await self.server_kind() == "vllm":
+            prompt_ids = await self.tokenize(request.prompt, special=True)
+            extra = {**params.get("extra_body", {}), "prompt_logprobs": 0}
+            return {**params, "max_tokens": 1, "extra_body": extra}, [*prompt_ids, *ids]
+        grammar = "root ::= " + " ".join(f"<[{i}]>" for i in ids)
+        extra = {**params.get("extra_body", {}), "grammar": grammar}
+        return {**params, "max_tokens": len(ids), "logprobs": 1, "extra_body": extra}, None
 
     def _estimated_tokens(self, request: GenerationRequest) -> float:
         """Tokens a request may use, before it is sent: about four characters a prompt token, plus the
@@ -352,8 +399,10 @@ class OpenAICompatibleClient:
     async def _once(self, request: GenerationRequest, replica: int = 0) -> GenerationResult:
         client = self._client_for(replica)
         params = dict(request.params)
+        prompt: str | list[int] = request.prompt
         if request.continuation is not None:
-            params = await self._score_continuation(request)
+            params, token_prompt = await self._score_continuation(request)
+            prompt = token_prompt or prompt
         want_logprobs = params.pop("logprobs", None)
         pause = self._paused_until - time.monotonic()
         if pause > 0:
@@ -379,12 +428,15 @@ class OpenAICompatibleClient:
             logprobs = _token_logprobs(choice.logprobs)
         else:
             extra = {"logprobs": int(want_logprobs)} if want_logprobs else {}
-            resp = await client.completions.create(model=self.model_id, prompt=request.prompt, **params, **extra)
+            resp = await client.completions.create(model=self.model_id, prompt=prompt, **params, **extra)
             if not resp.choices:
                 raise MalformedReply("the reply has no choice")
             choice = resp.choices[0]
             text = choice.text or ""
             logprobs = _token_logprobs(choice.logprobs)
+            if isinstance(prompt, list):
+                text = request.continuation or ""
+                logprobs = _prompt_logprobs(choice, len(prompt) - len(await self.tokenize(text)), prompt)
         usage = resp.usage
         if self._token_budget is not None and usage is not None:
             used = (getattr(usage, "prompt_tokens", 0) or 0) + (getattr(usage, "completion_tokens", 0) or 0)

@@ -25,6 +25,7 @@ class Endpoint:
     params: dict[str, Any] = field(default_factory=dict)
     supports_logprobs: bool = False
     rate_limit: dict[str, float] | None = None  # requests_per_minute / tokens_per_minute, for each served model
+    server: str = "auto"  # llama.cpp | vllm | auto (the endpoint is asked)
 
 
 def endpoints_from_doc(entries: Any, where: str) -> list[Endpoint]:
@@ -78,6 +79,7 @@ def discover(endpoints: list[Endpoint]) -> tuple[list[ModelSpec], dict[str, str]
                 "params": endpoint.params,
                 "supports_logprobs": endpoint.supports_logprobs,
                 "rate_limit": endpoint.rate_limit,
+                "server": endpoint.server,
             }
             specs.append(spec_from_dict(entry, f"endpoint {endpoint.name}"))
     return specs, errors

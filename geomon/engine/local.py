@@ -134,11 +134,13 @@ def running_server(
     port: int | None = None,
     startup_timeout_s: float = 120.0,
     ubatch: int | None = None,
+    host: str = "127.0.0.1",
 ) -> Iterator[str]:
-    """Start llama-server for a GGUF file on 127.0.0.1; yields its OpenAI base URL (…/v1)."""
+    """Start llama-server for a GGUF file (on 127.0.0.1 unless ``host`` says where else to listen); yields
+    its OpenAI base URL (…/v1) as reached from this machine."""
     port = port or free_port()
     threads = threads or os.cpu_count() or 2
-    cmd = server_command(model_path, port, alias, slots, threads, ctx_per_slot, ubatch=ubatch)
+    cmd = server_command(model_path, port, alias, slots, threads, ctx_per_slot, ubatch=ubatch, host=host)
     _sweep_orphan_logs()
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log_file = tempfile.NamedTemporaryFile(  # noqa: SIM115

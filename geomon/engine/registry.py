@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
-from geomon.engine.client import RateLimit
+from geomon.engine.client import SERVER_KINDS, RateLimit
 
 ModelKind = Literal["chat", "base"]
 BUNDLED = ("smollm2-135m-instruct", "gemma3-270m")
@@ -46,6 +46,7 @@ class ModelSpec:
     predecessor: str | None = None
     supports_logprobs: bool = False
     rate_limit: RateLimit | None = None  # the endpoint's published limits (requests/tokens per minute)
+    server: str = "auto"  # llama.cpp | vllm | auto (asked): how a continuation is scored (rank classification)
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name):
@@ -56,6 +57,8 @@ class ModelSpec:
             raise RegistryError(f"model {self.name!r}: give exactly one of base_url or bundled")
         if self.bundled is not None and self.bundled not in BUNDLED:
             raise RegistryError(f"model {self.name!r}: bundled must be one of {BUNDLED}, not {self.bundled!r}")
+        if self.server not in SERVER_KINDS:
+            raise RegistryError(f"model {self.name!r}: server must be one of {SERVER_KINDS}, not {self.server!r}")
         if self.base_url is not None and not self.model_id:
             raise RegistryError(f"model {self.name!r}: an endpoint model needs model_id")
 

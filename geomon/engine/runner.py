@@ -95,6 +95,7 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
                 timeout_s=options.timeout_s,
                 max_retries=options.max_retries,
                 replicas=urls[1:],
+                server="llama.cpp",
             )
     else:
         yield OpenAICompatibleClient(
@@ -105,6 +106,7 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
             timeout_s=options.timeout_s,
             max_retries=options.max_retries,
             rate_limit=spec.rate_limit,
+            server=spec.server,
         )
 
 

@@ -159,6 +159,82 @@ def test_scoring_a_continuation_forces_its_canonical_tokens(gemma):
         GenerationRequest("chat", messages=({"role": "user", "content": "x"},), continuation="y")
 
 
+BOS = 1
+
+
+def _toy_ids(text: str) -> list[int]:
+    return [ord(c) + 10 for c in text]
+
+
+def _toy_logprob(token: int, position: int) -> float:
+    return -(((token * 7 + position) % 13) + 1) / 4
+
+
+class VLLMHandler(JSONHandler):
+    """vLLM's OpenAI server in its wire format, with a toy model: one token per character, BOS first, and
+    a known log-probability for every (token, position). ``/version`` says it is vLLM."""
+
+    def do_GET(self) -> None:
+        if self.path == "/version":
+            self.send_json({"version": "0.24.0"})
+        else:
+            self.send_json({"error": "not found"}, status=404)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        self.state.setdefault("bodies", []).append((self.path, body))
+        if self.path == "/tokenize":
+            ids = ([BOS] if body.get("add_special_tokens", True) else []) + _toy_ids(body["prompt"])
+            self.send_json({"tokens": ids, "count": len(ids), "max_model_len": 2048})
+            return
+        prompt = body["prompt"]
+        entries = [None] + [
+            {str(t): {"logprob": _toy_logprob(t, i), "rank": 1, "decoded_token": chr(t - 10)}}
+            for i, t in enumerate(prompt)
+            if i > 0
+        ]
+        if self.state.get("malformed"):
+            entries = entries[:-1]
+        choice = {"index": 0, "text": "x", "logprobs": None, "finish_reason": "length", "stop_reason": None}
+        if body.get("prompt_logprobs") is not None:
+            choice["prompt_logprobs"] = entries
+        self.send_json(
+            {
+                "id": "cmpl-1",
+                "object": "text_completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [choice],
+                "usage": {"prompt_tokens": len(prompt), "completion_tokens": 1, "total_tokens": len(prompt) + 1},
+            }
+        )
+
+
+@pytest.mark.parametrize("server", ["auto", "vllm"])
+def test_scoring_a_continuation_on_vllm_reads_prompt_logprobs(server):
+    """Rank classification on vLLM: the prompt's tokens (BOS included, as vLLM tokenizes a prompt) then the
+    continuation's own, sent as token ids with ``prompt_logprobs``; the score is the continuation's."""
+    prompt, continuation = "Abyei belongs to", " Sudan"
+    state: dict = {}
+    with serve(VLLMHandler, state) as url:
+        client = OpenAICompatibleClient(f"{url}/v1", "toy", server=server)
+        request = GenerationRequest("completion", prompt=prompt, params={"temperature": 0}, continuation=continuation)
+        (result,) = asyncio.run(client.generate([request]))
+        assert client.server == "vllm"
+        state["malformed"] = True
+        client.max_retries = 1
+        (broken,) = asyncio.run(client.generate([GenerationRequest("completion", prompt="x", continuation="y")]))
+    ids = [BOS, *_toy_ids(prompt), *_toy_ids(continuation)]
+    expected = [_toy_logprob(t, i) for i, t in enumerate(ids)][-len(continuation) :]
+    assert result.ok and result.text == continuation
+    assert [t["logprob"] for t in result.logprobs] == expected
+    assert "".join(t["token"] for t in result.logprobs) == continuation
+    completion = next(b for path, b in state["bodies"] if path == "/v1/completions")
+    assert completion["prompt"] == ids and completion["prompt_logprobs"] == 0 and completion["max_tokens"] == 1
+    # A reply whose prompt_logprobs do not cover the prompt is an error on that item, never a crash.
+    assert not broken.ok and "prompt_logprobs" in broken.error
+
+
 class RateLimitedHandler(JSONHandler):
     """An endpoint that serves ``per_second`` requests a second (a token bucket) and answers 429 with
     Retry-After beyond; ``malformed_first`` 200 replies with no choices or broken JSON come first."""

@@ -12,6 +12,7 @@ from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.borderlines import checks
 from geomon.defs.engine import ask_model
+from geomon.defs.execution import model_call_options
 from geomon.defs.resources import GeomonResource, by_partition, model_revision_partitions, revisions_partitions
 from geomon.defs.versions import source_version
 from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
@@ -175,6 +176,7 @@ def borderlines_prompts(
 
 @dg.asset(
     key=["borderlines", "responses"],
+    **model_call_options(),
     group_name=GROUP,
     automation_condition=EAGER,
     partitions_def=model_revision_partitions,

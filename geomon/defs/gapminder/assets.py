@@ -8,6 +8,7 @@ from geomon import jury, parsing
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.engine import agreement_metadata, ask_model, judge_asker
+from geomon.defs.execution import model_call_options
 from geomon.defs.gapminder import checks
 from geomon.defs.leaderboard import leaderboard
 from geomon.defs.resources import GeomonResource, models_partitions
@@ -80,6 +81,7 @@ def gapminder_prompts(config: GapminderPromptConfig, geomon: GeomonResource, dat
 
 @dg.asset(
     key=["gapminder", "responses"],
+    **model_call_options(),
     group_name=GROUP,
     automation_condition=EAGER,
     partitions_def=models_partitions,
@@ -97,6 +99,7 @@ def gapminder_responses(context: dg.AssetExecutionContext, geomon: GeomonResourc
 
 @dg.asset(
     key=["gapminder", "judgements"],
+    **model_call_options(),
     group_name=GROUP,
     automation_condition=EAGER,
     partitions_def=models_partitions,

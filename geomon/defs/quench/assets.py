@@ -8,6 +8,7 @@ from geomon import embeddings, jury
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.engine import agreement_metadata, ask_model, judge_asker
+from geomon.defs.execution import model_call_options
 from geomon.defs.leaderboard import leaderboard
 from geomon.defs.quench import checks
 from geomon.defs.resources import GeomonResource, models_partitions
@@ -78,6 +79,7 @@ def quench_prompts(config: QuenchPromptConfig, release: source.QuenchRelease):
 
 @dg.asset(
     key=["quench", "answers"],
+    **model_call_options(),
     group_name=GROUP,
     automation_condition=EAGER,
     partitions_def=models_partitions,
@@ -104,6 +106,7 @@ def quench_answers(context: dg.AssetExecutionContext, geomon: GeomonResource, pr
 
 @dg.asset(
     key=["quench", "rationales"],
+    **model_call_options(),
     group_name=GROUP,
     automation_condition=EAGER,
     partitions_def=models_partitions,
@@ -136,6 +139,7 @@ def quench_rationales(
 
 @dg.asset(
     key=["quench", "judgements"],
+    **model_call_options(),
     group_name=GROUP,
     automation_condition=EAGER,
     partitions_def=models_partitions,

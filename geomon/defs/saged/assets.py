@@ -10,6 +10,7 @@ from geomon import embeddings
 from geomon.defs import monitoring
 from geomon.defs.automation import EAGER
 from geomon.defs.engine import ask_model
+from geomon.defs.execution import model_call_options
 from geomon.defs.leaderboard import leaderboard
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.saged import checks
@@ -60,6 +61,7 @@ class SagedPromptConfig(dg.Config):
 
 @dg.asset(
     key=["saged", "prompts"],
+    **model_call_options(),
     group_name=GROUP,
     automation_condition=EAGER,
     code_version=PROMPT_VERSION,
@@ -123,6 +125,7 @@ def _questions(settings, scraped: pd.DataFrame) -> pd.DataFrame:
 
 @dg.asset(
     key=["saged", "responses"],
+    **model_call_options(),
     group_name=GROUP,
     automation_condition=EAGER,
     partitions_def=models_partitions,

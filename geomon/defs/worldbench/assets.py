@@ -7,6 +7,7 @@ from geomon import parsing
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER, wdi_release
 from geomon.defs.engine import ask_model
+from geomon.defs.execution import model_call_options
 from geomon.defs.resources import GeomonResource, by_partition, models_partitions
 from geomon.defs.versions import source_version
 from geomon.defs.worldbench import checks
@@ -130,6 +131,7 @@ def worldbench_prompts(
 
 @dg.asset(
     key=["worldbench", "responses"],
+    **model_call_options(),
     group_name=GROUP,
     automation_condition=EAGER,
     partitions_def=models_partitions,

@@ -1,0 +1,143 @@
+"""deploy/: what can be validated without Docker or Kubernetes. The compose stack with Debian's
+docker-compose, the Helm values against the Dagster chart's values schema, the plain manifests against the
+Kubernetes API schemas (kubernetes-validate), the Celery file against dagster-celery's executor schema.
+Nothing here builds an image or starts a container; the README says so."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "deploy"
+HELM_SCHEMA = REPO.parent / "shared" / "reference" / "dagster-helm" / "values.schema.json"
+SECRETS = {"GEOMON_PG_PASSWORD": "pg-secret-value", "GEOMON_RABBITMQ_PASSWORD": "mq-secret-value"}
+
+
+def _compose(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    if shutil.which("docker-compose") is None:
+        pytest.skip("docker-compose (Debian's package) is not installed; .ci/run installs it")
+    base = {k: v for k, v in os.environ.items() if k not in SECRETS}
+    return subprocess.run(
+        ["docker-compose", "-f", str(DEPLOY / "docker-compose.yaml"), *args],
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_compose_stack_is_valid_and_takes_secrets_from_the_environment():
+    result = _compose("--profile", "gpu", "--profile", "cpu", "config", env=SECRETS)
+    assert result.returncode == 0, result.stderr
+    stack = yaml.safe_load(result.stdout)
+    services = stack["services"]
+    assert {"postgres", "rabbitmq", "user-code", "webserver", "daemon", "worker-models", "worker-scoring"} <= set(
+        services
+    )
+    assert services["vllm"]["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
+    assert services["llama"]["command"][:2] == ["geomon", "serve-local"]
+    # Model steps and scoring steps have workers of their own, on the queues deploy/celery.yaml names.
+    celery = yaml.safe_load((DEPLOY / "celery.yaml").read_text())
+    queues = {celery["geomon"]["model_queue"], celery["execution"]["config"]["config_source"]["task_default_queue"]}
+    listened = {
+        services[w]["command"][services[w]["command"].index("-q") + 1] for w in ("worker-models", "worker-scoring")
+    }
+    assert listened == queues
+    # The secrets appear only where the environment put them, never in the file itself.
+    text = (DEPLOY / "docker-compose.yaml").read_text()
+    assert not any(value in text for value in SECRETS.values())
+    assert "pg-secret-value" in services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    # Without them the stack refuses to start, naming the variable.
+    missing = _compose("config", env={})
+    assert missing.returncode != 0 and "GEOMON_PG_PASSWORD" in missing.stderr
+
+
+def _offline(schema: Any) -> Any:
+    """The schema as it can be checked here. Its $refs to kubernetesjsonschema.dev (Kubernetes' own types)
+    cannot be fetched offline: those become open objects. ``required`` goes too: the chart's own values.yaml
+    supplies every required key, and geomon's file only overrides some."""
+    if isinstance(schema, dict):
+        return {
+            k: _offline(v)
+            for k, v in schema.items()
+            if k != "required" and not (k == "$ref" and str(v).startswith("http"))
+        }
+    if isinstance(schema, list):
+        return [_offline(v) for v in schema]
+    return schema
+
+
+def _helm_errors(values: dict[str, Any]) -> list[str]:
+    validator = jsonschema.Draft7Validator(_offline(json.loads(HELM_SCHEMA.read_text())))
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(values)]
+
+
+def test_helm_values_match_the_dagster_chart_schema():
+    values = yaml.safe_load((DEPLOY / "helm" / "values.yaml").read_text())
+    assert _helm_errors(values) == []
+    assert values["runLauncher"]["type"] == "K8sRunLauncher"
+    assert values["postgresql"]["enabled"] is False and values["generatePostgresqlPasswordSecret"] is False
+    # Secrets by reference only: no password anywhere in the values.
+    assert not re.search(r"(?i)password\s*:\s*\S", (DEPLOY / "helm" / "values.yaml").read_text())
+    # The validator is not vacuous: a misspelt launcher and an unknown key are caught.
+    broken = copy.deepcopy(values)
+    broken["runLauncher"]["type"] = "K8sRunLaunchr"
+    broken["dagsterDaemon"]["runCoordinator"]["confg"] = {}
+    errors = _helm_errors(broken)
+    assert any("K8sRunLaunchr" in e for e in errors) and any("confg" in e for e in errors), errors
+
+
+def test_helm_instance_config_is_a_valid_dagster_instance(tmp_path):
+    """The concurrency block the values add to dagster.yaml is accepted by Dagster itself."""
+    import dagster as dg
+
+    values = yaml.safe_load((DEPLOY / "helm" / "values.yaml").read_text())
+    (tmp_path / "dagster.yaml").write_text(
+        yaml.safe_dump(
+            {
+                **values["additionalInstanceConfig"],
+                "run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"},
+            }
+        )
+    )
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.get_concurrency_config().pool_config.default_pool_limit == 4
+
+
+@pytest.mark.parametrize("manifest", sorted((DEPLOY / "k8s").glob("*.yaml")), ids=lambda p: p.name)
+def test_kubernetes_manifests_match_the_api_schemas(manifest):
+    documents = [d for d in yaml.safe_load_all(manifest.read_text()) if d]
+    assert documents
+    for document in documents:
+        kubernetes_validate.validate(document, "1.37", strict=True)
+    broken = copy.deepcopy(documents[0])
+    broken["spec"]["replicas"] = "two"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, "1.37", strict=True)
+
+
+def test_celery_file_is_dagster_celery_executor_config(monkeypatch):
+    from dagster_celery.cli import get_validated_config
+
+    monkeypatch.setenv("GEOMON_CELERY_BROKER", "pyamqp://geomon:secret@rabbitmq:5672//")
+    config = get_validated_config(str(DEPLOY / "celery.yaml"))
+    assert config["broker"] == "pyamqp://geomon:secret@rabbitmq:5672//"
+    assert "secret" not in (DEPLOY / "celery.yaml").read_text()
+
+
+def test_dockerfile_copies_only_what_the_repository_has():
+    sources = re.findall(r"^COPY (?!--from)(.+) \S+$", (DEPLOY / "Dockerfile").read_text(), flags=re.M)
+    paths = [p for line in sources for p in line.split()]
+    assert paths and all((REPO / p).exists() for p in paths), paths
