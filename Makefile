@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test lint ui bench bench-ask bench-import bench-store bench-cpu bench-judges clean
+.PHONY: setup run test lint ui bench bench-ask bench-import bench-store bench-cpu bench-judges bench-scale clean
 
 setup: $(VENV)/.installed
 
@@ -52,6 +52,10 @@ bench-store: setup
 # llama-server configurations for the bundled models on this CPU (bench/cpu_engine_configs.py).
 bench-cpu: setup
 	$(BIN)/python bench/cpu_engine_configs.py $(ARGS)
+
+# Many fake endpoints and worker processes: throughput against the configured limits (bench/scale_out.py).
+bench-scale: setup
+	$(BIN)/python bench/scale_out.py $(ARGS)
 
 clean:
 	rm -rf var storage history logs schedules

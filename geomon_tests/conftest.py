@@ -97,3 +97,21 @@ def write_settings(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | 
         )
     )
     return path
+
+
+def materialize_worldbench_sources(instance, settings: Path, countries: int):
+    """The World Bank chain and WorldBench's prompts for ``countries`` countries, on ``instance``."""
+    import dagster as dg
+
+    from geomon.definitions import defs
+    from geomon.defs.resources import GeomonResource
+
+    return dg.materialize(
+        [*defs.assets, *defs.asset_checks],
+        instance=instance,
+        selection=dg.AssetSelection.assets(
+            ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]
+        ),
+        resources={"geomon": GeomonResource(config_path=str(settings))},
+        run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": countries}}}},
+    )

@@ -18,7 +18,7 @@ from geomon.defs.runs import failed_checks, register_models
 from geomon.defs.saged.runs import materialize as materialize_saged
 from geomon.defs.sensors import model_registry_sensor
 from geomon.defs.worldbench.runs import materialize as materialize_worldbench
-from geomon_tests.conftest import SHARED, write_settings
+from geomon_tests.conftest import SHARED, materialize_worldbench_sources, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,16 +142,7 @@ def test_dagster_postgres_instance(postgres_url, tmp_path, wdi_snapshot_dir, sna
     settings = write_settings(tmp_path, wdi_snapshot_dir)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
-        result = dg.materialize(
-            [*defs.assets, *defs.asset_checks],
-            instance=instance,
-            selection=dg.AssetSelection.assets(
-                ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]
-            ),
-            resources={"geomon": GeomonResource(config_path=str(settings))},
-            run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": 2}}}},
-        )
-        assert result.success
+        assert materialize_worldbench_sources(instance, settings, countries=2).success
         event = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "prompts"]))
         assert event.asset_materialization.metadata["questions"].value == _questions(snapshot, 2)
         register_models(instance, ["a-model"])

@@ -22,10 +22,9 @@ import requests
 import yaml
 
 from geomon.defs import execution
-from geomon.defs.resources import GeomonResource
 from geomon.defs.runs import register_models
 from geomon.engine.store import ResponseStore
-from geomon_tests.conftest import write_settings
+from geomon_tests.conftest import materialize_worldbench_sources, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -205,22 +204,11 @@ def test_celery_workers_run_model_partitions_in_parallel(postgres_url, tmp_path,
 def _run_through_celery(tmp_path, env, home, workspace, celery_yaml, settings, queues, state) -> None:
     from dagster_graphql import DagsterGraphQLClient
 
-    from geomon.definitions import defs
-
     model_queue, scoring_queue = queues
     port = _free_port()
     with dg.DagsterInstance.from_config(str(home)) as instance, _processes(tmp_path, env) as start:
         # Sources and prompts once, in this process, on the same PostgreSQL instance and IO storage.
-        sources = dg.materialize(
-            [*defs.assets, *defs.asset_checks],
-            instance=instance,
-            selection=dg.AssetSelection.assets(
-                ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]
-            ),
-            resources={"geomon": GeomonResource(config_path=str(settings))},
-            run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": 2}}}},
-        )
-        assert sources.success
+        assert materialize_worldbench_sources(instance, settings, countries=2).success
         register_models(instance, list(MODELS))
         for n in (1, 2):
             start(
