@@ -99,7 +99,19 @@ def _processes(tmp_path: Path, env: dict[str, str]) -> Iterator[callable]:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        start.logs = [(proc.args[0], log) for proc, log in started]  # type: ignore[attr-defined]
+        _kill_leftovers(env["DAGSTER_HOME"])
+
+
+def _kill_leftovers(dagster_home: str) -> None:
+    """Processes the daemon and webserver started in sessions of their own (code servers, run workers),
+    found by this test's DAGSTER_HOME in their environment: stopped too, even if a run never finished."""
+    marker = f"DAGSTER_HOME={dagster_home}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if marker in (proc / "environ").read_bytes().split(b"\0"):
+                os.kill(int(proc.name), signal.SIGKILL)
 
 
 def _tail(path: Path, lines: int = 40) -> str:
