@@ -79,6 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"\n{suite.title}:\n{board.value if board is not None else ''}")
             report = settings.results_dir / suite.name / "report.html"
             print(f"Results: {report.parent} (leaderboard.csv and per-model CSVs)\nReport:  {report}")
+        print(f"\nEvery report: {settings.results_dir / 'index.html'}")
     print(f"Dagster instance: {home} — open the UI with `make ui` (dagster dev, http://127.0.0.1:3000)")
     return 0
 
@@ -86,10 +87,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_trends(args: argparse.Namespace) -> int:
     from geomon.monitor.history import MetricHistory
     from geomon.report import trends
+    from geomon.report.index import write_index
 
     settings = load_settings(args.config)
     series = MetricHistory(settings.store_url).series(only=trends.headline_keys())
     page = trends.write_report(settings.results_dir / "trends", series)
+    write_index(settings.results_dir)
     table = trends.trend_table(series)
     print(
         table.groupby(["suite", "metric", "model"]).tail(1).to_string(index=False) if len(table) else "no history yet"

@@ -13,6 +13,7 @@ from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.monitor import alerts, drift
 from geomon.monitor.history import MetricHistory, MetricValue
 from geomon.report import charts, trends
+from geomon.report.index import write_index
 from geomon.suites import worldbench
 
 DRIFT_SPEC = dg.AssetCheckSpec(
@@ -111,6 +112,7 @@ def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
     settings = geomon.settings()
     series = MetricHistory(settings.store_url).series(only=trends.headline_keys())
     page = trends.write_report(settings.results_dir / "trends", series)
+    index = write_index(settings.results_dir)
     table = trends.trend_table(series)
     latest = table.groupby(["suite", "metric", "model"]).tail(1)
     return dg.MaterializeResult(
@@ -119,5 +121,6 @@ def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
             "models": int(table["model"].nunique()) if len(table) else 0,
             "latest": dg.MetadataValue.md(charts.markdown_table(latest) if len(latest) else "no history yet"),
             "report": dg.MetadataValue.path(str(page)),
+            "index": dg.MetadataValue.path(str(index)),
         }
     )

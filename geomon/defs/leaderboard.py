@@ -9,6 +9,32 @@ import pandas as pd
 
 from geomon.defs.resources import by_partition
 from geomon.report import charts
+from geomon.report.index import write_index
+
+
+def _column_type(values: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(values):
+        return "bool"
+    if pd.api.types.is_integer_dtype(values):
+        return "int"
+    return "float" if pd.api.types.is_float_dtype(values) else "string"
+
+
+def metadata_table(frame: pd.DataFrame) -> dg.MetadataValue:
+    """A Dagster table (sortable in the UI): numbers stay numbers, a missing number is an empty cell
+    (None: every record must have every column)."""
+    kinds = {column: _column_type(frame[column]) for column in frame.columns}
+    records = []
+    for row in frame.itertuples(index=False):
+        cells: dict[str, Any] = {}
+        for column, value in zip(frame.columns, row, strict=True):
+            if kinds[column] == "string":
+                cells[column] = str(value)
+            else:
+                cells[column] = (value.item() if hasattr(value, "item") else value) if pd.notna(value) else None
+        records.append(dg.TableRecord(cells))
+    schema = dg.TableSchema(columns=[dg.TableColumn(column, kind) for column, kind in kinds.items()])
+    return dg.MetadataValue.table(records, schema)
 
 
 def leaderboard(
@@ -23,12 +49,15 @@ def leaderboard(
     results = by_partition(context, input_name, per_model)
     board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(results.items())])
     report = write(board, results)
+    index = write_index(report.parent.parent)
     shown = [c for c in ("model", *columns) if c in board]
     return dg.Output(
         board,
         metadata={
             "models": len(board),
             "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[shown])),
+            "leaderboard_table": metadata_table(board[shown]),
             "report": dg.MetadataValue.path(str(report)),
+            "index": dg.MetadataValue.path(str(index)),
         },
     )

@@ -14,6 +14,10 @@ import dagster as dg
 from geomon.defs.resources import models_partitions
 
 Runner = Callable[..., dg.ExecuteInProcessResult]
+# Run tags of `geomon run`'s runs: who launched them, which suite, with which options.
+LAUNCHED_BY = "geomon/launched_by"
+SUITE_TAG = "geomon/suite"
+OPTIONS_TAG = "geomon/options"
 
 
 def suite_runs(name: str) -> ModuleType:
@@ -36,39 +40,70 @@ def _quiet(log_level: str) -> dict[str, Any]:
     return {"loggers": {"console": {"config": {"log_level": log_level}}}}
 
 
-def runner(defs: dg.Definitions, instance: dg.DagsterInstance, resources: dict[str, Any] | None, log_level: str):
-    """A function that materializes a selection (one partition, with op config) of ``defs``."""
+def runner(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    resources: dict[str, Any] | None,
+    log_level: str,
+    tags: dict[str, str] | None = None,
+):
+    """A function that materializes a selection (one partition, with op config) of ``defs``: through the
+    named ``job`` when one is given, so the runs page tells suites and stages apart, and with ``tags``."""
     # The defs folder's autoloader lists an object once per module that imports it: keep each once.
     everything = list({id(d): d for d in [*(defs.assets or []), *(defs.asset_checks or [])]}.values())
     resources = resources or dict(defs.resources or {})
+    base_tags = {LAUNCHED_BY: "geomon run", **(tags or {})}
 
     def run(
-        selection: dg.AssetSelection, partition_key: str | None = None, config: dict[str, Any] | None = None
+        selection: dg.AssetSelection,
+        partition_key: str | None = None,
+        config: dict[str, Any] | None = None,
+        job: str | None = None,
     ) -> dg.ExecuteInProcessResult:
+        run_config = {**_quiet(log_level), **(config or {})}
+        if job is not None:
+            return defs.resolve_job_def(job).execute_in_process(
+                run_config=run_config,
+                instance=instance,
+                partition_key=partition_key,
+                resources=resources,
+                tags=base_tags,
+            )
         return dg.materialize(
             everything,
             instance=instance,
             resources=resources,
             selection=selection,
             partition_key=partition_key,
-            run_config={**_quiet(log_level), **(config or {})},
+            run_config=run_config,
+            tags=base_tags,
         )
 
     return run
 
 
+def per_model_job_name(suite: str) -> str:
+    return f"{suite}_per_model"
+
+
 def per_model_job(suite: str, selection: dg.AssetSelection, partitions_def: Any, description: str) -> Any:
-    """``<suite>_per_model``: a suite's per-model assets as a partitioned job (sensors and the UI launch it)."""
+    """``<suite>_per_model``: a suite's per-model assets as a partitioned job (the UI, sensors and
+    ``geomon run`` launch it)."""
     return dg.define_asset_job(
-        f"{suite}_per_model", selection=selection, partitions_def=partitions_def, description=description
+        per_model_job_name(suite),
+        selection=selection,
+        partitions_def=partitions_def,
+        description=description,
+        tags={SUITE_TAG: suite},
     )
 
 
 @dataclass(frozen=True)
 class PerModelPlan:
     """The common run order: sources and prompts once (op config for ``prompts_op``), each model's
-    partition, then the leaderboard."""
+    partition (through the suite's named per-model job), then the leaderboard."""
 
+    suite: str
     sources: dg.AssetSelection
     per_model: dg.AssetSelection
     leaderboard: dg.AssetSelection
@@ -82,12 +117,16 @@ class PerModelPlan:
         prompt_config: dict[str, Any] | None = None,
         log_level: str = "WARNING",
         resources: dict[str, Any] | None = None,
+        described: str = "",
     ) -> list[dg.ExecuteInProcessResult]:
-        """Run the plan for ``models``; failed checks are in the returned results."""
+        """Run the plan for ``models`` (``described``: the options, as a run tag); failed checks are in the
+        returned results."""
         register_models(instance, models)
-        run = runner(defs, instance, resources, log_level)
+        tags = {SUITE_TAG: self.suite, **({OPTIONS_TAG: described} if described else {})}
+        run = runner(defs, instance, resources, log_level, tags)
         results = [run(self.sources, config={"ops": {self.prompts_op: {"config": prompt_config or {}}}})]
-        results += [run(self.per_model, partition_key=name) for name in models]
+        job = per_model_job_name(self.suite)
+        results += [run(self.per_model, partition_key=name, job=job) for name in models]
         results.append(run(self.leaderboard))
         return results
 

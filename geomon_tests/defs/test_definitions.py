@@ -116,6 +116,11 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
         assert {"parse_rate", "region_disparity_mean", "disparity_table", "group_error_chart"} <= set(meta)
         responses = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "responses"]))
         assert responses.asset_materialization.partition in {"smollm2-135m-instruct", "gemma3-270m"}
+        # Each model's run is the suite's named job, tagged so the runs page reads like a log of evaluations.
+        per_model = [r for r in instance.get_runs() if r.job_name == "worldbench_per_model"]
+        assert sorted(r.tags["dagster/partition"] for r in per_model) == ["gemma3-270m", "smollm2-135m-instruct"]
+        for run in instance.get_runs():
+            assert run.tags["geomon/suite"] == "worldbench" and run.tags["geomon/launched_by"] == "geomon run"
 
         # Rerun: every answer comes from the store; the engine is not even started.
         again = materialize_worldbench(

@@ -7,7 +7,7 @@ import dagster as dg
 
 from geomon.config import Settings
 from geomon.defs.resources import model_revision_partitions, revisions_partitions
-from geomon.defs.runs import per_model_job, register_models, runner
+from geomon.defs.runs import OPTIONS_TAG, SUITE_TAG, per_model_job, per_model_job_name, register_models, runner
 from geomon.sources import wikipedia
 
 RELEASE = dg.AssetSelection.assets(["borderlines", "release"])
@@ -33,6 +33,7 @@ def materialize(
     prompt_configs: dict[str, dict[str, Any]] | None = None,
     log_level: str = "WARNING",
     resources: dict[str, Any] | None = None,
+    described: str = "",
 ) -> list[dg.ExecuteInProcessResult]:
     """The BorderLines graph: the release, each revision's table and prompts (``prompt_configs`` per
     revision key, e.g. fewer personas for an older table), each model × revision, the leaderboard."""
@@ -40,7 +41,8 @@ def materialize(
     new = [r for r in revisions if not instance.has_dynamic_partition(revisions_partitions.name, r)]
     if new:
         instance.add_dynamic_partitions(revisions_partitions.name, new)
-    run = runner(defs, instance, resources, log_level)
+    tags = {SUITE_TAG: "borderlines", **({OPTIONS_TAG: described} if described else {})}
+    run = runner(defs, instance, resources, log_level, tags)
     results = [run(RELEASE)]
     for revision in revisions:
         config = (prompt_configs or {}).get(revision, {})
@@ -49,7 +51,8 @@ def materialize(
         )
     for revision in revisions:
         for model in models:
-            results.append(run(PER_MODEL, partition_key=dg.MultiPartitionKey({"model": model, "revision": revision})))
+            key = dg.MultiPartitionKey({"model": model, "revision": revision})
+            results.append(run(PER_MODEL, partition_key=key, job=per_model_job_name("borderlines")))
     results.append(run(LEADERBOARD))
     return results
 
@@ -75,4 +78,4 @@ def run_from_options(
         for key in revisions
     }
     described = f"revisions: {', '.join(revisions)}; personas: {', '.join(personas)}"
-    return materialize(defs, instance, models, revisions, configs, log_level=log_level), described
+    return materialize(defs, instance, models, revisions, configs, log_level=log_level, described=described), described

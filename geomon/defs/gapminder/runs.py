@@ -13,6 +13,7 @@ PER_MODEL = dg.AssetSelection.assets(
     ["gapminder", "responses"], ["gapminder", "judgements"], ["gapminder", "grades"], ["gapminder", "rates"]
 )
 PLAN = PerModelPlan(
+    suite="gapminder",
     sources=dg.AssetSelection.assets(["gapminder", "question_bank"], ["gapminder", "prompts"]),
     per_model=PER_MODEL,
     leaderboard=dg.AssetSelection.assets(["gapminder", "leaderboard"]),
@@ -35,4 +36,4 @@ def run_from_options(
     """``geomon run``'s Gapminder options: --questions and --variations sample the bank (seeded)."""
     config = {"sample_questions": options.get("questions") or 0, "sample_variations": options.get("variations") or 0}
     described = f"questions: {config['sample_questions'] or 'all'}, variations: {config['sample_variations'] or 'all'}"
-    return materialize(defs, instance, models, config, log_level=log_level), described
+    return materialize(defs, instance, models, config, log_level=log_level, described=described), described

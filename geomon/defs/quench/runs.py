@@ -18,6 +18,7 @@ PER_MODEL = dg.AssetSelection.assets(
     ["quench", "disparity"],
 )
 PLAN = PerModelPlan(
+    suite="quench",
     sources=dg.AssetSelection.assets(["quench", "question_bank"], ["quench", "prompts"]),
     per_model=PER_MODEL,
     leaderboard=dg.AssetSelection.assets(["quench", "leaderboard"]),
@@ -43,4 +44,4 @@ def run_from_options(
     """``geomon run``'s QUENCH option: --quench-questions samples the questions (seeded, half Indic)."""
     config = {"sample_questions": options.get("quench_questions") or 0}
     described = f"questions: {config['sample_questions'] or 'all 400'} (half Indic), modes: no CoT and CoT"
-    return materialize(defs, instance, models, config, log_level=log_level), described
+    return materialize(defs, instance, models, config, log_level=log_level, described=described), described

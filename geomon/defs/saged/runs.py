@@ -11,6 +11,7 @@ from geomon.defs.runs import PerModelPlan, per_model_job
 
 PER_MODEL = dg.AssetSelection.assets(["saged", "responses"], ["saged", "features"], ["saged", "disparity"])
 PLAN = PerModelPlan(
+    suite="saged",
     sources=dg.AssetSelection.assets(["saged", "corpus"], ["saged", "prompts"]),
     per_model=PER_MODEL,
     leaderboard=dg.AssetSelection.assets(["saged", "leaderboard"]),
@@ -37,4 +38,4 @@ def run_from_options(
         f"root prompts: {config['sample_prompts'] or 'all'} × {concepts + 1} concepts, "
         f"roles: {', '.join(settings.saged.roles)}"
     )
-    return materialize(defs, instance, models, config, log_level=log_level), described
+    return materialize(defs, instance, models, config, log_level=log_level, described=described), described

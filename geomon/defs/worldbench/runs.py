@@ -11,6 +11,7 @@ from geomon.defs.runs import PerModelPlan, per_model_job
 
 PER_MODEL = dg.AssetSelection.assets(["worldbench", "responses"], ["worldbench", "scores"], ["worldbench", "disparity"])
 PLAN = PerModelPlan(
+    suite="worldbench",
     sources=dg.AssetSelection.assets(
         ["worldbank", "economies"], ["worldbank", "indicators"], ["worldbench", "prompts"]
     ),
@@ -42,4 +43,4 @@ def run_from_options(
     if options.get("example_country"):
         prompt_config["example_country"] = options["example_country"]
     described = f"sample: {options.get('sample') or 'all countries'}"
-    return materialize(defs, instance, models, prompt_config, log_level=log_level), described
+    return materialize(defs, instance, models, prompt_config, log_level=log_level, described=described), described
