@@ -9,7 +9,7 @@ import pandas as pd
 from geomon.config import ConfigError, load_settings
 from geomon.defs.automation import EAGER
 from geomon.defs.execution import model_call_options
-from geomon.defs.resources import GeomonResource, models_partitions
+from geomon.defs.resources import GeomonResource, api_models_partitions
 from geomon.monitor import alerts, drift
 from geomon.monitor.history import MetricHistory, MetricValue
 from geomon.report import charts, trends
@@ -27,7 +27,7 @@ DRIFT_SPEC = dg.AssetCheckSpec(
     key=["monitor", "drift_probe"],
     **model_call_options(),
     group_name="monitor",
-    partitions_def=models_partitions,
+    partitions_def=api_models_partitions,
     check_specs=[DRIFT_SPEC],
     ins={"prompts": dg.AssetIn(key=["worldbench", "prompts"])},
 )
@@ -81,7 +81,7 @@ def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, promp
 
 
 drift_probe_job = dg.define_asset_job(
-    "drift_probe", selection=dg.AssetSelection.assets(drift_probe), partitions_def=models_partitions
+    "drift_probe", selection=dg.AssetSelection.assets(drift_probe), partitions_def=api_models_partitions
 )
 
 
@@ -94,10 +94,16 @@ def _cadence() -> str:
 
 @dg.schedule(job=drift_probe_job, cron_schedule=_cadence(), default_status=dg.DefaultScheduleStatus.RUNNING)
 def drift_probe_schedule(context: dg.ScheduleEvaluationContext, geomon: GeomonResource) -> list[dg.RunRequest]:
-    """Probe every API-served model (bundled models are skipped: fixed weights)."""
+    """Probe every API-served model the registry sensor has made a partition of ``api_models`` (bundled
+    models have fixed weights and are never partitions there)."""
     models, _ = geomon.settings().all_models()
+    known = set(context.instance.get_dynamic_partitions(api_models_partitions.name))
     stamp = context.scheduled_execution_time.isoformat()
-    return [dg.RunRequest(partition_key=s.name, run_key=f"drift-{s.name}-{stamp}") for s in models if s.bundled is None]
+    return [
+        dg.RunRequest(partition_key=s.name, run_key=f"drift-{s.name}-{stamp}")
+        for s in models
+        if s.bundled is None and s.name in known
+    ]
 
 
 @dg.asset(

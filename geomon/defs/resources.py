@@ -9,6 +9,9 @@ from geomon.config import Settings, load_settings
 
 # Every model is a partition; the sensor and `geomon run` add them from the registry.
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
+# Models that can drift: those served by an endpoint (a bundled GGUF file's weights never change), the
+# partitions of the drift probe; the registry sensor adds them beside `models`.
+api_models_partitions = dg.DynamicPartitionsDefinition(name="api_models")
 # Every evaluated revision of Wikipedia's disputes page (``2023-05-15-r1154894956``).
 revisions_partitions = dg.DynamicPartitionsDefinition(name="dispute_revisions")
 # BorderLines runs per model and per table version.

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from geomon.defs.resources import GeomonResource, models_partitions, revisions_partitions
+from geomon.defs.resources import GeomonResource, api_models_partitions, models_partitions, revisions_partitions
 from geomon.sources import wikipedia
 
 
@@ -27,12 +27,17 @@ def model_registry_sensor(context: dg.SensorEvaluationContext, geomon: GeomonRes
     known = set(context.instance.get_dynamic_partitions(models_partitions.name))
     names = [s.name for s in models]
     new = [n for n in names if n not in known]
+    # Models that can drift (served by an endpoint) are also partitions of the drift probe.
+    probed = set(context.instance.get_dynamic_partitions(api_models_partitions.name))
+    new_api = [s.name for s in models if s.bundled is None and s.name not in probed]
     gone = sorted(known - set(names))
     if gone:
         context.log.info("partitions without a registered or served model (results kept): %s", ", ".join(gone))
+    requests = [models_partitions.build_add_request(new)] if new else []
+    requests += [api_models_partitions.build_add_request(new_api)] if new_api else []
     return dg.SensorResult(
-        dynamic_partitions_requests=[models_partitions.build_add_request(new)] if new else [],
-        skip_reason=None if new else f"no new models ({len(names)} known; not served any more: {len(gone)})",
+        dynamic_partitions_requests=requests,
+        skip_reason=None if requests else f"no new models ({len(names)} known; not served any more: {len(gone)})",
     )
 
 

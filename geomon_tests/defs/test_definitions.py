@@ -166,6 +166,9 @@ def test_registry_sensor_adds_only_new_models(tmp_path, wdi_snapshot_dir):
         # The sensor registers the partition; automation then requests that model's runs only
         # (geomon_tests/defs/test_monitoring.py follows it through).
         assert result.dynamic_partitions_requests[0].partition_keys == ["new-api-model"]
+        # An API-served model can drift: it is a partition of the drift probe too; bundled models never are.
+        assert result.dynamic_partitions_requests[1].partitions_def_name == "api_models"
+        assert result.dynamic_partitions_requests[1].partition_keys == ["new-api-model"]
         assert result.run_requests == []
         # A model gone from the registry keeps its partition (and results).
         assert "retired-model" in instance.get_dynamic_partitions(models_partitions.name)

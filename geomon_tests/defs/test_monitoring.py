@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from geomon.definitions import defs
-from geomon.defs.resources import GeomonResource, models_partitions
+from geomon.defs.resources import GeomonResource, api_models_partitions, models_partitions
 from geomon.defs.sensors import model_registry_sensor
 from geomon.defs.worldbench.runs import PER_MODEL
 from geomon.defs.worldbench.runs import materialize as materialize_worldbench
@@ -196,7 +196,7 @@ def test_swapping_the_model_behind_an_endpoint_is_caught_as_drift(
             )
         }
         with dg.instance_for_test() as instance:
-            instance.add_dynamic_partitions(models_partitions.name, ["provider-model"])
+            instance.add_dynamic_partitions(api_models_partitions.name, ["provider-model"])
             dg.materialize(
                 [*defs.assets, *defs.asset_checks],
                 instance=instance,
@@ -233,6 +233,7 @@ def test_swapping_the_model_behind_an_endpoint_is_caught_as_drift(
 
     with_bundled = {"geomon": _settings(tmp_path, wdi_snapshot_dir, [api], include_bundled=True)}
     with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(api_models_partitions.name, ["provider-model"])
         context = dg.build_schedule_context(
             instance=instance, resources=with_bundled, scheduled_execution_time=datetime(2026, 11, 22, 6, tzinfo=UTC)
         )
