@@ -343,7 +343,7 @@ class OpenAICompatibleClient:
 
     async def server_kind(self) -> ServerKind:
         """llama.cpp or vLLM, as configured or, for "auto", as the server says: vLLM answers ``GET /version``
-        with its version, llama.cpp answers ``GET /props``."""
+        with its version; a server that does not is taken for llama.cpp."""
         if self.server == "auto":
             root = self.base_url.removesuffix("/v1")
             http = self._client._client
