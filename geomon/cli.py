@@ -95,7 +95,9 @@ def cmd_trends(args: argparse.Namespace) -> int:
     write_index(settings.results_dir)
     table = trends.trend_table(series)
     print(
-        table.groupby(["suite", "metric", "model"]).tail(1).to_string(index=False) if len(table) else "no history yet"
+        table.groupby(["suite", "metric", "model", "scope"]).tail(1).to_string(index=False)
+        if len(table)
+        else "no history yet"
     )
     print(f"\nReport: {page}")
     return 0

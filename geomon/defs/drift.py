@@ -120,7 +120,7 @@ def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
     page = trends.write_report(settings.results_dir / "trends", series)
     index = write_index(settings.results_dir)
     table = trends.trend_table(series)
-    latest = table.groupby(["suite", "metric", "model"]).tail(1)
+    latest = table.groupby(["suite", "metric", "model", "scope"]).tail(1)
     return dg.MaterializeResult(
         metadata={
             "evaluations": int(series["evaluation_id"].nunique()) if len(series) else 0,

@@ -53,6 +53,14 @@ def labelled_models(frame: pd.DataFrame) -> set[str]:
     return set(latest.index[:half]) | set(latest.index[-half:])
 
 
+def trend_lines(frame: pd.DataFrame) -> pd.Series:
+    """The line each row belongs to: its model, or model · scope where the metric has several scopes (a
+    BorderLines score on two table versions is two series, never one line jumping between versions)."""
+    if frame["scope"].nunique() <= 1:
+        return frame["model"]
+    return frame["model"] + " · " + frame["scope"].replace("", "(no scope)")
+
+
 def _chart(frame: pd.DataFrame, title: str) -> bytes:
     """One line per model over time, its interval as a band. With many models the legend would be
     unreadable (and drawing 100 bands takes seconds): the models with the highest and lowest latest values
@@ -65,7 +73,7 @@ def _chart(frame: pd.DataFrame, title: str) -> bytes:
     import matplotlib.ticker
     from matplotlib.collections import LineCollection
 
-    frame = frame.assign(when=pd.to_datetime(frame["recorded_at"], utc=True))
+    frame = frame.assign(when=pd.to_datetime(frame["recorded_at"], utc=True), model=trend_lines(frame))
     labelled = labelled_models(frame)
     fig, ax = plt.subplots(figsize=(9, 3))
     # The unlabelled models as one collection: dates converted once, then split by model (a per-model
@@ -89,6 +97,7 @@ def _chart(frame: pd.DataFrame, title: str) -> bytes:
     ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
     ax.autoscale_view()
     ax.set_title(title, fontsize=10)
+    ax.set_ylabel(str(frame["metric"].iloc[0]).replace("_", " "), fontsize=8)
     # Outside the plot, at a fixed place: matplotlib's "best" spot tests every line (slow with 100 models).
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.subplots_adjust(left=0.07, right=0.78, top=0.88, bottom=0.14)  # room for the legend on the right
@@ -105,7 +114,7 @@ def _cached_chart(cache: Path, part: pd.DataFrame, title: str) -> Path:
     return path
 
 
-CHART_VERSION = "2"  # bump when _chart draws differently, so cached charts are redrawn
+CHART_VERSION = "3"  # bump when _chart draws differently, so cached charts are redrawn
 
 
 def write_report(out_dir: Path, series: pd.DataFrame) -> Path:
@@ -123,7 +132,9 @@ def write_report(out_dir: Path, series: pd.DataFrame) -> Path:
             continue
         chart = _cached_chart(cache, part, title)
         used.add(chart)
-        latest = part.groupby("model").tail(1)[["model", "scope", "recorded_at", "value", "ci_low", "ci_high"]]
+        latest = part.groupby(["model", "scope"]).tail(1)[
+            ["model", "scope", "recorded_at", "value", "ci_low", "ci_high"]
+        ]
         sections += [
             f"<h2>{html.escape(title)}</h2>",
             f"<img src='{charts.png_data_uri(chart.read_bytes())}'>",

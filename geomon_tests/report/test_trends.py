@@ -42,3 +42,18 @@ def test_trends_chart_with_many_models_labels_the_extremes(tmp_path):
     trends.write_report(tmp_path, frame.assign(value=frame["value"] + 1))
     (redrawn,) = (tmp_path / "charts").glob("*.png")
     assert redrawn != drawn and not drawn.exists()
+
+
+def test_each_table_version_is_its_own_line():
+    """A metric recorded on two BorderLines table versions: two series per model, not one line across."""
+    from geomon.report import trends
+
+    frame = pd.DataFrame(
+        {
+            "model": ["a", "a", "a", "b"],
+            "scope": ["2021-08-31", "2023-05-15", "2023-05-15", "2023-05-15"],
+        }
+    )
+    assert list(trends.trend_lines(frame)) == ["a · 2021-08-31", "a · 2023-05-15", "a · 2023-05-15", "b · 2023-05-15"]
+    one_scope = frame.assign(scope="")
+    assert list(trends.trend_lines(one_scope)) == ["a", "a", "a", "b"]
