@@ -18,7 +18,7 @@ FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.Dagster
 PAGE = 1000
 
 
-def _latest_per_partition(instance: dg.DagsterInstance, fetch, key: dg.AssetKey) -> Iterator[str]:
+def _latest_per_partition(fetch, key: dg.AssetKey) -> Iterator[str]:
     """Run ids of the newest event (of ``fetch``'s kind) of each partition of ``key``."""
     seen: set[str | None] = set()
     cursor = None
@@ -37,8 +37,8 @@ def protected_runs(instance: dg.DagsterInstance) -> set[str]:
     """Runs that hold some asset partition's latest materialization or observation."""
     runs: set[str] = set()
     for key in instance.get_asset_keys():
-        runs.update(_latest_per_partition(instance, instance.fetch_materializations, key))
-        runs.update(_latest_per_partition(instance, instance.fetch_observations, key))
+        runs.update(_latest_per_partition(instance.fetch_materializations, key))
+        runs.update(_latest_per_partition(instance.fetch_observations, key))
     return runs
 
 
