@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test lint ui bench bench-ask bench-import bench-store bench-cpu bench-judges bench-scale clean
+.PHONY: setup run test lint ui bench bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
 
 setup: $(VENV)/.installed
 
@@ -27,10 +27,10 @@ test: setup lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: setup
-	$(BIN)/ruff check geomon geomon_tests bench
+	$(BIN)/ruff check geomon geomon_tests bench scripts
 
 ui: setup
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/dg dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 # Throughput benchmark (installs the `bench` extra: CPU torch + transformers, for the seed papers' loop).
 bench: setup
@@ -56,6 +56,14 @@ bench-cpu: setup
 # Many fake endpoints and worker processes: throughput against the configured limits (bench/scale_out.py).
 bench-scale: setup
 	$(BIN)/python bench/scale_out.py $(ARGS)
+
+# Faults, kills and concurrent runs on SQLite and PostgreSQL: every answer kept exactly once (bench/reliability.py).
+bench-reliability: setup
+	$(BIN)/python bench/reliability.py $(ARGS)
+
+# Headless-Chromium screenshots of the reports and the Dagster UI into var/screenshots/ (after `make run`).
+screenshots: setup
+	$(BIN)/python scripts/screenshots.py $(ARGS)
 
 clean:
 	rm -rf var storage history logs schedules

@@ -46,6 +46,31 @@ POSTGRES_URL = os.environ.get("GEOMON_BENCH_POSTGRES_URL", "postgresql+psycopg2:
 # --- the server (run in its own process by --serve) -------------------------------------------------
 
 
+async def send_bytes(send, status: int, payload: bytes, headers: list | None = None) -> None:
+    """A JSON response on a raw ASGI ``send``."""
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": head + (headers or [])})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def read_request(scope, receive, send) -> bytes | None:
+    """The request body; None for the server's lifespan messages (answered here)."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            else:
+                await send({"type": "lifespan.shutdown.complete"})
+                return None
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
 def make_app(latency_s: float, per_second: float) -> object:
     """A raw ASGI OpenAI-compatible chat endpoint: answers after ``latency_s``; with ``per_second`` a token
     bucket (one second's burst) and 429 + retry-after-ms for the rest. GET /stats counts both."""
@@ -53,26 +78,12 @@ def make_app(latency_s: float, per_second: float) -> object:
     bucket = {"level": per_second, "updated": time.monotonic()}
 
     async def send_json(send, status: int, body: dict, headers: list | None = None) -> None:
-        payload = json.dumps(body).encode()
-        head = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": head + (headers or [])})
-        await send({"type": "http.response.body", "body": payload})
+        await send_bytes(send, status, json.dumps(body).encode(), headers)
 
     async def app(scope, receive, send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                else:
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_request(scope, receive, send)
+        if body is None:
+            return
         if scope["method"] == "GET":
             await send_json(
                 send,
@@ -128,13 +139,21 @@ def serve(port: int, latency_s: float, per_second: float) -> None:
 
 @contextmanager
 def server(latency_s: float, per_second: float = 0.0) -> Iterator[str]:
+    with server_process(__file__, str(latency_s), str(per_second)) as url:
+        yield url
+
+
+@contextmanager
+def server_process(script: str, *args: str) -> Iterator[str]:
+    """``script --serve PORT *args`` on a free loopback port in its own process; yields its /v1 URL once
+    its /stats answers, and stops it afterwards."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(latency_s), str(per_second)])
+    proc = subprocess.Popen([sys.executable, script, "--serve", str(port), *args])
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        for _ in range(200):
+        for _ in range(400):
             try:
                 httpx.get(f"{url}/stats", timeout=1)
                 break

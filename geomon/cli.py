@@ -80,7 +80,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             report = settings.results_dir / suite.name / "report.html"
             print(f"Results: {report.parent} (leaderboard.csv and per-model CSVs)\nReport:  {report}")
         print(f"\nEvery report: {settings.results_dir / 'index.html'}")
-    print(f"Dagster instance: {home} — open the UI with `make ui` (dagster dev, http://127.0.0.1:3000)")
+    print(f"Dagster instance: {home} — open the UI with `make ui` (dg dev, http://127.0.0.1:3000)")
     return 0
 
 
@@ -272,6 +272,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"geomon: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # every failure ends in one line a person can act on; -v adds the traceback
+        # Ctrl-C inside a Dagster step: while a model is asked (geomon's Interrupted) or between steps (Dagster's)
+        if type(root_cause(exc)).__name__ in {"Interrupted", "DagsterExecutionInterruptedError"}:
+            print(
+                "geomon: interrupted; answers already received are stored and will not be asked again", file=sys.stderr
+            )
+            return 130
         if args.verbose:
             import traceback
 

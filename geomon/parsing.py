@@ -333,6 +333,8 @@ def parse_choice(text: str | None, choices: Sequence[str]) -> int | None:
     text = _SPECIAL_TOKENS.sub(" ", text)
     first_pos = _named_positions(text, choices)
     letter = _first_letter(text, len(choices))
+    if letter is not None and choices[letter[1]] is None:
+        letter = None  # a letter pointing at a missing option (None) commits to nothing
     if len(first_pos) == 1:
         return next(iter(first_pos))
     if len(first_pos) > 1:

@@ -37,3 +37,61 @@ def test_unexpected_errors_say_so_and_point_to_the_traceback():
     except RuntimeError as exc:
         line = describe_failure(exc)
     assert line.startswith("unexpected KeyError") and "-v" in line
+
+
+def test_ctrl_c_stops_geomon_run_for_good(tmp_path, wdi_snapshot_dir):
+    """Ctrl-C in the middle of a model step: the run stops with one line and exit status 130. The step's
+    retry policy (for flaky endpoints) must not start it again, which would finish the run and exit 0."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    from pathlib import Path
+
+    from geomon_tests.loopback import ScriptedModel, serve
+
+    first_request, release = threading.Event(), threading.Event()
+
+    def slow(messages):
+        first_request.set()
+        release.wait(60)
+        return "42"
+
+    with serve(ScriptedModel, {"answer": slow}) as url:
+        settings = write_settings(
+            tmp_path,
+            wdi_snapshot_dir,
+            models=[{"name": "slow", "kind": "chat", "base_url": f"{url}/v1", "model_id": "x"}],
+        )
+        env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "GEOMON_CONFIG": str(settings)}
+        geomon = Path(sys.executable).with_name("geomon")
+        proc = subprocess.Popen(
+            [
+                str(geomon),
+                "--config",
+                str(settings),
+                "run",
+                "--suite",
+                "worldbench",
+                "--sample",
+                "2",
+                "--models",
+                "slow",
+            ],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert first_request.wait(300), "the run never asked the model"
+            proc.send_signal(signal.SIGINT)
+            release.set()
+            _, err = proc.communicate(timeout=300)  # a guard, not a timing assertion
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+    lines = [line for line in err.splitlines() if line.startswith("geomon:")]
+    assert proc.returncode == 130, err[-2000:]
+    assert lines == ["geomon: interrupted; answers already received are stored and will not be asked again"]

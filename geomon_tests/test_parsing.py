@@ -215,3 +215,47 @@ def test_markup_is_not_read_as_numbers():
     assert parse_number("<script>alert(1)</script> 42") == 42.0
     assert parse_number("<b>1.2 million</b>") == 1_200_000.0
     assert parse_number("<5%") == 5.0  # "less than 5 %" is not a tag
+
+
+# --- fuzzing the parsers with hostile text: no crash, no non-finite number, no index out of range -------
+
+_HOSTILE = st.one_of(
+    st.text(max_size=300),
+    st.builds(lambda mantissa, exp: f"{mantissa}e{exp}", st.integers(-(10**6), 10**6), st.integers(-(10**5), 10**5)),
+    st.builds(lambda base, exp: f"{base} x 10^{exp}", st.integers(1, 99), st.integers(0, 10**5)),
+    st.builds(lambda digits: "9" * digits, st.integers(300, 5000)),
+    st.builds(
+        lambda parts: " ".join(parts),
+        st.lists(st.sampled_from(["-5", "to", "٣٫٥", "<script>", "</script>", "\x00", "million", "A)", "B.", "%"])),
+    ),
+)
+_OPTIONS = st.lists(
+    st.one_of(st.none(), st.text(max_size=20), st.sampled_from(["China", "India", "Sudan"])), max_size=5
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_HOSTILE)
+def test_parse_number_is_finite_or_none(text):
+    value = parse_number(text)
+    assert value is None or math.isfinite(value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_HOSTILE, _OPTIONS)
+def test_parse_choice_is_an_index_of_the_options_or_none(text, options):
+    choice = parse_choice(text, options)
+    assert choice is None or (0 <= choice < len(options) and options[choice] is not None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["China", "India", "South Sudan", "Sudan", "Japan"]), min_size=2, max_size=5, unique=True),
+    st.data(),
+)
+def test_an_answer_that_names_one_option_picks_it(options, data):
+    picked = data.draw(st.integers(0, len(options) - 1))
+    name = options[picked]
+    assume(not any(name != other and name in other for other in options))  # "Sudan" inside "South Sudan"
+    filler = data.draw(st.sampled_from(["It is {}.", "{}", "I think {}, historically.", "**{}**"]))
+    assert parse_choice(filler.format(name), options) == picked

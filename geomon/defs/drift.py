@@ -6,10 +6,9 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from geomon.config import ConfigError, load_settings
 from geomon.defs.automation import EAGER
 from geomon.defs.execution import model_call_options
-from geomon.defs.resources import GeomonResource, api_models_partitions
+from geomon.defs.resources import GeomonResource, api_models_partitions, cron_from_settings
 from geomon.monitor import alerts, drift
 from geomon.monitor.history import MetricHistory, MetricValue
 from geomon.report import charts, trends
@@ -85,14 +84,11 @@ drift_probe_job = dg.define_asset_job(
 )
 
 
-def _cadence() -> str:
-    try:
-        return load_settings().drift.schedule
-    except ConfigError:
-        return drift.DriftSettings().schedule  # a broken file is reported by the assets, not at load time
-
-
-@dg.schedule(job=drift_probe_job, cron_schedule=_cadence(), default_status=dg.DefaultScheduleStatus.RUNNING)
+@dg.schedule(
+    job=drift_probe_job,
+    cron_schedule=cron_from_settings(lambda s: s.drift.schedule, drift.DriftSettings().schedule),
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+)
 def drift_probe_schedule(context: dg.ScheduleEvaluationContext, geomon: GeomonResource) -> list[dg.RunRequest]:
     """Probe every API-served model the registry sensor has made a partition of ``api_models`` (bundled
     models have fixed weights and are never partitions there)."""

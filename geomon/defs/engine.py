@@ -1,7 +1,11 @@
 """Asking models from assets, for every suite: through the store-aware engine (nothing stored is asked
 again), with the engine's counters as materialization metadata; the jury's judges are asked the same way."""
 
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import dagster as dg
@@ -14,12 +18,58 @@ from geomon.engine.runner import ask
 from geomon.report import charts
 
 
+class Interrupted(RuntimeError):
+    """A person stopped the run (Ctrl-C or SIGTERM) while a model was being asked."""
+
+
+@contextmanager
+def stop_when_interrupted() -> Iterator[None]:
+    """Ctrl-C or SIGTERM stops a model-calling step for good: its retry policy is for a flaky endpoint, not
+    for a person who stopped the run (Dagster would otherwise retry the interrupted step 30 s later).
+
+    The signal is noted before Dagster's handler raises, because that raise lands wherever the main thread
+    happens to be, and Python swallows an exception raised inside a garbage-collection callback: the step
+    would then run to its end as if nothing had happened."""
+    noted = threading.Event()
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+    def note_then_delegate(signum: int, frame: FrameType | None) -> None:
+        noted.set()
+        handler = previous[signum]
+        if callable(handler):
+            handler(signum, frame)
+        elif handler != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    if on_main_thread:  # signal handlers can only be set there; a step in a worker process has its own
+        for signum in previous:
+            signal.signal(signum, note_then_delegate)
+    try:
+        yield
+    except (dg.DagsterExecutionInterruptedError, KeyboardInterrupt):
+        noted.set()
+    except BaseException:
+        if not noted.is_set():
+            raise
+    finally:
+        if on_main_thread:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+    if noted.is_set():
+        raise dg.Failure(
+            "interrupted (Ctrl-C or SIGTERM): the answers received are stored; run again to resume",
+            allow_retries=False,
+        ) from Interrupted()
+
+
 def ask_model(
     settings: Settings, spec: ModelSpec, requests: list[GenerationRequest]
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The answers (one row per request) and metadata: the engine's counters, the request rate, the cache
     epoch and the model's description."""
-    responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
+    with stop_when_interrupted():
+        responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
     counters = stats.as_dict()
     metadata: dict[str, Any] = {
         k: dg.MetadataValue.int(v) if isinstance(v, int) else dg.MetadataValue.float(float(v))
@@ -36,7 +86,8 @@ def judge_asker(settings: Settings) -> Callable[[ModelSpec, list[GenerationReque
     store = settings.store()
 
     def ask_judge(judge: ModelSpec, requests: list[GenerationRequest]) -> pd.DataFrame:
-        return ask(judge, requests, store, epoch=settings.cache_epoch, options=settings.engine)[0]
+        with stop_when_interrupted():
+            return ask(judge, requests, store, epoch=settings.cache_epoch, options=settings.engine)[0]
 
     return ask_judge
 

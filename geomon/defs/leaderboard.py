@@ -58,6 +58,25 @@ def leaderboard(
             "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[shown])),
             "leaderboard_table": metadata_table(board[shown]),
             "report": dg.MetadataValue.path(str(report)),
+            # A link too; browsers may refuse file:// links from the UI's http:// page, the path is copyable.
+            "report_url": dg.MetadataValue.url(report.resolve().as_uri()),
             "index": dg.MetadataValue.path(str(index)),
+            **per_model_series(board, shown),
         },
     )
+
+
+TREND_COLUMNS = 3  # numeric leaderboard columns given a per-model series in the asset's Plots tab
+
+
+def per_model_series(board: pd.DataFrame, shown: Sequence[str]) -> dict[str, float]:
+    """``<column> · <model>`` for the first numeric leaderboard columns: Dagster's Plots tab draws each
+    metadata key over the materializations, so each model gets its own line over time, never one line
+    drawn across models."""
+    numeric = [c for c in shown if c != "model" and pd.api.types.is_numeric_dtype(board[c])][:TREND_COLUMNS]
+    return {
+        f"{column} · {row['model']}": float(row[column])
+        for _, row in board.iterrows()
+        for column in numeric
+        if pd.notna(row[column]) and abs(float(row[column])) != float("inf")
+    }

@@ -2,6 +2,7 @@
 with the model's previous run (or, for a new model, with its predecessor), and a regression raises an
 alert. Also the alert on failed runs. Any suite plugs in with ``track_evaluation``."""
 
+from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
@@ -35,6 +36,8 @@ def track_evaluation(
 ) -> dg.AssetCheckResult:
     """Record, compare, alert; returns the ``no_regression`` check result with the numbers."""
     history = MetricHistory(settings.store_url)
+    run = context.instance.get_run_record_by_id(context.run.run_id)
+    started = datetime.fromtimestamp(run.start_time, UTC) if run is not None and run.start_time else None
     current, comparisons = tracking.track(
         history,
         suite,
@@ -46,12 +49,14 @@ def track_evaluation(
         versions=versions,
         predecessor=settings.model(model).predecessor,
         dagster_run_id=context.run.run_id,
+        run_started_at=started,
     )
     rows = [{"against": c.against, **r.as_dict()} for c in comparisons for r in c.results]
     regressed = [row for row in rows if row["regressed"]]
     partition = context.partition_key if context.has_partition_key else None
     delivered: list[str] = []
-    if regressed:
+    # An evaluation another run recorded (the same answers, evaluated at once) was alerted on by that run.
+    if regressed and current.dagster_run_id == context.run.run_id:
         worst = max(regressed, key=lambda r: r["effect"])
         alert = alerts.Alert(
             kind="regression",
@@ -71,6 +76,7 @@ def track_evaluation(
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={
             "evaluation_id": current.evaluation_id,
+            "recorded_by_run": current.dagster_run_id,
             "compared_with": ", ".join(sorted({r["against"] for r in rows})) or "nothing yet (first run)",
             "comparisons": dg.MetadataValue.json(rows),
             "regressions": len(regressed),

@@ -1,11 +1,12 @@
 """Dagster resources: geomon's settings, registry, store and engine, handed to assets."""
 
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import dagster as dg
 
-from geomon.config import Settings, load_settings
+from geomon.config import ConfigError, Settings, load_settings
 
 # Every model is a partition; the sensor and `geomon run` add them from the registry.
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
@@ -18,10 +19,46 @@ revisions_partitions = dg.DynamicPartitionsDefinition(name="dispute_revisions")
 model_revision_partitions = dg.MultiPartitionsDefinition({"model": models_partitions, "revision": revisions_partitions})
 
 
+def cron_from_settings(pick: Callable[[Settings], str], default: str) -> str:
+    """A schedule's cron expression from ``geomon.yaml``, read when the code location loads. A broken file
+    gives ``default``, so the code location still loads; the scheduled run reports the file's error."""
+    try:
+        return pick(load_settings())
+    except ConfigError:
+        return default
+
+
 def by_partition(context: dg.AssetExecutionContext, name: str, value: Any) -> dict[str, Any]:
     """An all-partitions input as {partition key: value}; Dagster hands over a lone partition unwrapped."""
     keys = context.asset_partition_keys_for_input(name)
     return {keys[0]: value} if len(keys) == 1 else value
+
+
+OPTIONS_KEY = "options"  # the prompt options a materialization used, in its metadata
+ConfigT = TypeVar("ConfigT", bound=dg.Config)
+
+
+def persisted_options(context: dg.AssetExecutionContext, config: ConfigT) -> ConfigT:
+    """The options this materialization uses: what its run config sets, and for anything it leaves unset,
+    what the asset's previous materialization used (its ``options`` metadata); the defaults only the first
+    time. So a sample or variant a user chose (``geomon run --sample 12``) survives an upstream
+    re-materialization, a click in the UI or automation: nothing asks more of the models than was chosen."""
+    # A partitioned asset (BorderLines' prompts per table revision) keeps each partition's own options.
+    partitions = [context.partition_key] if context.has_partition_key else None
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=partitions), limit=1
+    ).records
+    event = records[0].asset_materialization if records else None
+    entry = event.metadata.get(OPTIONS_KEY) if event is not None else None
+    previous = entry.value if entry is not None and isinstance(entry.value, dict) else {}
+    known = {k: v for k, v in previous.items() if k in type(config).model_fields}
+    chosen = config.model_dump(include=config.model_fields_set)
+    return type(config)(**{**known, **chosen})
+
+
+def options_metadata(config: dg.Config) -> dict[str, Any]:
+    """The ``options`` metadata entry that ``persisted_options`` reads back next time."""
+    return {OPTIONS_KEY: dg.MetadataValue.json(config.model_dump())}
 
 
 class GeomonResource(dg.ConfigurableResource):

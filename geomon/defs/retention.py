@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 
-from geomon.config import ConfigError, RetentionSettings, load_settings
-from geomon.defs.resources import GeomonResource
+from geomon.config import RetentionSettings
+from geomon.defs.resources import GeomonResource, cron_from_settings
 
 FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
 PAGE = 1000
@@ -76,13 +76,8 @@ def run_retention_job() -> None:
     purge_old_runs()
 
 
-def _cadence() -> str:
-    try:
-        return load_settings().retention.schedule
-    except ConfigError:
-        return RetentionSettings().schedule  # a broken file is reported by the job, not at load time
-
-
 run_retention_schedule = dg.ScheduleDefinition(
-    job=run_retention_job, cron_schedule=_cadence(), default_status=dg.DefaultScheduleStatus.RUNNING
+    job=run_retention_job,
+    cron_schedule=cron_from_settings(lambda s: s.retention.schedule, RetentionSettings().schedule),
+    default_status=dg.DefaultScheduleStatus.RUNNING,
 )

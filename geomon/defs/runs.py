@@ -82,20 +82,32 @@ def runner(
     return run
 
 
+def stage_job_name(suite: str, stage: str) -> str:
+    return f"{suite}_{stage}"
+
+
 def per_model_job_name(suite: str) -> str:
-    return f"{suite}_per_model"
+    return stage_job_name(suite, "per_model")
 
 
-def per_model_job(suite: str, selection: dg.AssetSelection, partitions_def: Any, description: str) -> Any:
-    """``<suite>_per_model``: a suite's per-model assets as a partitioned job (the UI, sensors and
-    ``geomon run`` launch it)."""
+def stage_job(
+    suite: str, stage: str, selection: dg.AssetSelection, description: str, partitions_def: Any = None
+) -> Any:
+    """``<suite>_<stage>``: one stage of a suite's graph as a named job (the UI, sensors and ``geomon run``
+    launch it), so the runs page reads as a log of evaluations: ``worldbench_prompts``, ``worldbench_per_model``,
+    ``worldbench_leaderboard``."""
     return dg.define_asset_job(
-        per_model_job_name(suite),
+        stage_job_name(suite, stage),
         selection=selection,
         partitions_def=partitions_def,
         description=description,
         tags={SUITE_TAG: suite},
     )
+
+
+def per_model_job(suite: str, selection: dg.AssetSelection, partitions_def: Any, description: str) -> Any:
+    """``<suite>_per_model``: a suite's per-model assets as a partitioned job."""
+    return stage_job(suite, "per_model", selection, description, partitions_def)
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,17 @@ class PerModelPlan:
     per_model: dg.AssetSelection
     leaderboard: dg.AssetSelection
     prompts_op: str
+
+    def stage_jobs(self) -> tuple[Any, Any]:
+        """The ``<suite>_prompts`` and ``<suite>_leaderboard`` jobs (the per-model job is declared beside)."""
+        return (
+            stage_job(
+                self.suite, "prompts", self.sources, "Sources and prompts (the sample or variant in its config)."
+            ),
+            stage_job(
+                self.suite, "leaderboard", self.leaderboard, "Every model's results side by side, and the report."
+            ),
+        )
 
     def materialize(
         self,
@@ -124,10 +147,11 @@ class PerModelPlan:
         register_models(instance, models)
         tags = {SUITE_TAG: self.suite, **({OPTIONS_TAG: described} if described else {})}
         run = runner(defs, instance, resources, log_level, tags)
-        results = [run(self.sources, config={"ops": {self.prompts_op: {"config": prompt_config or {}}}})]
+        prompts = {"ops": {self.prompts_op: {"config": prompt_config or {}}}}
+        results = [run(self.sources, config=prompts, job=stage_job_name(self.suite, "prompts"))]
         job = per_model_job_name(self.suite)
         results += [run(self.per_model, partition_key=name, job=job) for name in models]
-        results.append(run(self.leaderboard))
+        results.append(run(self.leaderboard, job=stage_job_name(self.suite, "leaderboard")))
         return results
 
 

@@ -6,6 +6,7 @@ and per-model scores — so nothing already answered is asked again.
 """
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import dagster as dg
 
@@ -67,3 +68,44 @@ def dispute_revision_sensor(context: dg.SensorEvaluationContext, geomon: GeomonR
         cursor=now.isoformat() if take_latest else context.cursor,
         skip_reason=None if new else "no new revisions",
     )
+
+
+def blocked_by_checks(instance: dg.DagsterInstance, asset_graph: Any) -> dict[str, str]:
+    """Assets whose latest materialization has a blocking check that did not pass: not run on it (the asset
+    was materialized without its checks), failed, or still running. Automation waits on these silently;
+    this says which check and why. Checks evaluated inside a partitioned asset always run with it."""
+    blocking = [
+        key
+        for key in asset_graph.asset_check_keys
+        if asset_graph.get_check_spec(key).blocking and not asset_graph.get(key.asset_key).is_partitioned
+    ]
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(blocking)
+    reasons: dict[str, str] = {}
+    for key in blocking:
+        records = instance.fetch_materializations(key.asset_key, limit=1).records
+        if not records:
+            continue  # never materialized: nothing waits on it yet
+        materialization = records[0]
+        record = latest.get(key)
+        evaluation = record.event.dagster_event.event_specific_data if record and record.event else None
+        target = getattr(evaluation, "target_materialization_data", None)
+        name = f"{key.asset_key.to_user_string()}:{key.name}"
+        if record is None or (target is not None and target.storage_id != materialization.storage_id):
+            reasons[name] = "not run on the latest materialization (run it from the asset's Checks tab)"
+        elif record.status.value == "PLANNED":
+            reasons[name] = f"still running in run {record.run_id}"
+        elif evaluation is not None and not evaluation.passed:
+            reasons[name] = f"failed in run {record.run_id}: {evaluation.description or 'see its metadata'}"
+    return reasons
+
+
+@dg.sensor(minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
+def blocked_automation_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+    """Says why automation stopped: every blocking check that holds its downstream assets back, and why, as
+    the tick's message (Automation → this sensor) and a warning in its log. Requests nothing itself."""
+    reasons = blocked_by_checks(context.instance, context.repository_def.asset_graph)
+    if not reasons:
+        return dg.SkipReason("no blocking check holds automation back")
+    message = "automation waits on: " + "; ".join(f"{check} {why}" for check, why in sorted(reasons.items()))
+    context.log.warning(message)
+    return dg.SkipReason(message)

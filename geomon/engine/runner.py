@@ -22,7 +22,7 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest, GenerationResult, OpenAICompatibleClient
 from geomon.engine.local import running_servers
 from geomon.engine.registry import ModelSpec, bundled_model_path, file_sha256
-from geomon.engine.store import ResponseStore, StoredAnswer, StoreWriter, response_key
+from geomon.engine.store import ClaimLease, ResponseStore, StoredAnswer, StoreWriter, response_key
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,7 @@ class RunStats:
     model_calls: int = 0  # HTTP requests sent to the model, retries included
     rate_limited: int = 0  # 429 answers received (each retried after the wait the endpoint asked for)
     lowest_concurrency: int = 0  # how far the adaptive limit on requests in flight fell (0: nothing asked)
+    from_other_runs: int = 0  # answers another run on the same store was asking when this one looked
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
@@ -60,6 +61,10 @@ class EngineOptions:
     # An evaluation with more failed requests than this share is not scored: the run fails saying how many
     # and why, and the next run asks only those (failed requests are never stored as answers).
     max_failed_share: float = 0.05
+    # Two runs on one store share the work: each asks only the requests it claimed, renewing its claims while
+    # it runs; a killed run's claims lapse after ``claim_lease_s`` and another run takes them over.
+    claim_lease_s: float = 60.0
+    claim_poll_s: float = 1.0
 
 
 def model_identity(spec: ModelSpec) -> str:
@@ -170,19 +175,20 @@ def ask(
     stats = RunStats(requested=len(requests), cached=sum(k in stored for k in set(keys)))
     # Duplicate requests in one batch are asked once.
     first_index = {k: i for i, k in reversed(list(enumerate(keys)))}
-    missing = sorted(i for k, i in first_index.items() if k not in stored)
-    asked_keys = {keys[i] for i in missing}
+    missing = {k: i for k, i in first_index.items() if k not in stored}
+    asked_keys: set[str] = set()
     errors: dict[str, str] = {}
-    if missing:
-        log.info("%s: %d of %d requests not in the store; asking the model", spec.name, len(missing), len(requests))
-        stats.asked = len(missing)
-        progress = _Progress(spec.name, len(missing))
-        engine = engine_name(spec)
+    engine = engine_name(spec)
 
+    def ask_now(indices: list[int]) -> None:
+        """Ask the model these requests (claimed by this run), writing each answer as it arrives."""
+        stats.asked += len(indices)
+        asked_keys.update(keys[i] for i in indices)
+        progress = _Progress(spec.name, len(indices))
         writer = StoreWriter(store)
 
         def keep(j: int, result: GenerationResult) -> None:
-            i = missing[j]
+            i = indices[j]
             # Queued, not written here: the event loop goes straight back to sending requests.
             writer.put(StoredAnswer(keys[i], spec.name, identity, epoch, requests[i], result, engine))
             if result.ok:
@@ -192,7 +198,7 @@ def ask(
                 errors[keys[i]] = result.error or "unknown error"
             progress.tick(result.ok)
 
-        pending = [requests[i] for i in missing]
+        pending = [requests[i] for i in indices]
         owned = client is None
         try:
             with open_client(spec, options) if owned else contextlib.nullcontext(client) as active:
@@ -206,12 +212,34 @@ def ask(
 
                 calls_before, limited_before = active.calls, active.rate_limited
                 asyncio.run(run())
-                stats.model_calls = active.calls - calls_before
-                stats.rate_limited = active.rate_limited - limited_before
-                stats.lowest_concurrency = active.lowest_concurrency
+                stats.model_calls += active.calls - calls_before
+                stats.rate_limited += active.rate_limited - limited_before
+                lowest = active.lowest_concurrency
+                stats.lowest_concurrency = min(stats.lowest_concurrency or lowest, lowest)
         finally:
             writer.close()  # every answer received is written (or the run fails saying so), even on Ctrl-C
-        stored.update(store.get_many([keys[i] for i in missing]))
+        stored.update(store.get_many([keys[i] for i in indices]))
+
+    if missing:
+        log.info("%s: %d of %d requests not in the store", spec.name, len(missing), len(requests))
+        with ClaimLease(store, options.claim_lease_s) as lease:
+            waiting = dict(missing)
+            while waiting:
+                held = lease.claim(waiting)
+                # Answered by another run between the lookup and the claim: its answer is stored by now.
+                stored.update(store.get_many(sorted(held)))
+                mine = sorted(waiting[k] for k in held if k not in stored)
+                if mine:
+                    ask_now(mine)
+                waiting = {k: i for k, i in waiting.items() if k not in stored and k not in held}
+                if waiting:
+                    # Another run is asking these: wait for its answers (or for its claims to lapse).
+                    log.info("%s: %d requests are being asked by another run; waiting", spec.name, len(waiting))
+                    time.sleep(options.claim_poll_s)
+                    before = len(stored)
+                    stored.update(store.get_many(sorted(waiting)))
+                    stats.from_other_runs += len(stored) - before
+                    waiting = {k: i for k, i in waiting.items() if k not in stored}
     failed_share = stats.failed / max(len(first_index), 1)
     if stats.failed and failed_share > options.max_failed_share:
         reasons = pd.Series(list(errors.values())).str.split(":").str[0].value_counts()

@@ -12,9 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import queue
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -63,6 +66,18 @@ errors = sa.Table(
     sa.Column("attempts", sa.Integer),
     sa.Column("engine", sa.String(100)),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+# Requests a run is asking right now: two runs on one store share the work instead of both asking (a run
+# asks only the keys it claimed and picks up the others' answers as they are stored). Claims are released
+# when the run's answers are all written, so a run that claims a released key finds its answer stored; a
+# claim lives ``lease_s`` unless renewed, so a killed run's claims lapse and another run takes them over.
+claims = sa.Table(
+    "response_claims",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("owner", sa.String(200), nullable=False, index=True),  # host:pid:token
+    sa.Column("expires_at", sa.Float, nullable=False),  # epoch seconds: the same in SQLite and PostgreSQL
 )
 
 
@@ -151,8 +166,7 @@ class ResponseStore:
     def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
         with self.engine.connect() as conn:
-            for start in range(0, len(keys), 500):
-                chunk = list(keys[start : start + 500])
+            for chunk in iter_chunks(list(keys), 2000):
                 rows = conn.execute(sa.select(responses).where(responses.c.key.in_(chunk))).mappings()
                 found.update({row["key"]: dict(row) for row in rows})
         return found
@@ -214,6 +228,57 @@ class ResponseStore:
                 conn.execute(self._insert(responses).on_conflict_do_nothing(index_elements=["key"]), rows)
             if error_rows:
                 conn.execute(sa.insert(errors), error_rows)
+
+    def claim(self, keys: Sequence[str], owner: str, lease_s: float) -> set[str]:
+        """Claim ``keys`` for ``owner`` for ``lease_s`` seconds; returns the keys now held. A key another owner
+        holds is taken only once its lease has lapsed (that run died or hung), or at once when that owner was
+        a process on this machine that no longer exists (``ClaimLease`` owners name their host and pid)."""
+        now = time.time()
+        self._drop_claims_of_dead_local_processes()
+        if self.dialect == "postgresql":
+            # One array parameter instead of three bound values a key: compiling a 2,000-row VALUES list
+            # cost most of the claim's time.
+            statement = sa.text(
+                "INSERT INTO response_claims (key, owner, expires_at) "
+                "SELECT k, :owner, :expires FROM unnest(CAST(:keys AS text[])) AS k "
+                "ON CONFLICT (key) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
+                "WHERE response_claims.expires_at < :now OR response_claims.owner = :owner RETURNING key"
+            )
+            with self.engine.begin() as conn:
+                rows = conn.execute(
+                    statement, {"keys": list(keys), "owner": owner, "expires": now + lease_s, "now": now}
+                )
+                return {row.key for row in rows}
+        held: set[str] = set()
+        for chunk in iter_chunks(list(keys), 2000):  # 6,000 bound values: within SQLite's limit
+            statement = self._insert(claims).values(
+                [{"key": k, "owner": owner, "expires_at": now + lease_s} for k in chunk]
+            )
+            # One statement a chunk: rows inserted, or taken over (lapsed, or already ours), come back.
+            statement = statement.on_conflict_do_update(
+                index_elements=["key"],
+                set_={"owner": statement.excluded.owner, "expires_at": statement.excluded.expires_at},
+                where=(claims.c.expires_at < now) | (claims.c.owner == owner),
+            ).returning(claims.c.key)
+            with self.engine.begin() as conn:
+                held.update(row.key for row in conn.execute(statement))
+        return held
+
+    def _drop_claims_of_dead_local_processes(self) -> None:
+        with self.engine.connect() as conn:
+            owners = [row.owner for row in conn.execute(sa.select(claims.c.owner).distinct())]
+        dead = [owner for owner in owners if _is_dead_local_process(owner)]
+        if dead:
+            with self.engine.begin() as conn:
+                conn.execute(sa.delete(claims).where(claims.c.owner.in_(dead)))
+
+    def renew_claims(self, owner: str, lease_s: float) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(claims).where(claims.c.owner == owner).values(expires_at=time.time() + lease_s))
+
+    def release_claims(self, owner: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(claims).where(claims.c.owner == owner))
 
     def summary(self) -> pd.DataFrame:
         """Answers and errors per model and epoch."""
@@ -385,6 +450,51 @@ class StoreWriter:
                 f"response store {self.store.safe_url}: {self.unwritten} answers could not be written "
                 f"({self.last_error}); the next run asks them again"
             )
+
+
+def _is_dead_local_process(owner: str) -> bool:
+    """Whether a claim owner ``host:pid:token`` names a process of this machine that is gone."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # it exists, owned by another user
+    return False
+
+
+class ClaimLease:
+    """A run's claims on the requests it asks, renewed on a thread of its own every third of ``lease_s``
+    and released on exit, once every answer of the run is written."""
+
+    def __init__(self, store: ResponseStore, lease_s: float = 60.0) -> None:
+        self.store, self.lease_s = store, lease_s
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name="geomon-claim-lease", daemon=True)
+
+    def claim(self, keys: Iterable[str]) -> set[str]:
+        return self.store.claim(sorted(keys), self.owner, self.lease_s)
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.lease_s / 3):
+            try:
+                self.store.renew_claims(self.owner, self.lease_s)
+            except Exception as exc:  # a failed renewal only risks another run asking the same request
+                log.warning("response store: renewing claims failed (%s: %s)", type(exc).__name__, exc)
+
+    def __enter__(self) -> ClaimLease:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.store.release_claims(self.owner)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

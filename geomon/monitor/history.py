@@ -4,7 +4,8 @@ One *evaluation* is one suite's result for one model in one scope (a table revis
 from one materialization: the versions of data, prompts and code it came from, when, which Dagster
 run, and its per-item values (countries, territories, probes) so a later run can be compared with it
 item by item. Its *metric values* are the scalar numbers with their breakdown (``persona=vanilla``,
-``categorization=region``), confidence interval and sample size. Nothing is updated or deleted.
+``categorization=region``), confidence interval and sample size. Nothing is updated or deleted; a run
+records one evaluation (``MetricHistory.record``).
 """
 
 from __future__ import annotations
@@ -102,11 +103,39 @@ class MetricHistory:
         items: pd.DataFrame | None = None,
         versions: dict[str, str] | None = None,
         dagster_run_id: str = "",
+        run_started_at: datetime | None = None,
     ) -> Evaluation:
+        """Append one evaluation, at most one per run: a step that records again in the same Dagster run (a
+        retry) gets the evaluation already recorded; and a run that computed exactly the evaluation another
+        run recorded after ``run_started_at`` (two runs of the same model and suite at once, sharing their
+        answers) gets that one, so the history holds one point for one evaluation."""
         versions = versions or {}
-        now = datetime.now(UTC)
-        evaluation = Evaluation(str(uuid.uuid4()), suite, model, scope, now, versions, dagster_run_id, items)
+        items_json = items.to_json(orient="records", force_ascii=False) if items is not None else None
+        same = (evaluations.c.suite == suite, evaluations.c.model == model, evaluations.c.scope == scope)
         with self.engine.begin() as conn:
+            if dagster_run_id:
+                row = (
+                    conn.execute(sa.select(evaluations).where(*same, evaluations.c.dagster_run_id == dagster_run_id))
+                    .mappings()
+                    .first()
+                )
+                if row is not None:
+                    return _evaluation(row)
+            if run_started_at is not None and items_json is not None:
+                row = (
+                    conn.execute(
+                        sa.select(evaluations)
+                        .where(*same, evaluations.c.recorded_at >= run_started_at)
+                        .order_by(evaluations.c.recorded_at.desc())
+                        .limit(1)
+                    )
+                    .mappings()
+                    .first()
+                )
+                if row is not None and row["items"] == items_json and _versions(row) == _versions_of(versions):
+                    return _evaluation(row)
+            now = datetime.now(UTC)
+            evaluation = Evaluation(str(uuid.uuid4()), suite, model, scope, now, versions, dagster_run_id, items)
             conn.execute(
                 evaluations.insert().values(
                     evaluation_id=evaluation.evaluation_id,
@@ -118,7 +147,7 @@ class MetricHistory:
                     prompt_version=versions.get("prompts", ""),
                     code_version=versions.get("code", ""),
                     dagster_run_id=dagster_run_id,
-                    items=items.to_json(orient="records", force_ascii=False) if items is not None else None,
+                    items=items_json,
                 )
             )
             if metrics:
@@ -153,19 +182,7 @@ class MetricHistory:
             )
         with self.engine.connect() as conn:
             row = conn.execute(query.order_by(evaluations.c.recorded_at.desc()).limit(1)).mappings().first()
-        if row is None:
-            return None
-        items = pd.read_json(io.StringIO(row["items"]), orient="records") if row["items"] else None
-        return Evaluation(
-            row["evaluation_id"],
-            row["suite"],
-            row["model"],
-            row["scope"],
-            row["recorded_at"],
-            {"data": row["data_version"], "prompts": row["prompt_version"], "code": row["code_version"]},
-            row["dagster_run_id"],
-            items,
-        )
+        return None if row is None else _evaluation(row)
 
     def series(
         self,
@@ -192,6 +209,28 @@ class MetricHistory:
             query = query.where(sa.tuple_(values.c.suite, values.c.metric, values.c.breakdown).in_(list(only)))
         with self.engine.connect() as conn:
             return pd.DataFrame(conn.execute(query.order_by(values.c.recorded_at, values.c.id)).mappings().all())
+
+
+def _versions(row: Any) -> dict[str, str]:
+    return {"data": row["data_version"], "prompts": row["prompt_version"], "code": row["code_version"]}
+
+
+def _versions_of(versions: dict[str, str]) -> dict[str, str]:
+    return {key: versions.get(key, "") for key in ("data", "prompts", "code")}
+
+
+def _evaluation(row: Any) -> Evaluation:
+    items = pd.read_json(io.StringIO(row["items"]), orient="records") if row["items"] else None
+    return Evaluation(
+        row["evaluation_id"],
+        row["suite"],
+        row["model"],
+        row["scope"],
+        row["recorded_at"],
+        _versions(row),
+        row["dagster_run_id"],
+        items,
+    )
 
 
 def metrics_from_mapping(numbers: dict[str, Any], breakdown: str = "", n: int | None = None) -> list[MetricValue]:

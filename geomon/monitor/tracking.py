@@ -5,6 +5,7 @@ its per-item table and its ``REGRESSION_METRICS`` (statistic, direction, minimum
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -49,11 +50,20 @@ def track(
     versions: dict[str, str] | None = None,
     predecessor: str | None = None,
     dagster_run_id: str = "",
+    run_started_at: datetime | None = None,
 ) -> tuple[Evaluation, list[Comparison]]:
-    """Store this evaluation; compare it with the model's previous run in the scope or, for its first
-    run there, with the predecessor's latest (a new model is judged against its predecessor once)."""
+    """Store this evaluation (one per run: ``MetricHistory.record``); compare it with the model's previous run
+    in the scope or, for its first run there, with the predecessor's latest (a new model is judged against its
+    predecessor once)."""
     current = history.record(
-        suite, model, metrics, scope=scope, items=items, versions=versions, dagster_run_id=dagster_run_id
+        suite,
+        model,
+        metrics,
+        scope=scope,
+        items=items,
+        versions=versions,
+        dagster_run_id=dagster_run_id,
+        run_started_at=run_started_at,
     )
     previous = history.latest(suite, model, scope, before=current)
     if previous is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +28,84 @@ COLUMNS = [
 ]
 
 
+SCORES = ("kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown")
+
+
+def score_text(row: pd.Series, score: str) -> str:
+    """A score as "value [low, high]", or, where it or its interval cannot be computed, why not (a score
+    without the territories it needs, Δ CS with Non CS = 0, an interval over a single territory)."""
+    value = row.get(score)
+    territories = row.get(f"{score}_territories")
+    if value is None or pd.isna(value):
+        return "not computed: no territory in this sample has the answers it needs"
+    if score == "delta_cs" and not math.isfinite(float(value)):
+        return f"undefined: Non CS is 0 (Con − Non = {row.get('delta_cs_unnormalized', float('nan')):.1f})"
+    low, high = row.get(f"{score}_ci_low"), row.get(f"{score}_ci_high")
+    if low is None or pd.isna(low) or pd.isna(high):
+        note = row.get(f"{score}_ci_note")
+        why = note if isinstance(note, str) and note else "no interval"
+        return f"{value:.1f} (no interval: {why})"
+    text = f"{value:.1f} [{low:.1f}, {high:.1f}]"
+    if territories is not None and pd.notna(territories) and int(territories) < 2:
+        text += " (one territory: the interval is that territory's value)"
+    return text
+
+
 def _with_ci(board: pd.DataFrame) -> pd.DataFrame:
-    """Scores as "value [low, high]" where a bootstrap interval exists."""
+    """Scores as "value [low, high]" where a bootstrap interval exists, and why not where it does not."""
     out = board[[c for c in COLUMNS if c in board]].copy()
-    for score in ("kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown"):
-        low, high = board.get(f"{score}_ci_low"), board.get(f"{score}_ci_high")
-        if low is not None:
-            out[score] = [
-                f"{v:.1f} [{lo:.1f}, {hi:.1f}]" if pd.notna(lo) else f"{v:.1f}"
-                for v, lo, hi in zip(board[score], low, high, strict=True)
-            ]
+    for score in SCORES:
+        if score in board:
+            out[score] = [score_text(row, score) for _, row in board.iterrows()]
     return out
+
+
+def _charts(board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> list[str]:
+    """Concurrence per model and persona, the own-language preference per language, the table versions."""
+    sections = []
+    for revision, part in board.groupby("revision"):
+        long = pd.concat(
+            [
+                part.assign(
+                    score=label,
+                    series=part["model"] + " · " + part["persona"],
+                    value=part[score],
+                    value_ci_low=part.get(f"{score}_ci_low"),
+                    value_ci_high=part.get(f"{score}_ci_high"),
+                )
+                for score, label in (("kb_cs", "KB"), ("con_cs", "Con"), ("non_cs", "Non"), ("cst_cs_all", "Cst"))
+            ]
+        )
+        sections.append(
+            charts.png_html(
+                charts.interval_bars(
+                    long, "value", "series", "score", f"Concurrence scores — {revision}", "% (95 % interval)"
+                )
+            )
+        )
+    languages = [
+        result["by_language"].assign(model=str(key).split("|")[0])
+        for key, result in sorted(results.items())
+        if str(key).split("|")[1] == board["revision"].max() and "own_claimant_rate" in result["by_language"]
+    ]
+    if languages:
+        own = pd.concat(languages)
+        own = own[own["lang"] != "en"]
+        sections += [
+            "<h3>Own-language preference (vanilla): answers naming the claimant whose language the query is in</h3>",
+            charts.png_html(
+                charts.interval_bars(
+                    own, "own_claimant_rate", "model", "lang", f"{board['revision'].max()}", "% of answers"
+                )
+            ),
+        ]
+    if board["revision"].nunique() > 1:
+        vanilla = board[board["persona"] == "vanilla"]
+        sections += [
+            "<h3>Table versions (vanilla): KB CS per model</h3>",
+            charts.png_html(charts.interval_bars(vanilla, "kb_cs", "revision", "model", "KB CS by table version", "%")),
+        ]
+    return sections
 
 
 def write_report(
@@ -54,6 +122,7 @@ def write_report(
         "Δ = (Con − Non) / Non; Cst = agreeing pairs among the claimant-language answers. "
         "Brackets: 95 % bootstrap intervals over territories.</p>",
         _with_ci(board).to_html(index=False, float_format=lambda v: f"{v:.2f}"),
+        *(_charts(board, results) if len(board) else []),
         "<h2>Table versions</h2>",
     ]
     for change in changes:

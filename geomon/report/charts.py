@@ -6,6 +6,7 @@ import base64
 import html
 import io
 import re
+from typing import Any
 
 import pandas as pd
 
@@ -20,6 +21,18 @@ def figure_png(fig, tight: bool = True) -> bytes:
 
     plt.close(fig)
     return buf.getvalue()
+
+
+def figure_svg(fig) -> str:
+    """A pyplot-free ``matplotlib.figure.Figure`` as inline SVG, its text kept as text: about 40 % faster to
+    write than a PNG, a third of the size, sharp at any zoom, and it needs no pyplot import (0.4 s)."""
+    import matplotlib
+
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
 
 
 def group_error_chart(disparity: pd.DataFrame, title: str) -> bytes:
@@ -57,6 +70,75 @@ def group_error_chart(disparity: pd.DataFrame, title: str) -> bytes:
     return figure_png(fig)
 
 
+def model_comparison_chart(disparities: dict[str, pd.DataFrame], title: str) -> bytes:
+    """Every model side by side: mean error per region and per income group, with 95 % intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    for ax, cat in zip(axes, ("region", "income_group"), strict=True):
+        per_model = []
+        for model in sorted(disparities):
+            table = disparities[model]
+            part = table[
+                (table["indicator"] == "all")
+                & (table["categorization"] == cat)
+                & ~table["group"].astype(str).str.startswith("disparity_")
+            ]
+            per_model.append(part.assign(model=model).sort_values("mean_error"))  # groups in the first's order
+        _draw_interval_bars(ax, _finite(pd.concat(per_model), "mean_error"), "mean_error", "mean", "model", "group")
+        ax.set_title(cat.replace("_", " "), fontsize=9)
+        ax.set_xlabel("mean absolute relative error (95 % interval)")
+        ax.set_xlim(0, 1)
+    axes[0].legend(fontsize=8, loc="lower right")
+    fig.suptitle(title, fontsize=10)
+    return figure_png(fig)
+
+
+def interval_bars(frame: pd.DataFrame, label: str, series: str, groups: str, title: str, xlabel: str) -> bytes:
+    """Horizontal bars of ``frame[label]`` per ``groups`` value, one colour per ``series`` value, with the
+    ``{label}_ci_low``/``_ci_high`` intervals where they exist; rows without a finite value are not drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = _finite(frame, label)
+    bars = max(shown[groups].nunique(), 1) * max(shown[series].nunique(), 1) ** 0.5
+    fig, ax = plt.subplots(figsize=(9, 0.45 * bars + 1.2))
+    _draw_interval_bars(ax, shown, label, label, series, groups)
+    ax.set_xlabel(xlabel)
+    ax.set_xlim(0, 100)
+    ax.legend(fontsize=7, loc="best")
+    ax.set_title(title, fontsize=10)
+    return figure_png(fig)
+
+
+def _finite(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+    import numpy as np
+
+    return frame[np.isfinite(pd.to_numeric(frame[column], errors="coerce"))]
+
+
+def _draw_interval_bars(ax: Any, shown: pd.DataFrame, value: str, interval: str, series: str, groups: str) -> None:
+    """One bar per (group, series) row of ``shown``, groups in their order of first appearance, with the
+    ``{interval}_ci_low``/``_ci_high`` columns as error bars where they exist."""
+    import numpy as np
+
+    categories = list(dict.fromkeys(shown[groups]))
+    names = list(dict.fromkeys(shown[series]))
+    height = 0.8 / max(len(names), 1)
+    for i, name in enumerate(names):
+        part = shown[shown[series] == name].set_index(groups).reindex(categories)
+        center = part[value].astype(float)
+        low = (center - part.get(f"{interval}_ci_low", center).astype(float)).clip(lower=0).fillna(0)
+        high = (part.get(f"{interval}_ci_high", center).astype(float) - center).clip(lower=0).fillna(0)
+        ax.barh(np.arange(len(categories)) + i * height, center, height=height, xerr=[low, high], capsize=2, label=name)
+    ax.set_yticks(np.arange(len(categories)) + height * (len(names) - 1) / 2, categories, fontsize=8)
+
+
 def error_by_year_chart(by_year: pd.DataFrame, title: str) -> bytes:
     """Error against each single data year, paired with the default ground truth."""
     import matplotlib
@@ -79,6 +161,11 @@ def png_data_uri(png: bytes) -> str:
     return f"data:image/png;base64,{base64.b64encode(png).decode()}"
 
 
+def png_html(png: bytes) -> str:
+    """An HTML ``<img>`` embedding a PNG inline, for the self-contained report pages."""
+    return f"<img src='{png_data_uri(png)}'>"
+
+
 def png_markdown(png: bytes, alt: str) -> str:
     """Markdown embedding a PNG inline, which the Dagster UI renders in metadata."""
     return f"![{alt}]({png_data_uri(png)})"
@@ -89,14 +176,15 @@ MARKDOWN_CELL_CHARS = 200
 
 def _safe_cell(value: object) -> object:
     """A text cell that cannot break the table or inject markup: one line, at most ``MARKDOWN_CELL_CHARS``
-    characters, HTML escaped, and the characters Markdown reads as structure (| [ ] `) escaped."""
+    characters, HTML escaped, and the characters Markdown reads as structure or emphasis (| [ ] ` * _ ~ !)
+    escaped (checked as the Dagster UI renders it: geomon_tests/report/test_browser.py)."""
     if not isinstance(value, str):
         return value
     text = " ".join(value.split())
     if len(text) > MARKDOWN_CELL_CHARS:
         text = text[:MARKDOWN_CELL_CHARS] + "…"
     text = html.escape(text, quote=False)
-    return re.sub(r"([|\[\]`\\])", r"\\\1", text)
+    return re.sub(r"([|\[\]`\\*_~!])", r"\\\1", text)
 
 
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f", index: bool = False) -> str:
@@ -114,8 +202,10 @@ def write_html(path, title: str, sections: list[str]):
     """A self-contained HTML page (inline styles, charts as data URIs) at ``path``; returns the path."""
     path.write_text(
         f"<!doctype html><meta charset='utf-8'><title>{title}</title>"
-        "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
-        "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
-        + "\n".join(sections)
+        "<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:0 8px}"
+        "img{max-width:100%;height:auto}"
+        # A wide table scrolls inside its own box: the page stays readable at a laptop's width.
+        "table{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}"
+        "td,th{border:1px solid #ccc;padding:2px 6px}</style>" + "\n".join(sections)
     )
     return path

@@ -61,21 +61,19 @@ def trend_lines(frame: pd.DataFrame) -> pd.Series:
     return frame["model"] + " · " + frame["scope"].replace("", "(no scope)")
 
 
-def _chart(frame: pd.DataFrame, title: str) -> bytes:
+def _chart(frame: pd.DataFrame, title: str) -> str:
     """One line per model over time, its interval as a band. With many models the legend would be
     unreadable (and drawing 100 bands takes seconds): the models with the highest and lowest latest values
     are labelled, the others drawn as one grey line collection."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.dates as mdates
-    import matplotlib.pyplot as plt
     import matplotlib.ticker
     from matplotlib.collections import LineCollection
+    from matplotlib.figure import Figure
 
     frame = frame.assign(when=pd.to_datetime(frame["recorded_at"], utc=True), model=trend_lines(frame))
     labelled = labelled_models(frame)
-    fig, ax = plt.subplots(figsize=(9, 3))
+    fig = Figure(figsize=(9, 3))
+    ax = fig.subplots()
     # The unlabelled models as one collection: dates converted once, then split by model (a per-model
     # groupby and date conversion cost more than drawing them).
     rest = frame[~frame["model"].isin(labelled)].sort_values(["model", "when"])
@@ -101,20 +99,20 @@ def _chart(frame: pd.DataFrame, title: str) -> bytes:
     # Outside the plot, at a fixed place: matplotlib's "best" spot tests every line (slow with 100 models).
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.subplots_adjust(left=0.07, right=0.78, top=0.88, bottom=0.14)  # room for the legend on the right
-    return charts.figure_png(fig, tight=False)
+    return charts.figure_svg(fig)
 
 
 def _cached_chart(cache: Path, part: pd.DataFrame, title: str) -> Path:
     """The chart of ``part``, drawn only if its data or title changed since it was last drawn: drawing is
-    what the report costs (~0.15 s a chart), and new evaluations change only their suite's charts."""
+    what the report costs (~0.14 s a chart), and new evaluations change only their suite's charts."""
     digest = hashlib.sha256(f"{CHART_VERSION}|{title}|{part.to_csv(index=False)}".encode()).hexdigest()[:32]
-    path = cache / f"{digest}.png"
+    path = cache / f"{digest}.svg"
     if not path.exists():
-        path.write_bytes(_chart(part, title))
+        path.write_text(_chart(part, title), encoding="utf-8")
     return path
 
 
-CHART_VERSION = "3"  # bump when _chart draws differently, so cached charts are redrawn
+CHART_VERSION = "4"  # bump when _chart draws differently, so cached charts are redrawn
 
 
 def write_report(out_dir: Path, series: pd.DataFrame) -> Path:
@@ -137,9 +135,9 @@ def write_report(out_dir: Path, series: pd.DataFrame) -> Path:
         ]
         sections += [
             f"<h2>{html.escape(title)}</h2>",
-            f"<img src='{charts.png_data_uri(chart.read_bytes())}'>",
+            f"<figure style='margin:0'>{chart.read_text(encoding='utf-8')}</figure>",
             latest.to_html(index=False, float_format=lambda v: f"{v:.3f}"),
         ]
-    for stale in set(cache.glob("*.png")) - used:
+    for stale in (set(cache.glob("*.png")) | set(cache.glob("*.svg"))) - used:
         stale.unlink()
     return charts.write_html(out_dir / "report.html", "geomon trends", sections)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from geomon.report import charts
+from geomon.report import charts, world_map
 
 
 def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
@@ -24,6 +24,13 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         "Failed requests and answers without a number are left out of every mean and counted.</p>",
         board.to_html(index=False, float_format=lambda v: f"{v:.3f}"),
     ]
+    if results:
+        disparities = {model: result["disparity"] for model, result in results.items()}
+        sections += [
+            "<h2>Models side by side</h2>",
+            charts.png_html(charts.model_comparison_chart(disparities, "WorldBench — mean error per group")),
+            _sample_note(results),
+        ]
     for model, result in sorted(results.items()):
         model_dir = out_dir / model
         model_dir.mkdir(exist_ok=True)
@@ -31,11 +38,23 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
             result[name].to_csv(model_dir / f"{name}.csv", index=False)
         group_png = charts.group_error_chart(result["disparity"], f"WorldBench — {model}")
         year_png = charts.error_by_year_chart(result["by_year"], f"Data year matched — {model}")
+        countries = result["countries"]
+        world, not_drawn = world_map.world_map_svg(
+            {r.iso3: (r.country, r.error) for r in countries.dropna(subset=["error"]).itertuples()},
+            f"WorldBench — {model}",
+            "mean absolute relative error per country (all indicators)",
+        )
         sections += [
             f"<h2>{html.escape(model)}</h2>",
-            _img(group_png),
-            _img(year_png),
-            result["by_year"].to_html(index=False, float_format=lambda v: f"{v:.3f}"),
+            world,
+            f"<p style='font-size:12px'>{len(countries.dropna(subset=['error']))} countries with a score"
+            + (f"; not on the map's outlines: {html.escape(', '.join(not_drawn))}" if not_drawn else "")
+            + ".</p>",
+            charts.png_html(group_png),
+            charts.png_html(year_png),
+            result["by_year"]
+            .astype({"year": "Int64"})
+            .to_html(index=False, na_rep="", float_format=lambda v: f"{v:.3f}"),
             f"<p>Left out of the scores: {len(result['excluded'])} answers "
             f"({html.escape(str(result['excluded']['status'].value_counts().to_dict()))}); "
             f"listed in {html.escape(model)}/excluded.csv.</p>",
@@ -43,5 +62,20 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
     return charts.write_html(out_dir / "report.html", "geomon WorldBench", sections)
 
 
-def _img(png: bytes) -> str:
-    return f"<img src='{charts.png_data_uri(png)}'>"
+def _sample_note(results: dict[str, dict[str, Any]]) -> str:
+    """Say when a disparity cannot be read as one: a sample with one country in a group makes that group's
+    interval a single point, and one country per group makes the disparity the spread of single countries,
+    which the random baseline (the same countries, regrouped) equals by construction."""
+    countries = next(iter(results.values()))["countries"]
+    notes = []
+    for cat in ("region", "income_group"):
+        sizes = countries.groupby(cat)["iso3"].nunique()
+        if len(sizes) and sizes.max() == 1:
+            notes.append(
+                f"every {cat.replace('_', ' ')} has one country in this sample: its disparity is the spread of "
+                "single countries, and the random baseline equals it by construction"
+            )
+        elif len(sizes) and sizes.min() == 1:
+            singles = ", ".join(html.escape(str(g)) for g in sizes[sizes == 1].index)
+            notes.append(f"one country only (its interval is that country's value alone): {singles}")
+    return f"<p style='font-size:12px'>Note: {'; '.join(notes)}.</p>" if notes else ""

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
+
+from geomon.sources.release_files import read_mapping
 
 # aflah02/QUENCH at the commit the snapshot was copied from (PROVENANCE.md); GitHub serves any ref's archive.
 DEFAULT_ARCHIVE_URL = "https://codeload.github.com/aflah02/QUENCH/tar.gz/dd392cbc6c55"
@@ -41,22 +42,12 @@ class QuenchRelease:
         return list(self.report.get("questions_without_annotation", []))
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise QuenchError(f"QUENCH file {path}: not readable YAML ({exc})") from exc
-    if not isinstance(doc, dict):
-        raise QuenchError(f"QUENCH file {path}: expected a mapping, found {type(doc).__name__}")
-    return doc
-
-
 def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
 def _question_rows(path: Path) -> list[dict[str, Any]]:
-    doc = _read_yaml(path)
+    doc = read_mapping(path, QuenchError)
     missing = [key for key in _REQUIRED if key not in doc]
     if missing:
         raise QuenchError(f"QUENCH file {path}: no {', '.join(missing)}")
@@ -93,7 +84,7 @@ def _question_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _indic_flag(path: Path) -> bool:
-    doc = _read_yaml(path)
+    doc = read_mapping(path, QuenchError)
     value = _text(doc.get("indic")).lower()
     if value not in _INDIC:
         raise QuenchError(f"QUENCH annotation {path}: indic must be 'Yes' or 'No', found {doc.get('indic')!r}")

@@ -10,7 +10,7 @@ group), never silently dropped.
 from __future__ import annotations
 
 import csv
-import io
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,22 +68,67 @@ def _unescape(label: str) -> str:
     return label.replace("\\&", "&").strip()
 
 
+def _group_codes(root: Path) -> set[str]:
+    """The World Bank's own list of aggregates: every group code in ``many_categories.csv`` (if present)."""
+    path = root / "many_categories.csv"
+    if not path.is_file():
+        return set()
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return {row["GroupCode"].strip() for row in csv.DictReader(handle) if row.get("GroupCode")}
+
+
 def read_region_and_income(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """``region_and_income.csv``: economies with a region are countries; the rest are aggregates."""
+    """``region_and_income.csv``: economies with a region are countries; the rest are aggregates.
+
+    A row that has a region but is an aggregate by the World Bank's own economy list (a group code in
+    ``many_categories.csv``, or neither an income group nor a lending category, which every country has
+    one of) is an error naming the line: a mislabelled aggregate must never become a country.
+    """
     if not path.exists():
         raise SnapshotError(f"{path}: missing; a snapshot directory needs region_and_income.csv")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
     needed = {"Economy", "Code", "Region", "Income group"}
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+    except pd.errors.EmptyDataError:
+        raise SnapshotError(f"{path}: empty; expected a header with columns {sorted(needed)}") from None
+    except pd.errors.ParserError as exc:
+        raise SnapshotError(f"{path}: not a readable CSV ({exc})") from None
     if not needed <= set(frame.columns):
         raise SnapshotError(f"{path}: expected columns {sorted(needed)}, found {list(frame.columns)}")
+    frame["line"] = frame.index + 2
     frame = frame[frame["Code"].str.strip() != ""]
+    if frame.empty:
+        raise SnapshotError(f"{path}: no economies below the header")
+    codes = frame["Code"].str.strip()
+    repeated = frame[codes.duplicated(keep=False)]
+    if len(repeated):
+        first = repeated.iloc[0]
+        lines = repeated.loc[repeated["Code"].str.strip() == first["Code"].strip(), "line"].tolist()
+        raise SnapshotError(
+            f"{path}: economy {first['Code'].strip()} is listed on lines {lines} ({len(repeated)} repeated rows in all)"
+        )
+    is_country = frame["Region"].str.strip() != ""
+    groups = _group_codes(path.parent)
+    lending = frame["Lending category"].str.strip() if "Lending category" in frame.columns else ""
+    unclassified = (frame["Income group"].str.strip() == "") & (lending == "")
+    mislabelled = frame[is_country & (codes.isin(groups) | unclassified)]
+    if len(mislabelled):
+        row = mislabelled.iloc[0]
+        why = (
+            "a World Bank aggregate (a group code in many_categories.csv)"
+            if row["Code"].strip() in groups
+            else "without an income group or a lending category, as only aggregates are"
+        )
+        raise SnapshotError(
+            f"{path} line {row['line']}: {row['Code'].strip()} ({_unescape(row['Economy'])}) has region "
+            f"{_unescape(row['Region'])!r} but is {why}; {len(mislabelled)} such row(s)"
+        )
     escaped = int(
         frame["Region"].str.contains(r"\\&", regex=True).sum() + frame["Economy"].str.contains(r"\\&", regex=True).sum()
     )
-    is_country = frame["Region"].str.strip() != ""
     economies = pd.DataFrame(
         {
-            "iso3": frame["Code"].str.strip(),
+            "iso3": codes,
             "name": frame["Economy"].map(_unescape),
             "region": frame["Region"].map(_unescape),
             "income_group": frame["Income group"].map(_unescape).replace("", pd.NA),
@@ -91,54 +136,79 @@ def read_region_and_income(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     )[is_country.to_numpy()].reset_index(drop=True)
     report = {
         "economies": len(economies),
-        "aggregates_excluded": sorted(frame.loc[~is_country, "Code"].str.strip()),
+        "aggregates_excluded": sorted(codes[~is_country]),
         "escaped_labels_fixed": escaped,
         "economies_without_income_group": sorted(economies.loc[economies["income_group"].isna(), "iso3"]),
     }
     return economies, report
 
 
-def read_api_csv(path: Path) -> tuple[pd.DataFrame, dict[str, str]]:
-    """One World Bank bulk "API_" CSV: 4 metadata lines, then one row per economy, one column per year."""
-    text = path.read_text(encoding="utf-8-sig")
-    lines = text.splitlines()
-    meta: dict[str, str] = {}
-    header_at = None
-    for i, line in enumerate(lines[:10]):
-        cells = next(csv.reader([line])) if line.strip() else []
-        if cells[:2] == ["Country Name", "Country Code"]:
-            header_at = i
-            break
-        if len(cells) >= 2 and cells[0]:
-            meta[cells[0]] = cells[1]
-    if header_at is None:
-        raise SnapshotError(
-            f"{path}: no 'Country Name,Country Code,...' header in the first 10 lines; not a World Bank API_ CSV"
-        )
-    wide = pd.read_csv(io.StringIO("\n".join(lines[header_at:])), dtype=str, keep_default_na=False)
-    wide = wide.loc[:, ~wide.columns.str.startswith("Unnamed")]
-    year_cols = [c for c in wide.columns if re.fullmatch(r"\d{4}", c)]
-    if not year_cols:
+API_CSV_COLUMNS = ("Country Name", "Country Code", "Indicator Name", "Indicator Code")
+
+
+def read_api_csv(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """One World Bank bulk "API_" CSV: 4 metadata lines, then one row per economy, one column per year.
+
+    Every problem is an error naming the file, the line and what is wrong: a missing column, a row with
+    fewer or more fields than the header (a file cut mid-row), an economy listed twice, a value that is
+    not a finite number. ``meta["economies_listed"]`` is every economy code with a row, values or not.
+    """
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        meta: dict[str, Any] = {}
+        header: list[str] | None = None
+        for cells in reader:
+            if cells and cells[0] == "Country Name":
+                header = cells
+                break
+            if reader.line_num >= 10:
+                break
+            if len(cells) >= 2 and cells[0]:
+                meta[cells[0]] = cells[1]
+        if header is None:
+            raise SnapshotError(
+                f"{path}: no 'Country Name,Country Code,...' header in the first 10 lines; not a World Bank API_ CSV"
+            )
+        missing = [c for c in API_CSV_COLUMNS if c not in header]
+        if missing:
+            raise SnapshotError(f"{path} line {reader.line_num}: the header has no column {', '.join(missing)}")
+        rows = [(reader.line_num, cells) for cells in reader if any(c.strip() for c in cells)]
+    position = {name: header.index(name) for name in API_CSV_COLUMNS}
+    years = [(i, int(c)) for i, c in enumerate(header) if re.fullmatch(r"\d{4}", c)]
+    if not years:
         raise SnapshotError(f"{path}: no year columns")
-    codes = wide["Indicator Code"].unique()
+    iso3s, year_values, values, seen, codes = [], [], [], {}, set()
+    for line, cells in rows:
+        if len(cells) != len(header):
+            raise SnapshotError(
+                f"{path} line {line}: {len(cells)} fields where the header has {len(header)}; "
+                "the file is cut or malformed"
+            )
+        code = cells[position["Country Code"]].strip()
+        if code in seen:
+            raise SnapshotError(f"{path} line {line}: economy {code} is listed again (first on line {seen[code]})")
+        seen[code] = line
+        codes.add(cells[position["Indicator Code"]])
+        for i, year in years:
+            cell = cells[i].strip()
+            if not cell:
+                continue
+            try:
+                value = float(cell)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise SnapshotError(f"{path} line {line}: {code} {year} is {cell[:40]!r}, not a finite number")
+            iso3s.append(code)
+            year_values.append(year)
+            values.append(value)
     if len(codes) != 1:
-        raise SnapshotError(f"{path}: expected one indicator per file, found {list(codes)}")
-    tidy = wide.melt(id_vars=["Country Code"], value_vars=year_cols, var_name="year", value_name="value")
-    tidy = tidy[tidy["value"].str.strip() != ""]
-    try:
-        values = pd.to_numeric(tidy["value"])
-    except ValueError as exc:
-        raise SnapshotError(f"{path}: non-numeric value: {exc}") from exc
-    out = pd.DataFrame(
-        {
-            "indicator": codes[0],
-            "iso3": tidy["Country Code"].to_numpy(),
-            "year": tidy["year"].astype(int).to_numpy(),
-            "value": values.astype(float).to_numpy(),
-        }
-    )
-    meta["Indicator Name"] = str(wide["Indicator Name"].iloc[0])
-    meta["Indicator Code"] = str(codes[0])
+        raise SnapshotError(f"{path}: expected one indicator per file, found {sorted(codes)}")
+    (indicator,) = codes
+    out = pd.DataFrame({"indicator": indicator, "iso3": iso3s, "year": year_values, "value": values})
+    meta["Indicator Name"] = rows[0][1][position["Indicator Name"]]
+    meta["Indicator Code"] = indicator
+    meta["economies_listed"] = sorted(seen)
     return out, meta
 
 
@@ -188,12 +258,14 @@ def read_snapshot(path: str | Path, indicators: list[str] | None = None) -> Worl
     root = resolve_snapshot(path)
     economies, report = read_region_and_income(root / "region_and_income.csv")
     frames, meta_rows = [], []
+    listings: dict[Path, set[str]] = {}
     for csv_path in sorted(root.glob("*.csv")):
         if csv_path.name in {"region_and_income.csv", "many_categories.csv"}:
             continue
         values, meta = read_api_csv(csv_path)
         if indicators is not None and meta["Indicator Code"] not in indicators:
             continue
+        listings[csv_path] = set(meta["economies_listed"])
         frames.append(values)
         meta_rows.append(
             {
@@ -207,10 +279,36 @@ def read_snapshot(path: str | Path, indicators: list[str] | None = None) -> Worl
         raise SnapshotError(
             f"World Bank snapshot {root}: no indicator CSVs" + (f" for {indicators}" if indicators else "")
         )
+    _check_every_country_listed(listings, economies)
     found = {m["indicator"] for m in meta_rows}
     if indicators is not None and set(indicators) - found:
         raise SnapshotError(f"World Bank snapshot {root}: no file for indicator(s) {sorted(set(indicators) - found)}")
     return _assemble(pd.concat(frames, ignore_index=True), economies, pd.DataFrame(meta_rows), report, source=str(root))
+
+
+MAX_COUNTRIES_IN_NO_FILE = 5  # WDI has no series at all for a few economies of its own list (Taiwan)
+
+
+def _check_every_country_listed(listings: dict[Path, set[str]], economies: pd.DataFrame) -> None:
+    """The World Bank's bulk files have a row for every economy it publishes, with or without values. A
+    country that one file lacks and another lists, or more than a handful lacking from every file, means a
+    file cut short at a line boundary, which no field count can see."""
+    countries = set(economies["iso3"])
+    in_some_file = countries & set().union(*listings.values())
+    for path, listed in listings.items():
+        absent = sorted(in_some_file - listed)
+        if absent:
+            shown = ", ".join(absent[:10]) + (", ..." if len(absent) > 10 else "")
+            raise SnapshotError(
+                f"{path}: no row for {len(absent)} countries that the snapshot's other files list ({shown}); "
+                "World Bank bulk files list every economy, so this file looks cut short"
+            )
+    in_no_file = sorted(countries - in_some_file)
+    if len(in_no_file) > MAX_COUNTRIES_IN_NO_FILE:
+        raise SnapshotError(
+            f"{sorted(p.name for p in listings)}: no row for {len(in_no_file)} of the {len(countries)} countries in "
+            f"region_and_income.csv ({', '.join(in_no_file[:10])}, ...); the files look cut short"
+        )
 
 
 def _assemble(

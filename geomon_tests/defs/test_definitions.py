@@ -121,6 +121,13 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
         assert sorted(r.tags["dagster/partition"] for r in per_model) == ["gemma3-270m", "smollm2-135m-instruct"]
         for run in instance.get_runs():
             assert run.tags["geomon/suite"] == "worldbench" and run.tags["geomon/launched_by"] == "geomon run"
+        # No run is Dagster's anonymous __ephemeral_asset_job__: every stage has its name.
+        assert [r.job_name for r in reversed(instance.get_runs())] == [
+            "worldbench_prompts",
+            "worldbench_per_model",
+            "worldbench_per_model",
+            "worldbench_leaderboard",
+        ]
 
         # Rerun: every answer comes from the store; the engine is not even started.
         again = materialize_worldbench(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import socket
+import subprocess
 
 import pytest
 
@@ -84,7 +86,7 @@ def _ask_in_a_process(store_url: str, server: str, n: int, out: str) -> None:
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_two_runs_at_once_keep_every_answer_exactly_once(backend, tmp_path, request):
     """Two processes ask the same 60 questions through one store at the same time: the store ends with 60
-    answers, one per key (the primary key and ON CONFLICT DO NOTHING), and both runs get all 60."""
+    answers, one per key, both runs get all 60, and the model is asked each question once (claims)."""
     import sqlalchemy as sa
 
     from geomon.engine.store import responses
@@ -114,7 +116,87 @@ def test_two_runs_at_once_keep_every_answer_exactly_once(backend, tmp_path, requ
     with store.engine.connect() as conn:
         keys = [row[0] for row in conn.execute(sa.select(responses.c.key))]
     assert len(keys) == len(set(keys)) == 60
-    assert sum(run["answered"] for run in runs) >= 60  # each asked what it did not find; none stored twice
+    assert sum(run["answered"] for run in runs) == 60 and state["calls"] == 60  # the work was shared
+    store.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_second_run_waits_for_the_requests_the_first_is_asking(backend, tmp_path, request):
+    """Run A is held mid-generation with every request claimed; run B, started then, asks nothing and
+    returns A's answers once A writes them. No timing is assumed: B starts after A's first request arrived."""
+    import threading
+
+    import sqlalchemy as sa
+
+    from geomon.engine.runner import EngineOptions, ask
+    from geomon.engine.store import claims
+    from geomon_tests.loopback import ScriptedModel, serve
+
+    store_url = (
+        f"sqlite:///{tmp_path / 'shared.sqlite'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    )
+    gate, started = threading.Event(), threading.Event()
+
+    def held_answer(messages):
+        started.set()
+        gate.wait(60)
+        return messages[-1]["content"].upper()
+
+    state = {"answer": held_answer}
+    options = EngineOptions(claim_poll_s=0.05)
+    results: dict[str, tuple] = {}
+    with serve(ScriptedModel, state) as server:
+        spec = _scripted_spec(server)
+        first = threading.Thread(
+            target=lambda: results.setdefault("a", ask(spec, _questions(20), ResponseStore(store_url), options=options))
+        )
+        first.start()
+        assert started.wait(60)
+        store = ResponseStore(store_url)
+        with store.engine.connect() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(claims)).scalar() == 20
+        second = threading.Thread(
+            target=lambda: results.setdefault("b", ask(spec, _questions(20), ResponseStore(store_url), options=options))
+        )
+        second.start()
+        gate.set()
+        first.join(120)
+        second.join(120)
+    (frame_a, stats_a), (frame_b, stats_b) = results["a"], results["b"]
+    assert frame_a["text"].tolist() == frame_b["text"].tolist() == [f"QUESTION {i}" for i in range(20)]
+    assert state["calls"] == 20 and stats_a.asked == 20 and stats_b.asked == 0 and stats_b.model_calls == 0
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(claims)).scalar() == 0  # all released
+    store.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_claims_of_a_killed_run_lapse_and_are_taken_over(backend, tmp_path, request):
+    """Claims left by a run that died (lease expired) do not block the next run; live ones of another run do
+    until they are released."""
+    from geomon.engine.runner import ask, model_identity
+    from geomon.engine.store import ClaimLease, response_key
+    from geomon_tests.loopback import ScriptedModel, serve
+
+    store_url = (
+        f"sqlite:///{tmp_path / 'store.sqlite'}" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    )
+    store = ResponseStore(store_url)
+    state = {"answer": lambda messages: "ok"}
+    with serve(ScriptedModel, state) as server:
+        spec = _scripted_spec(server)
+        keys = [response_key(model_identity(spec), r) for r in _questions(10)]
+        assert store.claim(keys, "killed-run", lease_s=-1.0) == set(keys)  # already lapsed
+        live = ClaimLease(store, lease_s=3600)
+        assert live.claim(keys[:3]) == set(keys[:3])  # lapsed claims are taken over
+        assert store.claim(keys[:3], "third-run", lease_s=60) == set()  # live ones are not
+        store.release_claims(live.owner)
+        # A run killed on this machine: its claims are taken at once, without waiting for the lease.
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        assert store.claim(keys[3:], f"{socket.gethostname()}:{gone.pid}:killed", lease_s=3600) == set(keys[3:])
+        frame, stats = ask(spec, _questions(10), store)
+    assert frame["text"].tolist() == ["ok"] * 10 and stats.asked == 10 and state["calls"] == 10
     store.dispose()
 
 

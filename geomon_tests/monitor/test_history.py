@@ -60,3 +60,30 @@ def test_series_can_be_limited_to_given_series(history):
         ("worldbench", "mean_error", 0.4),
     ]
     assert history.series(only=[]).empty
+
+
+def test_one_evaluation_per_run(history):
+    """A retried step records nothing new; a run that evaluated exactly what a concurrent run recorded after
+    it started reuses that evaluation; a later run with the same numbers is a new point in the history."""
+    from datetime import UTC, datetime, timedelta
+
+    items = pd.DataFrame({"item": ["FRA", "DEU"], "error": [0.1, 0.2]})
+    versions = {"data": "wdi-1", "prompts": "p1", "code": "c1"}
+    metric = [MetricValue("mean_error", 0.15)]
+    started = datetime.now(UTC) - timedelta(seconds=1)
+    first = history.record("wb", "m", metric, items=items, versions=versions, dagster_run_id="run-a")
+    retried = history.record("wb", "m", metric, items=items, versions=versions, dagster_run_id="run-a")
+    assert retried.evaluation_id == first.evaluation_id
+    concurrent = history.record(
+        "wb", "m", metric, items=items, versions=versions, dagster_run_id="run-b", run_started_at=started
+    )
+    assert concurrent.evaluation_id == first.evaluation_id and concurrent.dagster_run_id == "run-a"
+    different = history.record(
+        "wb", "m", metric, items=items.assign(error=[0.1, 0.3]), versions=versions, dagster_run_id="run-c",
+        run_started_at=started,
+    )  # fmt: skip
+    later = history.record(
+        "wb", "m", metric, items=items, versions=versions, dagster_run_id="run-d", run_started_at=datetime.now(UTC)
+    )
+    assert len({first.evaluation_id, different.evaluation_id, later.evaluation_id}) == 3
+    assert len(history.series(suite="wb")) == 3

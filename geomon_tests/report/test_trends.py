@@ -30,17 +30,18 @@ def test_trends_chart_with_many_models_labels_the_extremes(tmp_path):
     assert trends.labelled_models(frame[frame["model"] < "m005"]) == {f"m{m:03d}" for m in range(5)}
     page = trends.write_report(tmp_path, frame)
     text = page.read_text()
-    assert "m000" in text and "m099" in text and text.count("<img") == 1
+    assert text.count("<svg") == 1 and "92 other models" in text  # the chart, inline, its legend as text
+    assert "m000" in text and "m099" in text
     saved = pd.read_csv(tmp_path / "trends.csv")
     assert saved["model"].nunique() == 100
     # Charts are kept by a hash of their data: an unchanged history is not drawn again, a changed one is,
     # and the chart no headline uses any more is removed.
-    (drawn,) = (tmp_path / "charts").glob("*.png")
+    (drawn,) = (tmp_path / "charts").glob("*.svg")
     stamp = drawn.stat().st_mtime_ns
     trends.write_report(tmp_path, frame)
-    assert [p.stat().st_mtime_ns for p in (tmp_path / "charts").glob("*.png")] == [stamp]
+    assert [p.stat().st_mtime_ns for p in (tmp_path / "charts").glob("*.svg")] == [stamp]
     trends.write_report(tmp_path, frame.assign(value=frame["value"] + 1))
-    (redrawn,) = (tmp_path / "charts").glob("*.png")
+    (redrawn,) = (tmp_path / "charts").glob("*.svg")
     assert redrawn != drawn and not drawn.exists()
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import shutil
 from http.server import SimpleHTTPRequestHandler
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +50,21 @@ def test_a_missing_release_file_names_its_url(tmp_path):
     (partial / "countries_info.json").write_text("{}")
     with file_server(partial) as url, pytest.raises(DisputesError, match=r"disputed_territories.csv: HTTP 404"):
         fetch_release(url, tmp_path / "release")
+
+
+def test_a_deleted_or_broken_translation_file_is_an_error_naming_it(tmp_path):
+    copy = Path(shutil.copytree(ROOT, tmp_path / "release"))
+    (copy / "translate" / "terms" / "terms_gt.ja.json").unlink()
+    with pytest.raises(
+        DisputesError, match=r"terms_gt.ja.json: missing; templates_q.tsv has a question template for 'ja'"
+    ):
+        read_snapshot(copy)
+    (copy / "translate" / "terms" / "terms_gt.ja.json").write_text('{"Senkaku Islands": ')
+    with pytest.raises(DisputesError, match=r"terms_gt.ja.json: not readable JSON"):
+        read_snapshot(copy)
+    (copy / "translate" / "terms" / "terms_gt.ja.json").write_text("[]")
+    with pytest.raises(DisputesError, match=r"terms_gt.ja.json: expected a mapping"):
+        read_snapshot(copy)
+    (copy / "countries_info.json").unlink()
+    with pytest.raises(DisputesError, match=r"countries_info.json: missing"):
+        read_snapshot(copy)

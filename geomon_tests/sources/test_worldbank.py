@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import re
 import urllib.parse
 from collections.abc import Iterator
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -187,3 +191,108 @@ def test_live_fetch_of_an_unknown_indicator_is_a_clear_error(world_bank_api):
 
     with pytest.raises(wbgapi.APIError, match=r"Invalid value"):
         worldbank.fetch_live(url, ["NOT.AN.INDICATOR"])
+
+
+# --- corrupted copies of the real snapshot: every problem is an error naming the file and the line --------
+
+
+def _copy(wdi_snapshot_dir, tmp_path):
+    import shutil
+
+    return Path(shutil.copytree(wdi_snapshot_dir, tmp_path / "wdi"))
+
+
+def _edit_lines(path: Path, edit) -> None:
+    lines = path.read_text(encoding="utf-8-sig").splitlines(keepends=True)
+    path.write_text("".join(edit(lines)), encoding="utf-8")
+
+
+def _line_of(lines: list[str], code: str) -> int:
+    return next(i for i, line in enumerate(lines) if f',"{code}",' in line)
+
+
+def _set_cell(line: str, column: int, value: str) -> str:
+    cells = next(csv.reader([line]))
+    cells[column] = value
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(cells)
+    return out.getvalue()
+
+
+def test_a_duplicated_economy_row_is_an_error_not_an_average(wdi_snapshot_dir, tmp_path):
+    root = _copy(wdi_snapshot_dir, tmp_path)
+    _edit_lines(root / "population.csv", lambda lines: [*lines, lines[_line_of(lines, "FRA")]])
+    with pytest.raises(SnapshotError, match=r"population.csv line \d+: economy FRA is listed again \(first on line"):
+        read_snapshot(root)
+
+
+@pytest.mark.parametrize("bad", ["inf", "-inf", "nan", "1e999", "12x"])
+def test_a_value_that_is_not_a_finite_number_names_file_line_and_year(wdi_snapshot_dir, tmp_path, bad):
+    root = _copy(wdi_snapshot_dir, tmp_path)
+    header = next(csv.reader([(root / "population.csv").read_text(encoding="utf-8-sig").splitlines()[4]]))
+    year_2020 = header.index("2020")
+
+    def corrupt(lines):
+        at = _line_of(lines, "FRA")
+        lines[at] = _set_cell(lines[at], year_2020, bad)
+        return lines
+
+    _edit_lines(root / "population.csv", corrupt)
+    with pytest.raises(SnapshotError, match=rf"population.csv line \d+: FRA 2020 is '{re.escape(bad)}', not a finite"):
+        read_snapshot(root)
+
+
+def test_an_aggregate_labelled_with_a_region_is_refused(wdi_snapshot_dir, tmp_path):
+    root = _copy(wdi_snapshot_dir, tmp_path)
+    _edit_lines(
+        root / "region_and_income.csv",
+        lambda lines: [
+            line.replace("European Union,EUU,,", "European Union,EUU,Europe \\& Central Asia,").replace(
+                "Sub-Saharan Africa,SSF,,", "Sub-Saharan Africa,SSF,Sub-Saharan Africa,"
+            )
+            for line in lines
+        ],
+    )
+    with pytest.raises(
+        SnapshotError, match=r"region_and_income.csv line 234: EUU \(European Union\) has region .* aggregate.*2 such"
+    ):
+        read_snapshot(root)
+    # Without the group list, the economy list's own rule still tells: aggregates have no income group
+    # and no lending category, every country has one of them.
+    (root / "many_categories.csv").unlink()
+    with pytest.raises(SnapshotError, match=r"EUU .* without an income group or a lending category"):
+        read_snapshot(root)
+
+
+def test_a_file_cut_at_a_line_boundary_fails_loudly(wdi_snapshot_dir, tmp_path):
+    root = _copy(wdi_snapshot_dir, tmp_path)
+    _edit_lines(root / "unemployment.csv", lambda lines: lines[:-80])
+    with pytest.raises(
+        SnapshotError,
+        match=r"unemployment.csv: no row for \d+ countries that the snapshot.s other files list .*cut short",
+    ):
+        read_snapshot(root)
+
+
+def test_a_file_cut_mid_row_names_the_line(wdi_snapshot_dir, tmp_path):
+    root = _copy(wdi_snapshot_dir, tmp_path)
+    text = (root / "population.csv").read_text(encoding="utf-8-sig")
+    (root / "population.csv").write_text(text[: len(text) - 700], encoding="utf-8")
+    with pytest.raises(SnapshotError, match=r"population.csv line \d+: \d+ fields where the header has \d+"):
+        read_snapshot(root)
+
+
+def test_a_missing_column_or_an_empty_economy_list_is_named(wdi_snapshot_dir, tmp_path):
+    root = _copy(wdi_snapshot_dir, tmp_path)
+    _edit_lines(
+        root / "population.csv",
+        lambda lines: [line.replace('"Indicator Code",', '"Code of the indicator",', 1) for line in lines],
+    )
+    with pytest.raises(SnapshotError, match=r"population.csv line 5: the header has no column Indicator Code"):
+        read_snapshot(root)
+    (root / "region_and_income.csv").write_text("")
+    with pytest.raises(SnapshotError, match=r"region_and_income.csv: empty"):
+        read_snapshot(root)
+    (root / "region_and_income.csv").write_text("Economy,Code,Region,Income group,Lending category,\n")
+    with pytest.raises(SnapshotError, match=r"region_and_income.csv: no economies"):
+        read_snapshot(root)

@@ -13,7 +13,14 @@ from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.borderlines import checks
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
-from geomon.defs.resources import GeomonResource, by_partition, model_revision_partitions, revisions_partitions
+from geomon.defs.resources import (
+    GeomonResource,
+    by_partition,
+    model_revision_partitions,
+    options_metadata,
+    persisted_options,
+    revisions_partitions,
+)
 from geomon.defs.versions import source_version
 from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
 from geomon.report import charts
@@ -121,7 +128,7 @@ def dispute_revisions(context: dg.AssetExecutionContext, geomon: GeomonResource,
         versions={"data": str(revision.revid), "code": SOURCE_VERSION},
         dagster_run_id=context.run.run_id,
     )
-    yield checks.disputes_table_valid(disputes, context.partition_key, previous)
+    yield checks.disputes_table_valid(disputes, release.countries, context.partition_key, previous)
 
 
 class BorderLinesPromptConfig(dg.Config):
@@ -142,10 +149,16 @@ class BorderLinesPromptConfig(dg.Config):
     },
 )
 def borderlines_prompts(
-    config: BorderLinesPromptConfig, geomon: GeomonResource, release: BorderLinesData, disputes: pd.DataFrame
+    context: dg.AssetExecutionContext,
+    config: BorderLinesPromptConfig,
+    geomon: GeomonResource,
+    release: BorderLinesData,
+    disputes: pd.DataFrame,
 ):
     """The English query and one per claimant language, template-wise, under each persona. Live, a
-    territory the release has no translation for takes its Wikipedia article's title in that language."""
+    territory the release has no translation for takes its Wikipedia article's title in that language.
+    The personas and sample persist until a run sets them again (``persisted_options``)."""
+    config = persisted_options(context, config)
     if config.sample_territories:
         disputes = disputes.head(config.sample_territories)
     data = release.with_disputes(disputes)
@@ -164,6 +177,7 @@ def borderlines_prompts(
             "territories": prompts["territory"].nunique(),
             "languages": prompts["lang"].nunique(),
             "personas": ", ".join(config.personas),
+            **options_metadata(config),
             "translation_gaps": len(gaps),
             "names_from_wikipedia_langlinks": len(filled),
             "langlinks": dg.MetadataValue.json(filled[:50]),

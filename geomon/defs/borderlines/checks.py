@@ -9,7 +9,7 @@ import pandas as pd
 
 from geomon import quality
 from geomon.defs.quality_checks import read_rate_above_floor, result
-from geomon.sources.borderlines import BorderLinesData
+from geomon.sources.borderlines import BorderLinesData, unaccounted_rows
 
 MIN_ANSWERED_RATE = 0.5
 
@@ -17,7 +17,10 @@ DISPUTES_SPEC = dg.AssetCheckSpec(
     "disputes_table_valid",
     asset=dg.AssetKey(["wikipedia", "dispute_revisions"]),
     blocking=True,
-    description="≥ 2 claimants, controller among them or Unknown, no collapse against the previous revision.",
+    description=(
+        "≥ 2 claimants, controller among them or Unknown, claimants with country info (the release's own quirks "
+        "named in geomon.sources.borderlines), no collapse against the previous revision."
+    ),
 )
 PROMPTS_SPEC = dg.AssetCheckSpec(
     "prompts_translated",
@@ -33,11 +36,13 @@ ANSWERED_SPEC = dg.AssetCheckSpec(
 
 
 def disputes_table_valid(
-    disputes: pd.DataFrame, revision: str, previous: tuple[str, int] | None
+    disputes: pd.DataFrame, countries: dict[str, dict], revision: str, previous: tuple[str, int] | None
 ) -> dg.AssetCheckResult:
     """``previous``: the key and size of the latest earlier revision evaluated, if any."""
     report = quality.validate(
-        quality.disputes_frame(disputes), "disputes_table", quality.disputes_expectations(previous and previous[1])
+        unaccounted_rows(disputes, countries),
+        "disputes_table",
+        quality.disputes_expectations(previous and previous[1]),
     )
     return result(
         report,

@@ -7,7 +7,16 @@ import dagster as dg
 
 from geomon.config import Settings
 from geomon.defs.resources import model_revision_partitions, revisions_partitions
-from geomon.defs.runs import OPTIONS_TAG, SUITE_TAG, per_model_job, per_model_job_name, register_models, runner
+from geomon.defs.runs import (
+    OPTIONS_TAG,
+    SUITE_TAG,
+    per_model_job,
+    per_model_job_name,
+    register_models,
+    runner,
+    stage_job,
+    stage_job_name,
+)
 from geomon.sources import wikipedia
 
 RELEASE = dg.AssetSelection.assets(["borderlines", "release"])
@@ -23,6 +32,13 @@ borderlines_per_model_job = per_model_job(
     model_revision_partitions,
     "Responses, claimants and concurrence scores of one model on one table revision.",
 )
+borderlines_release_job = stage_job(
+    "borderlines", "release", RELEASE, "The release: countries, templates, translations."
+)
+borderlines_prompts_job = stage_job(
+    "borderlines", "prompts", PER_REVISION, "One table revision and its queries.", revisions_partitions
+)
+borderlines_leaderboard_job = stage_job("borderlines", "leaderboard", LEADERBOARD, "Every model and revision.")
 
 
 def materialize(
@@ -43,17 +59,22 @@ def materialize(
         instance.add_dynamic_partitions(revisions_partitions.name, new)
     tags = {SUITE_TAG: "borderlines", **({OPTIONS_TAG: described} if described else {})}
     run = runner(defs, instance, resources, log_level, tags)
-    results = [run(RELEASE)]
+    results = [run(RELEASE, job=stage_job_name("borderlines", "release"))]
     for revision in revisions:
         config = (prompt_configs or {}).get(revision, {})
         results.append(
-            run(PER_REVISION, partition_key=revision, config={"ops": {"borderlines__prompts": {"config": config}}})
+            run(
+                PER_REVISION,
+                partition_key=revision,
+                config={"ops": {"borderlines__prompts": {"config": config}}},
+                job=stage_job_name("borderlines", "prompts"),
+            )
         )
     for revision in revisions:
         for model in models:
             key = dg.MultiPartitionKey({"model": model, "revision": revision})
             results.append(run(PER_MODEL, partition_key=key, job=per_model_job_name("borderlines")))
-    results.append(run(LEADERBOARD))
+    results.append(run(LEADERBOARD, job=stage_job_name("borderlines", "leaderboard")))
     return results
 
 

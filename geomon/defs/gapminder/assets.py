@@ -11,7 +11,7 @@ from geomon.defs.engine import agreement_metadata, ask_model, judge_asker
 from geomon.defs.execution import model_call_options
 from geomon.defs.gapminder import checks
 from geomon.defs.leaderboard import leaderboard
-from geomon.defs.resources import GeomonResource, models_partitions
+from geomon.defs.resources import GeomonResource, models_partitions, options_metadata, persisted_options
 from geomon.defs.versions import source_version
 from geomon.monitor import alerts
 from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
@@ -59,8 +59,15 @@ class GapminderPromptConfig(dg.Config):
     check_specs=[checks.PROMPTS_SPEC],
     ins={"data": dg.AssetIn(key=["gapminder", "question_bank"])},
 )
-def gapminder_prompts(config: GapminderPromptConfig, geomon: GeomonResource, data: source.GapminderData):
-    """Every question × prompt variation of its language; languages without questions are counted gaps."""
+def gapminder_prompts(
+    context: dg.AssetExecutionContext,
+    config: GapminderPromptConfig,
+    geomon: GeomonResource,
+    data: source.GapminderData,
+):
+    """Every question × prompt variation of its language; languages without questions are counted gaps. The
+    sample persists until a run sets it again (``persisted_options``)."""
+    config = persisted_options(context, config)
     languages = geomon.settings().gapminder.languages
     prompts = gapminder.build_prompts(
         data, languages, config.sample_questions, config.sample_variations, seed=config.seed
@@ -73,6 +80,7 @@ def gapminder_prompts(config: GapminderPromptConfig, geomon: GeomonResource, dat
             "variations": int(prompts["prompt_variation_id"].nunique()) if len(prompts) else 0,
             "languages": dg.MetadataValue.json(prompts["language"].value_counts().to_dict() if len(prompts) else {}),
             "gaps": dg.MetadataValue.json(prompts.attrs["gaps"]),
+            **options_metadata(config),
             "preview": dg.MetadataValue.md(charts.markdown_table(prompts[["prompt_id", "prompt"]].head(3))),
         },
     )

@@ -20,6 +20,7 @@ PLAN = PerModelPlan(
     prompts_op="gapminder__prompts",
 )
 materialize = PLAN.materialize
+gapminder_prompts_job, gapminder_leaderboard_job = PLAN.stage_jobs()
 gapminder_per_model_job = per_model_job(
     "gapminder", PER_MODEL, models_partitions, "Responses, jury judgements, grades and rates of one model."
 )

@@ -11,7 +11,7 @@ from geomon.defs.engine import agreement_metadata, ask_model, judge_asker
 from geomon.defs.execution import model_call_options
 from geomon.defs.leaderboard import leaderboard
 from geomon.defs.quench import checks
-from geomon.defs.resources import GeomonResource, models_partitions
+from geomon.defs.resources import GeomonResource, models_partitions, options_metadata, persisted_options
 from geomon.defs.versions import source_version
 from geomon.monitor.history import metrics_from_mapping
 from geomon.report import charts
@@ -61,8 +61,10 @@ class QuenchPromptConfig(dg.Config):
     check_specs=[checks.PROMPTS_SPEC],
     ins={"release": dg.AssetIn(key=["quench", "question_bank"])},
 )
-def quench_prompts(config: QuenchPromptConfig, release: source.QuenchRelease):
-    """One entity-prediction prompt per masked entity and mode (no CoT / CoT), as the release asks."""
+def quench_prompts(context: dg.AssetExecutionContext, config: QuenchPromptConfig, release: source.QuenchRelease):
+    """One entity-prediction prompt per masked entity and mode (no CoT / CoT), as the release asks. The sample
+    persists until a run sets it again (``persisted_options``)."""
+    config = persisted_options(context, config)
     prompts = quench.build_prompts(release.items[release.items["indic"].notna()], config.sample_questions, config.seed)
     yield dg.Output(
         prompts,
@@ -71,6 +73,7 @@ def quench_prompts(config: QuenchPromptConfig, release: source.QuenchRelease):
             "entities": int(prompts["entity_id"].nunique()) if len(prompts) else 0,
             "questions": int(prompts["question_id"].nunique()) if len(prompts) else 0,
             "indic_entities": int(prompts.drop_duplicates("entity_id")["indic"].sum()) if len(prompts) else 0,
+            **options_metadata(config),
             "preview": dg.MetadataValue.md(charts.markdown_table(prompts[["prompt_id", "system", "user"]].head(2))),
         },
     )

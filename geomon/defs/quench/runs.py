@@ -25,6 +25,7 @@ PLAN = PerModelPlan(
     prompts_op="quench__prompts",
 )
 materialize = PLAN.materialize
+quench_prompts_job, quench_leaderboard_job = PLAN.stage_jobs()
 quench_per_model_job = per_model_job(
     "quench",
     PER_MODEL,

@@ -12,7 +12,7 @@ from geomon.defs.automation import EAGER
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
 from geomon.defs.leaderboard import leaderboard
-from geomon.defs.resources import GeomonResource, models_partitions
+from geomon.defs.resources import GeomonResource, models_partitions, options_metadata, persisted_options
 from geomon.defs.saged import checks
 from geomon.defs.versions import source_version
 from geomon.monitor.history import metrics_from_mapping
@@ -68,10 +68,14 @@ class SagedPromptConfig(dg.Config):
     check_specs=[checks.PROMPTS_SPEC],
     ins={"scraped": dg.AssetIn(key=["saged", "corpus"])},
 )
-def saged_prompts(config: SagedPromptConfig, geomon: GeomonResource, scraped: pd.DataFrame):
+def saged_prompts(
+    context: dg.AssetExecutionContext, config: SagedPromptConfig, geomon: GeomonResource, scraped: pd.DataFrame
+):
     """Split-sentence continuation prompts (rejected sentences counted by reason) and, with a
     ``question_model``, generated question prompts (validated; up to three attempts), sampled, then
-    branched to the root concept and every country with the keyword replaced in prompt and baseline."""
+    branched to the root concept and every country with the keyword replaced in prompt and baseline. The
+    sample persists until a run sets it again (``persisted_options``)."""
+    config = persisted_options(context, config)
     settings = geomon.settings()
     countries = settings.saged.countries or saged.G20
     questions = _questions(settings, scraped) if settings.saged.question_model else None
@@ -94,6 +98,7 @@ def saged_prompts(config: SagedPromptConfig, geomon: GeomonResource, scraped: pd
             "root_prompts_used": int(branched["root_id"].nunique()) if len(branched) else 0,
             "concepts": int(branched["concept"].nunique()) if len(branched) else 0,
             "prompts": len(branched),
+            **options_metadata(config),
             "preview": dg.MetadataValue.md(charts.markdown_table(branched[["concept", "prompt"]].head(4))),
         },
     )

@@ -18,6 +18,7 @@ PLAN = PerModelPlan(
     prompts_op="saged__prompts",
 )
 materialize = PLAN.materialize
+saged_prompts_job, saged_leaderboard_job = PLAN.stage_jobs()
 saged_per_model_job = per_model_job(
     "saged", PER_MODEL, models_partitions, "Responses per role, features and country disparity of one model."
 )

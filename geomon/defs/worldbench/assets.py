@@ -8,7 +8,13 @@ from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER, wdi_release
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
-from geomon.defs.resources import GeomonResource, by_partition, models_partitions
+from geomon.defs.resources import (
+    GeomonResource,
+    by_partition,
+    models_partitions,
+    options_metadata,
+    persisted_options,
+)
 from geomon.defs.versions import source_version
 from geomon.defs.worldbench import checks
 from geomon.monitor.history import MetricValue, metrics_from_mapping
@@ -82,6 +88,7 @@ def worldbank_snapshot(context: dg.AssetExecutionContext, config: WorldBankConfi
             "latest_year": snapshot.latest_year,
             "latest_year_by_indicator": dg.MetadataValue.json(snapshot.latest_years_by_indicator()),
             "values_per_indicator": dg.MetadataValue.json(report["values_per_indicator"]),
+            checks.COVERAGE_KEY: dg.MetadataValue.json(checks.question_coverage(snapshot)),
             "countries_without_any_value": ", ".join(report["countries_without_any_value"]) or "none",
             "rows_left_out": dg.MetadataValue.json(report["rows_left_out"]),
             "non_country_codes_left_out": dg.MetadataValue.json(report["non_country_codes"]),
@@ -106,7 +113,9 @@ class PromptConfig(dg.Config):
 def worldbench_prompts(
     context: dg.AssetExecutionContext, config: PromptConfig, snapshot: WorldBankSnapshot
 ) -> dg.Output[pd.DataFrame]:
-    """One question per (indicator, country) with ground truth, in chat and completion form."""
+    """One question per (indicator, country) with ground truth, in chat and completion form; the sample and
+    variant persist until a run sets them again (``persisted_options``)."""
+    config = persisted_options(context, config)
     countries = worldbench.sample_countries(snapshot, config.sample_countries) if config.sample_countries else None
     prompts = worldbench.build_prompts(
         snapshot, example_country=config.example_country, year=config.year, countries=countries
@@ -122,6 +131,7 @@ def worldbench_prompts(
             "indicators_left_out": dg.MetadataValue.json(prompts.attrs["indicators_left_out"]),
             "example_country": config.example_country,
             "year": config.year or "latest three years",
+            **options_metadata(config),
             "preview": dg.MetadataValue.md(
                 charts.markdown_table(prompts[["question_id", "country", "ground_truth"]].head(5))
             ),

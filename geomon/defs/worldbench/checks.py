@@ -12,9 +12,17 @@ import pandas as pd
 from geomon import quality
 from geomon.defs.quality_checks import read_rate_above_floor, result
 from geomon.sources.worldbank import WorldBankSnapshot
+from geomon.suites import worldbench
 
 MIN_COUNTRIES_PER_INDICATOR = 100
 MIN_PARSE_RATE = 0.5
+MAX_COVERAGE_DROP = 0.05
+COVERAGE_KEY = "countries_per_indicator"  # recent-value coverage in the asset's metadata
+
+
+def question_coverage(snapshot: WorldBankSnapshot) -> dict[str, int]:
+    """Per indicator, the countries with a value in WorldBench's ground-truth window."""
+    return quality.recent_coverage(snapshot.values, worldbench.GROUND_TRUTH_YEARS)
 
 
 @dg.asset_check(asset=dg.AssetKey(["worldbank", "economies"]), blocking=True)
@@ -26,14 +34,52 @@ def economies_are_countries(economies: pd.DataFrame) -> dg.AssetCheckResult:
 
 @dg.asset_check(asset=dg.AssetKey(["worldbank", "indicators"]), blocking=True)
 def indicator_values_plausible(indicators: WorldBankSnapshot) -> dg.AssetCheckResult:
-    """Percentages within 0–100, other indicators non-negative, enough countries per indicator."""
-    wide, expectations = quality.worldbank_expectations(indicators.values, MIN_COUNTRIES_PER_INDICATOR)
-    report = quality.validate(wide, "worldbank_values", expectations)
-    coverage = wide.drop(columns="iso3").notna().sum()
+    """Every year's percentages within 0–100, other indicators non-negative, enough countries per indicator."""
+    wide, expectations = quality.worldbank_expectations(indicators.values)
+    coverage = question_coverage(indicators)
+    report = quality.combine(
+        "worldbank_values",
+        quality.validate(wide, "worldbank_values", expectations),
+        quality.validate(
+            quality.coverage_frame(coverage),
+            "worldbank_coverage",
+            quality.coverage_expectations(MIN_COUNTRIES_PER_INDICATOR),
+        ),
+    )
     return result(
         report,
         min_countries_required=MIN_COUNTRIES_PER_INDICATOR,
-        countries_per_indicator=dg.MetadataValue.json({k: int(v) for k, v in coverage.items()}),
+        countries_per_indicator=dg.MetadataValue.json(coverage),
+    )
+
+
+@dg.asset_check(asset=dg.AssetKey(["worldbank", "indicators"]), blocking=True)
+def coverage_kept(context: dg.AssetCheckExecutionContext, indicators: WorldBankSnapshot) -> dg.AssetCheckResult:
+    """No indicator loses more than 5 % of its countries (with a recent value) against the previous materialization.
+
+    A file cut short or a broken export loses countries without an error of its own. If the World Bank
+    really published fewer countries, materialize the downstream assets by hand after reading this."""
+    current = question_coverage(indicators)
+    records = context.instance.fetch_materializations(dg.AssetKey(["worldbank", "indicators"]), limit=2).records
+    previous_entry = records[1].asset_materialization.metadata.get(COVERAGE_KEY) if len(records) > 1 else None
+    previous = previous_entry.value if previous_entry is not None else None
+    drops = quality.coverage_drops(previous, current, MAX_COVERAGE_DROP) if previous else {}
+    return dg.AssetCheckResult(
+        passed=not drops,
+        metadata={
+            "dropped": dg.MetadataValue.json(drops),
+            "max_drop": MAX_COVERAGE_DROP,
+            "previous": dg.MetadataValue.json(previous or {}),
+            COVERAGE_KEY: dg.MetadataValue.json(current),
+            "compared_with_previous": bool(previous),
+        },
+        description=(
+            "coverage fell: " + "; ".join(f"{k} {v}" for k, v in drops.items())
+            if drops
+            else "no indicator lost countries against the previous materialization"
+            if previous
+            else "first materialization: nothing to compare with"
+        ),
     )
 
 

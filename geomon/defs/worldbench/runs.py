@@ -20,6 +20,7 @@ PLAN = PerModelPlan(
     prompts_op="worldbench__prompts",
 )
 materialize = PLAN.materialize
+worldbench_prompts_job, worldbench_leaderboard_job = PLAN.stage_jobs()
 worldbench_per_model_job = per_model_job(
     "worldbench",
     PER_MODEL,
