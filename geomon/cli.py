@@ -260,13 +260,16 @@ def describe_failure(exc: BaseException) -> str:
     return f"unexpected {type(cause).__name__}: {first} (run with -v for the traceback)"
 
 
+INTERRUPTED = "geomon: interrupted; answers already received are stored and will not be asked again"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
     try:
         return args.func(args)
     except KeyboardInterrupt:
-        print("geomon: interrupted; answers already received are stored and will not be asked again", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return 130
     except (ConfigError, RegistryError) as exc:
         print(f"geomon: {exc}", file=sys.stderr)
@@ -274,9 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # every failure ends in one line a person can act on; -v adds the traceback
         # Ctrl-C inside a Dagster step: while a model is asked (geomon's Interrupted) or between steps (Dagster's)
         if type(root_cause(exc)).__name__ in {"Interrupted", "DagsterExecutionInterruptedError"}:
-            print(
-                "geomon: interrupted; answers already received are stored and will not be asked again", file=sys.stderr
-            )
+            print(INTERRUPTED, file=sys.stderr)
             return 130
         if args.verbose:
             import traceback
