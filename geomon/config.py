@@ -143,6 +143,15 @@ class Settings:
     quench: QuenchSettings = field(default_factory=QuenchSettings)
     saged: SagedSettings = field(default_factory=SagedSettings)
     embedding_model: Path | None = None  # None: the bundled all-MiniLM-L6-v2
+    # Sections of suites that declare their own settings class (SuiteInfo.settings), by suite name.
+    suite_sections: dict[str, Any] = field(default_factory=dict)
+
+    def suite(self, name: str) -> Any:
+        """The parsed ``geomon.yaml`` section of suite ``name`` (its declared settings class; defaults when
+        the file has none)."""
+        if name not in self.suite_sections:
+            raise ConfigError(f"suite {name!r} declares no settings section")
+        return self.suite_sections[name]
 
     def all_models(self) -> tuple[list[ModelSpec], dict[str, str]]:
         """Registry models plus those the endpoints serve now (registry entries win); unreachable endpoints."""
@@ -205,6 +214,43 @@ def _saged(doc: dict[str, Any] | None, base: Path, path: Path | None) -> SagedSe
     return settings
 
 
+def _suite_section(name: str, kind: type, doc: Any, base: Path, path: Path | None) -> Any:
+    """A suite's section parsed into its declared dataclass: unknown keys are an error naming the file and
+    section; ``Path`` fields resolve against the settings file's folder (``none`` = unset); lists become
+    tuples; ``GEOMON_<SUITE>_<FIELD>`` overrides a text or path field (``GEOMON_BLEND_SNAPSHOT=none``)."""
+    import dataclasses
+    import typing
+
+    if doc is not None and not isinstance(doc, dict):
+        raise ConfigError(f"settings file {path}: {name}: expected a mapping, found {type(doc).__name__}")
+    doc = dict(doc or {})
+    fields = {f.name: f for f in dataclasses.fields(kind)}
+    unknown = sorted(set(doc) - set(fields))
+    if unknown:
+        raise ConfigError(f"settings file {path}: {name}: unknown key(s) {unknown}; known: {sorted(fields)}")
+    hints = typing.get_type_hints(kind)
+    values: dict[str, Any] = {}
+    for key, hint in hints.items():
+        if key not in fields:
+            continue
+        env = os.environ.get(f"GEOMON_{name.upper()}_{key.upper()}")
+        raw = env if env is not None else doc.get(key, dataclasses.MISSING)
+        if raw is dataclasses.MISSING:
+            continue
+        if Path in typing.get_args(hint) or hint is Path:
+            values[key] = _resolve(base, None if raw is None else str(raw))
+        elif typing.get_origin(hint) is tuple:
+            if not isinstance(raw, list | tuple):
+                raise ConfigError(f"settings file {path}: {name}.{key}: expected a list, found {raw!r}")
+            values[key] = tuple(str(v) for v in raw)
+        else:
+            values[key] = raw
+    try:
+        return kind(**values)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"settings file {path}: {name}: {exc}") from exc
+
+
 def _resolve(base: Path, value: str | None) -> Path | None:
     if value in (None, "", "none"):
         return None
@@ -241,6 +287,10 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "saged",
         "embedding_model",
     }
+    from geomon.suites.registry import suites
+
+    declared = {info.name: info.settings for info in suites().values() if info.settings is not None}
+    known |= set(declared)
     unknown = set(doc) - known
     if unknown:
         raise ConfigError(f"settings file {path}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -303,6 +353,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
             raise ConfigError(f"settings file {path}: {name}: {exc}") from exc
     return Settings(
         **sections,
+        suite_sections={name: _suite_section(name, kind, doc.get(name), base, path) for name, kind in declared.items()},
         endpoints=endpoints,
         borderlines=borderlines,
         gapminder=gapminder,

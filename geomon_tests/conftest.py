@@ -90,6 +90,7 @@ def write_settings(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | 
                     "snapshot": str(SHARED / "snapshots" / "quench"),
                     "paper_results": str(SHARED / "reference" / "quench" / "Results"),
                 },
+                "blend": {"snapshot": str(SHARED / "snapshots" / "blend")},
                 "engine": {"slots": 4},
                 "models": models or [],
                 **extra,

@@ -38,11 +38,9 @@ OPTIONS_KEY = "options"  # the prompt options a materialization used, in its met
 ConfigT = TypeVar("ConfigT", bound=dg.Config)
 
 
-def persisted_options(context: dg.AssetExecutionContext, config: ConfigT) -> ConfigT:
-    """The options this materialization uses: what its run config sets, and for anything it leaves unset,
-    what the asset's previous materialization used (its ``options`` metadata); the defaults only the first
-    time. So a sample or variant a user chose (``geomon run --sample 12``) survives an upstream
-    re-materialization, a click in the UI or automation: nothing asks more of the models than was chosen."""
+def previous_options(context: dg.AssetExecutionContext) -> dict[str, Any]:
+    """The options the asset's previous materialization used (its ``options`` metadata; this partition's
+    for a partitioned asset), or {} the first time."""
     # A partitioned asset (BorderLines' prompts per table revision) keeps each partition's own options.
     partitions = [context.partition_key] if context.has_partition_key else None
     records = context.instance.fetch_materializations(
@@ -50,15 +48,27 @@ def persisted_options(context: dg.AssetExecutionContext, config: ConfigT) -> Con
     ).records
     event = records[0].asset_materialization if records else None
     entry = event.metadata.get(OPTIONS_KEY) if event is not None else None
-    previous = entry.value if entry is not None and isinstance(entry.value, dict) else {}
-    known = {k: v for k, v in previous.items() if k in type(config).model_fields}
+    return entry.value if entry is not None and isinstance(entry.value, dict) else {}
+
+
+def persisted_options(context: dg.AssetExecutionContext, config: ConfigT) -> ConfigT:
+    """The options this materialization uses: what its run config sets, and for anything it leaves unset,
+    what the asset's previous materialization used (its ``options`` metadata); the defaults only the first
+    time. So a sample or variant a user chose (``geomon run --sample 12``) survives an upstream
+    re-materialization, a click in the UI or automation: nothing asks more of the models than was chosen."""
+    known = {k: v for k, v in previous_options(context).items() if k in type(config).model_fields}
     chosen = config.model_dump(include=config.model_fields_set)
     return type(config)(**{**known, **chosen})
 
 
 def options_metadata(config: dg.Config) -> dict[str, Any]:
     """The ``options`` metadata entry that ``persisted_options`` reads back next time."""
-    return {OPTIONS_KEY: dg.MetadataValue.json(config.model_dump())}
+    return options_metadata_values(config.model_dump())
+
+
+def options_metadata_values(options: dict[str, Any]) -> dict[str, Any]:
+    """The ``options`` metadata entry of options given as a mapping (a declared suite's stage options)."""
+    return {OPTIONS_KEY: dg.MetadataValue.json(options)}
 
 
 class GeomonResource(dg.ConfigurableResource):

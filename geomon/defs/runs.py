@@ -6,7 +6,6 @@ and finds them through the suite registry."""
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import dagster as dg
@@ -20,11 +19,15 @@ SUITE_TAG = "geomon/suite"
 OPTIONS_TAG = "geomon/options"
 
 
-def suite_runs(name: str) -> ModuleType:
-    """``geomon.defs.<name>.runs`` of a registered suite (its Dagster half, by convention)."""
-    from geomon.suites.registry import module
+def suite_runs(name: str) -> Any:
+    """How ``geomon run`` materializes a registered suite: the factory's plan for a suite declared by a
+    Pipeline, else ``geomon.defs.<name>.runs`` (its own Dagster folder)."""
+    from geomon.suites.registry import pipeline
 
-    module(name)  # an unknown suite is an error that lists the known ones
+    if pipeline(name) is not None:  # an unknown suite is an error that lists the known ones
+        from geomon.defs.factory import declared
+
+        return declared(name)
     return importlib.import_module(f"geomon.defs.{name}.runs")
 
 

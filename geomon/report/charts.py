@@ -116,6 +116,26 @@ def interval_bars(frame: pd.DataFrame, label: str, series: str, groups: str, tit
     return figure_png(fig)
 
 
+def breakdown_bars(frame: pd.DataFrame, value: str, groups: str, series: str, title: str) -> bytes:
+    """Horizontal bars of ``frame[value]`` per ``groups`` value, one colour per ``series`` value (a model),
+    with ``ci_low``/``ci_high`` as the interval; the axis spans the data (differences may be negative)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = _finite(frame, value).rename(columns={"ci_low": f"{value}_ci_low", "ci_high": f"{value}_ci_high"})
+    bars = max(shown[groups].nunique(), 1) * max(shown[series].nunique(), 1) ** 0.5
+    fig, ax = plt.subplots(figsize=(9, 0.4 * bars + 1.4))
+    _draw_interval_bars(ax, shown, value, value, series, groups)
+    ax.axvline(0, color="#444", linewidth=0.6)
+    ax.set_xlabel(value)
+    # Below the axes, so the legend never covers a bar.
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, frameon=False)
+    ax.set_title(title, fontsize=10)
+    return figure_png(fig)
+
+
 def _finite(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     import numpy as np
 

@@ -47,6 +47,7 @@ class RunOption:
     help: str
     type: type = str
     default: Any = None
+    config: str = ""  # the prompts stage option it sets, for a suite declared by a Pipeline
 
     @property
     def dest(self) -> str:
@@ -61,6 +62,9 @@ class SuiteInfo:
     headlines: tuple[Headline, ...] = ()
     options: tuple[RunOption, ...] = field(default_factory=tuple)
     order: int = 100  # where `geomon run` puts it among the suites (the cheaper ones first)
+    # The suite's own ``geomon.yaml`` section (a dataclass; ``Settings.suite(name)`` returns it parsed), so
+    # the settings loader never names a suite.
+    settings: type | None = None
 
 
 def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:
@@ -76,13 +80,41 @@ class SuiteError(ValueError):
 
 
 def _check(module: ModuleType) -> SuiteInfo:
+    """A suite declared by a ``PIPELINE`` (``geomon.suites.pipeline``) is checked as a typed declaration: its
+    stages' inputs, one tracked stage, the run options that set stage options. An older suite module with
+    its own ``defs/<name>/`` folder provides the functions of ``PROTOCOL``."""
+    from geomon.suites.pipeline import Pipeline, PipelineError
+
     info = module.SUITE
-    missing = [name for name in PROTOCOL if not hasattr(module, name)]
-    if missing:
-        raise SuiteError(f"suite module {module.__name__} lacks {', '.join(missing)} (the suite protocol)")
+    if not isinstance(info, SuiteInfo):
+        raise SuiteError(f"suite module {module.__name__}: SUITE must be a SuiteInfo, not {type(info).__name__}")
     if module.__name__.rsplit(".", 1)[-1] != info.name:
         raise SuiteError(f"suite module {module.__name__} declares the name {info.name!r}; they must match")
+    pipeline = getattr(module, "PIPELINE", None)
+    if pipeline is None:
+        missing = [name for name in PROTOCOL if not hasattr(module, name)]
+        if missing:
+            raise SuiteError(f"suite module {module.__name__} lacks {', '.join(missing)} (the suite protocol)")
+        return info
+    if not isinstance(pipeline, Pipeline):
+        raise SuiteError(f"suite module {module.__name__}: PIPELINE must be a Pipeline, not {type(pipeline).__name__}")
+    try:
+        pipeline.validate(info.name)
+    except PipelineError as exc:
+        raise SuiteError(str(exc)) from None
+    stage_options = {o.name for o in pipeline.prompts.options}
+    for option in info.options:
+        if option.config not in stage_options:
+            raise SuiteError(
+                f"suite {info.name}: run option {option.flag} sets {option.config!r}, not an option of stage "
+                f"{pipeline.prompts.name} ({', '.join(sorted(stage_options))})"
+            )
     return info
+
+
+def pipeline(name: str) -> Any:
+    """The ``Pipeline`` suite ``name`` declares, or None for a suite with its own ``defs/<name>/`` folder."""
+    return getattr(module(name), "PIPELINE", None)
 
 
 def suites() -> Mapping[str, SuiteInfo]:

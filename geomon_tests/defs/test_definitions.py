@@ -24,6 +24,12 @@ from geomon_tests.loopback import ScriptedModel, serve
 REPO = Path(__file__).resolve().parents[2]
 OLD, NEW = "2021-08-31-r1041639056", "2023-05-15-r1154894956"
 EXPECTED_ASSET_KEYS = [
+    "blend/disparity",
+    "blend/leaderboard",
+    "blend/prompts",
+    "blend/question_bank",
+    "blend/responses",
+    "blend/scores",
     "borderlines/concurrence",
     "borderlines/leaderboard",
     "borderlines/prompts",

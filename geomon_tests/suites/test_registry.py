@@ -38,25 +38,89 @@ def toy_suite(tmp_path, monkeypatch):
     sys.modules.pop("geomon.suites.toybench", None)
 
 
+DECLARED_TOY = """
+import pandas as pd
+from geomon.suites.pipeline import Option, Pipeline, Stage, StageResult, Tracked
+from geomon.suites.registry import Headline, RunOption, SuiteInfo
+
+SUITE = SuiteInfo(
+    name="declaredtoy",
+    title="DeclaredToy",
+    spec="a test",
+    headlines=(Headline("toy_mean", "DeclaredToy: the mean"),),
+    options=(RunOption("--declared-toy-size", "DeclaredToy: items", int, 3, "size"),),
+    order=60,
+)
+REGRESSION_METRICS = {}
+
+def _items(context):
+    return StageResult(pd.DataFrame({"item": range(context.options["size"])}))
+
+def _score(context, items):
+    frame = items.assign(value=1.0)
+    return StageResult({"summary": {"toy_mean": 1.0}}, tracked=Tracked([], frame, "toy"))
+
+PIPELINE = Pipeline(
+    stages=(
+        Stage("items", _items, "the items", options=(Option("size", int, 3),)),
+        Stage("scores", _score, "the scores", inputs=("items",), per_model=True, tracked=True),
+    ),
+    write_report=lambda out, board, results: out,
+    leaderboard_columns=("toy_mean",),
+    per_model_description="toy",
+)
+"""
+
+
 def test_the_built_suites_are_registered_in_run_order():
-    assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench", "saged"]
+    assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench", "saged", "blend"]
     for name in registry.suites():
         module = registry.module(name)
-        assert all(hasattr(module, attr) for attr in registry.PROTOCOL)
+        # A suite is declared by a Pipeline, or provides the older protocol with its own defs folder.
+        assert registry.pipeline(name) is not None or all(hasattr(module, attr) for attr in registry.PROTOCOL)
+
+
+def test_a_declared_suite_gets_its_dagster_half_from_the_factory(tmp_path, monkeypatch):
+    """A seventh benchmark is a module with a PIPELINE: the factory builds its assets, checks and jobs."""
+    from geomon.defs.factory import declared
+
+    (tmp_path / "declaredtoy.py").write_text(DECLARED_TOY)
+    monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(tmp_path)])
+    try:
+        built = declared("declaredtoy")
+        keys = sorted(k.to_user_string() for a in built.assets for k in a.keys)
+        assert keys == ["declaredtoy/items", "declaredtoy/leaderboard", "declaredtoy/scores"]
+        checks = {c.name for a in built.assets for c in a.check_specs}
+        assert checks == {"no_regression"}
+        assert sorted(j.name for j in built.jobs) == [
+            "declaredtoy_leaderboard",
+            "declaredtoy_per_model",
+            "declaredtoy_prompts",
+        ]
+        broken = DECLARED_TOY.replace('"size"),),\n    order', '"sample"),),\n    order')
+        (tmp_path / "declaredtoy.py").write_text(broken)
+        sys.modules.pop("geomon.suites.declaredtoy", None)
+        with pytest.raises(
+            registry.SuiteError, match="--declared-toy-size sets 'sample', not an option of stage items"
+        ):
+            registry.suites()
+    finally:
+        sys.modules.pop("geomon.suites.declaredtoy", None)
+        declared.cache_clear()
 
 
 def test_a_new_suite_module_is_found_by_the_cli_and_the_trends_report(toy_suite):
     from geomon.cli import build_parser
     from geomon.report.trends import headlines
 
-    assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench", "saged", "toybench"]
+    assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench", "saged", "blend", "toybench"]
     args = build_parser().parse_args(["run", "--suite", "toybench", "--toy-size", "7"])
     assert [s.name for s in registry.resolve(args.suite)] == ["toybench"] and args.toy_size == 7
     assert ("toybench", "toy_gap", "", "ToyBench: the gap") in headlines()
 
 
 def test_unknown_suites_and_incomplete_modules_are_clear_errors(tmp_path, monkeypatch):
-    known = "worldbench, borderlines, gapminder, quench, saged"
+    known = "worldbench, borderlines, gapminder, quench, saged, blend"
     with pytest.raises(registry.SuiteError, match=rf"unknown suite\(s\) \['nope'\]; known: {known}"):
         registry.resolve("worldbench,nope")
     (tmp_path / "halfbench.py").write_text(TOY.replace("toybench", "halfbench").replace("def diagnose", "def _d"))

@@ -1,0 +1,248 @@
+"""One factory for every suite declared by a ``Pipeline`` (``geomon.suites.pipeline``): its assets (one per
+stage, keyed ``[suite, stage]``), their checks, the history recording and ``no_regression`` check of the
+tracked stage, the leaderboard and its report, the ``<suite>_prompts`` / ``<suite>_per_model`` /
+``<suite>_leaderboard`` jobs and the order ``geomon run`` materializes them in.
+
+A suite declared this way has no ``defs/<suite>/`` folder: its domain module (stages, scoring, statistics)
+and its source reader are all of it. The ``declared_suites`` definitions below find every such suite
+through the registry.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from geomon.config import Settings
+from geomon.defs import monitoring
+from geomon.defs.automation import ANNUAL_DATA, EAGER
+from geomon.defs.engine import ask_model
+from geomon.defs.execution import model_call_options
+from geomon.defs.leaderboard import leaderboard
+from geomon.defs.resources import models_partitions, options_metadata_values, previous_options
+from geomon.defs.runs import PerModelPlan, per_model_job
+from geomon.defs.versions import source_version
+from geomon.engine.client import GenerationRequest
+from geomon.engine.registry import ModelSpec
+from geomon.report import charts
+from geomon.suites import registry
+from geomon.suites.pipeline import CheckOutcome, Pipeline, Stage, StageResult
+
+FLOAT_DIGITS = 4  # metadata floats: enough to compare runs, not 16 digits of noise
+
+
+def metadata_value(value: Any) -> Any:
+    """A plain value as Dagster metadata: frames as Markdown tables (untrusted text escaped), mappings and
+    lists as JSON, floats rounded, None as "none"."""
+    if isinstance(value, dg.MetadataValue):
+        return value
+    if isinstance(value, pd.DataFrame):
+        return dg.MetadataValue.md(charts.markdown_table(value) if len(value) else "none")
+    if isinstance(value, dict | list | tuple):
+        return dg.MetadataValue.json(value if not isinstance(value, tuple) else list(value))
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if value is not None else "none"
+    if isinstance(value, float):
+        return round(value, FLOAT_DIGITS)
+    return value.item() if hasattr(value, "item") else value
+
+
+@dataclass
+class DagsterStageContext:
+    """``StageContext`` for a stage running as a Dagster asset."""
+
+    settings: Settings
+    options: dict[str, Any]
+    model: str | None
+
+    def spec(self) -> ModelSpec:
+        if self.model is None:
+            raise ValueError("this stage is not per model: there is no model to ask")
+        return self.settings.model(self.model)
+
+    def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
+        return ask_model(self.settings, spec, requests)
+
+
+def _check_result(stage: Stage, outcome: CheckOutcome) -> dg.AssetCheckResult:
+    if outcome.name not in {c.name for c in stage.checks}:
+        raise ValueError(f"stage {stage.name} returned check {outcome.name!r}, which it does not declare")
+    return dg.AssetCheckResult(
+        check_name=outcome.name,
+        passed=bool(outcome.passed),
+        severity=dg.AssetCheckSeverity.WARN if outcome.severity == "warn" else dg.AssetCheckSeverity.ERROR,
+        metadata={k: metadata_value(v) for k, v in outcome.metadata.items()},
+    )
+
+
+def _options(context: dg.AssetExecutionContext, stage: Stage) -> dict[str, Any]:
+    """The stage's options: what the run config sets, else what the previous materialization used (so a
+    chosen sample survives a click in the UI or automation), else the declared defaults."""
+    if not stage.options:
+        return {}
+    chosen = dict(context.op_execution_context.op_config or {})
+    previous = {k: v for k, v in previous_options(context).items() if k in {o.name for o in stage.options}}
+    return {**{o.name: o.default for o in stage.options}, **previous, **chosen}
+
+
+@dataclass(frozen=True)
+class _Versions:
+    data: str
+    prompts: str
+    code: str
+
+
+def _stage_asset(
+    info: registry.SuiteInfo, pipeline: Pipeline, stage: Stage, versions: _Versions
+) -> dg.AssetsDefinition:
+    key = [info.name, stage.name]
+    check_specs = [
+        dg.AssetCheckSpec(c.name, asset=dg.AssetKey(key), blocking=c.blocking, description=c.description)
+        for c in stage.checks
+    ]
+    if stage.tracked:
+        check_specs.append(monitoring.regression_spec(key))
+    module = registry.module(info.name)
+
+    def compute(context: dg.AssetExecutionContext, **inputs: Any):
+        settings = context.resources.geomon.settings()
+        options = _options(context, stage)
+        model = context.partition_key if stage.per_model else None
+        result: StageResult = stage.run(DagsterStageContext(settings, options, model), **inputs)
+        metadata = {k: metadata_value(v) for k, v in result.metadata.items()}
+        if stage.options:
+            metadata.update(options_metadata_values(options))
+        yield dg.Output(result.value, metadata=metadata)
+        for outcome in result.checks:
+            yield _check_result(stage, outcome)
+        if stage.tracked:
+            if result.tracked is None:
+                raise ValueError(f"suite {info.name}: tracked stage {stage.name} returned nothing to record")
+            yield monitoring.track_evaluation(
+                context,
+                settings,
+                key,
+                info.name,
+                context.partition_key,
+                result.tracked.metrics,
+                result.tracked.items,
+                module.REGRESSION_METRICS,
+                scope=result.tracked.scope,
+                versions={"data": versions.data, "prompts": versions.prompts, "code": versions.code},
+            )
+
+    compute.__doc__ = stage.description
+    options: dict[str, Any] = {}
+    if stage.options:
+        options["config_schema"] = {
+            o.name: dg.Field(o.type, is_required=False, description=o.help) for o in stage.options
+        }
+    if stage.asks_models:
+        options.update(model_call_options())
+    return dg.asset(
+        key=key,
+        group_name=info.name,
+        description=stage.description,
+        code_version=source_version(*(stage.versioned_by or (module,))),
+        automation_condition=EAGER,
+        freshness_policy=ANNUAL_DATA if stage.source else None,
+        partitions_def=models_partitions if stage.per_model else None,
+        ins={name: dg.AssetIn(key=[info.name, name]) for name in stage.inputs},
+        check_specs=check_specs or None,
+        required_resource_keys={"geomon"},
+        **options,
+    )(compute)
+
+
+def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_version: str) -> dg.AssetsDefinition:
+    tracked = pipeline.tracked.name
+
+    def compute(context: dg.AssetExecutionContext, **inputs: Any):
+        out = context.resources.geomon.settings().results_dir / info.name
+        write = lambda board, results: pipeline.write_report(out, board, results)  # noqa: E731
+        return leaderboard(context, tracked, inputs[tracked], write, pipeline.leaderboard_columns)
+
+    return dg.asset(
+        key=[info.name, "leaderboard"],
+        group_name=info.name,
+        description=f"Every model's {info.title} figures side by side, with the HTML report in the results directory.",
+        code_version=code_version,
+        automation_condition=EAGER,
+        ins={tracked: dg.AssetIn(key=[info.name, tracked], partition_mapping=dg.AllPartitionMapping())},
+        required_resource_keys={"geomon"},
+    )(compute)
+
+
+@dataclass
+class DeclaredSuite:
+    """A declared suite's Dagster half: its assets and jobs, and how ``geomon run`` materializes it."""
+
+    info: registry.SuiteInfo
+    pipeline: Pipeline
+    assets: list[dg.AssetsDefinition]
+    jobs: list[Any]
+    plan: PerModelPlan
+
+    def materialize(self, *args: Any, **kwargs: Any) -> list[dg.ExecuteInProcessResult]:
+        return self.plan.materialize(*args, **kwargs)
+
+    def run_from_options(
+        self,
+        defs: dg.Definitions,
+        instance: dg.DagsterInstance,
+        models: Sequence[str],
+        options: dict[str, Any],
+        settings: Settings,
+        log_level: str,
+    ) -> tuple[list[dg.ExecuteInProcessResult], str]:
+        """``geomon run``'s options of this suite (each sets a prompts-stage option; 0 = all)."""
+        config = {o.config: options.get(o.dest) or 0 for o in self.info.options}
+        described = ", ".join(f"{name}: {value or 'all'}" for name, value in config.items()) or "defaults"
+        return self.materialize(defs, instance, models, config, log_level=log_level, described=described), described
+
+
+@cache
+def declared(name: str) -> DeclaredSuite:
+    """Build (once) the Dagster half of suite ``name`` from its ``PIPELINE``."""
+    info = registry.suites()[name]
+    pipeline: Pipeline = registry.pipeline(name)
+    module = registry.module(name)
+
+    def version(stage: Stage) -> str:
+        return source_version(*(stage.versioned_by or (module,)))
+
+    sources = [s for s in pipeline.stages if s.source] or [pipeline.stages[0]]
+    versions = _Versions(version(sources[0]), version(pipeline.prompts), version(pipeline.tracked))
+    assets = [_stage_asset(info, pipeline, stage, versions) for stage in pipeline.stages]
+    assets.append(_leaderboard_asset(info, pipeline, versions.code))
+
+    def keys(stages: Sequence[Stage]) -> dg.AssetSelection:
+        return dg.AssetSelection.assets(*[[name, s.name] for s in stages])
+
+    per_model = keys([s for s in pipeline.stages if s.per_model])
+    plan = PerModelPlan(
+        suite=name,
+        sources=keys([s for s in pipeline.stages if not s.per_model]),
+        per_model=per_model,
+        leaderboard=dg.AssetSelection.assets([name, "leaderboard"]),
+        prompts_op=f"{name}__{pipeline.prompts.name}",
+    )
+    jobs = [*plan.stage_jobs(), per_model_job(name, per_model, models_partitions, pipeline.per_model_description)]
+    return DeclaredSuite(info, pipeline, assets, jobs, plan)
+
+
+def declared_names() -> list[str]:
+    return [name for name in registry.suites() if registry.pipeline(name) is not None]
+
+
+@dg.definitions
+def declared_suites() -> dg.Definitions:
+    """Every suite declared by a Pipeline, built by the factory."""
+    built = [declared(name) for name in declared_names()]
+    return dg.Definitions(
+        assets=[a for suite in built for a in suite.assets],
+        jobs=[j for suite in built for j in suite.jobs],
+    )

@@ -1,0 +1,609 @@
+"""BLEnD: everyday cultural knowledge in 16 countries/regions and 13 languages (Myung et al., NeurIPS 2024
+Datasets and Benchmarks; reference code nlee0212/BLEnD).
+
+Every question is asked in the country's language and in English with the paper's prompt templates
+(``inst-4`` by default; ``pers-3`` too when configured). A reply is scored with the paper's soft exact
+match (``evaluation/exact_match.py``): the reply is cleaned as ``delete_prompt_from_answer`` does, then
+an annotated answer matches when it occurs in the reply, or when every token of its lemmatised form is among
+the reply's lemmatised tokens. SEM-B is 1 for a match; SEM-W is the matched answer's votes ÷ the top
+answer's votes. Local-language replies are checked against the local answers first, then the English
+ones (with the English lemmatiser); English replies against the English answers only. A question where 3
+or more annotators said no-answer/not-applicable, or 5 or more said idk, or with no answer, is not valid
+and is left out of every score (the reference code's rule).
+
+Variant (named ``lemmatiser`` per row): the paper's lemmatisers for most languages (spark-nlp, cltk, konlpy,
+hazm, nlp-id, qalsadi, aznlp and SUSTEM stemmers, spaCy's en_core_web_sm) cannot be installed offline from
+PyPI here. geomon uses simplemma's dictionaries for English, Spanish, Greek (modern; the paper used cltk's
+Ancient Greek), Indonesian and Persian, jieba for Chinese (as the paper), and whitespace tokens for Korean,
+Arabic, Amharic, Hausa, Azerbaijani, Sundanese and Assamese (the paper's Assamese path also only tokenises).
+The substring test, which decides most matches, is the paper's exactly.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geomon.engine.client import GenerationRequest
+from geomon.engine.registry import ModelSpec
+from geomon.monitor.history import MetricValue, metrics_from_mapping
+from geomon.sources import blend as source
+from geomon.stats import uncertainty
+from geomon.suites.pipeline import CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
+from geomon.suites.registry import Headline, RunOption, SuiteInfo
+from geomon.untrusted import clean_text
+
+
+@dataclass
+class BlendSettings:
+    """The ``blend:`` section of geomon.yaml."""
+
+    snapshot: Path | None = None  # the release's data/ directory; None = fetch from release_url
+    release_url: str = source.DEFAULT_RELEASE_URL
+    countries: tuple[str, ...] = ()  # empty = all 16
+    templates: tuple[str, ...] = ("inst-4",)  # the paper reports inst-4 and pers-3
+
+
+SUITE = SuiteInfo(
+    name="blend",
+    title="BLEnD (everyday cultural knowledge)",
+    spec="Myung et al., BLEnD: everyday knowledge in diverse cultures and languages (NeurIPS 2024 D&B)",
+    headlines=(
+        Headline("sem_b_local", "BLEnD: SEM-B in the local language (%)"),
+        Headline("sem_b_english", "BLEnD: SEM-B in English (%)"),
+        Headline("country_gap_sem_b_local", "BLEnD: SEM-B gap between countries, local language (points)"),
+    ),
+    options=(
+        # 500 questions × 16 countries × two languages per model take hours on a laptop CPU: a seeded sample.
+        RunOption(
+            "--blend-questions",
+            "BLEnD: N questions per country, a seeded sample (default 8; 0 = all 500)",
+            int,
+            8,
+            "sample_questions",
+        ),
+    ),
+    order=6,
+    settings=BlendSettings,
+)
+
+MAX_TOKENS = 32  # "a single answer without any explanations"
+TEMPERATURE = 0.0  # the reference code's default
+MAX_REPLY_CHARS = 2_000  # a single answer; a runaway reply is cut before matching (and the cut counted)
+MIN_VALID_QUESTIONS = 20  # fewer valid questions in a country: its SEM carries no conclusion
+_LABEL = re.compile(r"^(\w+:)\s")
+
+
+# --- prompts ---------------------------------------------------------------------------------------
+
+
+def sample_questions(questions: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
+    """``n`` questions per country, drawn with a seed (all for n = 0), in the release's order."""
+    if not n:
+        return questions
+    rng = np.random.default_rng(seed)
+    keep = []
+    for _, group in questions.groupby("country", sort=False):
+        picked = rng.choice(len(group), size=min(n, len(group)), replace=False)
+        keep.extend(group.index[sorted(picked)])
+    return questions.loc[keep]
+
+
+def build_prompts(
+    release: source.BlendRelease, templates: Sequence[str] = ("inst-4",), sample: int = 0, seed: int = 0
+) -> pd.DataFrame:
+    """One prompt per (country, question, language asked in, template): the local-language template with the
+    local question, and (for a country whose language is not English) the English template with the English
+    question, as the reference's ``make_prompt`` does. A template a country lacks is an error naming both."""
+    rows = []
+    skipped: list[str] = []
+    chosen = sample_questions(release.questions, sample, seed)
+    for q in chosen.itertuples(index=False):
+        modes = [("local", q.language, q.question)]
+        if q.language != "English":
+            modes.append(("english", "English", q.en_question))
+        skipped += [f"{q.country}|{q.question_id}|{mode}" for mode, _, text in modes if not text]
+        modes = [m for m in modes if m[2]]  # the release's empty question texts are not asked (counted)
+        for template in templates:
+            pair = release.templates[q.country].get(template)
+            if pair is None:
+                raise source.BlendError(f"BLEnD: country {q.country} has no prompt template {template!r}")
+            if any("{q}" not in text for text in pair):
+                raise source.BlendError(f"BLEnD: country {q.country}'s template {template!r} has no {{q}} placeholder")
+            for mode, asked_in, question in modes:
+                text = (pair[0] if asked_in == "English" else pair[1]).replace("{q}", question)
+                rows.append(
+                    {
+                        "prompt_id": f"{q.country}|{q.question_id}|{mode}|{template}",
+                        "country": q.country,
+                        "language": q.language,
+                        "mode": mode,
+                        "asked_in": asked_in,
+                        "template": template,
+                        "question_id": q.question_id,
+                        "topic": q.topic,
+                        "prompt": text,
+                        "annotations": q.annotations,
+                        "idks": q.idks,
+                    }
+                )
+    prompts = pd.DataFrame(rows)
+    prompts.attrs["not_asked_empty_question"] = skipped
+    return prompts
+
+
+def unfilled_placeholders(prompts: pd.DataFrame) -> list[str]:
+    return [pid for pid, text in zip(prompts["prompt_id"], prompts["prompt"], strict=True) if "{q}" in text]
+
+
+def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationRequest]:
+    """Chat models get the prompt as the user message; base models continue it (a template that does not end
+    on "Answer:" gets one, so a completion model answers instead of writing more questions)."""
+    params = {"max_tokens": MAX_TOKENS, "temperature": TEMPERATURE, **spec.params}
+    if spec.kind == "chat":
+        return [
+            GenerationRequest("chat", messages=({"role": "user", "content": p},), params=params)
+            for p in prompts["prompt"]
+        ]
+    params["stop"] = ["\n\n", "\nQuestion"]
+    return [
+        GenerationRequest("completion", prompt=p if p.rstrip().endswith(":") else f"{p}\nAnswer:", params=params)
+        for p in prompts["prompt"]
+    ]
+
+
+# --- the paper's soft exact match ------------------------------------------------------------------
+
+
+def clean_reply(text: str, prompt: str) -> str:
+    """``delete_prompt_from_answer`` then ``.strip('.').lower()`` (evaluation_utils.py): the prompt removed,
+    CJK punctuation made ASCII, a leading "word:" removed when that word is in the prompt ("answer: …")."""
+
+    def ascii_punctuation(s: str) -> str:
+        return s.replace("：", ":").replace("、", ",").replace("，", ",").replace("。", ".")
+
+    text = ascii_punctuation(text.replace(prompt, "")).lower()
+    prompt = ascii_punctuation(prompt).lower()
+    labels = _LABEL.findall(text)
+    extracted = ""
+    for label in labels:
+        if len(label) > len(extracted) and label.replace(":", "") in prompt:
+            extracted = label
+    cleaned = text.replace(extracted, "").strip() if labels else text.strip()
+    return cleaned.strip(".").lower()
+
+
+def _simplemma(language: str) -> Callable[[str], list[str]]:
+    import simplemma
+
+    def lemmas(text: str) -> list[str]:
+        return [simplemma.lemmatize(token, lang=language) for token in simplemma.simple_tokenizer(text)]
+
+    return lemmas
+
+
+def _jieba(text: str) -> list[str]:
+    import jieba
+
+    jieba.setLogLevel(60)  # its "Building prefix dict" lines are noise in a run's log
+    return list(jieba.cut(text))
+
+
+def _whitespace(text: str) -> list[str]:
+    return text.split()
+
+
+# language → (what geomon uses, what the paper used)
+LEMMATISERS: dict[str, tuple[str, str]] = {
+    "English": ("simplemma en", "spaCy en_core_web_sm"),
+    "Spanish": ("simplemma es", "spark-nlp lemma es"),
+    "Greek": ("simplemma el", "cltk grc"),
+    "Indonesian": ("simplemma id", "nlp-id Lemmatizer"),
+    "Persian": ("simplemma fa", "hazm Lemmatizer"),
+    "Chinese": ("jieba", "jieba"),
+    "Korean": ("whitespace", "konlpy Okt (stems, particles dropped)"),
+    "Arabic": ("whitespace", "qalsadi Lemmatizer"),
+    "Amharic": ("whitespace", "spark-nlp lemma am"),
+    "Hausa": ("whitespace", "hausastemmer"),
+    "Azerbaijani": ("whitespace", "aznlp Stemmer"),
+    "Sundanese": ("whitespace", "SUSTEM EcsStemmer"),
+    "Assamese": ("whitespace", "indic_nlp trivial_tokenize"),
+}
+_SIMPLEMMA = {"English": "en", "Spanish": "es", "Greek": "el", "Indonesian": "id", "Persian": "fa"}
+
+
+@cache
+def tokens_of(language: str) -> Callable[[str], list[str]]:
+    if language in _SIMPLEMMA:
+        return _simplemma(_SIMPLEMMA[language])
+    return _jieba if language == "Chinese" else _whitespace
+
+
+def _normalised(tokens: list[str]) -> list[str]:
+    """The paper's last step: NFD, the combining acute accent dropped, lower case; tokens that are (part of)
+    ASCII punctuation or empty left out (``term not in punctuation`` is a substring test there too)."""
+    acute = {ord("\N{COMBINING ACUTE ACCENT}"): None}
+    return [
+        unicodedata.normalize("NFD", t).translate(acute).lower()
+        for t in tokens
+        if t not in string.punctuation and t != ""
+    ]
+
+
+def lemma_check(answer: str, reply: str, language: str) -> bool:
+    """``exact_match.lemma_check``: the annotated answer occurs in the (cleaned, lower-case) reply as written,
+    with hyphens as spaces or spaces as hyphens; else every one of its lemmatised tokens is among the reply's.
+    As the reference, the substring test compares the answer as annotated (not lower-cased)."""
+    if answer in reply or answer.replace("-", " ") in reply or answer.replace(" ", "-") in reply:
+        return True
+    lemmas = tokens_of(language)
+    reply_tokens = set(_normalised(lemmas(reply)))
+    return all(t in reply_tokens for t in _normalised(lemmas(answer)))
+
+
+def valid_question(annotations: list[dict[str, Any]], idks: dict[str, int]) -> bool:
+    """The reference's rule: too many "no answer/not applicable" (≥ 3) or "don't know" (≥ 5) votes, or no
+    annotated answer, and the question is not scored."""
+    return not (
+        idks.get("no-answer", 0) + idks.get("not-applicable", 0) >= 3 or idks.get("idk", 0) >= 5 or not annotations
+    )
+
+
+def soft_match(reply: str, annotations: list[dict[str, Any]], language: str, asked_in: str) -> tuple[float, float, str]:
+    """(SEM-B, SEM-W, the matched answer) of one cleaned reply, as ``soft_exact_match`` scores it."""
+    if not reply or not annotations:
+        return 0.0, 0.0, ""
+    top = annotations[0]["count"]
+    for annotation in annotations:
+        if asked_in != "English":
+            for answer in annotation["answers"]:
+                if lemma_check(answer, reply, language):
+                    return 1.0, annotation["count"] / top, answer
+        for answer in annotation["en_answers"]:
+            if lemma_check(answer, reply, "English"):
+                return 1.0, annotation["count"] / top, answer
+    return 0.0, 0.0, ""
+
+
+def score(prompts: pd.DataFrame, responses: pd.DataFrame, model: str) -> pd.DataFrame:
+    """Per prompt: validity, SEM-B and SEM-W (×100, NaN when the question is not valid or the request
+    failed), the matched answer and the lemmatiser used. ``status``: answered, failed (the request errored:
+    excluded and counted) or invalid (the question is not scored, as in the paper). An empty reply is a miss,
+    as in the paper."""
+    if len(prompts) != len(responses):
+        raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
+    rows = []
+    for prompt, text, error in zip(prompts.itertuples(index=False), responses["text"], responses["error"], strict=True):
+        failed = isinstance(error, str) and bool(error)
+        valid = valid_question(prompt.annotations, prompt.idks)
+        raw, cut = clean_text(text, MAX_REPLY_CHARS)
+        reply = clean_reply(raw, prompt.prompt)
+        if failed or not valid:
+            sem_b = sem_w = float("nan")
+            matched = ""
+        else:
+            sem_b, sem_w, matched = soft_match(reply, prompt.annotations, prompt.language, prompt.asked_in)
+            sem_b, sem_w = sem_b * 100, sem_w * 100
+        rows.append(
+            {
+                "model": model,
+                "prompt_id": prompt.prompt_id,
+                "country": prompt.country,
+                "language": prompt.language,
+                "mode": prompt.mode,
+                "asked_in": prompt.asked_in,
+                "template": prompt.template,
+                "question_id": prompt.question_id,
+                "topic": prompt.topic,
+                "reply": reply,
+                "reply_cut": cut,
+                "matched": matched,
+                "sem_b": sem_b,
+                "sem_w": sem_w,
+                "status": "failed" if failed else "invalid" if not valid else "answered",
+                "lemmatiser": LEMMATISERS[prompt.asked_in if prompt.asked_in == "English" else prompt.language][0],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# --- statistics ------------------------------------------------------------------------------------
+
+
+def _groups_table(gaps: uncertainty.GroupGaps, view: str) -> pd.DataFrame:
+    table = gaps.table().rename(columns={"group": "group"})
+    best = max(gaps.groups, key=lambda g: gaps.groups[g].point) if gaps.groups else None
+    behind = [gaps.difference(g, best) if best else None for g in table["group"]]
+    table["vs_best"] = [d.point if d else np.nan for d in behind]
+    table["vs_best_ci_low"] = [d.interval.low if d else np.nan for d in behind]
+    table["vs_best_ci_high"] = [d.interval.high if d else np.nan for d in behind]
+    table["insufficient_sample"] = table["items"] < MIN_VALID_QUESTIONS
+    return table.assign(view=view)
+
+
+def diagnose(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """SEM-B/SEM-W overall and per country with intervals over questions; the disparity across countries
+    (max − min, each country vs the best) in the local language and in English; local − English per
+    country, paired on questions; per topic. Every group statistic goes through ``stats.group_gaps``."""
+    scored = scores[scores["status"] == "answered"]
+    summary: dict[str, Any] = {
+        "prompts": len(scores),
+        "answered": int((scores["status"] == "answered").sum()),
+        "failed": int((scores["status"] == "failed").sum()),
+        "invalid_questions": int((scores["status"] == "invalid").sum()),
+        "countries": int(scored["country"].nunique()),
+    }
+    views = {"local": scored[scored["mode"] == "local"], "english": scored[scored["asked_in"] == "English"]}
+    countries, topics = [], []
+    for view, frame in views.items():
+        for metric in ("sem_b", "sem_w"):
+            overall = uncertainty.mean_interval(frame[metric], resamples=resamples, seed=seed)
+            summary[f"{metric}_{view}"] = overall.point
+            summary[f"{metric}_{view}_ci_low"] = overall.interval.low
+            summary[f"{metric}_{view}_ci_high"] = overall.interval.high
+            gaps = uncertainty.group_gaps(frame[metric], frame["country"], resamples=resamples, seed=seed)
+            summary[f"country_gap_{metric}_{view}"] = gaps.disparity.point
+            summary[f"country_gap_{metric}_{view}_ci_low"] = gaps.disparity.interval.low
+            summary[f"country_gap_{metric}_{view}_ci_high"] = gaps.disparity.interval.high
+            countries.append(_groups_table(gaps, view).assign(metric=metric))
+        by_topic = uncertainty.group_gaps(frame["sem_b"], frame["topic"], resamples=resamples, seed=seed)
+        topics.append(by_topic.table().assign(view=view, metric="sem_b"))
+    summary["n_local"] = len(views["local"])
+    summary["n_english"] = len(views["english"])
+    return {
+        "summary": summary,
+        "countries": pd.concat(countries, ignore_index=True),
+        "topics": pd.concat(topics, ignore_index=True),
+        "local_vs_english": local_vs_english(scored, resamples, seed),
+    }
+
+
+def local_vs_english(scored: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Per non-English country: SEM-B in the local language − in English, the same questions resampled for
+    both (paired); positive = the local language does better."""
+    rows = []
+    for country, frame in scored[scored["language"] != "English"].groupby("country"):
+        gaps = uncertainty.group_gaps(
+            frame["sem_b"], frame["mode"], clusters=frame["question_id"], paired=True, resamples=resamples, seed=seed
+        )
+        diff = gaps.difference("local", "english")
+        rows.append(
+            {
+                "country": country,
+                "language": frame["language"].iloc[0],
+                "local": gaps.groups["local"].point if "local" in gaps.groups else np.nan,
+                "english": gaps.groups["english"].point if "english" in gaps.groups else np.nan,
+                "difference": diff.point,
+                "ci_low": diff.interval.low,
+                "ci_high": diff.interval.high,
+                "questions": diff.clusters,
+                "insufficient_sample": diff.clusters < MIN_VALID_QUESTIONS,
+            }
+        )
+    columns = [
+        "country",
+        "language",
+        "local",
+        "english",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "questions",
+        "insufficient_sample",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+# --- monitoring ------------------------------------------------------------------------------------
+
+
+def items(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per scored prompt (``item`` = prompt_id): SEM-B and the country, so two runs compare on shared prompts."""
+    scored = scores[scores["status"] == "answered"]
+    return pd.DataFrame(
+        {
+            "item": scored["prompt_id"].to_numpy(),
+            "value": scored["sem_b"].to_numpy(dtype=float),
+            "country": scored["country"].to_numpy(),
+            "mode": scored["mode"].to_numpy(),
+        }
+    )
+
+
+def _local_sem_b(frame: pd.DataFrame) -> float:
+    return float(frame.loc[frame["mode"] == "local", "value"].mean())
+
+
+def _local_country_gap(frame: pd.DataFrame) -> float:
+    means = frame[frame["mode"] == "local"].groupby("country")["value"].mean()
+    return float(means.max() - means.min()) if len(means) > 1 else float("nan")
+
+
+# name → (statistic over items, higher is worse, minimum effect that may alert)
+REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
+    "sem_b_local": (_local_sem_b, False, 5.0),
+    "country_gap_sem_b_local": (_local_country_gap, True, 10.0),
+}
+
+
+# --- the suite's graph -----------------------------------------------------------------------------
+
+
+def _release_stage(context: Any) -> StageResult:
+    settings: BlendSettings = context.settings.suite("blend")
+    root = settings.snapshot
+    if root is None:
+        root = source.fetch_release(
+            settings.release_url, context.settings.results_dir.parent / "blend-release", settings.countries
+        )
+    release = source.read_release(root, settings.countries)
+    return StageResult(release, metadata={**release.report, "source": str(root)})
+
+
+def _prompts_stage(context: Any, question_bank: source.BlendRelease) -> StageResult:
+    settings: BlendSettings = context.settings.suite("blend")
+    options = context.options
+    prompts = build_prompts(question_bank, settings.templates, options["sample_questions"], options["seed"])
+    unfilled = unfilled_placeholders(prompts)
+    check = CheckOutcome(
+        "prompts_filled",
+        passed=not unfilled and len(prompts) > 0,
+        metadata={"prompts": len(prompts), "unfilled": len(unfilled), "examples": unfilled[:10]},
+    )
+    counts = prompts.groupby(["country", "mode"]).size().unstack(fill_value=0) if len(prompts) else pd.DataFrame()
+    return StageResult(
+        prompts,
+        metadata={
+            "prompts": len(prompts),
+            "questions": int(prompts[["country", "question_id"]].drop_duplicates().shape[0]) if len(prompts) else 0,
+            "countries": int(prompts["country"].nunique()) if len(prompts) else 0,
+            "templates": list(settings.templates),
+            "not_asked_empty_question": prompts.attrs.get("not_asked_empty_question", []),
+            "per_country": counts.reset_index(),
+            "preview": prompts[["prompt_id", "prompt"]].head(3),
+        },
+        checks=[check],
+    )
+
+
+def _responses_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
+    spec = context.spec()
+    responses, engine = context.ask(spec, requests_for(prompts, spec))
+    responses.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())
+    return StageResult(responses, metadata=engine)
+
+
+def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
+    scored = score(prompts, responses, context.model)
+    used = scored.drop_duplicates("language").set_index("language")["lemmatiser"].to_dict()
+    return StageResult(
+        scored,
+        metadata={
+            "status": scored["status"].value_counts().to_dict(),
+            "matched": int((scored["sem_b"] == 100).sum()),
+            "replies_cut": int(scored["reply_cut"].sum()),
+            "lemmatiser_per_language": {
+                lang: f"{used.get(lang, LEMMATISERS[lang][0])} (paper: {LEMMATISERS[lang][1]})" for lang in sorted(used)
+            },
+        },
+    )
+
+
+def _disparity_stage(context: Any, scores: pd.DataFrame) -> StageResult:
+    result = diagnose(scores)
+    numbers = {k: float(v) for k, v in result["summary"].items() if isinstance(v, int | float) and pd.notna(v)}
+    countries = result["countries"]
+    local = countries[(countries["view"] == "local") & (countries["metric"] == "sem_b")]
+    metrics: list[MetricValue] = metrics_from_mapping(numbers, n=int(numbers.get("answered", 0)))
+    metrics += [
+        MetricValue("sem_b_local", float(row.value), f"country={row.group}", row.ci_low, row.ci_high, int(row.items))
+        for row in local.itertuples()
+        if pd.notna(row.value)
+    ]
+    templates = ",".join(sorted(scores["template"].unique()))
+    scope = f"questions={scores[['country', 'question_id']].drop_duplicates().shape[0]}|templates={templates}"
+    return StageResult(
+        result,
+        metadata={
+            **numbers,
+            "countries_local": local[
+                ["group", "value", "ci_low", "ci_high", "items", "vs_best", "insufficient_sample"]
+            ],
+            "local_vs_english": result["local_vs_english"],
+        },
+        tracked=Tracked(metrics, items(scores), scope),
+    )
+
+
+PIPELINE = Pipeline(
+    stages=(
+        Stage(
+            "question_bank",
+            _release_stage,
+            "BLEnD's questions with annotators' answers and vote counts, topics and prompt templates.",
+            versioned_by=(source,),
+            source=True,
+        ),
+        Stage(
+            "prompts",
+            _prompts_stage,
+            "Every (sampled) question in the local language and in English with the paper's templates.",
+            inputs=("question_bank",),
+            checks=(StageCheck("prompts_filled", "Every prompt has its question filled in.", blocking=True),),
+            options=(
+                Option("sample_questions", int, 0, "0 = all 500 per country; N = a seeded sample per country"),
+                Option("seed", int, 0, "the sample's seed"),
+            ),
+        ),
+        Stage(
+            "responses",
+            _responses_stage,
+            "Each model's replies, through the response store.",
+            inputs=("prompts",),
+            per_model=True,
+            asks_models=True,
+        ),
+        Stage(
+            "scores",
+            _scores_stage,
+            "SEM-B and SEM-W of every reply (the paper's soft exact match).",
+            inputs=("prompts", "responses"),
+            per_model=True,
+        ),
+        Stage(
+            "disparity",
+            _disparity_stage,
+            "SEM per country with intervals, the country gap, local language vs English, topics; history, regression.",
+            inputs=("scores",),
+            per_model=True,
+            tracked=True,
+        ),
+    ),
+    write_report=lambda out, board, results: _write_report(out, board, results),
+    leaderboard_columns=(
+        "answered",
+        "sem_b_local",
+        "sem_b_english",
+        "sem_w_local",
+        "sem_w_english",
+        "country_gap_sem_b_local",
+        "country_gap_sem_b_english",
+    ),
+    per_model_description="Replies, soft-exact-match scores and country disparity of one model.",
+)
+
+
+def _write_report(out: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
+    from geomon.report.suite import Breakdown, write_suite_report
+
+    return write_suite_report(
+        out,
+        SUITE.title,
+        __doc__.split("\n\n")[1],
+        board,
+        results,
+        [
+            Breakdown(
+                "countries", "SEM-B per country, local language", "group", "value", {"view": "local", "metric": "sem_b"}
+            ),
+            Breakdown(
+                "countries", "SEM-B per country, English", "group", "value", {"view": "english", "metric": "sem_b"}
+            ),
+            Breakdown(
+                "local_vs_english",
+                "Local language − English, SEM-B points (paired on questions)",
+                "country",
+                "difference",
+            ),
+            Breakdown("topics", "SEM-B per topic, local language", "group", "value", {"view": "local"}),
+        ],
+    )

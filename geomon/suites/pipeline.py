@@ -1,0 +1,150 @@
+"""A suite's graph, declared in plain Python: its stages (each becomes one Dagster asset), the checks each
+stage evaluates, the stage whose evaluation joins the metric history, and the leaderboard's report.
+
+The Dagster layer (``geomon.defs.factory``) builds assets, checks, jobs, the run order, history recording,
+the regression check and the leaderboard from a ``Pipeline``; nothing here imports Dagster. Every stage has
+one signature, ``run(context, **inputs) -> StageResult``: ``inputs`` are the values of the stages it names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal, Protocol
+
+import pandas as pd
+
+from geomon.engine.client import GenerationRequest
+from geomon.engine.registry import ModelSpec
+
+
+class PipelineError(ValueError):
+    """A suite's declaration is inconsistent (an input no stage produces, two tracked stages, …)."""
+
+
+@dataclass(frozen=True)
+class StageCheck:
+    """A check a stage evaluates on its own output (it becomes an asset check on the stage's asset)."""
+
+    name: str
+    description: str
+    blocking: bool = False  # a blocking check that fails stops automation downstream
+
+
+@dataclass
+class CheckOutcome:
+    name: str
+    passed: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+    severity: Literal["error", "warn"] = "error"
+
+
+@dataclass
+class Tracked:
+    """What a tracked stage adds to the metric history: its metrics, the per-item values the regression
+    test pairs, and the scope two runs must share to be compared."""
+
+    metrics: list[Any]  # geomon.monitor.history.MetricValue
+    items: pd.DataFrame
+    scope: str
+
+
+@dataclass
+class StageResult:
+    value: Any
+    metadata: dict[str, Any] = field(default_factory=dict)  # plain values; frames become tables
+    checks: list[CheckOutcome] = field(default_factory=list)
+    tracked: Tracked | None = None
+
+
+class StageContext(Protocol):
+    """What a stage may use: the settings, the options of the run, the model of its partition and the one
+    way to ask a model (through the response store: nothing answered is asked again)."""
+
+    settings: Any  # geomon.config.Settings
+    options: dict[str, Any]
+    model: str | None
+
+    def spec(self) -> ModelSpec: ...
+
+    def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]: ...
+
+
+StageFunction = Callable[..., StageResult]
+
+
+@dataclass(frozen=True)
+class Option:
+    """A stage option (the prompts stage's sample): run config in the UI, persisted between runs."""
+
+    name: str
+    type: type
+    default: Any
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str  # the asset key is [suite, name]
+    run: StageFunction
+    description: str
+    inputs: tuple[str, ...] = ()
+    per_model: bool = False  # partitioned by model
+    asks_models: bool = False  # gets the model queue, pool and retry policy
+    versioned_by: tuple[ModuleType, ...] = ()  # code version: a hash of these modules' source
+    checks: tuple[StageCheck, ...] = ()
+    options: tuple[Option, ...] = ()
+    tracked: bool = False  # records the evaluation in the history; gets the ``no_regression`` check
+    source: bool = False  # the release the suite reads: versions the history's "data"
+
+
+ReportWriter = Callable[[Path, pd.DataFrame, dict[str, dict[str, Any]]], Path]
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    stages: tuple[Stage, ...]
+    write_report: ReportWriter  # (out_dir, leaderboard, per-model results) → report.html
+    leaderboard_columns: tuple[str, ...]
+    per_model_description: str
+    settings_key: str = ""  # the settings section holding ``jury`` etc. (defaults to the suite name)
+
+    def stage(self, name: str) -> Stage:
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise PipelineError(f"no stage {name!r}; stages: {[s.name for s in self.stages]}")
+
+    @property
+    def tracked(self) -> Stage:
+        return next(s for s in self.stages if s.tracked)
+
+    @property
+    def prompts(self) -> Stage:
+        """The stage whose options a run sets (the sample)."""
+        return next((s for s in self.stages if s.options), self.stages[0])
+
+    def validate(self, suite: str) -> None:
+        """Inputs refer to earlier stages, exactly one tracked per-model stage, unique names; an error names
+        the suite and the stage."""
+        seen: dict[str, Stage] = {}
+        for stage in self.stages:
+            if stage.name in seen or stage.name == "leaderboard":
+                raise PipelineError(f"suite {suite}: stage name {stage.name!r} is used twice or reserved")
+            for name in stage.inputs:
+                if name not in seen:
+                    raise PipelineError(
+                        f"suite {suite}: stage {stage.name} reads {name!r}, which no earlier stage makes"
+                    )
+                if seen[name].per_model and not stage.per_model:
+                    raise PipelineError(
+                        f"suite {suite}: stage {stage.name} is not per model but reads {name}, which is"
+                    )
+            seen[stage.name] = stage
+        tracked = [s for s in self.stages if s.tracked]
+        if len(tracked) != 1 or not tracked[0].per_model:
+            raise PipelineError(f"suite {suite}: exactly one per-model stage must be tracked, found {len(tracked)}")
+        if sum(bool(s.options) for s in self.stages) > 1:
+            raise PipelineError(f"suite {suite}: only one stage (the prompts) takes run options")

@@ -1,0 +1,120 @@
+"""The one suite factory, proved by BLEnD: a suite declared by a Pipeline gets its assets, checks, jobs,
+history, regression check, leaderboard and report without a ``defs/<suite>/`` folder. Scripted models on
+loopback give exact expected results."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from geomon.definitions import defs
+from geomon.defs.factory import declared, metadata_value
+from geomon.defs.resources import GeomonResource
+from geomon.defs.runs import failed_checks, suite_runs
+from geomon.monitor.history import MetricHistory
+from geomon.sources.blend import read_release
+from geomon.suites import blend, registry
+from geomon.suites.pipeline import Pipeline, PipelineError, Stage, StageResult
+from geomon_tests.conftest import SHARED, write_settings
+from geomon_tests.loopback import ScriptedModel, serve
+
+COUNTRIES = ["UK", "South_Korea", "Spain"]
+
+
+def _top_answers(sample: int) -> dict[str, str]:
+    """Prompt text → the annotators' top answer in the language asked (what an oracle replies)."""
+    release = read_release(SHARED / "snapshots" / "blend", tuple(COUNTRIES))
+    prompts = blend.build_prompts(release, ("inst-4",), sample, 0)
+    return {
+        p.prompt: p.annotations[0]["answers" if p.asked_in != "English" else "en_answers"][0] if p.annotations else ""
+        for p in prompts.itertuples()
+    }
+
+
+def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapshot_dir):
+    oracle = _top_answers(5)
+
+    def answer(messages):
+        return oracle[messages[-1]["content"]]
+
+    with (
+        serve(ScriptedModel, {"answer": answer, "models": ["oracle"]}) as right,
+        serve(ScriptedModel, {"answer": lambda messages: "nothing at all", "models": ["silent"]}) as wrong,
+    ):
+        models = [
+            {"name": "oracle", "kind": "chat", "base_url": f"{right}/v1", "model_id": "oracle"},
+            {"name": "silent", "kind": "chat", "base_url": f"{wrong}/v1", "model_id": "silent"},
+        ]
+        section = {"snapshot": str(SHARED / "snapshots" / "blend"), "countries": COUNTRIES}
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, blend=section)
+        resources = {"geomon": GeomonResource(config_path=str(settings))}
+        with dg.instance_for_test() as instance:
+            results = suite_runs("blend").materialize(
+                defs, instance, ["oracle", "silent"], {"sample_questions": 5}, resources=resources, described="q: 5"
+            )
+            assert all(r.success for r in results)
+            assert not failed_checks(results)
+            board = results[-1].output_for_node("blend__leaderboard").set_index("model")
+            assert board.loc["oracle", "sem_b_local"] == 100 and board.loc["oracle", "sem_w_local"] == 100
+            assert board.loc["silent", "sem_b_local"] == 0 and board.loc["silent", "country_gap_sem_b_local"] == 0
+            valid = sum(
+                blend.valid_question(p.annotations, p.idks)
+                for p in blend.build_prompts(
+                    read_release(SHARED / "snapshots" / "blend", tuple(COUNTRIES)), ("inst-4",), 5, 0
+                ).itertuples()
+            )
+            assert board.loc["oracle", "answered"] == valid
+            # The stages' jobs, named and tagged like every suite's.
+            assert [r.job_name for r in reversed(instance.get_runs())] == [
+                "blend_prompts",
+                "blend_per_model",
+                "blend_per_model",
+                "blend_leaderboard",
+            ]
+            assert {r.tags["geomon/suite"] for r in instance.get_runs()} == {"blend"}
+            # The leaderboard's metadata: sortable table, report link, per-model series.
+            meta = instance.get_latest_materialization_event(dg.AssetKey(["blend", "leaderboard"]))
+            keys = set(meta.asset_materialization.metadata)
+            assert {"leaderboard_table", "report_url", "sem_b_local · oracle"} <= keys
+            report = (tmp_path / "results" / "blend" / "report.html").read_text()
+            assert "SEM-B per country, local language" in report and "<img" in report and "{'" not in report
+            # History: an evaluation per model, with per-country breakdowns.
+            history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="blend")
+            assert set(history["model"]) == {"oracle", "silent"}
+            uk = history[(history["model"] == "oracle") & (history["breakdown"] == "country=UK")]
+            assert uk["value"].tolist() == [100.0]
+            # The sample persists: the prompts re-materialized without config keep 5 questions per country.
+            again = dg.materialize(
+                list(declared("blend").assets),
+                instance=instance,
+                resources=resources,
+                selection=dg.AssetSelection.assets(["blend", "question_bank"], ["blend", "prompts"]),
+            )
+            prompts = again.output_for_node("blend__prompts")
+            assert prompts.groupby("country")["question_id"].nunique().eq(5).all()
+
+
+def test_every_declared_suite_is_checked_at_registration():
+    bad = Pipeline(
+        stages=(Stage("scores", lambda context: StageResult(None), "x", inputs=("responses",)),),
+        write_report=lambda *a: None,
+        leaderboard_columns=(),
+        per_model_description="",
+    )
+    with pytest.raises(PipelineError, match="reads 'responses', which no earlier stage makes"):
+        bad.validate("toy")
+    untracked = Pipeline(
+        stages=(Stage("responses", lambda context: StageResult(None), "x", per_model=True),),
+        write_report=lambda *a: None,
+        leaderboard_columns=(),
+        per_model_description="",
+    )
+    with pytest.raises(PipelineError, match="exactly one per-model stage must be tracked"):
+        untracked.validate("toy")
+    assert registry.pipeline("blend") is blend.PIPELINE and registry.pipeline("worldbench") is None
+
+
+def test_metadata_values_are_readable():
+    assert metadata_value(0.123456789) == 0.1235
+    assert metadata_value(None) == "none"
+    assert metadata_value({"a": 1}).value == {"a": 1}

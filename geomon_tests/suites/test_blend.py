@@ -1,0 +1,205 @@
+"""BLEnD: the release read from the real snapshot, prompts as the reference builds them, the paper's soft
+exact match (verdicts of ``exact_match.py`` on answers written for each language) and the statistics."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from geomon.sources import blend as source
+from geomon.suites import blend
+from geomon_tests.conftest import SHARED
+
+BLEND = SHARED / "snapshots" / "blend"
+
+
+@pytest.fixture(scope="module")
+def release() -> source.BlendRelease:
+    return source.read_release(BLEND)
+
+
+def test_the_release_has_16_countries_of_500_questions_and_the_papers_templates(release):
+    assert release.report["questions"] == 16 * 500
+    assert set(release.report["per_country"].values()) == {500}
+    assert release.report["without_topic"] == 0
+    # The release's translated placeholders are counted; the paper's templates have none.
+    assert release.report["templates_without_placeholder"] == ["Algeria:pers-1", "Algeria:pers-2"]
+    assert release.report["empty_question_text"] == ["China:New-en-04:question"]
+    china = source.BlendRelease(
+        release.questions[release.questions["question_id"] == "New-en-04"], release.templates, release.report
+    )
+    asked = blend.build_prompts(china, ("inst-4",))
+    assert "China|New-en-04|local" in asked.attrs["not_asked_empty_question"]
+    assert set(asked.loc[asked["country"] == "China", "mode"]) == {"english"}
+    assert {"inst-4", "pers-3"} <= set(release.templates["South_Korea"])
+    assert set(release.questions["language"]) == set(blend.LEMMATISERS)  # 13 languages, each with a lemmatiser
+    first = release.questions.iloc[0]
+    assert first["annotations"][0]["count"] >= first["annotations"][-1]["count"]
+
+
+def test_prompts_local_and_english_with_the_templates(release):
+    prompts = blend.build_prompts(release, ("inst-4", "pers-3"), sample=2, seed=1)
+    korea = prompts[prompts["country"] == "South_Korea"]
+    assert set(korea["mode"]) == {"local", "english"} and len(korea) == 2 * 2 * 2
+    local = korea[(korea["mode"] == "local") & (korea["template"] == "inst-4")].iloc[0]
+    assert local["prompt"].startswith("다음 질문을 읽고") and local["asked_in"] == "Korean"
+    english = korea[(korea["mode"] == "english") & (korea["template"] == "pers-3")].iloc[0]
+    assert english["prompt"].startswith("You are a person from South Korea") and "{q}" not in english["prompt"]
+    # An English-speaking country is asked once: its local language is English.
+    assert set(prompts.loc[prompts["country"] == "UK", "mode"]) == {"local"}
+    assert not blend.unfilled_placeholders(prompts)
+    # Seeded: the same sample again, a different one with another seed.
+    again = blend.build_prompts(release, ("inst-4", "pers-3"), sample=2, seed=1)
+    assert again["prompt_id"].tolist() == prompts["prompt_id"].tolist()
+    other = blend.build_prompts(release, ("inst-4",), sample=2, seed=2)
+    assert set(other["question_id"]) != set(prompts["question_id"])
+
+
+def test_an_unknown_template_or_country_names_itself(release):
+    with pytest.raises(source.BlendError, match="inst-9"):
+        blend.build_prompts(release, ("inst-9",), sample=1)
+    algeria = source.BlendRelease(
+        release.questions[release.questions["country"] == "Algeria"], release.templates, release.report
+    )
+    with pytest.raises(source.BlendError, match="Algeria's template 'pers-1' has no"):
+        blend.build_prompts(algeria, ("pers-1",), sample=1)
+    with pytest.raises(source.BlendError, match="Atlantis"):
+        source.read_release(BLEND, ("Atlantis",))
+
+
+def test_broken_files_are_errors_naming_the_file(tmp_path):
+    for part in ("annotations", "questions", "prompts"):
+        (tmp_path / part).mkdir()
+        shutil.copy(BLEND / part / f"UK_{'data.json' if part == 'annotations' else part + '.csv'}", tmp_path / part)
+    data = json.loads((tmp_path / "annotations" / "UK_data.json").read_text())
+    qid = next(iter(data))
+    data[qid]["annotations"][0]["count"] = "three"
+    (tmp_path / "annotations" / "UK_data.json").write_text(json.dumps(data))
+    with pytest.raises(source.BlendError, match=rf"UK_data.json: question {qid}: annotation 0 has count 'three'"):
+        source.read_release(tmp_path, ("UK",))
+    data[qid]["annotations"][0]["count"] = 1  # now fewer votes than the next answer
+    (tmp_path / "annotations" / "UK_data.json").write_text(json.dumps(data))
+    with pytest.raises(source.BlendError, match="not ordered by votes"):
+        source.read_release(tmp_path, ("UK",))
+    (tmp_path / "prompts" / "UK_prompts.csv").unlink()
+    shutil.copy(BLEND / "annotations" / "UK_data.json", tmp_path / "annotations")
+    with pytest.raises(source.BlendError, match=r"UK_prompts\.csv: missing"):
+        source.read_release(tmp_path, ("UK",))
+
+
+def test_reply_cleaning_as_delete_prompt_from_answer():
+    prompt = (
+        "Read the following question and provide a single answer without any explanations.\n\nQuestion: Q?\nAnswer:"
+    )
+    assert blend.clean_reply("Answer: Fish and chips.", prompt) == "fish and chips"
+    # A leading "word:" that is not in the prompt stays.
+    assert blend.clean_reply("Note: tea", prompt) == "note: tea"
+    assert blend.clean_reply("答案： 饺子。", "问题：…答案：") == "饺子"
+    assert blend.clean_reply("答案：饺子", "问题：…答案：") == "答案:饺子"  # the reference needs a space after it
+    assert blend.clean_reply(prompt + " Tea", prompt) == "tea"
+
+
+# (language, annotated answer, cleaned reply, exact_match.lemma_check's verdict) — the verdicts follow the
+# reference's steps: the substring test on the answer as annotated, then lemmatised tokens.
+VERDICTS = [
+    ("English", "apple", "apples are common", True),  # lemmas: apples → apple
+    ("English", "fish and chips", "fish and chips", True),  # substring
+    ("English", "Christmas", "christmas pudding", True),  # case differs: the token test lower-cases
+    ("English", "ice-cream", "ice cream", True),  # hyphen as a space
+    ("English", "football", "basketball", False),
+    ("English", "sunday roast", "a roast on sunday", True),  # every token present, any order
+    ("Spanish", "tamales", "los tamales", True),
+    ("Spanish", "fútbol", "futbol", True),  # the combining acute accent is dropped
+    ("Spanish", "tortilla de patatas", "tortilla", False),
+    ("Greek", "σουβλάκι", "τρώμε σουβλάκι", True),  # substring
+    ("Greek", "μουσακάς", "σουβλάκι", False),
+    ("Indonesian", "nasi goreng", "nasi goreng", True),
+    ("Persian", "چلوکباب", "چلوکباب", True),
+    ("Chinese", "饺子", "我们吃饺子", True),  # substring
+    ("Chinese", "春节", "中秋节", False),
+    ("Korean", "김치", "김치찌개", True),  # substring (the paper's Okt would agree)
+    ("Korean", "떡볶이", "김밥", False),
+    ("Arabic", "كسكس", "الكسكس", True),  # substring
+    ("Amharic", "እንጀራ", "ዳቦ", False),
+    ("Hausa", "tuwo", "tuwo shinkafa", True),
+    ("Azerbaijani", "plov", "dolma", False),
+    ("Sundanese", "surabi", "surabi oncom", True),
+    ("Assamese", "ভাত", "মাছ", False),
+]
+
+
+@pytest.mark.parametrize(("language", "answer", "reply", "verdict"), VERDICTS)
+def test_lemma_check_reproduces_the_reference_verdicts(language, answer, reply, verdict):
+    assert blend.lemma_check(answer, reply, language) is verdict
+
+
+def test_soft_match_scores_sem_b_and_sem_w_as_the_paper():
+    annotations = [
+        {"answers": ["과자"], "en_answers": ["cookie", "snack"], "count": 3},
+        {"answers": ["과일"], "en_answers": ["fruit"], "count": 2},
+    ]
+    assert blend.soft_match("과자", annotations, "Korean", "Korean") == (1.0, 1.0, "과자")
+    # A local reply may match an English answer (the reference's fallback); weight = votes ÷ top votes.
+    assert blend.soft_match("fruit", annotations, "Korean", "Korean") == (1.0, 2 / 3, "fruit")
+    # An English reply is checked against the English answers only.
+    assert blend.soft_match("과일", annotations, "Korean", "English") == (0.0, 0.0, "")
+    assert blend.soft_match("", annotations, "Korean", "Korean") == (0.0, 0.0, "")
+
+
+def test_validity_follows_the_idk_rule():
+    some = [{"answers": ["a"], "en_answers": ["a"], "count": 1}]
+    assert blend.valid_question(some, {"idk": 4, "no-answer": 1, "not-applicable": 1})
+    assert not blend.valid_question(some, {"idk": 5, "no-answer": 0, "not-applicable": 0})
+    assert not blend.valid_question(some, {"idk": 0, "no-answer": 2, "not-applicable": 1})
+    assert not blend.valid_question([], {"idk": 0, "no-answer": 0, "not-applicable": 0})
+
+
+def _scored(release, right: set[str]) -> pd.DataFrame:
+    """Scores of scripted replies: the top annotated answer for countries in ``right``, "nothing" elsewhere."""
+    prompts = blend.build_prompts(release, ("inst-4",), sample=30, seed=0)
+    texts = [
+        (p.annotations[0]["answers" if p.asked_in != "English" else "en_answers"][0] if p.annotations else "x")
+        if p.country in right
+        else "nothing"
+        for p in prompts.itertuples()
+    ]
+    responses = pd.DataFrame({"text": texts, "error": [None] * len(texts)})
+    return blend.score(prompts, responses, "scripted")
+
+
+def test_scores_and_diagnosis_on_scripted_replies(release):
+    scores = _scored(release, right={"UK", "South_Korea"})
+    valid = scores[scores["status"] == "answered"]
+    assert (valid.loc[valid["country"].isin(["UK", "South_Korea"]), "sem_b"] == 100).all()
+    assert (valid.loc[valid["country"].isin(["UK", "South_Korea"]), "sem_w"] == 100).all()
+    others = valid[~valid["country"].isin(["UK", "South_Korea"])]
+    # "nothing" is not an annotated answer anywhere in these samples.
+    assert others["sem_b"].eq(0).all()
+    assert scores.loc[scores["status"] == "invalid", "sem_b"].isna().all()
+    result = blend.diagnose(scores, resamples=200)
+    summary = result["summary"]
+    countries = result["countries"]
+    local = countries[(countries["view"] == "local") & (countries["metric"] == "sem_b")].set_index("group")
+    assert local.loc["UK", "value"] == 100 and local.loc["Spain", "value"] == 0
+    assert summary["country_gap_sem_b_local"] == 100
+    expected = valid.loc[valid["mode"] == "local", "sem_b"].mean()
+    assert summary["sem_b_local"] == pytest.approx(expected)
+    assert local.loc["Spain", "vs_best"] == -100
+    paired = result["local_vs_english"].set_index("country")
+    assert paired.loc["South_Korea", "difference"] == 0  # right in both languages
+    assert paired.loc["Spain", "difference"] == 0 and np.isfinite(paired.loc["Spain", "ci_low"]) is np.True_
+    assert (paired["insufficient_sample"] == (paired["questions"] < blend.MIN_VALID_QUESTIONS)).all()
+    assert paired["questions"].max() <= 30
+    items = blend.items(scores)
+    assert len(items) == len(valid) and set(items.columns) == {"item", "value", "country", "mode"}
+
+
+def test_failed_requests_are_excluded_and_counted(release):
+    prompts = blend.build_prompts(release, ("inst-4",), sample=1, seed=0)
+    responses = pd.DataFrame({"text": [None] * len(prompts), "error": ["timeout"] * len(prompts)})
+    scores = blend.score(prompts, responses, "m")
+    assert set(scores["status"]) <= {"failed", "invalid"} and scores["sem_b"].isna().all()
