@@ -33,6 +33,7 @@ Dixon's Q tests the more outlying end (SAGED's code tests only the lowest value)
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -43,6 +44,7 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
+from geomon.sources import corpus as corpus_source
 from geomon.stats.disparity import (
     disparity_permutation_test,
     dixon_q,
@@ -52,6 +54,7 @@ from geomon.stats.disparity import (
     max_z_score,
 )
 from geomon.stats.uncertainty import GroupGaps, gaps_from_draws, percentile_interval, resample_within_groups
+from geomon.suites.pipeline import CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 from geomon.untrusted import clean_text
 
@@ -66,7 +69,9 @@ SUITE = SuiteInfo(
     ),
     options=(
         # Every sentence × 21 concepts × roles takes hours on a laptop CPU: a seeded sample of root prompts.
-        RunOption("--saged-prompts", "SAGED: N root prompts, a seeded sample (default 6; 0 = all)", int, 6),
+        RunOption(
+            "--saged-prompts", "SAGED: N root prompts, a seeded sample (default 6; 0 = all)", int, 6, "sample_prompts"
+        ),
     ),
     order=5,
 )
@@ -644,3 +649,272 @@ REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
     "sentiment_mean_range_calibrated": (_mean_range, True, 0.05),
     "sentiment_impact_ratio_calibrated": (_impact_ratio, False, 0.1),
 }
+
+
+# --- the suite's graph (built into Dagster assets by geomon.defs.factory) ------------------------------
+
+MIN_FEATURE_COVERAGE = 0.8
+
+
+def _corpus_stage(context: Any) -> StageResult:
+    """Sentences that mention the root concept's keywords, from the local documents and (live) Wikipedia
+    pages in ``geomon.yaml``, each with its source tag."""
+    from datetime import UTC, datetime
+
+    settings = context.settings
+    config = settings.saged
+    documents = {doc.source_tag: corpus_source.read_local(doc) for doc in config.documents}
+    if config.wikipedia_pages:
+        client = settings.borderlines.mediawiki_client()
+        date = config.wikipedia_date or datetime.now(UTC).date().isoformat()
+        for title in config.wikipedia_pages:
+            documents[f"wiki:{title}"] = corpus_source.wikipedia_text(client, title, date)
+    if not documents:
+        raise corpus_source.CorpusError("saged: no documents and no wikipedia_pages in geomon.yaml")
+    scraped = scrape(documents, config.concept, config.keywords)
+    return StageResult(
+        scraped,
+        metadata={
+            "documents": sorted(documents),
+            "sentences_read": scraped.attrs["sentences_read"],
+            "sentences_with_a_keyword": len(scraped),
+            "preview": scraped[["source_tag", "sentence"]].head(5),
+        },
+    )
+
+
+def _questions(context: Any, scraped: pd.DataFrame) -> pd.DataFrame:
+    """Ask the question model for a question per sentence; a rejected reply is asked again (a new sample),
+    at most three attempts in all (the paper's make_questions)."""
+    spec = context.settings.model(context.settings.saged.question_model)
+    replies: list[list[str | None]] = []
+    pending = list(range(len(scraped)))
+    for attempt in range(QUESTION_ATTEMPTS):
+        if not pending:
+            break
+        asked = scraped.iloc[pending]
+        responses, _ = context.ask(spec, question_requests(asked, spec, attempt))
+        this: list[str | None] = [None] * len(scraped)
+        for row, text in zip(pending, responses["text"], strict=True):
+            this[row] = text if isinstance(text, str) else ""
+        replies.append(this)
+        pending = [
+            row
+            for row in pending
+            if check_question(this[row], scraped.iloc[row]["keyword"], scraped.iloc[row]["sentence"])[0] is None
+        ]
+    return assemble_questions(scraped, replies)
+
+
+def _prompts_stage(context: Any, corpus: pd.DataFrame) -> StageResult:
+    """Split-sentence continuation prompts (rejected sentences counted by reason) and, with a
+    ``question_model``, generated question prompts (validated; up to three attempts), sampled, then
+    branched to the root concept and every country with the keyword replaced in prompt and baseline."""
+    settings = context.settings
+    countries = settings.saged.countries or G20
+    questions = _questions(context, corpus) if settings.saged.question_model else None
+    options = context.options
+    assembled, branched = build_prompts(corpus, options["sample_prompts"], options["seed"], countries, questions)
+    unequal = unequal_prompts(branched)
+    check = CheckOutcome(
+        "same_prompts_for_every_country",
+        passed=not unequal and len(branched) > 0,
+        metadata={
+            "concepts": int(branched["concept"].nunique()) if len(branched) else 0,
+            "root_prompts": int(branched["root_id"].nunique()) if len(branched) else 0,
+            "concepts_missing_prompts": unequal,
+        },
+    )
+    return StageResult(
+        branched,
+        metadata={
+            "sentences": len(corpus),
+            "root_prompts_assembled": len(assembled),
+            "rejected": assembled.attrs["rejected"],
+            "questions": {
+                "valid": len(questions),
+                "rejected": questions.attrs["rejected"],
+                "discarded": questions.attrs["discarded"],
+            }
+            if questions is not None
+            else "no question_model",
+            "root_prompts_used": int(branched["root_id"].nunique()) if len(branched) else 0,
+            "concepts": int(branched["concept"].nunique()) if len(branched) else 0,
+            "prompts": len(branched),
+            "preview": branched[["concept", "prompt"]].head(4),
+        },
+        checks=[check],
+    )
+
+
+def _responses_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
+    """Each model's continuations, once per system-prompt role, through the response store."""
+    spec = context.spec()
+    frames, metadata = [], {}
+    engine: dict[str, Any] = {}
+    for role, system in context.settings.saged.roles.items():
+        responses, engine = context.ask(spec, requests_for(prompts, spec, system))
+        frames.append(responses.assign(role=role, prompt_id=prompts["prompt_id"].to_numpy()))
+        metadata[f"answered_{role}"] = int(responses["error"].isna().sum())
+    metadata.update({k: v for k, v in engine.items() if k in ("model", "cache_epoch")})
+    return StageResult(pd.concat(frames, ignore_index=True), metadata=metadata)
+
+
+def _features_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
+    """Sentiment (VADER, 0-1) and L2 distance to the baseline sentence (all-MiniLM-L6-v2) of every
+    response, uncalibrated and calibrated by the baseline's value."""
+    settings = context.settings
+    frames = [
+        score(
+            prompts,
+            part.reset_index(drop=True),
+            context.model,
+            str(role),
+            settings.embedding_model,
+            settings.saged.topics,
+        )
+        for role, part in responses.groupby("role", sort=False)
+    ]
+    features = pd.concat(frames, ignore_index=True)
+    coverage = {f: float(features[f].notna().mean()) if len(features) else 0.0 for f in extracted_features(features)}
+    check = CheckOutcome(
+        "features_extracted",
+        passed=all(v >= MIN_FEATURE_COVERAGE for v in coverage.values()),
+        severity="warn",
+        metadata={
+            **{f"{k}_coverage": v for k, v in coverage.items()},
+            "floor": MIN_FEATURE_COVERAGE,
+            "status": features["status"].value_counts().to_dict(),
+        },
+    )
+    return StageResult(
+        features,
+        metadata={
+            "responses": len(features),
+            "mean_sentiment": features.groupby("role")["sentiment"].mean().round(4).to_dict(),
+            "mean_baseline_sentiment": float(features["baseline_sentiment"].mean()),
+            "mean_distance": features.groupby("role")["distance"].mean().round(4).to_dict(),
+            "topics": int(features["topic_id"].nunique()) if "topic_id" in features else 0,
+        },
+        checks=[check],
+    )
+
+
+_DISPARITY_SHOWN = (
+    "role",
+    "feature",
+    "mean_range",
+    "impact_ratio",
+    "four_fifths_biased",
+    "max_z_score",
+    "dixon_q",
+    "lowest",
+    "highest",
+    "permutation_p",
+)
+
+
+def _disparity_stage(context: Any, features: pd.DataFrame) -> StageResult:
+    """Per role and feature (uncalibrated and calibrated): per-country mean, selection rate, KL divergence
+    and precision; range, min/max ratio, max Z-score, Dixon's Q, impact ratio with the four-fifths rule,
+    intervals and a permutation p-value; history and the regression check."""
+    from geomon.monitor.history import metrics_from_mapping
+
+    result = diagnose(features)
+    numbers = {k: float(v) for k, v in result["summary"].items() if isinstance(v, int | float) and pd.notna(v)}
+    table = result["disparity"]
+    scope = f"roots={features['root_id'].nunique()}|concepts={features['concept'].nunique()}"
+    return StageResult(
+        result,
+        metadata={**numbers, "disparity": table[[c for c in _DISPARITY_SHOWN if c in table]]},
+        tracked=Tracked(metrics_from_mapping(numbers, n=len(features)), items(features), scope),
+    )
+
+
+def _write_report(out: Any, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Any:
+    from geomon.report.saged import write_report
+
+    return write_report(out, board, results)
+
+
+def _pipeline() -> Pipeline:
+    from geomon import embeddings
+    from geomon.stats import disparity, uncertainty
+
+    scoring = (sys.modules[__name__], embeddings, disparity, uncertainty)
+    return Pipeline(
+        stages=(
+            Stage(
+                "corpus",
+                _corpus_stage,
+                _corpus_stage.__doc__ or "",
+                versioned_by=(corpus_source,),
+                source=True,
+            ),
+            Stage(
+                "prompts",
+                _prompts_stage,
+                _prompts_stage.__doc__ or "",
+                inputs=("corpus",),
+                asks_models=True,  # the question model, when configured
+                checks=(
+                    StageCheck(
+                        "same_prompts_for_every_country",
+                        "Every concept (the root and each country) has every root prompt, branched.",
+                        blocking=True,
+                    ),
+                ),
+                options=(
+                    Option("sample_prompts", int, 0, "0 = every root prompt; N = a seeded sample"),
+                    Option("seed", int, 0, "the sample's seed"),
+                ),
+            ),
+            Stage(
+                "responses",
+                _responses_stage,
+                _responses_stage.__doc__ or "",
+                inputs=("prompts",),
+                per_model=True,
+                asks_models=True,
+            ),
+            Stage(
+                "features",
+                _features_stage,
+                _features_stage.__doc__ or "",
+                inputs=("prompts", "responses"),
+                per_model=True,
+                versioned_by=scoring,
+                checks=(
+                    StageCheck(
+                        "features_extracted",
+                        f"Sentiment, distance (and topic distance when clustered) extracted from at least "
+                        f"{MIN_FEATURE_COVERAGE:.0%} of the responses.",
+                    ),
+                ),
+            ),
+            Stage(
+                "disparity",
+                _disparity_stage,
+                _disparity_stage.__doc__ or "",
+                inputs=("features",),
+                per_model=True,
+                versioned_by=scoring,
+                tracked=True,
+            ),
+        ),
+        write_report=_write_report,
+        leaderboard_columns=(
+            "sentiment_impact_ratio",
+            "sentiment_impact_ratio_calibrated",
+            "sentiment_impact_ratio_calibrated_ci_low",
+            "sentiment_impact_ratio_calibrated_ci_high",
+            "sentiment_mean_range_calibrated",
+            "sentiment_chance_range_95_calibrated",
+            "sentiment_permutation_p_calibrated",
+            "distance_mean_range",
+        ),
+        per_model_description="Responses per role, features and country disparity of one model.",
+    )
+
+
+PIPELINE = _pipeline()

@@ -14,8 +14,7 @@ from geomon.defs.borderlines.runs import materialize as materialize_borderlines
 from geomon.defs.gapminder.runs import materialize as materialize_gapminder
 from geomon.defs.quench.runs import materialize as materialize_quench
 from geomon.defs.resources import GeomonResource, models_partitions
-from geomon.defs.runs import failed_checks, register_models
-from geomon.defs.saged.runs import materialize as materialize_saged
+from geomon.defs.runs import failed_checks, register_models, suite_runs
 from geomon.defs.sensors import model_registry_sensor
 from geomon.defs.worldbench.runs import materialize as materialize_worldbench
 from geomon_tests.conftest import SHARED, materialize_worldbench_sources, write_settings
@@ -360,7 +359,9 @@ def test_saged_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_d
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         models = ["smollm2-135m-instruct", "gemma3-270m"]
         with dg.instance_for_test() as instance:
-            results = materialize_saged(defs, instance, models, {"sample_prompts": 2}, resources=resources)
+            results = suite_runs("saged").materialize(
+                defs, instance, models, {"sample_prompts": 2}, resources=resources
+            )
             _check_saged(results, models, tmp_path, asked)
 
 
