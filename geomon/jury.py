@@ -207,3 +207,102 @@ def agreement_dropped(previous: float | None, current: float, threshold: float =
     if previous is None or math.isnan(previous) or math.isnan(current):
         return False
     return previous - current >= threshold
+
+
+@dataclass(frozen=True)
+class JuryTask:
+    """One kind of judgement a suite asks of the jury: ``prompts[i]`` judges the item ``ids[i]``; ``read``
+    turns a reply into a verdict; ``combine`` is how the judges' verdicts become one (the suite's paper)."""
+
+    name: str
+    ids: Sequence[Any]
+    prompts: Sequence[str]
+    read: Reader
+    combine: str = "majority"  # "majority" (a grade, with a quorum) or "mean" (a score)
+
+
+@dataclass
+class JuryResult:
+    verdicts: pd.DataFrame  # one row per (task, item, judge): task, item, id, judge, reply, error, verdict, status
+    decisions: dict[str, pd.DataFrame]  # per task: ``majority`` or ``mean_scores`` rows, with the item's ``id``
+    agreement: dict[str, object]  # the first task's (``agreement``)
+
+
+def convene(
+    judges: Sequence[ModelSpec],
+    tasks: Sequence[JuryTask],
+    ask: Asker,
+    max_tokens: int = JUDGE_MAX_TOKENS,
+    quorum: int | None = None,
+) -> JuryResult:
+    """The one jury step of every judged suite: every judge asked every prompt of every task (through the
+    store-aware engine), replies read, verdicts combined per task, and the judges' agreement."""
+    frames, decisions = [], {}
+    agreed: dict[str, object] = {"fleiss_kappa": float("nan"), "pairs": pd.DataFrame()}
+    for index, task in enumerate(tasks):
+        verdicts = ask_jury(judges, task.prompts, task.read, ask, max_tokens)
+        if task.combine == "majority":
+            combined = majority(verdicts, len(task.prompts), quorum)
+        elif task.combine == "mean":
+            combined = mean_scores(verdicts, len(task.prompts))
+        else:
+            raise ValueError(f"jury task {task.name}: unknown combine {task.combine!r}; use majority or mean")
+        decisions[task.name] = combined.assign(id=[task.ids[i] for i in combined["item"]])
+        frames.append(verdicts.assign(task=task.name, id=[task.ids[i] for i in verdicts["item"]]))
+        if index == 0:
+            agreed = agreement(verdicts)
+    columns = ["task", "item", "id", "judge", "reply", "error", "verdict", "status"]
+    joined = pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+    return JuryResult(joined, decisions, agreed)
+
+
+MIN_READ_RATE = 0.5  # below this share of readable judge replies, the judges' grades are not to be trusted
+
+
+def readable_replies(verdicts: pd.DataFrame) -> tuple[bool, dict[str, Any]]:
+    """Whether at least ``MIN_READ_RATE`` of the judges' replies could be read, with the counts per task
+    (the ``judge_replies_readable`` check of every judged suite)."""
+    rate = float((verdicts["status"] == "read").mean()) if len(verdicts) else 1.0
+    counts = verdicts.groupby(["task", "status"]).size().rename("replies").reset_index() if len(verdicts) else None
+    return rate >= MIN_READ_RATE, {"read_rate": rate, "floor": MIN_READ_RATE, "replies": counts}
+
+
+def agreement_metadata(agreed: Mapping[str, Any], kappa_name: str = "judge_fleiss_kappa") -> dict[str, Any]:
+    """Fleiss' kappa (-1 when undefined: too few items every judge read) and the per-pair table."""
+    kappa = agreed["fleiss_kappa"]
+    pairs = agreed["pairs"]
+    return {kappa_name: float(kappa) if pd.notna(kappa) else -1.0, "judge_pairs": pairs if len(pairs) else "none"}
+
+
+def agreement_outcome(settings: Any, suite: str, model: str, kappa: float, asset_key: Sequence[str]) -> Any:
+    """The ``judge_agreement_stable`` check: the judges' Fleiss' kappa against the model's previous run
+    (read before this run is recorded); a drop of ``AGREEMENT_DROP`` or more alerts, as a regression does."""
+    from geomon.monitor import alerts
+    from geomon.monitor.history import MetricHistory
+    from geomon.suites.pipeline import CheckOutcome
+
+    earlier = MetricHistory(settings.store_url).series(suite=suite, model=model, metric="judge_fleiss_kappa")
+    previous = float(earlier["value"].iloc[-1]) if len(earlier) else None
+    dropped = agreement_dropped(previous, kappa)
+    if dropped:
+        alerts.send(
+            alerts.Alert(
+                kind="judge_agreement",
+                title=f"{suite}: judges agree less on {model}",
+                summary=f"Fleiss' kappa {previous:.2f} → {kappa:.2f}: check the judge models before trusting grades.",
+                model=model,
+                suite=suite,
+                url=alerts.asset_url(settings.alerts.ui_url, list(asset_key), model),
+                numbers={"before": previous, "after": kappa},
+            ),
+            settings.alerts,
+        )
+    return CheckOutcome(
+        "judge_agreement_stable",
+        passed=not dropped,
+        severity="warn",
+        metadata={
+            "previous": previous if previous is not None else "none",
+            "current": kappa if kappa == kappa else "undefined",
+        },
+    )

@@ -34,6 +34,22 @@ class QualityReport:
     failures: list[dict[str, Any]] = field(default_factory=list)
 
 
+def outcome(report: QualityReport, check_name: str, **metadata: Any) -> Any:
+    """A declared suite's check outcome from a quality report (the failures listed, counted)."""
+    from geomon.suites.pipeline import CheckOutcome
+
+    return CheckOutcome(
+        check_name,
+        passed=report.success,
+        metadata={
+            "expectations": report.evaluated,
+            "failed_expectations": len(report.failures),
+            "failures": report.failures,
+            **metadata,
+        },
+    )
+
+
 @cache
 def _context() -> Any:
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")

@@ -8,6 +8,7 @@ and its source reader are all of it. The ``declared_suites`` definitions below f
 through the registry.
 """
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -29,7 +30,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.report import charts
 from geomon.suites import registry
-from geomon.suites.pipeline import CheckOutcome, Pipeline, Stage, StageResult
+from geomon.suites.pipeline import CheckOutcome, Pipeline, Stage, StageCheck, StageResult
 
 FLOAT_DIGITS = 4  # metadata floats: enough to compare runs, not 16 digits of noise
 
@@ -68,6 +69,7 @@ class DagsterStageContext:
 
 
 def _check_result(stage: Stage, outcome: CheckOutcome) -> dg.AssetCheckResult:
+    """A declared check's outcome as a Dagster check result (a name the stage does not declare is an error)."""
     if outcome.name not in {c.name for c in stage.checks}:
         raise ValueError(f"stage {stage.name} returned check {outcome.name!r}, which it does not declare")
     return dg.AssetCheckResult(
@@ -95,6 +97,30 @@ class _Versions:
     code: str
 
 
+def _separate_check(info: registry.SuiteInfo, stage: Stage, check: StageCheck) -> dg.AssetChecksDefinition:
+    """A check with its own ``evaluate``: a Dagster asset check that loads the stage's value."""
+
+    def evaluate(context: dg.AssetCheckExecutionContext, **value: Any) -> dg.AssetCheckResult:
+        settings = context.resources.geomon.settings()
+        outcome = check.evaluate(DagsterStageContext(settings, {}, None), value[stage.name])
+        return _check_result(stage, outcome)
+
+    # Dagster hands the asset's value to the parameter named after the asset.
+    context_parameter = inspect.Parameter(
+        "context", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=dg.AssetCheckExecutionContext
+    )
+    value_parameter = inspect.Parameter(stage.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    evaluate.__signature__ = inspect.Signature([context_parameter, value_parameter])  # type: ignore[attr-defined]
+    evaluate.__doc__ = check.description
+    return dg.asset_check(
+        asset=dg.AssetKey([info.name, stage.name]),
+        name=check.name,
+        blocking=check.blocking,
+        description=check.description,
+        required_resource_keys={"geomon"},
+    )(evaluate)
+
+
 def _stage_asset(
     info: registry.SuiteInfo, pipeline: Pipeline, stage: Stage, versions: _Versions
 ) -> dg.AssetsDefinition:
@@ -102,6 +128,7 @@ def _stage_asset(
     check_specs = [
         dg.AssetCheckSpec(c.name, asset=dg.AssetKey(key), blocking=c.blocking, description=c.description)
         for c in stage.checks
+        if c.evaluate is None
     ]
     if stage.tracked:
         check_specs.append(monitoring.regression_spec(key))
@@ -182,7 +209,7 @@ class DeclaredSuite:
 
     info: registry.SuiteInfo
     pipeline: Pipeline
-    assets: list[dg.AssetsDefinition]
+    assets: list[Any]  # assets and separate asset checks
     jobs: list[Any]
     plan: PerModelPlan
 
@@ -216,7 +243,8 @@ def declared(name: str) -> DeclaredSuite:
 
     sources = [s for s in pipeline.stages if s.source] or [pipeline.stages[0]]
     versions = _Versions(version(sources[0]), version(pipeline.prompts), version(pipeline.tracked))
-    assets = [_stage_asset(info, pipeline, stage, versions) for stage in pipeline.stages]
+    assets: list[Any] = [_stage_asset(info, pipeline, stage, versions) for stage in pipeline.stages]
+    assets += [_separate_check(info, s, c) for s in pipeline.stages for c in s.checks if c.evaluate is not None]
     assets.append(_leaderboard_asset(info, pipeline, versions.code))
 
     def keys(stages: Sequence[Stage]) -> dg.AssetSelection:
@@ -242,7 +270,9 @@ def declared_names() -> list[str]:
 def declared_suites() -> dg.Definitions:
     """Every suite declared by a Pipeline, built by the factory."""
     built = [declared(name) for name in declared_names()]
+    definitions = [a for suite in built for a in suite.assets]
     return dg.Definitions(
-        assets=[a for suite in built for a in suite.assets],
+        assets=[a for a in definitions if not isinstance(a, dg.AssetChecksDefinition)],
+        asset_checks=[a for a in definitions if isinstance(a, dg.AssetChecksDefinition)],
         jobs=[j for suite in built for j in suite.jobs],
     )

@@ -10,17 +10,21 @@ per question and model, correct ÷ (answers − indecisive) × 100, averaged ove
 from __future__ import annotations
 
 import string
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from geomon import jury
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import options_named
+from geomon.sources import gapminder as source
 from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
 from geomon.stats.uncertainty import group_gaps, mean_interval
+from geomon.suites.pipeline import CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
 
 SUITE = SuiteInfo(
@@ -34,8 +38,20 @@ SUITE = SuiteInfo(
     ),
     options=(
         # All 365 × 109 = 39,785 prompts per model take days on a laptop CPU: the default is a seeded sample.
-        RunOption("--questions", "Gapminder: N questions, a seeded sample (default 20; 0 = all 365)", int, 20),
-        RunOption("--variations", "Gapminder: N prompt variations per language (default 5; 0 = all)", int, 5),
+        RunOption(
+            "--questions",
+            "Gapminder: N questions, a seeded sample (default 20; 0 = all 365)",
+            int,
+            20,
+            "sample_questions",
+        ),
+        RunOption(
+            "--variations",
+            "Gapminder: N prompt variations per language (default 5; 0 = all)",
+            int,
+            5,
+            "sample_variations",
+        ),
     ),
     order=3,
 )
@@ -317,3 +333,254 @@ REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
     "correct_rate": (_mean_rate("correct"), False, 5.0),
     "very_wrong_rate": (_mean_rate("very_wrong"), True, 5.0),
 }
+
+
+# --- the suite's graph (built into Dagster assets by geomon.defs.factory) ------------------------------
+
+
+def _question_bank_stage(context: Any) -> StageResult:
+    """Gapminder's questions, options with correctness levels, prompt variations and judge prompt."""
+    settings = context.settings
+    root = settings.gapminder.snapshot
+    if root is None:
+        root = source.fetch_release(settings.gapminder.release_url, settings.results_dir.parent / "gapminder-release")
+    data = source.read_snapshot(root)
+    return StageResult(data, metadata={**data.report, "source": str(root)})
+
+
+def _one_correct_option(context: Any, question_bank: GapminderData) -> Any:
+    """Every question has three options and exactly one correct option."""
+    from geomon import quality
+
+    frame = quality.question_bank_frame(question_bank.options).reset_index()
+    report = quality.validate(frame, "gapminder_question_bank", quality.question_bank_expectations())
+    return quality.outcome(report, "one_correct_option", questions=int(frame["question_id"].nunique()))
+
+
+def _prompts_stage(context: Any, question_bank: GapminderData) -> StageResult:
+    """Every question × prompt variation of its language; languages without questions are counted gaps."""
+    options = context.options
+    prompts = build_prompts(
+        question_bank,
+        context.settings.gapminder.languages,
+        options["sample_questions"],
+        options["sample_variations"],
+        seed=options["seed"],
+    )
+    unfilled = unfilled_placeholders(prompts)
+    check = CheckOutcome(
+        "prompts_filled",
+        passed=not unfilled and len(prompts) > 0,
+        metadata={"prompts": len(prompts), "unfilled": len(unfilled), "examples": unfilled[:10]},
+    )
+    return StageResult(
+        prompts,
+        metadata={
+            "prompts": len(prompts),
+            "questions": int(prompts["question_id"].nunique()) if len(prompts) else 0,
+            "variations": int(prompts["prompt_variation_id"].nunique()) if len(prompts) else 0,
+            "languages": prompts["language"].value_counts().to_dict() if len(prompts) else {},
+            "gaps": prompts.attrs["gaps"],
+            "preview": prompts[["prompt_id", "prompt"]].head(3),
+        },
+        checks=[check],
+    )
+
+
+def _responses_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
+    """Each model's answers, through the response store (nothing answered is asked again)."""
+    spec = context.spec()
+    responses, metadata = context.ask(spec, requests_for(prompts, spec))
+    responses.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())
+    return StageResult(responses, metadata=metadata)
+
+
+def _judgements_stage(
+    context: Any, prompts: pd.DataFrame, responses: pd.DataFrame, question_bank: GapminderData
+) -> StageResult:
+    """Answers naming exactly one option are pre-graded; the jury grades the rest with the data's judge
+    prompt (every judge's reply through the store)."""
+    settings = context.settings
+    jury_settings = settings.gapminder.jury
+    judges = settings.judges(jury_settings)
+    texts = [t if isinstance(t, str) else None for t in responses["text"]]
+    failed = [isinstance(e, str) and bool(e) for e in responses["error"]]
+    pre = pre_grade(prompts, texts)
+    to_judge = [i for i, (p, f) in enumerate(zip(pre, failed, strict=True)) if p is None and not f]
+    task = jury.JuryTask(
+        "grade",
+        ids=to_judge,
+        prompts=judge_prompts(prompts.iloc[to_judge], [texts[i] for i in to_judge], question_bank.judge_prompt),
+        read=jury.letter_reader(question_bank.judge_choices),
+    )
+    ask = lambda spec, requests: context.ask(spec, requests)[0]  # noqa: E731
+    result = jury.convene(judges, [task], ask, jury_settings.max_tokens, jury_settings.quorum)
+    verdicts = result.verdicts.assign(prompt_id=[prompts["prompt_id"].iloc[i] for i in result.verdicts["id"]])
+    decisions = result.decisions["grade"].rename(columns={"id": "answer_row"})
+    readable, numbers = jury.readable_replies(result.verdicts)
+    check = CheckOutcome("judge_replies_readable", passed=readable, severity="warn", metadata=numbers)
+    return StageResult(
+        {"pre_grades": pre, "verdicts": verdicts, "decisions": decisions, "agreement": result.agreement},
+        metadata={
+            "answers": len(prompts),
+            "pre_graded": sum(p is not None for p in pre),
+            "sent_to_jury": len(to_judge),
+            "failed_requests": sum(failed),
+            "judges": ", ".join(j.name for j in judges),
+            "decision_reasons": decisions["reason"].value_counts().to_dict(),
+            **jury.agreement_metadata(result.agreement),
+        },
+        checks=[check],
+    )
+
+
+def _grades_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame, judgements: dict) -> StageResult:
+    """One grade per answer: correct / wrong / very_wrong / indecisive, and how it was reached."""
+    graded = score(prompts, responses, judgements["pre_grades"], judgements["decisions"], context.model)
+    return StageResult(
+        graded,
+        metadata={
+            "grades": graded["grade"].value_counts(dropna=False).to_dict(),
+            "graded_by": graded["graded_by"].value_counts().to_dict(),
+        },
+    )
+
+
+def _rates_stage(context: Any, grades: pd.DataFrame, judgements: dict) -> StageResult:
+    """Correct, very-wrong and indecisive rates (Gapminder's formula) with a bootstrap interval, by
+    language, prompt family and topic; the English − Chinese gap; judge agreement; history and regression."""
+    from geomon.monitor.history import MetricValue, metrics_from_mapping
+
+    result = diagnose(grades)
+    summary = result["summary"]
+    kappa = float(judgements["agreement"]["fleiss_kappa"])
+    summary["judge_fleiss_kappa"] = kappa
+    numbers = {k: float(v) for k, v in summary.items() if isinstance(v, int | float) and pd.notna(v)}
+    metrics = metrics_from_mapping(numbers, n=len(grades))
+    metrics += [
+        MetricValue("correct_rate", float(row.correct_rate), f"family={row.family}", n=int(row.n))
+        for row in result["by_family"].itertuples()
+        if pd.notna(row.correct_rate)
+    ]
+    scope = f"questions={grades['question_id'].nunique()},variations={grades['prompt_variation_id'].nunique()}"
+    agreement_check = jury.agreement_outcome(
+        context.settings, "gapminder", context.model, kappa, ["gapminder", "rates"]
+    )
+    return StageResult(
+        {**result, "agreement": judgements["agreement"]},
+        metadata={
+            **numbers,
+            "language_gap_note": result["language_gap_note"] or "computed",
+            "by_family": result["by_family"][["family", "n", "correct_rate", "very_wrong_rate"]],
+            "by_topic": result["by_topic"][["topic", "n", "correct_rate"]].head(20),
+        },
+        checks=[agreement_check],
+        tracked=Tracked(metrics, items(grades), scope),
+    )
+
+
+def _write_report(out: Any, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Any:
+    from geomon.report.gapminder import write_report
+
+    return write_report(out, board, results)
+
+
+def _pipeline() -> Pipeline:
+    from geomon import parsing
+    from geomon.stats import agreement
+
+    judging = (sys.modules[__name__], jury, parsing, agreement)
+    per_model = {"per_model": True}
+    return Pipeline(
+        stages=(
+            Stage(
+                "question_bank",
+                _question_bank_stage,
+                _question_bank_stage.__doc__ or "",
+                versioned_by=(source,),
+                source=True,
+                checks=(
+                    StageCheck(
+                        "one_correct_option",
+                        _one_correct_option.__doc__ or "",
+                        blocking=True,
+                        evaluate=_one_correct_option,
+                    ),
+                ),
+            ),
+            Stage(
+                "prompts",
+                _prompts_stage,
+                _prompts_stage.__doc__ or "",
+                inputs=("question_bank",),
+                checks=(StageCheck("prompts_filled", "Every prompt rendered with no unfilled placeholder.", True),),
+                options=(
+                    Option("sample_questions", int, 0, "0 = all 365; N = a seeded sample"),
+                    Option("sample_variations", int, 0, "0 = every variation; N = a seeded sample per language"),
+                    Option("seed", int, 0, "the sample's seed"),
+                ),
+            ),
+            Stage(
+                "responses",
+                _responses_stage,
+                _responses_stage.__doc__ or "",
+                inputs=("prompts",),
+                asks_models=True,
+                **per_model,
+            ),
+            Stage(
+                "judgements",
+                _judgements_stage,
+                _judgements_stage.__doc__ or "",
+                inputs=("prompts", "responses", "question_bank"),
+                asks_models=True,
+                versioned_by=judging,
+                checks=(
+                    StageCheck(
+                        "judge_replies_readable",
+                        f"At least {jury.MIN_READ_RATE:.0%} of the judges' replies name a verdict.",
+                    ),
+                ),
+                **per_model,
+            ),
+            Stage(
+                "grades",
+                _grades_stage,
+                _grades_stage.__doc__ or "",
+                inputs=("prompts", "responses", "judgements"),
+                versioned_by=judging,
+                **per_model,
+            ),
+            Stage(
+                "rates",
+                _rates_stage,
+                _rates_stage.__doc__ or "",
+                inputs=("grades", "judgements"),
+                versioned_by=judging,
+                tracked=True,
+                checks=(
+                    StageCheck(
+                        "judge_agreement_stable",
+                        "The judges' Fleiss' kappa did not fall by 0.2 or more since the model's previous run.",
+                    ),
+                ),
+                **per_model,
+            ),
+        ),
+        write_report=_write_report,
+        leaderboard_columns=(
+            "n",
+            "correct_rate",
+            "correct_rate_ci_low",
+            "correct_rate_ci_high",
+            "very_wrong_rate",
+            "indecisive_rate",
+            "pre_graded",
+            "jury_graded",
+            "judge_fleiss_kappa",
+        ),
+        per_model_description="Responses, jury judgements, grades and rates of one model.",
+    )
+
+
+PIPELINE = _pipeline()

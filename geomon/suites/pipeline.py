@@ -24,6 +24,14 @@ class PipelineError(ValueError):
     """A suite's declaration is inconsistent (an input no stage produces, two tracked stages, …)."""
 
 
+@dataclass
+class CheckOutcome:
+    name: str
+    passed: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+    severity: Literal["error", "warn"] = "error"
+
+
 @dataclass(frozen=True)
 class StageCheck:
     """A check a stage evaluates on its own output (it becomes an asset check on the stage's asset)."""
@@ -31,14 +39,9 @@ class StageCheck:
     name: str
     description: str
     blocking: bool = False  # a blocking check that fails stops automation downstream
-
-
-@dataclass
-class CheckOutcome:
-    name: str
-    passed: bool
-    metadata: dict[str, Any] = field(default_factory=dict)
-    severity: Literal["error", "warn"] = "error"
+    # A check of its own (re-runnable from the UI, run after the stage): ``evaluate(context, value)``. Without
+    # it the stage evaluates the check itself and returns its outcome.
+    evaluate: Callable[[Any, Any], CheckOutcome] | None = None
 
 
 @dataclass

@@ -11,7 +11,6 @@ import pytest
 
 from geomon.definitions import defs
 from geomon.defs.borderlines.runs import materialize as materialize_borderlines
-from geomon.defs.gapminder.runs import materialize as materialize_gapminder
 from geomon.defs.quench.runs import materialize as materialize_quench
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models, suite_runs
@@ -274,7 +273,7 @@ def test_gapminder_materialization_with_bundled_contestants_and_judges(tmp_path,
     models = ["smollm2-135m-instruct", "gemma3-270m"]
     config = {"sample_questions": 2, "sample_variations": 2}
     with dg.instance_for_test() as instance:
-        results = materialize_gapminder(defs, instance, models, config, resources=resources)
+        results = suite_runs("gapminder").materialize(defs, instance, models, config, resources=resources)
         assert all(r.success for r in results)
         assert not [c for c in failed_checks(results) if c.severity == dg.AssetCheckSeverity.ERROR]
         board = results[-1].output_for_node("gapminder__leaderboard")

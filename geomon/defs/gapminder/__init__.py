@@ -1,1 +1,0 @@
-"""Gapminder AI worldview: Dagster assets, checks, per-model job and run order (loaded with the defs folder)."""
