@@ -3,7 +3,7 @@ again), with the engine's counters as materialization metadata; the jury's judge
 
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -15,7 +15,6 @@ from geomon.config import Settings
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.engine.runner import ask
-from geomon.report import charts
 
 
 class Interrupted(RuntimeError):
@@ -79,24 +78,3 @@ def ask_model(
     metadata["cache_epoch"] = settings.cache_epoch or "(default)"
     metadata["model"] = dg.MetadataValue.json(spec.describe())
     return responses, metadata
-
-
-def judge_asker(settings: Settings) -> Callable[[ModelSpec, list[GenerationRequest]], pd.DataFrame]:
-    """``ask`` for ``geomon.jury.ask_jury``: each judge's replies through the same store and engine."""
-    store = settings.store()
-
-    def ask_judge(judge: ModelSpec, requests: list[GenerationRequest]) -> pd.DataFrame:
-        with stop_when_interrupted():
-            return ask(judge, requests, store, epoch=settings.cache_epoch, options=settings.engine)[0]
-
-    return ask_judge
-
-
-def agreement_metadata(agreed: dict[str, Any], kappa_name: str = "judge_fleiss_kappa") -> dict[str, Any]:
-    """Fleiss' kappa (-1 when undefined: too few items every judge read) and the per-pair table."""
-    kappa = agreed["fleiss_kappa"]
-    pairs = agreed["pairs"]
-    return {
-        kappa_name: float(kappa) if pd.notna(kappa) else -1.0,
-        "judge_pairs": dg.MetadataValue.md(charts.markdown_table(pairs) if len(pairs) else "none"),
-    }

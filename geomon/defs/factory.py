@@ -188,8 +188,9 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
     tracked = pipeline.tracked.name
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
-        out = context.resources.geomon.settings().results_dir / info.name
-        write = lambda board, results: pipeline.write_report(out, board, results)  # noqa: E731
+        settings = context.resources.geomon.settings()
+        out = settings.results_dir / info.name
+        write = lambda board, results: pipeline.write_report(out, board, results, settings)  # noqa: E731
         return leaderboard(context, tracked, inputs[tracked], write, pipeline.leaderboard_columns)
 
     return dg.asset(

@@ -568,7 +568,7 @@ PIPELINE = Pipeline(
             tracked=True,
         ),
     ),
-    write_report=lambda out, board, results: _write_report(out, board, results),
+    write_report=lambda out, board, results, settings: _write_report(out, board, results),
     leaderboard_columns=(
         "answered",
         "sem_b_local",

@@ -103,13 +103,14 @@ class Stage:
     source: bool = False  # the release the suite reads: versions the history's "data"
 
 
-ReportWriter = Callable[[Path, pd.DataFrame, dict[str, dict[str, Any]]], Path]
+# (out_dir, leaderboard, per-model results of the tracked stage, settings) → the report's path
+ReportWriter = Callable[[Path, pd.DataFrame, dict[str, dict[str, Any]], Any], Path]
 
 
 @dataclass(frozen=True)
 class Pipeline:
     stages: tuple[Stage, ...]
-    write_report: ReportWriter  # (out_dir, leaderboard, per-model results) → report.html
+    write_report: ReportWriter
     leaderboard_columns: tuple[str, ...]
     per_model_description: str
     settings_key: str = ""  # the settings section holding ``jury`` etc. (defaults to the suite name)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geomon import jury
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.jury import parse_label, parse_likert
+from geomon.sources import quench as source
 from geomon.sources.quench import load_items
 from geomon.stats.uncertainty import (
     Estimate,
@@ -46,6 +49,7 @@ from geomon.stats.uncertainty import (
     group_gaps,
     planned_detectable_difference,
 )
+from geomon.suites.pipeline import CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 from geomon.untrusted import clean_text
 
@@ -63,7 +67,11 @@ SUITE = SuiteInfo(
     options=(
         # 400 questions × 2 modes × 3 generations + the jury take hours on a laptop CPU: a seeded sample.
         RunOption(
-            "--quench-questions", "QUENCH: N questions, half of them Indic (seeded; default 12; 0 = all)", int, 12
+            "--quench-questions",
+            "QUENCH: N questions, half of them Indic (seeded; default 12; 0 = all)",
+            int,
+            12,
+            "sample_questions",
         ),
     ),
     order=4,
@@ -753,3 +761,339 @@ REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
     "correct_answer_score": (_correct_score, False, 0.05),
     "indic_shortfall": (_indic_shortfall, True, 0.05),  # non-Indic − Indic correctness: a widening gap
 }
+
+
+# --- the suite's graph (built into Dagster assets by geomon.defs.factory) ------------------------------
+
+
+def _question_bank_stage(context: Any) -> StageResult:
+    """QUENCH's questions, one row per masked entity with its answer, rationale, themes and Indic flag."""
+    settings = context.settings
+    root = settings.quench.snapshot
+    if root is None:
+        root = source.fetch_release(settings.quench.archive_url, settings.results_dir.parent / "quench-release")
+    release = source.read_release(root)
+    metadata = {key: value[:50] if isinstance(value, list) else value for key, value in release.report.items()}
+    return StageResult(release, metadata={**metadata, "source": str(root)})
+
+
+def _release_complete(context: Any, question_bank: source.QuenchRelease) -> Any:
+    """The release's counts (400 questions, 459 masked entities unless geomon.yaml says otherwise), every
+    question with its Indic annotation, every entity with an answer and a rationale."""
+    from geomon import quality
+
+    settings = context.settings.quench
+    items = question_bank.items
+    report = quality.validate(
+        items.assign(annotated=items["indic"].notna()),
+        "quench_release",
+        quality.quench_release_expectations(settings.expected_entities, settings.expected_questions),
+    )
+    return quality.outcome(
+        report,
+        "release_complete",
+        questions=int(items["question_id"].nunique()),
+        entities=len(items),
+        indic_questions=question_bank.report["indic_questions"],
+        indic_entities=question_bank.report["indic_entities"],
+        expected=f"{settings.expected_questions} questions, {settings.expected_entities} entities",
+        questions_without_annotation=question_bank.unannotated[:20],
+    )
+
+
+def _filled(name: str, prompts: pd.DataFrame, id_column: str, must_have_prompts: bool) -> CheckOutcome:
+    unfilled = unfilled_placeholders(prompts, id_column)
+    return CheckOutcome(
+        name,
+        passed=not unfilled and (len(prompts) > 0 or not must_have_prompts),
+        metadata={"prompts": len(prompts), "unfilled": len(unfilled), "examples": unfilled[:10]},
+    )
+
+
+def _prompts_stage(context: Any, question_bank: source.QuenchRelease) -> StageResult:
+    """One entity-prediction prompt per masked entity and mode (no CoT / CoT), as the release asks."""
+    release = question_bank
+    options = context.options
+    prompts = build_prompts(release.items[release.items["indic"].notna()], options["sample_questions"], options["seed"])
+    return StageResult(
+        prompts,
+        metadata={
+            "prompts": len(prompts),
+            "entities": int(prompts["entity_id"].nunique()) if len(prompts) else 0,
+            "questions": int(prompts["question_id"].nunique()) if len(prompts) else 0,
+            "indic_entities": int(prompts.drop_duplicates("entity_id")["indic"].sum()) if len(prompts) else 0,
+            "preview": prompts[["prompt_id", "system", "user"]].head(2),
+        },
+        checks=[_filled("prompts_filled", prompts, "prompt_id", must_have_prompts=True)],
+    )
+
+
+def _answers_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
+    """Each model's entity predictions (through the response store) and the entity read from each reply;
+    replies without one are unanswered: counted, never scored as wrong."""
+    spec = context.spec()
+    responses, engine = context.ask(spec, requests_for(prompts, spec))
+    answers = parse_answers(prompts, responses, spec.kind)
+    return StageResult(
+        answers,
+        metadata={
+            **engine,
+            "status": answers["status"].value_counts().to_dict(),
+            "read_as": answers["read_as"].value_counts().head(12).to_dict(),
+            "model": spec.describe(),
+        },
+    )
+
+
+def _rationales_stage(context: Any, prompts: pd.DataFrame, answers: pd.DataFrame) -> StageResult:
+    """The model's rationale for its own answer (where it gave one) and for the gold answer, same mode."""
+    spec = context.spec()
+    asked = rationale_prompts(prompts, answers)
+    responses, engine = context.ask(spec, rationale_requests(asked, spec))
+    rationales = parse_rationales(asked, responses, spec.kind)
+    return StageResult(
+        rationales,
+        metadata={
+            **engine,
+            "asked": asked["given"].value_counts().to_dict(),
+            "not_asked_without_an_answer": int((answers["status"] != "answered").sum()),
+            "status": rationales.groupby(["given", "status"]).size().rename("n").reset_index().to_dict("records"),
+        },
+        checks=[_filled("rationale_prompts_filled", asked, "rationale_id", must_have_prompts=False)],
+    )
+
+
+def _judgements_stage(
+    context: Any, prompts: pd.DataFrame, answers: pd.DataFrame, rationales: pd.DataFrame
+) -> StageResult:
+    """The jury with the paper's prompts: each answered entity correct / incorrect, each rationale 1-5
+    against the gold rationale; an item's score is the judges' mean (every reply through the store)."""
+    settings = context.settings
+    judges = settings.judges(settings.quench.jury)
+    entity_ids, entity_prompts = entity_judge_prompts(prompts, answers)
+    rationale_ids, rationale_prompts_ = rationale_judge_prompts(prompts, rationales)
+    tasks = [
+        jury.JuryTask("entity", entity_ids, entity_prompts, read_entity_verdict, combine="mean"),
+        jury.JuryTask("rationale", rationale_ids, rationale_prompts_, read_rationale_verdict, combine="mean"),
+    ]
+    ask = lambda spec, requests: context.ask(spec, requests)[0]  # noqa: E731
+    result = jury.convene(judges, tasks, ask, settings.quench.jury.max_tokens)
+    entity_scores = result.decisions["entity"].rename(columns={"id": "prompt_id"})
+    rationale_scores = result.decisions["rationale"].rename(columns={"id": "rationale_id"})
+    readable, numbers = jury.readable_replies(result.verdicts)
+    return StageResult(
+        {
+            "entities": entity_scores,
+            "rationales": rationale_scores,
+            "verdicts": result.verdicts,
+            "agreement": result.agreement,
+        },
+        metadata={
+            "judges": ", ".join(j.name for j in judges),
+            "entities_judged": len(entity_ids),
+            "rationales_judged": len(rationale_ids),
+            "entities_without_a_readable_verdict": int((entity_scores["votes"] == 0).sum()),
+            "rationales_without_a_readable_score": int((rationale_scores["votes"] == 0).sum()),
+            **jury.agreement_metadata(result.agreement, "entity_judge_fleiss_kappa"),
+        },
+        checks=[CheckOutcome("judge_replies_readable", passed=readable, severity="warn", metadata=numbers)],
+    )
+
+
+def _similarities_stage(
+    context: Any, prompts: pd.DataFrame, answers: pd.DataFrame, rationales: pd.DataFrame
+) -> StageResult:
+    """Cosine similarity of sentence embeddings (bundled all-MiniLM-L6-v2, offline): each answer to the gold
+    answer, each rationale to the gold rationale."""
+    from geomon import embeddings
+
+    model = context.settings.embedding_model
+    gold = prompts.set_index("prompt_id")
+    answer_sim = embeddings.similarity(
+        answers["answer"].tolist(), gold.loc[answers["prompt_id"], "gold_answer"].tolist(), model
+    )
+    rationale_sim = embeddings.similarity(
+        rationales["rationale"].tolist(), gold.loc[rationales["prompt_id"], "gold_rationale"].tolist(), model
+    )
+    frame = pd.DataFrame(
+        {
+            "id": [*answers["prompt_id"], *rationales["rationale_id"]],
+            "kind": ["answer"] * len(answers) + [f"rationale|{g}" for g in rationales["given"]],
+            "similarity": [*answer_sim, *rationale_sim],
+        }
+    )
+    means = frame.groupby("kind")["similarity"].mean().to_dict()
+    return StageResult(
+        frame,
+        metadata={
+            "embedding_model": str(model or embeddings.BUNDLED),
+            "compared": int(frame["similarity"].notna().sum()),
+            "nothing_to_compare": int(frame["similarity"].isna().sum()),
+            "mean_similarity": {k: round(float(v), 4) for k, v in means.items() if pd.notna(v)},
+        },
+    )
+
+
+def _scores_stage(
+    context: Any,
+    prompts: pd.DataFrame,
+    answers: pd.DataFrame,
+    rationales: pd.DataFrame,
+    judgements: dict,
+    similarities: pd.DataFrame,
+) -> StageResult:
+    """Every score of every (entity, mode): jury correctness, rationale scores, similarities, exact match."""
+    scores = score(prompts, answers, rationales, judgements, similarities, context.model)
+    return StageResult(
+        scores,
+        metadata={
+            "rows": len(scores),
+            "status": scores["status"].value_counts().to_dict(),
+            "scored_by_the_jury": int(scores["correct_answer_score"].notna().sum()),
+        },
+    )
+
+
+def _disparity_stage(context: Any, scores: pd.DataFrame, judgements: dict) -> StageResult:
+    """The paper's aggregated scores per subset and mode; Indic − non-Indic per score with intervals over
+    questions and the smallest gap this sample can detect; the CoT effect; themes; history and regression."""
+    from geomon.monitor.history import metrics_from_mapping
+
+    result = diagnose(scores)
+    summary = result["summary"]
+    summary["entity_judge_fleiss_kappa"] = float(judgements["agreement"]["fleiss_kappa"])
+    numbers = {k: float(v) for k, v in summary.items() if isinstance(v, int | float) and pd.notna(v)}
+    gaps = result["gaps"]
+    settings = context.settings
+    judges = ",".join(j.name for j in settings.judges(settings.quench.jury))
+    # Runs compare only on the same questions and the same jury (other judges score differently).
+    scope = f"questions={scores['question_id'].nunique()}|judges={judges}"
+    return StageResult(
+        result,
+        metadata={
+            **numbers,
+            "paper_layout": result["paper_layout"],
+            "indic_gaps": gaps[["mode", "score", "indic", "non_indic", "gap", "ci_low", "ci_high", "detectable"]],
+            "cot_effect": result["cot"] if len(result["cot"]) else "none",
+        },
+        tracked=Tracked(metrics_from_mapping(numbers, n=len(scores)), items(scores), scope),
+    )
+
+
+def _write_report(out: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Path:
+    from geomon.report.quench import write_report
+
+    return write_report(out, board, results, settings.quench.paper_results)
+
+
+def _pipeline() -> Pipeline:
+    from geomon import embeddings
+    from geomon.stats import agreement, uncertainty
+
+    this = sys.modules[__name__]
+    judging = (this, jury)
+    scoring = (this, jury, embeddings, agreement, uncertainty)
+    model_stage = {"per_model": True, "asks_models": True}
+    return Pipeline(
+        stages=(
+            Stage(
+                "question_bank",
+                _question_bank_stage,
+                _question_bank_stage.__doc__ or "",
+                versioned_by=(source,),
+                source=True,
+                checks=(
+                    StageCheck(
+                        "release_complete", _release_complete.__doc__ or "", blocking=True, evaluate=_release_complete
+                    ),
+                ),
+            ),
+            Stage(
+                "prompts",
+                _prompts_stage,
+                _prompts_stage.__doc__ or "",
+                inputs=("question_bank",),
+                checks=(
+                    StageCheck(
+                        "prompts_filled", "Every entity-prediction prompt rendered with no unfilled placeholder.", True
+                    ),
+                ),
+                options=(
+                    Option("sample_questions", int, 0, "0 = all 400; N = a seeded sample, half Indic"),
+                    Option("seed", int, 0, "the sample's seed"),
+                ),
+            ),
+            Stage("answers", _answers_stage, _answers_stage.__doc__ or "", inputs=("prompts",), **model_stage),
+            Stage(
+                "rationales",
+                _rationales_stage,
+                _rationales_stage.__doc__ or "",
+                inputs=("prompts", "answers"),
+                checks=(
+                    StageCheck(
+                        "rationale_prompts_filled",
+                        "Every rationale prompt rendered with no unfilled placeholder.",
+                        True,
+                    ),
+                ),
+                **model_stage,
+            ),
+            Stage(
+                "judgements",
+                _judgements_stage,
+                _judgements_stage.__doc__ or "",
+                inputs=("prompts", "answers", "rationales"),
+                versioned_by=judging,
+                checks=(
+                    StageCheck(
+                        "judge_replies_readable",
+                        f"At least {jury.MIN_READ_RATE:.0%} of the judges' replies give a verdict or a score.",
+                    ),
+                ),
+                **model_stage,
+            ),
+            Stage(
+                "similarities",
+                _similarities_stage,
+                _similarities_stage.__doc__ or "",
+                inputs=("prompts", "answers", "rationales"),
+                per_model=True,
+                versioned_by=scoring,
+            ),
+            Stage(
+                "scores",
+                _scores_stage,
+                _scores_stage.__doc__ or "",
+                inputs=("prompts", "answers", "rationales", "judgements", "similarities"),
+                per_model=True,
+                versioned_by=scoring,
+            ),
+            Stage(
+                "disparity",
+                _disparity_stage,
+                _disparity_stage.__doc__ or "",
+                inputs=("scores", "judgements"),
+                per_model=True,
+                versioned_by=scoring,
+                tracked=True,
+            ),
+        ),
+        write_report=_write_report,
+        leaderboard_columns=(
+            "entities",
+            "answered",
+            "correct_answer_score",
+            "correct_answer_score_cot",
+            "indic_gap_correct_answer_score",
+            "indic_gap_correct_answer_score_ci_low",
+            "indic_gap_correct_answer_score_ci_high",
+            "pred_rationale_score",
+            "gold_rationale_score",
+            "answer_similarity",
+            "exact_match",
+        ),
+        per_model_description="Answers, rationales, jury, similarities, scores and Indic gap of one model.",
+    )
+
+
+PIPELINE = _pipeline()

@@ -11,7 +11,6 @@ import pytest
 
 from geomon.definitions import defs
 from geomon.defs.borderlines.runs import materialize as materialize_borderlines
-from geomon.defs.quench.runs import materialize as materialize_quench
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models, suite_runs
 from geomon.defs.sensors import model_registry_sensor
@@ -303,7 +302,7 @@ def test_quench_materialization_with_bundled_contestants_and_judges(tmp_path, wd
     resources = {"geomon": GeomonResource(config_path=str(settings))}
     models = ["smollm2-135m-instruct", "gemma3-270m"]
     with dg.instance_for_test() as instance:
-        results = materialize_quench(defs, instance, models, {"sample_questions": 2}, resources=resources)
+        results = suite_runs("quench").materialize(defs, instance, models, {"sample_questions": 2}, resources=resources)
         assert all(r.success for r in results)
         checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
         assert checks["release_complete"].passed and checks["prompts_filled"].passed

@@ -65,7 +65,7 @@ PIPELINE = Pipeline(
         Stage("items", _items, "the items", options=(Option("size", int, 3),)),
         Stage("scores", _score, "the scores", inputs=("items",), per_model=True, tracked=True),
     ),
-    write_report=lambda out, board, results: out,
+    write_report=lambda out, board, results, settings: out,
     leaderboard_columns=("toy_mean",),
     per_model_description="toy",
 )

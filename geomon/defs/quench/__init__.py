@@ -1,1 +1,0 @@
-"""QUENCH: Dagster assets, checks, per-model job and run order (loaded with the defs folder)."""
