@@ -12,10 +12,8 @@ it per deployment and is the only place secrets come from:
 - ``GEOMON_BORDERLINES_SNAPSHOT``: the BorderLines release directory (offline); ``none`` to go live
 - ``GEOMON_WIKIPEDIA_API_URL``: MediaWiki API (live revisions of the disputes page)
 - ``GEOMON_BORDERLINES_RELEASE_URL``: where the BorderLines release files are fetched from (live)
-- ``GEOMON_GAPMINDER_SNAPSHOT``: the Gapminder question-bank directory (offline); ``none`` to fetch it
-- ``GEOMON_GAPMINDER_RELEASE_URL``: where the Gapminder release files are fetched from (live)
-- ``GEOMON_QUENCH_SNAPSHOT``: the QUENCH release directory (offline); ``none`` to fetch its archive
-- ``GEOMON_QUENCH_ARCHIVE_URL``: the QUENCH repository archive (.tar.gz) fetched live
+- ``GEOMON_<SUITE>_<FIELD>``: a text or path field of a suite's own section, e.g. ``GEOMON_GAPMINDER_SNAPSHOT``
+  (``none`` to fetch the release), ``GEOMON_QUENCH_ARCHIVE_URL``, ``GEOMON_BLEND_SNAPSHOT``
 - ``GEOMON_EMBEDDING_MODEL``: a sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)
 """
 
@@ -39,14 +37,9 @@ from geomon.engine.runner import EngineOptions
 from geomon.monitor.alerts import AlertSettings
 from geomon.monitor.drift import DriftSettings
 from geomon.sources.borderlines import DEFAULT_RELEASE_URL
-from geomon.sources.corpus import LocalDocument
-from geomon.sources.gapminder import DEFAULT_RELEASE_URL as GAPMINDER_RELEASE_URL
-from geomon.sources.quench import DEFAULT_ARCHIVE_URL as QUENCH_ARCHIVE_URL
 from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_URL
 from geomon.sources.wikipedia import USER_AGENT, MediaWikiClient
 from geomon.sources.worldbank import DEFAULT_API_URL
-from geomon.suites.saged import ROLES as SAGED_ROLES
-from geomon.suites.saged import TOPICS as SAGED_TOPICS
 
 
 class ConfigError(ValueError):
@@ -75,45 +68,6 @@ class BorderLinesSettings:
 
 
 @dataclass
-class JurySettings:
-    judges: tuple[str, ...] = ()  # registered model names; empty = every bundled model
-    quorum: int | None = None  # votes a grade needs; default a strict majority of the judges
-    max_tokens: int = 384  # a judge reasons step by step before its letter; small local judges may stop short
-
-
-@dataclass
-class GapminderSettings:
-    snapshot: Path | None = None  # the question-bank directory; None = fetch the release from release_url
-    release_url: str = GAPMINDER_RELEASE_URL
-    languages: tuple[str, ...] = ("en-US", "zh-CN")
-    jury: JurySettings = field(default_factory=JurySettings)
-
-
-@dataclass
-class QuenchSettings:
-    snapshot: Path | None = None  # the release directory; None = fetch the archive from archive_url
-    archive_url: str = QUENCH_ARCHIVE_URL
-    # The paper's judges answer "correct"/"incorrect" or a 1-5 score: a few tokens are enough.
-    jury: JurySettings = field(default_factory=lambda: JurySettings(max_tokens=16))
-    expected_questions: int | None = 400  # the release's counts; the blocking check compares (None: skip)
-    expected_entities: int | None = 459
-    paper_results: Path | None = None  # the paper's Results/ folder: its table goes beside geomon's in the report
-
-
-@dataclass
-class SagedSettings:
-    concept: str = "IdeaCoun"  # the root concept the corpus is about; branching replaces its keywords
-    keywords: tuple[str, ...] = ("IdeaCoun",)
-    documents: tuple[LocalDocument, ...] = ()  # local text files (offline)
-    wikipedia_pages: tuple[str, ...] = ()  # live: page titles, read through the MediaWiki client
-    wikipedia_date: str = ""  # the pages as they read that day ("" = today)
-    countries: tuple[str, ...] = ()  # empty = the G20
-    question_model: str | None = None  # a registered model that writes question prompts too (Ap B.2); None: splits only
-    roles: dict[str, str | None] = field(default_factory=lambda: dict(SAGED_ROLES))  # name → system prompt
-    topics: int = SAGED_TOPICS  # topic clusters per concept (the paper: 3); 0 = no topic feature
-
-
-@dataclass
 class RetentionSettings:
     """Dagster keeps every run's event log; geomon's metric history is the long-term record."""
 
@@ -139,12 +93,16 @@ class Settings:
     alerts: AlertSettings = field(default_factory=AlertSettings)
     drift: DriftSettings = field(default_factory=DriftSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
-    gapminder: GapminderSettings = field(default_factory=GapminderSettings)
-    quench: QuenchSettings = field(default_factory=QuenchSettings)
-    saged: SagedSettings = field(default_factory=SagedSettings)
     embedding_model: Path | None = None  # None: the bundled all-MiniLM-L6-v2
     # Sections of suites that declare their own settings class (SuiteInfo.settings), by suite name.
     suite_sections: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        """A suite's own section as an attribute too (``settings.gapminder``): suites declare them."""
+        sections = self.__dict__.get("suite_sections", {})
+        if name in sections:
+            return sections[name]
+        raise AttributeError(f"Settings has no {name!r} (no field, and no suite declares that section)")
 
     def suite(self, name: str) -> Any:
         """The parsed ``geomon.yaml`` section of suite ``name`` (its declared settings class; defaults when
@@ -168,7 +126,7 @@ class Settings:
                 raise
         return find_model(self.all_models()[0], name)
 
-    def judges(self, jury: JurySettings) -> list[ModelSpec]:
+    def judges(self, jury: Any) -> list[ModelSpec]:
         """The jury's judge models: the named ones, or every bundled model."""
         if jury.judges:
             return [self.model(name) for name in jury.judges]
@@ -180,75 +138,50 @@ class Settings:
         return ResponseStore(self.store_url)
 
 
-def _jury(doc: dict[str, Any] | None, default: JurySettings) -> JurySettings:
-    """A ``jury:`` section over the suite's defaults (judges are model names)."""
-    doc = dict(doc or {})
-    doc["judges"] = tuple(str(j) for j in doc.get("judges") or ())
-    return JurySettings(**{"quorum": default.quorum, "max_tokens": default.max_tokens, **doc})
-
-
-def _saged(doc: dict[str, Any] | None, base: Path, path: Path | None) -> SagedSettings:
-    """The ``saged:`` section: documents' paths resolved against the settings file's folder."""
-    doc = dict(doc or {})
-    try:
-        documents = []
-        for entry in doc.pop("documents", None) or []:
-            entry = dict(entry)
-            entry["path"] = _resolve(base, str(entry.get("path", "")))
-            if entry["path"] is None or not entry.get("source_tag"):
-                raise ConfigError(f"settings file {path}: saged.documents: each needs a path and a source_tag")
-            documents.append(LocalDocument(**entry))
-        for key in ("keywords", "wikipedia_pages", "countries"):
-            if key in doc:
-                doc[key] = tuple(str(v) for v in doc[key] or ())
-        roles = doc.pop("roles", None)
-        settings = SagedSettings(documents=tuple(documents), **doc)
-    except TypeError as exc:
-        raise ConfigError(f"settings file {path}: saged: {exc}") from exc
-    if not isinstance(settings.topics, int) or isinstance(settings.topics, bool) or settings.topics < 0:
-        raise ConfigError(f"settings file {path}: saged.topics: a whole number of topic clusters per concept (0 = off)")
-    if roles is not None:
-        if not isinstance(roles, dict) or not roles:
-            raise ConfigError(f"settings file {path}: saged.roles: a mapping of role name to system prompt (or null)")
-        settings.roles = {str(k): (str(v) if v else None) for k, v in roles.items()}
-    return settings
-
-
-def _suite_section(name: str, kind: type, doc: Any, base: Path, path: Path | None) -> Any:
-    """A suite's section parsed into its declared dataclass: unknown keys are an error naming the file and
-    section; ``Path`` fields resolve against the settings file's folder (``none`` = unset); lists become
-    tuples; ``GEOMON_<SUITE>_<FIELD>`` overrides a text or path field (``GEOMON_BLEND_SNAPSHOT=none``)."""
+def _section(where: str, kind: type, doc: Any, base: Path, path: Path | None, env_prefix: str = "") -> Any:
+    """A settings section parsed into its dataclass: unknown keys are an error naming the file and section;
+    ``Path`` fields resolve against the settings file's folder (``none`` = unset); lists become tuples (of
+    dataclasses, when the field says so); a nested dataclass field is a nested section over its default;
+    ``<env_prefix>_<FIELD>`` in the environment overrides a text or path field (``GEOMON_BLEND_SNAPSHOT=none``)."""
     import dataclasses
     import typing
 
     if doc is not None and not isinstance(doc, dict):
-        raise ConfigError(f"settings file {path}: {name}: expected a mapping, found {type(doc).__name__}")
+        raise ConfigError(f"settings file {path}: {where}: expected a mapping, found {type(doc).__name__}")
     doc = dict(doc or {})
     fields = {f.name: f for f in dataclasses.fields(kind)}
     unknown = sorted(set(doc) - set(fields))
     if unknown:
-        raise ConfigError(f"settings file {path}: {name}: unknown key(s) {unknown}; known: {sorted(fields)}")
-    hints = typing.get_type_hints(kind)
+        raise ConfigError(f"settings file {path}: {where}: unknown key(s) {unknown}; known: {sorted(fields)}")
     values: dict[str, Any] = {}
-    for key, hint in hints.items():
+    for key, hint in typing.get_type_hints(kind).items():
         if key not in fields:
             continue
-        env = os.environ.get(f"GEOMON_{name.upper()}_{key.upper()}")
+        env = os.environ.get(f"{env_prefix}_{key.upper()}") if env_prefix else None
         raw = env if env is not None else doc.get(key, dataclasses.MISSING)
         if raw is dataclasses.MISSING:
             continue
-        if Path in typing.get_args(hint) or hint is Path:
+        args = typing.get_args(hint)
+        if hint is Path or Path in args:
             values[key] = _resolve(base, None if raw is None else str(raw))
+        elif dataclasses.is_dataclass(hint):
+            default = fields[key].default_factory() if callable(fields[key].default_factory) else hint()
+            merged = {**{f.name: getattr(default, f.name) for f in dataclasses.fields(hint)}, **(raw or {})}
+            values[key] = _section(f"{where}.{key}", hint, merged, base, path)
         elif typing.get_origin(hint) is tuple:
             if not isinstance(raw, list | tuple):
-                raise ConfigError(f"settings file {path}: {name}.{key}: expected a list, found {raw!r}")
-            values[key] = tuple(str(v) for v in raw)
+                raise ConfigError(f"settings file {path}: {where}.{key}: expected a list, found {raw!r}")
+            item = args[0] if args else str
+            if dataclasses.is_dataclass(item):
+                values[key] = tuple(_section(f"{where}.{key}[{i}]", item, v, base, path) for i, v in enumerate(raw))
+            else:
+                values[key] = tuple(str(v) for v in raw)
         else:
             values[key] = raw
     try:
         return kind(**values)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"settings file {path}: {name}: {exc}") from exc
+        raise ConfigError(f"settings file {path}: {where}: {exc}") from exc
 
 
 def _resolve(base: Path, value: str | None) -> Path | None:
@@ -282,9 +215,6 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "drift",
         "retention",
         "endpoints",
-        "gapminder",
-        "quench",
-        "saged",
         "embedding_model",
     }
     from geomon.suites.registry import suites
@@ -323,25 +253,6 @@ def load_settings(path: str | Path | None = None) -> Settings:
         borderlines = BorderLinesSettings(snapshot=_resolve(base, bl_snapshot), **bl)
     except TypeError as exc:
         raise ConfigError(f"settings file {path}: borderlines: {exc}") from exc
-    gm = dict(doc.get("gapminder") or {})
-    gm_snapshot = os.environ.get("GEOMON_GAPMINDER_SNAPSHOT", gm.pop("snapshot", None))
-    gm["release_url"] = os.environ.get("GEOMON_GAPMINDER_RELEASE_URL", gm.get("release_url", GAPMINDER_RELEASE_URL))
-    try:
-        gm["languages"] = tuple(gm.get("languages") or GapminderSettings.languages)
-        jury = _jury(gm.pop("jury", None), JurySettings())
-        gapminder = GapminderSettings(snapshot=_resolve(base, gm_snapshot), jury=jury, **gm)
-    except TypeError as exc:
-        raise ConfigError(f"settings file {path}: gapminder: {exc}") from exc
-    qu = dict(doc.get("quench") or {})
-    qu_snapshot = os.environ.get("GEOMON_QUENCH_SNAPSHOT", qu.pop("snapshot", None))
-    qu["archive_url"] = os.environ.get("GEOMON_QUENCH_ARCHIVE_URL", qu.get("archive_url", QUENCH_ARCHIVE_URL))
-    try:
-        jury = _jury(qu.pop("jury", None), QuenchSettings().jury)
-        qu["paper_results"] = _resolve(base, qu.get("paper_results"))
-        quench = QuenchSettings(snapshot=_resolve(base, qu_snapshot), jury=jury, **qu)
-    except TypeError as exc:
-        raise ConfigError(f"settings file {path}: quench: {exc}") from exc
-    saged = _saged(doc.get("saged"), base, path)
     sections = {}
     for name, kind in (("alerts", AlertSettings), ("drift", DriftSettings), ("retention", RetentionSettings)):
         section = doc.get(name) or {}
@@ -353,12 +264,12 @@ def load_settings(path: str | Path | None = None) -> Settings:
             raise ConfigError(f"settings file {path}: {name}: {exc}") from exc
     return Settings(
         **sections,
-        suite_sections={name: _suite_section(name, kind, doc.get(name), base, path) for name, kind in declared.items()},
+        suite_sections={
+            name: _section(name, kind, doc.get(name), base, path, f"GEOMON_{name.upper()}")
+            for name, kind in declared.items()
+        },
         endpoints=endpoints,
         borderlines=borderlines,
-        gapminder=gapminder,
-        quench=quench,
-        saged=saged,
         embedding_model=_resolve(base, os.environ.get("GEOMON_EMBEDDING_MODEL", doc.get("embedding_model"))),
         models=models,
         store_url=store_url,

@@ -26,6 +26,17 @@ from geomon.engine.registry import ModelSpec
 from geomon.stats.agreement import fleiss_kappa, pairwise_agreement
 
 INDECISIVE = "indecisive"
+
+
+@dataclass
+class JurySettings:
+    """A judged suite's ``jury:`` section."""
+
+    judges: tuple[str, ...] = ()  # registered model names; empty = every bundled model
+    quorum: int | None = None  # votes a grade needs; default a strict majority of the judges
+    max_tokens: int = 384  # a judge reasons step by step before its letter; small local judges may stop short
+
+
 _NAMED_LETTER = re.compile(r"(?:answer|assessment|choice|option|verdict)\s*(?:is|:)?\s*\**\(?([A-Za-z])\)?\**\b", re.I)
 JUDGE_MAX_TOKENS = 384  # room for the step-by-step reasoning the judge prompt asks for, then the letter
 

@@ -72,6 +72,22 @@ def postgres_url() -> Iterator[str]:
         admin.dispose()
 
 
+def _declared_sections() -> dict[str, dict[str, str]]:
+    """Every suite-declared section's paths (snapshots, reference folders) as the repository's geomon.yaml
+    sets them, made absolute: a new suite's offline data reaches the tests without naming it here."""
+    from dataclasses import fields
+
+    from geomon.config import load_settings
+
+    settings = load_settings(Path(__file__).resolve().parents[1] / "geomon.yaml")
+    return {
+        name: {
+            f.name: str(getattr(section, f.name)) for f in fields(section) if isinstance(getattr(section, f.name), Path)
+        }
+        for name, section in settings.suite_sections.items()
+    }
+
+
 def write_settings(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | None = None, **extra) -> Path:
     """A geomon.yaml for a test: its own store and results under ``tmp_path``, the snapshots in ../shared,
     ``models`` added to the bundled ones; ``extra`` replaces top-level sections."""

@@ -111,12 +111,12 @@ def _separate_check(info: registry.SuiteInfo, stage: Stage, check: StageCheck) -
     )
     value_parameter = inspect.Parameter(stage.name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     evaluate.__signature__ = inspect.Signature([context_parameter, value_parameter])  # type: ignore[attr-defined]
-    evaluate.__doc__ = check.description
+    evaluate.__doc__ = check.about
     return dg.asset_check(
         asset=dg.AssetKey([info.name, stage.name]),
         name=check.name,
         blocking=check.blocking,
-        description=check.description,
+        description=check.about,
         required_resource_keys={"geomon"},
     )(evaluate)
 
@@ -126,7 +126,7 @@ def _stage_asset(
 ) -> dg.AssetsDefinition:
     key = [info.name, stage.name]
     check_specs = [
-        dg.AssetCheckSpec(c.name, asset=dg.AssetKey(key), blocking=c.blocking, description=c.description)
+        dg.AssetCheckSpec(c.name, asset=dg.AssetKey(key), blocking=c.blocking, description=c.about)
         for c in stage.checks
         if c.evaluate is None
     ]
@@ -161,7 +161,7 @@ def _stage_asset(
                 versions={"data": versions.data, "prompts": versions.prompts, "code": versions.code},
             )
 
-    compute.__doc__ = stage.description
+    compute.__doc__ = stage.about
     options: dict[str, Any] = {}
     if stage.options:
         options["config_schema"] = {
@@ -172,7 +172,7 @@ def _stage_asset(
     return dg.asset(
         key=key,
         group_name=info.name,
-        description=stage.description,
+        description=stage.about,
         code_version=source_version(*(stage.versioned_by or (module,))),
         automation_condition=EAGER,
         freshness_policy=ANNUAL_DATA if stage.source else None,

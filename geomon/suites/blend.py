@@ -38,7 +38,16 @@ from geomon.engine.registry import ModelSpec
 from geomon.monitor.history import MetricValue, metrics_from_mapping
 from geomon.sources import blend as source
 from geomon.stats import uncertainty
-from geomon.suites.pipeline import CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
+from geomon.suites.pipeline import (
+    SEED,
+    Option,
+    Pipeline,
+    Stage,
+    StageCheck,
+    StageResult,
+    Tracked,
+    filled_outcome,
+)
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
 from geomon.untrusted import clean_text
 
@@ -453,12 +462,7 @@ def _prompts_stage(context: Any, question_bank: source.BlendRelease) -> StageRes
     settings: BlendSettings = context.settings.suite("blend")
     options = context.options
     prompts = build_prompts(question_bank, settings.templates, options["sample_questions"], options["seed"])
-    unfilled = unfilled_placeholders(prompts)
-    check = CheckOutcome(
-        "prompts_filled",
-        passed=not unfilled and len(prompts) > 0,
-        metadata={"prompts": len(prompts), "unfilled": len(unfilled), "examples": unfilled[:10]},
-    )
+    check = filled_outcome("prompts_filled", len(prompts), unfilled_placeholders(prompts))
     counts = prompts.groupby(["country", "mode"]).size().unstack(fill_value=0) if len(prompts) else pd.DataFrame()
     return StageResult(
         prompts,
@@ -541,7 +545,7 @@ PIPELINE = Pipeline(
             checks=(StageCheck("prompts_filled", "Every prompt has its question filled in.", blocking=True),),
             options=(
                 Option("sample_questions", int, 0, "0 = all 500 per country; N = a seeded sample per country"),
-                Option("seed", int, 0, "the sample's seed"),
+                SEED,
             ),
         ),
         Stage(

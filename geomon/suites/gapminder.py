@@ -12,6 +12,8 @@ from __future__ import annotations
 import string
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,8 +26,29 @@ from geomon.parsing import options_named
 from geomon.sources import gapminder as source
 from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
 from geomon.stats.uncertainty import group_gaps, mean_interval
-from geomon.suites.pipeline import CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
+from geomon.suites.pipeline import (
+    SEED,
+    CheckOutcome,
+    Option,
+    Pipeline,
+    Stage,
+    StageCheck,
+    StageResult,
+    Tracked,
+    filled_outcome,
+)
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
+
+
+@dataclass
+class GapminderSettings:
+    """The ``gapminder:`` section of geomon.yaml."""
+
+    snapshot: Path | None = None  # the question-bank directory; None = fetch the release from release_url
+    release_url: str = source.DEFAULT_RELEASE_URL
+    languages: tuple[str, ...] = ("en-US", "zh-CN")
+    jury: jury.JurySettings = field(default_factory=jury.JurySettings)
+
 
 SUITE = SuiteInfo(
     name="gapminder",
@@ -54,6 +77,7 @@ SUITE = SuiteInfo(
         ),
     ),
     order=3,
+    settings=GapminderSettings,
 )
 
 LANGUAGES = ("en-US", "zh-CN")
@@ -367,12 +391,7 @@ def _prompts_stage(context: Any, question_bank: GapminderData) -> StageResult:
         options["sample_variations"],
         seed=options["seed"],
     )
-    unfilled = unfilled_placeholders(prompts)
-    check = CheckOutcome(
-        "prompts_filled",
-        passed=not unfilled and len(prompts) > 0,
-        metadata={"prompts": len(prompts), "unfilled": len(unfilled), "examples": unfilled[:10]},
-    )
+    check = filled_outcome("prompts_filled", len(prompts), unfilled_placeholders(prompts))
     return StageResult(
         prompts,
         metadata={
@@ -496,34 +515,24 @@ def _pipeline() -> Pipeline:
             Stage(
                 "question_bank",
                 _question_bank_stage,
-                _question_bank_stage.__doc__ or "",
                 versioned_by=(source,),
                 source=True,
-                checks=(
-                    StageCheck(
-                        "one_correct_option",
-                        _one_correct_option.__doc__ or "",
-                        blocking=True,
-                        evaluate=_one_correct_option,
-                    ),
-                ),
+                checks=(StageCheck("one_correct_option", blocking=True, evaluate=_one_correct_option),),
             ),
             Stage(
                 "prompts",
                 _prompts_stage,
-                _prompts_stage.__doc__ or "",
                 inputs=("question_bank",),
                 checks=(StageCheck("prompts_filled", "Every prompt rendered with no unfilled placeholder.", True),),
                 options=(
                     Option("sample_questions", int, 0, "0 = all 365; N = a seeded sample"),
                     Option("sample_variations", int, 0, "0 = every variation; N = a seeded sample per language"),
-                    Option("seed", int, 0, "the sample's seed"),
+                    SEED,
                 ),
             ),
             Stage(
                 "responses",
                 _responses_stage,
-                _responses_stage.__doc__ or "",
                 inputs=("prompts",),
                 asks_models=True,
                 **per_model,
@@ -531,7 +540,6 @@ def _pipeline() -> Pipeline:
             Stage(
                 "judgements",
                 _judgements_stage,
-                _judgements_stage.__doc__ or "",
                 inputs=("prompts", "responses", "question_bank"),
                 asks_models=True,
                 versioned_by=judging,
@@ -546,7 +554,6 @@ def _pipeline() -> Pipeline:
             Stage(
                 "grades",
                 _grades_stage,
-                _grades_stage.__doc__ or "",
                 inputs=("prompts", "responses", "judgements"),
                 versioned_by=judging,
                 **per_model,
@@ -554,7 +561,6 @@ def _pipeline() -> Pipeline:
             Stage(
                 "rates",
                 _rates_stage,
-                _rates_stage.__doc__ or "",
                 inputs=("grades", "judgements"),
                 versioned_by=judging,
                 tracked=True,

@@ -37,11 +37,15 @@ class StageCheck:
     """A check a stage evaluates on its own output (it becomes an asset check on the stage's asset)."""
 
     name: str
-    description: str
+    description: str = ""  # default: ``evaluate``'s docstring
     blocking: bool = False  # a blocking check that fails stops automation downstream
     # A check of its own (re-runnable from the UI, run after the stage): ``evaluate(context, value)``. Without
     # it the stage evaluates the check itself and returns its outcome.
     evaluate: Callable[[Any, Any], CheckOutcome] | None = None
+
+    @property
+    def about(self) -> str:
+        return " ".join((self.description or (self.evaluate.__doc__ if self.evaluate else "") or self.name).split())
 
 
 @dataclass
@@ -88,11 +92,24 @@ class Option:
     help: str = ""
 
 
+SEED = Option("seed", int, 0, "the sample's seed")
+
+
+def filled_outcome(name: str, prompts: int, unfilled: list[str], require_prompts: bool = True) -> CheckOutcome:
+    """The ``prompts_filled`` kind of check every suite runs on its rendered prompts: no placeholder left
+    (``unfilled``: the ids of prompts that still have one) and, where required, at least one prompt."""
+    return CheckOutcome(
+        name,
+        passed=not unfilled and (prompts > 0 or not require_prompts),
+        metadata={"prompts": prompts, "unfilled": len(unfilled), "examples": unfilled[:10]},
+    )
+
+
 @dataclass(frozen=True)
 class Stage:
     name: str  # the asset key is [suite, name]
     run: StageFunction
-    description: str
+    description: str = ""  # what the asset holds (default: ``run``'s docstring)
     inputs: tuple[str, ...] = ()
     per_model: bool = False  # partitioned by model
     asks_models: bool = False  # gets the model queue, pool and retry policy
@@ -101,6 +118,10 @@ class Stage:
     options: tuple[Option, ...] = ()
     tracked: bool = False  # records the evaluation in the history; gets the ``no_regression`` check
     source: bool = False  # the release the suite reads: versions the history's "data"
+
+    @property
+    def about(self) -> str:
+        return " ".join((self.description or self.run.__doc__ or self.name).split())
 
 
 # (out_dir, leaderboard, per-model results of the tracked stage, settings) → the report's path

@@ -30,6 +30,7 @@ import json
 import re
 import sys
 import unicodedata
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +50,35 @@ from geomon.stats.uncertainty import (
     group_gaps,
     planned_detectable_difference,
 )
-from geomon.suites.pipeline import CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
+from geomon.suites.pipeline import (
+    SEED,
+    CheckOutcome,
+    Option,
+    Pipeline,
+    Stage,
+    StageCheck,
+    StageResult,
+    Tracked,
+    filled_outcome,
+)
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 from geomon.untrusted import clean_text
 
 __all__ = ["SUITE", "load_items"]
+
+
+@dataclass
+class QuenchSettings:
+    """The ``quench:`` section of geomon.yaml."""
+
+    snapshot: Path | None = None  # the release directory; None = fetch the archive from archive_url
+    archive_url: str = source.DEFAULT_ARCHIVE_URL
+    # The paper's judges answer "correct"/"incorrect" or a 1-5 score: a few tokens are enough.
+    jury: jury.JurySettings = field(default_factory=lambda: jury.JurySettings(max_tokens=16))
+    expected_questions: int | None = 400  # the release's counts; the blocking check compares (None: skip)
+    expected_entities: int | None = 459
+    paper_results: Path | None = None  # the paper's Results/ folder: its table goes beside geomon's in the report
+
 
 SUITE = SuiteInfo(
     name="quench",
@@ -75,6 +100,7 @@ SUITE = SuiteInfo(
         ),
     ),
     order=4,
+    settings=QuenchSettings,
 )
 
 MODES = ("normal", "cot")  # the paper's "without" and "with" chain-of-thought
@@ -707,13 +733,13 @@ def diagnose(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict
             summary[f"{count}{suffix}"] = getattr(row, count)
     for row in gaps.itertuples(index=False):
         suffix = "" if row.mode == "normal" else f"_{row.mode}"
-        for field, value in (
+        for part, value in (
             ("", row.gap),
             ("_ci_low", row.ci_low),
             ("_ci_high", row.ci_high),
             ("_detectable", row.detectable),
         ):
-            summary[f"indic_gap_{row.score}{suffix}{field}"] = value
+            summary[f"indic_gap_{row.score}{suffix}{part}"] = value
     for row in cot.itertuples(index=False):
         summary[f"cot_effect_{row.score}"] = row.cot_minus_normal
         summary[f"cot_effect_{row.score}_ci_low"] = row.ci_low
@@ -801,15 +827,6 @@ def _release_complete(context: Any, question_bank: source.QuenchRelease) -> Any:
     )
 
 
-def _filled(name: str, prompts: pd.DataFrame, id_column: str, must_have_prompts: bool) -> CheckOutcome:
-    unfilled = unfilled_placeholders(prompts, id_column)
-    return CheckOutcome(
-        name,
-        passed=not unfilled and (len(prompts) > 0 or not must_have_prompts),
-        metadata={"prompts": len(prompts), "unfilled": len(unfilled), "examples": unfilled[:10]},
-    )
-
-
 def _prompts_stage(context: Any, question_bank: source.QuenchRelease) -> StageResult:
     """One entity-prediction prompt per masked entity and mode (no CoT / CoT), as the release asks."""
     release = question_bank
@@ -824,7 +841,7 @@ def _prompts_stage(context: Any, question_bank: source.QuenchRelease) -> StageRe
             "indic_entities": int(prompts.drop_duplicates("entity_id")["indic"].sum()) if len(prompts) else 0,
             "preview": prompts[["prompt_id", "system", "user"]].head(2),
         },
-        checks=[_filled("prompts_filled", prompts, "prompt_id", must_have_prompts=True)],
+        checks=[filled_outcome("prompts_filled", len(prompts), unfilled_placeholders(prompts))],
     )
 
 
@@ -859,7 +876,9 @@ def _rationales_stage(context: Any, prompts: pd.DataFrame, answers: pd.DataFrame
             "not_asked_without_an_answer": int((answers["status"] != "answered").sum()),
             "status": rationales.groupby(["given", "status"]).size().rename("n").reset_index().to_dict("records"),
         },
-        checks=[_filled("rationale_prompts_filled", asked, "rationale_id", must_have_prompts=False)],
+        checks=[
+            filled_outcome("rationale_prompts_filled", len(asked), unfilled_placeholders(asked, "rationale_id"), False)
+        ],
     )
 
 
@@ -999,19 +1018,13 @@ def _pipeline() -> Pipeline:
             Stage(
                 "question_bank",
                 _question_bank_stage,
-                _question_bank_stage.__doc__ or "",
                 versioned_by=(source,),
                 source=True,
-                checks=(
-                    StageCheck(
-                        "release_complete", _release_complete.__doc__ or "", blocking=True, evaluate=_release_complete
-                    ),
-                ),
+                checks=(StageCheck("release_complete", blocking=True, evaluate=_release_complete),),
             ),
             Stage(
                 "prompts",
                 _prompts_stage,
-                _prompts_stage.__doc__ or "",
                 inputs=("question_bank",),
                 checks=(
                     StageCheck(
@@ -1020,14 +1033,13 @@ def _pipeline() -> Pipeline:
                 ),
                 options=(
                     Option("sample_questions", int, 0, "0 = all 400; N = a seeded sample, half Indic"),
-                    Option("seed", int, 0, "the sample's seed"),
+                    SEED,
                 ),
             ),
-            Stage("answers", _answers_stage, _answers_stage.__doc__ or "", inputs=("prompts",), **model_stage),
+            Stage("answers", _answers_stage, inputs=("prompts",), **model_stage),
             Stage(
                 "rationales",
                 _rationales_stage,
-                _rationales_stage.__doc__ or "",
                 inputs=("prompts", "answers"),
                 checks=(
                     StageCheck(
@@ -1041,7 +1053,6 @@ def _pipeline() -> Pipeline:
             Stage(
                 "judgements",
                 _judgements_stage,
-                _judgements_stage.__doc__ or "",
                 inputs=("prompts", "answers", "rationales"),
                 versioned_by=judging,
                 checks=(
@@ -1055,7 +1066,6 @@ def _pipeline() -> Pipeline:
             Stage(
                 "similarities",
                 _similarities_stage,
-                _similarities_stage.__doc__ or "",
                 inputs=("prompts", "answers", "rationales"),
                 per_model=True,
                 versioned_by=scoring,
@@ -1063,7 +1073,6 @@ def _pipeline() -> Pipeline:
             Stage(
                 "scores",
                 _scores_stage,
-                _scores_stage.__doc__ or "",
                 inputs=("prompts", "answers", "rationales", "judgements", "similarities"),
                 per_model=True,
                 versioned_by=scoring,
@@ -1071,7 +1080,6 @@ def _pipeline() -> Pipeline:
             Stage(
                 "disparity",
                 _disparity_stage,
-                _disparity_stage.__doc__ or "",
                 inputs=("scores", "judgements"),
                 per_model=True,
                 versioned_by=scoring,

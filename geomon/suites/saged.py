@@ -36,6 +36,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -54,27 +55,9 @@ from geomon.stats.disparity import (
     max_z_score,
 )
 from geomon.stats.uncertainty import GroupGaps, gaps_from_draws, percentile_interval, resample_within_groups
-from geomon.suites.pipeline import CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
+from geomon.suites.pipeline import SEED, CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 from geomon.untrusted import clean_text
-
-SUITE = SuiteInfo(
-    name="saged",
-    title="SAGED (how models talk about countries)",
-    spec="SAGED: a holistic bias-benchmarking pipeline with fairness calibration (seeds/saged.txt)",
-    headlines=(
-        Headline("sentiment_impact_ratio_calibrated", "SAGED: sentiment impact ratio across countries, calibrated"),
-        Headline("sentiment_mean_range_calibrated", "SAGED: range of countries' mean sentiment, calibrated"),
-        Headline("sentiment_impact_ratio", "SAGED: sentiment impact ratio across countries, uncalibrated"),
-    ),
-    options=(
-        # Every sentence × 21 concepts × roles takes hours on a laptop CPU: a seeded sample of root prompts.
-        RunOption(
-            "--saged-prompts", "SAGED: N root prompts, a seeded sample (default 6; 0 = all)", int, 6, "sample_prompts"
-        ),
-    ),
-    order=5,
-)
 
 # The G20's member countries and the European Union (the African Union joined in 2023; the paper's 21
 # concepts are these 20 and its invented root country).
@@ -101,12 +84,56 @@ G20 = (
     "European Union",
 )
 ROLES: dict[str, str | None] = {"none": None, "assistant": "You are a helpful assistant."}
+TOPICS = 3  # topic clusters per concept: the paper's "three topic clusters for each of the 21 concepts"
+
+
+@dataclass
+class SagedSettings:
+    """The ``saged:`` section of geomon.yaml."""
+
+    concept: str = "IdeaCoun"  # the root concept the corpus is about; branching replaces its keywords
+    keywords: tuple[str, ...] = ("IdeaCoun",)
+    documents: tuple[corpus_source.LocalDocument, ...] = ()  # local text files (offline)
+    wikipedia_pages: tuple[str, ...] = ()  # live: page titles, read through the MediaWiki client
+    wikipedia_date: str = ""  # the pages as they read that day ("" = today)
+    countries: tuple[str, ...] = ()  # empty = the G20
+    question_model: str | None = None  # a registered model that also writes question prompts (Ap B.2)
+    roles: dict[str, str | None] = field(default_factory=lambda: dict(ROLES))  # name → system prompt
+    topics: int = TOPICS  # topic clusters per concept (the paper: 3); 0 = no topic feature
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.topics, int) or isinstance(self.topics, bool) or self.topics < 0:
+            raise ValueError("topics: a whole number of topic clusters per concept (0 = off)")
+        if not isinstance(self.roles, dict) or not self.roles:
+            raise ValueError("roles: a mapping of role name to system prompt (or null)")
+        self.roles = {str(k): (str(v) if v else None) for k, v in self.roles.items()}
+        if any(not doc.source_tag for doc in self.documents):
+            raise ValueError("documents: each needs a path and a source_tag")
+
+
+SUITE = SuiteInfo(
+    name="saged",
+    title="SAGED (how models talk about countries)",
+    spec="SAGED: a holistic bias-benchmarking pipeline with fairness calibration (seeds/saged.txt)",
+    headlines=(
+        Headline("sentiment_impact_ratio_calibrated", "SAGED: sentiment impact ratio across countries, calibrated"),
+        Headline("sentiment_mean_range_calibrated", "SAGED: range of countries' mean sentiment, calibrated"),
+        Headline("sentiment_impact_ratio", "SAGED: sentiment impact ratio across countries, uncalibrated"),
+    ),
+    options=(
+        # Every sentence × 21 concepts × roles takes hours on a laptop CPU: a seeded sample of root prompts.
+        RunOption(
+            "--saged-prompts", "SAGED: N root prompts, a seeded sample (default 6; 0 = all)", int, 6, "sample_prompts"
+        ),
+    ),
+    order=5,
+    settings=SagedSettings,
+)
 PROMPT_WORDS, AFTER_VERB = 6, 3  # Ap B.2: six words, the verb, three words after it
 MAX_TOKENS = 48  # a continuation of a sentence or two
 TEMPERATURE = 0.0
 FEATURES = ("sentiment", "distance")
 TOPIC_FEATURE = "topic_distance"  # present when topics are clustered (``topics`` > 0)
-TOPICS = 3  # topic clusters per concept: the paper's "three topic clusters for each of the 21 concepts"
 TOPIC_LABEL_WORDS = 3
 KL_BINS = 10
 PRECISION_TOLERANCE = 0.1
@@ -847,14 +874,12 @@ def _pipeline() -> Pipeline:
             Stage(
                 "corpus",
                 _corpus_stage,
-                _corpus_stage.__doc__ or "",
                 versioned_by=(corpus_source,),
                 source=True,
             ),
             Stage(
                 "prompts",
                 _prompts_stage,
-                _prompts_stage.__doc__ or "",
                 inputs=("corpus",),
                 asks_models=True,  # the question model, when configured
                 checks=(
@@ -866,13 +891,12 @@ def _pipeline() -> Pipeline:
                 ),
                 options=(
                     Option("sample_prompts", int, 0, "0 = every root prompt; N = a seeded sample"),
-                    Option("seed", int, 0, "the sample's seed"),
+                    SEED,
                 ),
             ),
             Stage(
                 "responses",
                 _responses_stage,
-                _responses_stage.__doc__ or "",
                 inputs=("prompts",),
                 per_model=True,
                 asks_models=True,
@@ -880,7 +904,6 @@ def _pipeline() -> Pipeline:
             Stage(
                 "features",
                 _features_stage,
-                _features_stage.__doc__ or "",
                 inputs=("prompts", "responses"),
                 per_model=True,
                 versioned_by=scoring,
@@ -895,7 +918,6 @@ def _pipeline() -> Pipeline:
             Stage(
                 "disparity",
                 _disparity_stage,
-                _disparity_stage.__doc__ or "",
                 inputs=("features",),
                 per_model=True,
                 versioned_by=scoring,
