@@ -19,8 +19,10 @@ $(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
 	bash deploy/build-llama-server.sh $(VENV)
 	touch $@
 
-# The main job: materialize every suite on the bundled models (ARGS as in the README for a quick look).
+# The main job: the published Gapminder history (21 real models, 2025) into the metric history, then every
+# suite on the bundled models (ARGS as in the README for a quick look). Importing again records nothing new.
 run: setup
+	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder/results
 	$(BIN)/geomon run $(ARGS)
 
 test: setup lint

@@ -10,6 +10,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from geomon.config import ConfigError, load_settings
 from geomon.engine.registry import RegistryError, bundled_model_path
@@ -79,28 +80,124 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"\n{suite.title}:\n{board.value if board is not None else ''}")
             report = settings.results_dir / suite.name / "report.html"
             print(f"Results: {report.parent} (leaderboard.csv and per-model CSVs)\nReport:  {report}")
-        print(f"\nEvery report: {settings.results_dir / 'index.html'}")
+        page, _ = write_trends(settings)
+        print(f"\nTrends (every evaluation in the history, over real dates): {page}")
+        print(f"Every report: {settings.results_dir / 'index.html'}")
     print(f"Dagster instance: {home} — open the UI with `make ui` (dg dev, http://127.0.0.1:3000)")
     return 0
 
 
-def cmd_trends(args: argparse.Namespace) -> int:
+def write_trends(settings: Any) -> tuple[Path, Any]:
+    """The trends report and the results index from the whole history; returns the page and the table."""
     from geomon.monitor.history import MetricHistory
     from geomon.report import trends
     from geomon.report.index import write_index
 
-    settings = load_settings(args.config)
-    series = MetricHistory(settings.store_url).series(only=trends.headline_keys())
-    page = trends.write_report(settings.results_dir / "trends", series)
+    history = MetricHistory(settings.store_url)
+    series = history.series(only=trends.headline_keys())
+    page = trends.write_report(settings.results_dir / "trends", series, history.comparisons())
     write_index(settings.results_dir)
-    table = trends.trend_table(series)
-    print(
-        table.groupby(["suite", "metric", "model", "scope"]).tail(1).to_string(index=False)
-        if len(table)
-        else "no history yet"
-    )
+    return page, trends.trend_table(series)
+
+
+def cmd_trends(args: argparse.Namespace) -> int:
+    page, table = write_trends(load_settings(args.config))
+    shown = ["suite", "metric", "model", "evaluated_at", "value", "ci_low", "ci_high"]
+    latest = table.groupby(["suite", "metric", "model", "scope"]).tail(1)[shown] if len(table) else table
+    shown_table = latest.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.4g}")
+    print(shown_table if len(table) else "no history yet")
     print(f"\nReport: {page}")
     return 0
+
+
+def _print_frame(frame, form: str) -> None:
+    if form == "csv":
+        print(frame.to_csv(index=False), end="")
+    elif form == "json":
+        print(frame.to_json(orient="records", force_ascii=False, indent=1))
+    else:
+        print(
+            frame.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.4g}")
+            if len(frame)
+            else "no evaluations"
+        )
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from geomon.monitor.history import MetricHistory
+    from geomon.monitor.tracking import history_table
+    from geomon.suites.registry import suites
+
+    settings = load_settings(args.config)
+    info = suites().get(args.suite)
+    headlines = [h.metric for h in info.headlines if not h.breakdown] if info is not None else None
+    table = history_table(MetricHistory(settings.store_url), args.suite, headlines, args.model)
+    _print_frame(table, args.format)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from geomon.monitor import imports
+    from geomon.monitor.history import MetricHistory
+
+    settings = load_settings(args.config)
+    started = time.monotonic()
+    if args.kind == "gapminder-results":
+        from geomon.sources import gapminder as source
+        from geomon.suites import gapminder
+
+        snapshot = settings.gapminder.snapshot
+        bank = source.read_snapshot(snapshot) if snapshot is not None else None
+        default_entities = snapshot / "ddf" / "ddf--entities--model_configuration.csv" if snapshot else None
+        entities = Path(args.entities) if args.entities else default_entities
+        if entities is None:
+            raise ConfigError("import gapminder-results: --entities FILE (the model configurations) is needed offline")
+        runs = imports.gapminder_runs(args.path, entities, bank)
+        metrics = gapminder.REGRESSION_METRICS
+    else:
+        if not args.suite:
+            raise ConfigError("import items: --suite NAME (the benchmark these outcomes belong to)")
+        runs = imports.item_runs(args.path, args.suite, args.group)
+        metrics = imports.ITEM_REGRESSION_METRICS
+    history = MetricHistory(settings.store_url)
+    registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
+    recorded = imports.record_runs(history, runs, metrics, {**registered, **settings.predecessors})
+    new = [r for r in recorded if not r.evaluation.reused]
+    for r in recorded:
+        verdicts = ", ".join(f"{res.metric} {res.verdict}" for c in r.comparisons for res in c.results)
+        state = "already recorded" if r.evaluation.reused else "recorded"
+        against = f" vs {r.predecessor}" if r.predecessor and verdicts else ""
+        print(f"{r.run.evaluated_at:%Y-%m-%d} {r.run.model}: {state}{against}{': ' + verdicts if verdicts else ''}")
+    excluded = sum(r.run.excluded for r in recorded)
+    suite = runs[0].suite if runs else "<suite>"
+    print(
+        f"\n{len(new)} new evaluation(s) of {len(recorded)} in {time.monotonic() - started:.1f}s "
+        f"({excluded} answers without an outcome excluded and counted); see `geomon history --suite {suite}`"
+    )
+    return 0
+
+
+def cmd_alerts(args: argparse.Namespace) -> int:
+    from geomon.monitor import alerts
+
+    settings = load_settings(args.config)
+    alert = alerts.Alert(
+        kind="test",
+        title="test alert",
+        summary="geomon's alert channels work: this message was sent by `geomon alerts test`.",
+        url=settings.alerts.ui_url,
+    )
+    outcomes = alerts.deliver(alert, settings.alerts)
+    for outcome in outcomes:
+        print(outcome)
+    if outcomes == [alerts.NO_CHANNEL]:
+        print(
+            f"geomon: alerts go nowhere: set {settings.alerts.webhook_url_env} (a webhook) or alerts.smtp_host and "
+            "alerts.email_to in geomon.yaml",
+            file=sys.stderr,
+        )
+        return 1
+    return 1 if any(": failed: " in o for o in outcomes) else 0
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -203,6 +300,28 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument(option.flag, type=option.type, default=option.default, help=option.help)
     run.add_argument("--epoch", help="cache epoch: a new value re-asks every question on purpose (old answers stay)")
     run.set_defaults(func=cmd_run)
+
+    history = sub.add_parser("history", help="one row per evaluation and headline metric, with its verdict")
+    history.add_argument("--suite", required=True, help=f"a suite ({', '.join(known)}) or an imported benchmark")
+    history.add_argument("--model")
+    history.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    history.set_defaults(func=cmd_history)
+
+    imported = sub.add_parser("import", help="evaluations made elsewhere, into the history")
+    imported.add_argument("kind", choices=["gapminder-results", "items"])
+    imported.add_argument(
+        "path", help="gapminder-results: the folder of master_output_*.csv; items: a .csv, .jsonl or .parquet file"
+    )
+    imported.add_argument(
+        "--entities", help="gapminder-results: the model configurations CSV (default: the snapshot's)"
+    )
+    imported.add_argument("--suite", help="items: the benchmark's name in the history")
+    imported.add_argument("--group", action="append", default=[], help="items: a group column (country, language…)")
+    imported.set_defaults(func=cmd_import)
+
+    alerts = sub.add_parser("alerts", help="send a test alert to every configured channel")
+    alerts.add_argument("action", choices=["test"])
+    alerts.set_defaults(func=cmd_alerts)
 
     trends = sub.add_parser("trends", help="every headline metric per model over time (from the metric history)")
     trends.set_defaults(func=cmd_trends)

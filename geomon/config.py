@@ -94,6 +94,9 @@ class Settings:
     drift: DriftSettings = field(default_factory=DriftSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     embedding_model: Path | None = None  # None: the bundled all-MiniLM-L6-v2
+    # Model → the model it is compared with on its first evaluation, for models outside the registry
+    # (imported histories); overrides an import's own choice (the same vendor's previous release).
+    predecessors: dict[str, str] = field(default_factory=dict)
     # Sections of suites that declare their own settings class (SuiteInfo.settings), by suite name.
     suite_sections: dict[str, Any] = field(default_factory=dict)
 
@@ -184,6 +187,14 @@ def _section(where: str, kind: type, doc: Any, base: Path, path: Path | None, en
         raise ConfigError(f"settings file {path}: {where}: {exc}") from exc
 
 
+def _predecessors(doc: Any, path: Path | None) -> dict[str, str]:
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict) or not all(isinstance(v, str) and v for v in doc.values()):
+        raise ConfigError(f"settings file {path}: predecessors: a mapping of model name to its predecessor's name")
+    return {str(k): v for k, v in doc.items()}
+
+
 def _resolve(base: Path, value: str | None) -> Path | None:
     if value in (None, "", "none"):
         return None
@@ -216,6 +227,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "retention",
         "endpoints",
         "embedding_model",
+        "predecessors",
     }
     from geomon.suites.registry import suites
 
@@ -277,5 +289,6 @@ def load_settings(path: str | Path | None = None) -> Settings:
         worldbank_snapshot=_resolve(base, snapshot),
         worldbank_api_url=os.environ.get("GEOMON_WORLDBANK_API_URL", wb.get("api_url", DEFAULT_API_URL)),
         engine=engine,
+        predecessors=_predecessors(doc.get("predecessors"), path),
         cache_epoch=str(os.environ.get("GEOMON_CACHE_EPOCH", doc.get("cache_epoch", ""))),
     )

@@ -95,3 +95,62 @@ def test_ctrl_c_stops_geomon_run_for_good(tmp_path, wdi_snapshot_dir):
     lines = [line for line in err.splitlines() if line.startswith("geomon:")]
     assert proc.returncode == 130, err[-2000:]
     assert lines == ["geomon: interrupted; answers already received are stored and will not be asked again"]
+
+
+def _settings_with_alerts(tmp_path, wdi_snapshot_dir, monkeypatch, hook: str = ""):
+    settings = write_settings(tmp_path, wdi_snapshot_dir, alerts={"webhook_url_env": "TEST_ALERT_HOOK"})
+    if hook:
+        monkeypatch.setenv("TEST_ALERT_HOOK", hook)
+    else:
+        monkeypatch.delenv("TEST_ALERT_HOOK", raising=False)
+    return settings
+
+
+def test_alerts_test_reports_each_channel_and_says_when_alerts_go_nowhere(
+    tmp_path, wdi_snapshot_dir, monkeypatch, capsys
+):
+    from geomon_tests.loopback import Webhook, serve
+
+    settings = _settings_with_alerts(tmp_path, wdi_snapshot_dir, monkeypatch)
+    assert main(["--config", str(settings), "alerts", "test"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out.strip() == "no channel configured" and "geomon: alerts go nowhere" in captured.err
+    state = {"posts": []}
+    with serve(Webhook, state) as url:
+        settings = _settings_with_alerts(tmp_path, wdi_snapshot_dir, monkeypatch, f"{url}/hook/secret-token")
+        assert main(["--config", str(settings), "alerts", "test"]) == 0
+        state["status"] = 503
+        assert main(["--config", str(settings), "alerts", "test"]) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["webhook: sent", "webhook: failed: webhook answered HTTP 503"]
+    assert "secret-token" not in out and state["posts"][0]["body"]["text"] == "[geomon] test alert"
+
+
+def test_import_then_history_from_the_command_line(tmp_path, wdi_snapshot_dir, capsys):
+    import shutil
+
+    import pandas as pd
+
+    from geomon_tests.conftest import SHARED
+
+    results = tmp_path / "results-in"
+    results.mkdir()
+    for name in ("master_output_20250208.csv", "master_output_20250410.csv", "master_output_20250414-1.csv"):
+        shutil.copy(SHARED / "reference" / "gapminder" / "results" / name, results / name)
+    settings = write_settings(tmp_path, wdi_snapshot_dir)
+    assert main(["--config", str(settings), "import", "gapminder-results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "2025-04-14 deepseek-reasoner: recorded vs deepseek-v3: correct_rate improvement" in out
+    assert "2 new evaluation(s) of 2" in out
+    assert main(["--config", str(settings), "import", "gapminder-results", str(results)]) == 0
+    assert "0 new evaluation(s) of 2" in capsys.readouterr().out
+    assert main(["--config", str(settings), "history", "--suite", "gapminder", "--format", "csv"]) == 0
+    import io
+
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out), keep_default_na=False)
+    assert list(table.columns[:3]) == ["model", "evaluated_at", "metric"]
+    assert set(table["metric"]) == {"correct_rate", "very_wrong_rate"}  # the headlines an import has
+    r1 = table[(table["model"] == "deepseek-reasoner") & (table["metric"] == "correct_rate")].iloc[0]
+    assert r1["verdict"] == "improvement" and r1["predecessor"] == "deepseek-v3"
+    assert main(["--config", str(settings), "trends"]) == 0
+    assert "deepseek-reasoner" in capsys.readouterr().out

@@ -14,6 +14,7 @@ from geomon.monitor.history import MetricHistory, MetricValue
 from geomon.report import charts, trends
 from geomon.report.index import write_index
 from geomon.suites import worldbench
+from geomon.suites.registry import suites
 
 DRIFT_SPEC = dg.AssetCheckSpec(
     "no_drift",
@@ -106,14 +107,16 @@ def drift_probe_schedule(context: dg.ScheduleEvaluationContext, geomon: GeomonRe
     key=["monitor", "trends"],
     group_name="monitor",
     automation_condition=EAGER,
-    deps=[["worldbench", "leaderboard"], ["borderlines", "leaderboard"], drift_probe],
+    # Downstream of every suite's leaderboard: a new evaluation of any suite redraws the trends.
+    deps=[*([name, "leaderboard"] for name in suites()), drift_probe],
 )
 def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
     """Every headline metric of every model over time, and knowledge recency (best-matching data year),
     from the metric history; written to <results_dir>/trends/report.html."""
     settings = geomon.settings()
-    series = MetricHistory(settings.store_url).series(only=trends.headline_keys())
-    page = trends.write_report(settings.results_dir / "trends", series)
+    history = MetricHistory(settings.store_url)
+    series = history.series(only=trends.headline_keys())
+    page = trends.write_report(settings.results_dir / "trends", series, history.comparisons())
     index = write_index(settings.results_dir)
     table = trends.trend_table(series)
     latest = table.groupby(["suite", "metric", "model", "scope"]).tail(1)

@@ -68,8 +68,7 @@ def track_evaluation(
             url=alerts.asset_url(settings.alerts.ui_url, asset_key, str(partition) if partition else None),
             numbers={k: worst[k] for k in ("metric", "before", "after", "effect", "p_value", "min_effect", "items")},
         )
-        failures = alerts.send(alert, settings.alerts)
-        delivered = ["failed: " + f for f in failures] or ["sent"]
+        delivered = alerts.deliver(alert, settings.alerts)
     return dg.AssetCheckResult(
         check_name="no_regression",
         passed=not regressed,
@@ -77,10 +76,15 @@ def track_evaluation(
         metadata={
             "evaluation_id": current.evaluation_id,
             "recorded_by_run": current.dagster_run_id,
-            "compared_with": ", ".join(sorted({r["against"] for r in rows})) or "nothing yet (first run)",
+            "compared_with": ", ".join(sorted({r["against"] for r in rows}))
+            or (
+                f"unchanged: the same per-item values as evaluation {current.evaluation_id} (nothing new recorded)"
+                if current.reused and current.dagster_run_id != context.run.run_id
+                else "nothing yet (first run)"
+            ),
             "comparisons": dg.MetadataValue.json(rows),
             "regressions": len(regressed),
-            "alert": ", ".join(delivered) or "none",
+            "alert": ", ".join(delivered) or "none (no regression)",
         },
     )
 

@@ -19,7 +19,8 @@ import requests
 
 log = logging.getLogger(__name__)
 
-AlertKind = Literal["regression", "drift", "run_failed", "judge_agreement"]
+AlertKind = Literal["regression", "drift", "run_failed", "judge_agreement", "blocked_automation", "test"]
+NO_CHANNEL = "no channel configured"
 
 
 @dataclass
@@ -60,6 +61,8 @@ class AlertError(RuntimeError):
 
 
 class WebhookNotifier:
+    name = "webhook"
+
     def __init__(self, url: str, style: str = "slack", timeout_s: float = 10.0) -> None:
         self._url = url  # secret: carries the token
         self.style = style
@@ -89,6 +92,7 @@ class WebhookNotifier:
 class EmailNotifier:
     def __init__(self, settings: AlertSettings) -> None:
         self.settings = settings
+        self.name = f"e-mail to {', '.join(settings.email_to)}"
 
     def send(self, alert: Alert) -> None:
         s = self.settings
@@ -126,20 +130,28 @@ def notifiers(settings: AlertSettings) -> list[WebhookNotifier | EmailNotifier]:
     return out
 
 
-def send(alert: Alert, settings: AlertSettings) -> list[str]:
-    """Deliver ``alert`` on every configured channel; returns what failed (a failed channel never
-    stops the others, and never fails the run that raised the alert)."""
-    failures = []
+def deliver(alert: Alert, settings: AlertSettings) -> list[str]:
+    """Deliver ``alert`` on every configured channel; one line per channel ("webhook: sent", "e-mail to …:
+    failed: …"), or ``NO_CHANNEL`` when there is none, so metadata and logs never claim an alert went out
+    that did not. A failed channel never stops the others, and never fails the run that raised the alert."""
     channels = notifiers(settings)
     if not channels:
-        log.warning("alert not delivered, no channel configured (set %s): %s", settings.webhook_url_env, alert.title)
+        log.warning("alert not delivered, %s (set %s): %s", NO_CHANNEL, settings.webhook_url_env, alert.title)
+        return [NO_CHANNEL]
+    outcomes = []
     for channel in channels:
         try:
             channel.send(alert)
+            outcomes.append(f"{channel.name}: sent")
         except AlertError as exc:
             log.error("alert %r not delivered: %s", alert.title, exc)
-            failures.append(str(exc))
-    return failures
+            outcomes.append(f"{channel.name}: failed: {exc}")
+    return outcomes
+
+
+def send(alert: Alert, settings: AlertSettings) -> list[str]:
+    """``deliver``, returning only what failed (empty when every configured channel took it)."""
+    return [o.split(": failed: ", 1)[1] for o in deliver(alert, settings) if ": failed: " in o]
 
 
 def asset_url(ui_url: str, key: list[str], partition: str | None = None) -> str:

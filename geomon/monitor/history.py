@@ -37,8 +37,32 @@ evaluations = sa.Table(
     sa.Column("code_version", sa.String(200), nullable=False, default=""),
     sa.Column("dagster_run_id", sa.String(100), nullable=False, default=""),
     sa.Column("items", sa.Text),  # JSON records: the per-item values paired tests compare
+    # When the model was evaluated (an imported run's own date; geomon's runs: when recorded).
+    sa.Column("evaluated_at", sa.DateTime(timezone=True)),
+    # "geomon" for geomon's own runs; "import:<source>:<key>" for evaluations made elsewhere.
+    sa.Column("origin", sa.String(300), nullable=False, default="geomon", server_default="geomon"),
     sa.Index("ix_metric_evaluations_lookup", "suite", "model", "scope", "recorded_at"),
 )
+
+# The paired test of an evaluation against what it was compared with (its previous run or predecessor).
+comparisons = sa.Table(
+    "metric_comparisons",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("evaluation_id", sa.String(36), sa.ForeignKey("metric_evaluations.evaluation_id"), nullable=False),
+    sa.Column("against_evaluation_id", sa.String(36), nullable=False),
+    sa.Column("against", sa.String(300), nullable=False),  # "previous run" or "predecessor <model>"
+    sa.Column("metric", sa.String(200), nullable=False),
+    sa.Column("before", sa.Float),
+    sa.Column("after", sa.Float),
+    sa.Column("effect", sa.Float),  # signed so that positive = worse
+    sa.Column("p_value", sa.Float),
+    sa.Column("items", sa.Integer),
+    sa.Column("verdict", sa.String(20), nullable=False),  # regression | improvement | no change
+    sa.Index("ix_metric_comparisons_evaluation", "evaluation_id"),
+)
+# Columns added to metric_evaluations after its first release: added in place to an older database.
+_ADDED_COLUMNS = {"evaluated_at": "TIMESTAMP", "origin": "VARCHAR(300) NOT NULL DEFAULT 'geomon'"}
 
 values = sa.Table(
     "metric_values",
@@ -78,6 +102,9 @@ class Evaluation:
     versions: dict[str, str] = field(default_factory=dict)
     dagster_run_id: str = ""
     items: pd.DataFrame | None = None
+    evaluated_at: datetime | None = None
+    origin: str = "geomon"
+    reused: bool = False  # ``record`` found this evaluation already there and recorded nothing new
 
 
 def _finite(x: Any) -> float | None:
@@ -92,6 +119,7 @@ class MetricHistory:
 
     def __init__(self, url: str) -> None:
         self.engine = make_engine(url, metadata)
+        _add_missing_columns(self.engine)
 
     def record(
         self,
@@ -104,11 +132,14 @@ class MetricHistory:
         versions: dict[str, str] | None = None,
         dagster_run_id: str = "",
         run_started_at: datetime | None = None,
+        evaluated_at: datetime | None = None,
+        origin: str = "geomon",
     ) -> Evaluation:
-        """Append one evaluation, at most one per run: a step that records again in the same Dagster run (a
-        retry) gets the evaluation already recorded; and a run that computed exactly the evaluation another
-        run recorded after ``run_started_at`` (two runs of the same model and suite at once, sharing their
-        answers) gets that one, so the history holds one point for one evaluation."""
+        """Append one evaluation, at most one per evaluation: a step that records again in the same Dagster run
+        (a retry) gets the evaluation already recorded; and an evaluation identical to the model's latest in
+        the scope (the same per-item values from the same data, prompts and code: a re-materialization of
+        unchanged answers, two runs at once sharing their answers, an import run twice) gets that one, marked
+        ``reused``, so the history holds one point for one evaluation."""
         versions = versions or {}
         items_json = items.to_json(orient="records", force_ascii=False) if items is not None else None
         same = (evaluations.c.suite == suite, evaluations.c.model == model, evaluations.c.scope == scope)
@@ -120,22 +151,27 @@ class MetricHistory:
                     .first()
                 )
                 if row is not None:
-                    return _evaluation(row)
-            if run_started_at is not None and items_json is not None:
-                row = (
-                    conn.execute(
-                        sa.select(evaluations)
-                        .where(*same, evaluations.c.recorded_at >= run_started_at)
-                        .order_by(evaluations.c.recorded_at.desc())
-                        .limit(1)
-                    )
-                    .mappings()
-                    .first()
-                )
+                    return _evaluation(row, reused=True)
+            if items_json is not None:
+                query = sa.select(evaluations).where(*same, evaluations.c.origin == origin)
+                if evaluated_at is not None:
+                    query = query.where(evaluations.c.evaluated_at == evaluated_at)
+                row = conn.execute(query.order_by(evaluations.c.recorded_at.desc()).limit(1)).mappings().first()
                 if row is not None and row["items"] == items_json and _versions(row) == _versions_of(versions):
-                    return _evaluation(row)
+                    return _evaluation(row, reused=True)
             now = datetime.now(UTC)
-            evaluation = Evaluation(str(uuid.uuid4()), suite, model, scope, now, versions, dagster_run_id, items)
+            evaluation = Evaluation(
+                str(uuid.uuid4()),
+                suite,
+                model,
+                scope,
+                now,
+                versions,
+                dagster_run_id,
+                items,
+                evaluated_at or now,
+                origin,
+            )
             conn.execute(
                 evaluations.insert().values(
                     evaluation_id=evaluation.evaluation_id,
@@ -148,6 +184,8 @@ class MetricHistory:
                     code_version=versions.get("code", ""),
                     dagster_run_id=dagster_run_id,
                     items=items_json,
+                    evaluated_at=evaluation.evaluated_at,
+                    origin=origin,
                 )
             )
             if metrics:
@@ -172,17 +210,50 @@ class MetricHistory:
         return evaluation
 
     def latest(self, suite: str, model: str, scope: str = "", before: Evaluation | None = None) -> Evaluation | None:
-        """The newest evaluation of ``model`` in ``suite``/``scope`` (recorded before ``before`` if given)."""
+        """The newest evaluation of ``model`` in ``suite``/``scope`` by evaluation date (evaluated before
+        ``before`` if given; of two on the same date, the one recorded first is the earlier)."""
+        when = sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at)
         query = sa.select(evaluations).where(
             evaluations.c.suite == suite, evaluations.c.model == model, evaluations.c.scope == scope
         )
         if before is not None:
+            then = before.evaluated_at or before.recorded_at
             query = query.where(evaluations.c.evaluation_id != before.evaluation_id).where(
-                evaluations.c.recorded_at <= before.recorded_at
+                sa.or_(when < then, sa.and_(when == then, evaluations.c.recorded_at <= before.recorded_at))
             )
         with self.engine.connect() as conn:
-            row = conn.execute(query.order_by(evaluations.c.recorded_at.desc()).limit(1)).mappings().first()
+            order = (when.desc(), evaluations.c.recorded_at.desc())
+            row = conn.execute(query.order_by(*order).limit(1)).mappings().first()
         return None if row is None else _evaluation(row)
+
+    def record_comparisons(self, evaluation: Evaluation, rows: list[dict[str, Any]]) -> None:
+        """Store the paired tests of ``evaluation`` (replacing any stored for it: a reused evaluation is
+        compared again with what precedes it now)."""
+        with self.engine.begin() as conn:
+            conn.execute(comparisons.delete().where(comparisons.c.evaluation_id == evaluation.evaluation_id))
+            if rows:
+                conn.execute(comparisons.insert(), [{"evaluation_id": evaluation.evaluation_id, **r} for r in rows])
+
+    def evaluations(self, suite: str | None = None, model: str | None = None) -> pd.DataFrame:
+        """One row per evaluation (without its items): when, of what, where it came from."""
+        columns = [c for c in evaluations.c if c.name != "items"]
+        query = sa.select(*columns)
+        if suite is not None:
+            query = query.where(evaluations.c.suite == suite)
+        if model is not None:
+            query = query.where(evaluations.c.model == model)
+        when = sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(when, evaluations.c.recorded_at)).mappings().all()
+        return pd.DataFrame(rows, columns=[c.name for c in columns])
+
+    def comparisons(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        query = sa.select(comparisons)
+        if evaluation_ids is not None:
+            query = query.where(comparisons.c.evaluation_id.in_(list(evaluation_ids)))
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(comparisons.c.id)).mappings().all()
+        return pd.DataFrame(rows, columns=[c.name for c in comparisons.c])
 
     def series(
         self,
@@ -196,6 +267,8 @@ class MetricHistory:
         needs the headlines, not every figure of every evaluation)."""
         query = sa.select(
             values,
+            sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at).label("evaluated_at"),
+            evaluations.c.origin,
             evaluations.c.scope,
             evaluations.c.data_version,
             evaluations.c.prompt_version,
@@ -219,7 +292,7 @@ def _versions_of(versions: dict[str, str]) -> dict[str, str]:
     return {key: versions.get(key, "") for key in ("data", "prompts", "code")}
 
 
-def _evaluation(row: Any) -> Evaluation:
+def _evaluation(row: Any, reused: bool = False) -> Evaluation:
     items = pd.read_json(io.StringIO(row["items"]), orient="records") if row["items"] else None
     return Evaluation(
         row["evaluation_id"],
@@ -230,7 +303,26 @@ def _evaluation(row: Any) -> Evaluation:
         _versions(row),
         row["dagster_run_id"],
         items,
+        row.get("evaluated_at") or row["recorded_at"],
+        row.get("origin") or "geomon",
+        reused,
     )
+
+
+def _add_missing_columns(engine: sa.Engine) -> None:
+    """Columns added after a database was created are added in place (nothing stored is lost); two processes
+    doing it at once: one adds, the other finds the column there."""
+    present = {c["name"] for c in sa.inspect(engine).get_columns("metric_evaluations")}
+    for name, ddl in _ADDED_COLUMNS.items():
+        if name in present:
+            continue
+        exists = "IF NOT EXISTS " if engine.dialect.name == "postgresql" else ""
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text(f"ALTER TABLE metric_evaluations ADD COLUMN {exists}{name} {ddl}"))
+        except sa.exc.OperationalError:
+            if name not in {c["name"] for c in sa.inspect(engine).get_columns("metric_evaluations")}:
+                raise
 
 
 def metrics_from_mapping(numbers: dict[str, Any], breakdown: str = "", n: int | None = None) -> list[MetricValue]:

@@ -30,14 +30,59 @@ def headline_keys() -> list[tuple[str, str, str]]:
     return [(suite, metric, breakdown) for suite, metric, breakdown, _ in headlines()]
 
 
+TABLE_COLUMNS = ["suite", "metric", "model", "scope", "evaluated_at", "value", "ci_low", "ci_high", "evaluation_id"]
+
+
 def trend_table(series: pd.DataFrame) -> pd.DataFrame:
-    """One row per (suite, metric, model, time) for the headline metrics."""
+    """One row per (suite, metric, model, evaluation date) for the headline metrics: the date the model was
+    evaluated (an imported run's own date), not when geomon recorded it."""
     if series.empty:
-        return pd.DataFrame(columns=["suite", "metric", "model", "scope", "recorded_at", "value", "ci_low", "ci_high"])
+        return pd.DataFrame(columns=TABLE_COLUMNS)
     wanted = {(s, m, b) for s, m, b, _ in headlines()}
     keep = [(s, m, b) in wanted for s, m, b in zip(series["suite"], series["metric"], series["breakdown"], strict=True)]
-    columns = ["suite", "metric", "model", "scope", "recorded_at", "value", "ci_low", "ci_high"]
-    return series.loc[keep, columns].sort_values(["suite", "metric", "model", "recorded_at"], ignore_index=True)
+    frame = series.loc[keep].copy()
+    if "evaluated_at" not in frame:
+        frame["evaluated_at"] = frame["recorded_at"]
+    frame["evaluated_at"] = pd.to_datetime(frame["evaluated_at"], utc=True)
+    if "evaluation_id" not in frame:
+        frame["evaluation_id"] = ""
+    return frame[TABLE_COLUMNS].sort_values(["suite", "metric", "model", "evaluated_at"], ignore_index=True)
+
+
+def release_lines(series: pd.DataFrame, comparisons: pd.DataFrame) -> dict[str, str]:
+    """Model → the release line it belongs to: models joined by a predecessor comparison (a vendor's
+    successive releases, or a registry's ``predecessor``), named by their models in release order."""
+    if series.empty or comparisons is None or comparisons.empty:
+        return {}
+    model_of = dict(zip(series["evaluation_id"], series["model"], strict=False))
+    first_seen = pd.to_datetime(series["evaluated_at"], utc=True).groupby(series["model"]).min()
+    parent: dict[str, str] = {}
+
+    def root(model: str) -> str:
+        while parent.get(model, model) != model:
+            model = parent[model]
+        return model
+
+    for row in comparisons.itertuples(index=False):
+        if not str(row.against).startswith("predecessor "):
+            continue
+        current, earlier = model_of.get(row.evaluation_id), str(row.against).removeprefix("predecessor ")
+        if current is None or earlier not in first_seen.index:
+            continue
+        a, b = root(current), root(earlier)
+        if a != b:
+            parent[a] = b
+    members: dict[str, list[str]] = {}
+    for model in first_seen.index:
+        members.setdefault(root(model), []).append(model)
+    lines = {}
+    for group in members.values():
+        if len(group) < 2:
+            continue
+        ordered = sorted(group, key=lambda m: first_seen[m])
+        label = " → ".join(ordered) if len(ordered) <= 3 else f"{ordered[0]} → … → {ordered[-1]} ({len(ordered)})"
+        lines.update({m: label for m in ordered})
+    return lines
 
 
 LABELLED_MODELS = 8  # beyond this a chart labels the highest and lowest models and greys the rest
@@ -46,7 +91,8 @@ LABELLED_MODELS = 8  # beyond this a chart labels the highest and lowest models 
 def labelled_models(frame: pd.DataFrame) -> set[str]:
     """Every model, or with more than ``LABELLED_MODELS`` the half with the highest and the half with the
     lowest latest values: the ones a reader looks for."""
-    latest = frame.sort_values("recorded_at").groupby("model")["value"].last().sort_values()
+    when = "evaluated_at" if "evaluated_at" in frame else "recorded_at"
+    latest = frame.sort_values(when).groupby("model")["value"].last().sort_values()
     if len(latest) <= LABELLED_MODELS:
         return set(latest.index)
     half = LABELLED_MODELS // 2
@@ -62,17 +108,18 @@ def trend_lines(frame: pd.DataFrame) -> pd.Series:
 
 
 def _chart(frame: pd.DataFrame, title: str) -> str:
-    """One line per model over time, its interval as a band. With many models the legend would be
-    unreadable (and drawing 100 bands takes seconds): the models with the highest and lowest latest values
-    are labelled, the others drawn as one grey line collection."""
+    """One line per model (or release line) over real dates, its interval as a band, regressions marked with
+    a red cross. With many models the legend would be unreadable (and drawing 100 bands takes seconds): the
+    models with the highest and lowest latest values are labelled, the others drawn as one grey line
+    collection."""
     import matplotlib.dates as mdates
     import matplotlib.ticker
     from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure
 
-    frame = frame.assign(when=pd.to_datetime(frame["recorded_at"], utc=True), model=trend_lines(frame))
+    frame = frame.assign(when=pd.to_datetime(frame["evaluated_at"], utc=True), model=trend_lines(frame))
     labelled = labelled_models(frame)
-    fig = Figure(figsize=(9, 3))
+    fig = Figure(figsize=(11, 3.4))
     ax = fig.subplots()
     # The unlabelled models as one collection: dates converted once, then split by model (a per-model
     # groupby and date conversion cost more than drawing them).
@@ -89,6 +136,17 @@ def _chart(frame: pd.DataFrame, title: str) -> str:
         ax.plot(when, part["value"], marker="o", label=model)
         if part["ci_low"].notna().any():
             ax.fill_between(when, part["ci_low"], part["ci_high"], alpha=0.15)
+    regressed = frame[frame.get("verdict", pd.Series("", index=frame.index)) == "regression"]
+    if len(regressed):
+        ax.scatter(
+            regressed["when"].dt.tz_localize(None),
+            regressed["value"],
+            marker="x",
+            s=60,
+            color="red",
+            zorder=5,
+            label="regression vs predecessor",
+        )
     locator = mdates.AutoDateLocator(maxticks=6)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # short labels, no rotation
@@ -98,7 +156,7 @@ def _chart(frame: pd.DataFrame, title: str) -> str:
     ax.set_ylabel(str(frame["metric"].iloc[0]).replace("_", " "), fontsize=8)
     # Outside the plot, at a fixed place: matplotlib's "best" spot tests every line (slow with 100 models).
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.subplots_adjust(left=0.07, right=0.78, top=0.88, bottom=0.14)  # room for the legend on the right
+    fig.subplots_adjust(left=0.06, right=0.64, top=0.88, bottom=0.14)  # room for the release lines legend
     return charts.figure_svg(fig)
 
 
@@ -112,17 +170,29 @@ def _cached_chart(cache: Path, part: pd.DataFrame, title: str) -> Path:
     return path
 
 
-CHART_VERSION = "4"  # bump when _chart draws differently, so cached charts are redrawn
+CHART_VERSION = "5"  # bump when _chart draws differently, so cached charts are redrawn
 
 
-def write_report(out_dir: Path, series: pd.DataFrame) -> Path:
-    """trends.csv and report.html (a chart and the latest values per headline metric). Charts are kept in
-    ``out_dir/charts`` by a hash of their data; charts no headline uses any more are removed."""
+def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame | None = None) -> Path:
+    """trends.csv and report.html (a chart and the latest values per headline metric). ``comparisons`` (the
+    history's paired tests) join a vendor's successive releases into one line and mark regressions. Charts
+    are kept in ``out_dir/charts`` by a hash of their data; charts no headline uses any more are removed."""
     cache = out_dir / "charts"
     cache.mkdir(parents=True, exist_ok=True)
     table = trend_table(series)
+    lines = release_lines(table, comparisons) if comparisons is not None else {}
+    if lines:
+        table["model"] = table["model"].map(lambda m: lines.get(m, m))
+    if comparisons is not None and len(comparisons) and len(table):
+        verdicts = comparisons[["evaluation_id", "metric", "verdict"]].drop_duplicates(["evaluation_id", "metric"])
+        table = table.merge(verdicts, on=["evaluation_id", "metric"], how="left")
     table.to_csv(out_dir / "trends.csv", index=False)
-    sections = ["<h1>geomon — trends</h1>", "<p>Every evaluation geomon recorded, per model, over time.</p>"]
+    sections = [
+        "<h1>geomon — trends</h1>",
+        "<p>Every evaluation in the history — geomon's own runs and imported ones — per model (a vendor's "
+        "successive releases joined into one line, in release order) over the dates the models were "
+        "evaluated; bands are 95 % intervals, red crosses regressions against the predecessor.</p>",
+    ]
     used = set()
     for suite, metric, _, title in headlines():
         part = table[(table["suite"] == suite) & (table["metric"] == metric)]
@@ -131,7 +201,7 @@ def write_report(out_dir: Path, series: pd.DataFrame) -> Path:
         chart = _cached_chart(cache, part, title)
         used.add(chart)
         latest = part.groupby(["model", "scope"]).tail(1)[
-            ["model", "scope", "recorded_at", "value", "ci_low", "ci_high"]
+            ["model", "scope", "evaluated_at", "value", "ci_low", "ci_high"]
         ]
         sections += [
             f"<h2>{html.escape(title)}</h2>",

@@ -155,8 +155,9 @@ def read_snapshot(path: str | Path) -> GapminderData:
 def read_results(path: str | Path) -> pd.DataFrame:
     """Gapminder's graded results (``master_output_*.csv``, one file or a folder of them) as the frame
     ``geomon.suites.gapminder.correct_rates`` takes: model, question_id, prompt_variation_id, language,
-    grade, plus run (the file). Gapminder's ``fail`` (no judge majority) and empty results are
-    indecisive, counted by their original label in ``attrs["original_labels"]``."""
+    grade, plus run (the file) and evaluated (``last_evaluation_datetime``, where the file has it).
+    Gapminder's ``fail`` (no judge majority) and empty results are indecisive, counted by their original
+    label in ``attrs["original_labels"]``."""
     root = Path(path)
     files = sorted(root.glob("master_output_*.csv")) if root.is_dir() else [root]
     if not files:
@@ -178,6 +179,8 @@ def read_results(path: str | Path) -> pd.DataFrame:
             "language": raw["language"],
             "grade": labels.replace({"fail": "indecisive", "empty": "indecisive"}),
             "run": raw["run"],
+            "evaluated": raw.get("last_evaluation_datetime", ""),
+            "empty": labels.eq("empty"),
         }
     )
     out.attrs["original_labels"] = labels.value_counts().to_dict()

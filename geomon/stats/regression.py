@@ -29,6 +29,18 @@ class RegressionResult:
     min_effect: float
     alpha: float
     regressed: bool
+    # The same test in the better direction: p of a change at least this good under "no change".
+    p_improvement: float = 1.0
+
+    @property
+    def improved(self) -> bool:
+        return bool(self.p_improvement < self.alpha and -self.effect >= self.min_effect)
+
+    @property
+    def verdict(self) -> str:
+        """``regression``, ``improvement`` or ``no change`` (a significant change smaller than the minimum
+        effect is no change: it would page nobody)."""
+        return "regression" if self.regressed else "improvement" if self.improved else "no change"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,8 +73,9 @@ def paired_regression(
         return sign * (statistic(rows.iloc[y]) - statistic(rows.iloc[x]))
 
     observed = worse_by(np.arange(n), np.arange(n) + n)
+    p_improvement = 1.0
     if observed == 0.0:
-        p_value = 1.0
+        p_value = 1.0  # identical values (or exactly the same statistic): no change, whatever the items
     else:
         from scipy import stats  # imported here: scipy.stats costs ~0.8 s, the code location must load fast
 
@@ -76,6 +89,10 @@ def paired_regression(
             rng=np.random.default_rng(seed),
         )
         p_value = float(result.pvalue)
+        # The null distribution is symmetric in what it exchanges; its lower tail gives the improvement's p
+        # (counted as scipy counts the upper one: the observed arrangement included).
+        null = np.asarray(result.null_distribution)
+        p_improvement = float((np.sum(null <= observed + 1e-12 * abs(observed)) + 1) / (null.size + 1))
     return RegressionResult(
         metric=metric,
         before=float(statistic(old)),
@@ -86,4 +103,5 @@ def paired_regression(
         min_effect=min_effect,
         alpha=alpha,
         regressed=bool(p_value < alpha and observed >= min_effect),
+        p_improvement=p_improvement,
     )

@@ -92,6 +92,18 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
             )
             prompts = again.output_for_node("blend__prompts")
             assert prompts.groupby("country")["question_id"].nunique().eq(5).all()
+            # A model appears: automation asks for its partitions of every per-model stage, and nothing else.
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+            instance.add_dynamic_partitions("models", ["newcomer"])
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            for stage in ("responses", "scores", "disparity"):
+                assert tick.get_requested_partitions(dg.AssetKey(["blend", stage])) == {"newcomer"}, stage
+            requested = {
+                k.to_user_string()
+                for k in defs.resolve_asset_graph().get_all_asset_keys()
+                if tick.get_requested_partitions(k)
+            }
+            assert {k for k in requested if not k.startswith("blend/")} == set()
 
 
 def test_every_declared_suite_is_checked_at_registration():

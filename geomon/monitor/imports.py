@@ -1,0 +1,336 @@
+"""Evaluations made elsewhere, into the metric history: the same metrics, intervals, paired tests and
+alerts as geomon's own runs, each marked with its origin and dated when it was made.
+
+- Gapminder's published judged answers (``gapminder_runs``): every model configuration's run, graded
+  correct / wrong / very wrong / fail (no judge majority: indecisive) / empty (no answer: failed, excluded
+  and counted), scored with the suite's own ``diagnose`` (question-clustered intervals included).
+- A per-item outcome file of any benchmark (``item_runs``): CSV, JSONL or Parquet, one row per (model,
+  item) — what a user with their own harness writes.
+
+``record_runs`` records them in date order and compares each with its model's previous run or, for a
+model's first run, with its predecessor (the same vendor's previous release by publish date, unless the
+settings name another). Recording the same run twice records nothing new.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from geomon.monitor import tracking
+from geomon.monitor.history import Evaluation, MetricHistory, MetricValue, metrics_from_mapping
+
+GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items
+
+
+class ImportError_(ValueError):
+    """A file to import that cannot be read: the message names the file, the line and the field."""
+
+
+@dataclass
+class ImportedRun:
+    suite: str
+    model: str
+    evaluated_at: datetime
+    metrics: list[MetricValue]
+    items: pd.DataFrame
+    scope: str
+    origin: str
+    vendor: str = ""
+    released: date | None = None
+    predecessor: str | None = None  # as the source says (an item file's column); else found by vendor
+    answers: int = 0
+    excluded: int = 0  # rows without an outcome: counted, never scored
+
+
+def _model_name(model_id: str) -> str:
+    """``openai/gpt-4.1-2025-04-14`` → ``gpt-4.1-2025-04-14`` (the last part of a provider path)."""
+    return str(model_id).strip().rstrip("/").rsplit("/", 1)[-1]
+
+
+def _date(value: Any, where: str) -> datetime:
+    text = str(value).strip()
+    for fmt in ("%Y%m%d", "%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"):
+        try:
+            return datetime.strptime(text[: len(datetime(2000, 1, 1).strftime(fmt))], fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    try:
+        parsed = pd.Timestamp(text)
+    except (ValueError, TypeError):
+        raise ImportError_(f"{where}: {text!r} is not a date") from None
+    return (parsed.tz_convert(UTC) if parsed.tzinfo else parsed.tz_localize(UTC)).to_pydatetime()
+
+
+def _read_entities(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise ImportError_(f"{path}: missing; the model configurations (model id, vendor, publish date) are read there")
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    needed = ["model_configuration", "model_id", "vendor", "model_publish_date"]
+    missing = [c for c in needed if c not in frame]
+    if missing:
+        raise ImportError_(f"{path}: no column(s) {missing}")
+    return frame.set_index("model_configuration")
+
+
+def _runs_of(config: pd.DataFrame) -> list[pd.DataFrame]:
+    """A configuration's rows as runs: evaluation dates whose answered prompts do not overlap are one run
+    (it was finished over several days, dated by its last day); a date that asks again what an earlier one
+    asked starts a new run."""
+    runs: list[pd.DataFrame] = []
+    for _, day in sorted(config.groupby("evaluated"), key=lambda kv: kv[0]):
+        keys = set(zip(day["question_id"], day["language"], day["prompt_variation_id"], strict=True))
+        if runs:
+            last = runs[-1]
+            seen = set(zip(last["question_id"], last["language"], last["prompt_variation_id"], strict=True))
+            if not keys & seen:
+                runs[-1] = pd.concat([last, day], ignore_index=True)
+                continue
+        runs.append(day)
+    return runs
+
+
+def gapminder_runs(results_dir: str | Path, entities: str | Path, question_bank: Any = None) -> list[ImportedRun]:
+    """Gapminder's published runs as evaluations of the gapminder suite, read as the suite reads them
+    (``sources.gapminder.read_results``: ``fail`` and empty results are indecisive); ``question_bank`` (the
+    suite's ``GapminderData``) gives each prompt variation's family and each question's topic."""
+    from geomon.sources.gapminder import read_results
+    from geomon.suites import gapminder
+
+    results_dir, entities = Path(results_dir), Path(entities)
+    rows = read_results(results_dir)
+    if (rows["evaluated"] == "").any():
+        raise ImportError_(f"{results_dir}: results without last_evaluation_datetime: the runs cannot be dated")
+    configs = _read_entities(entities)
+    unknown = sorted(set(rows["model"]) - set(configs.index))
+    if unknown:
+        raise ImportError_(f"{results_dir}: model configuration(s) {unknown} are not in {entities}")
+    families = topics = {}
+    if question_bank is not None:
+        families = dict(zip(question_bank.variations["variation_id"], question_bank.variations["family"], strict=True))
+        topics = dict(zip(question_bank.questions["question_id"], question_bank.questions["topic"], strict=True))
+    runs = []
+    for config_id, config in rows.groupby("model"):
+        entity = configs.loc[config_id]
+        model = _model_name(entity["model_id"])
+        for part in _runs_of(config):
+            graded = part.assign(
+                model=model,
+                family=[families.get(v, "unknown") for v in part["prompt_variation_id"]],
+                topic=[topics.get(q, "unknown") for q in part["question_id"]],
+                graded_by="published",
+                reason=np.where(part["empty"], "no answer recorded", "Gapminder's jury"),
+                status="answered",
+            )
+            result = gapminder.diagnose(graded)
+            numbers = {k: float(v) for k, v in result["summary"].items() if isinstance(v, int | float) and pd.notna(v)}
+            metrics = metrics_from_mapping(numbers, n=len(graded))
+            metrics += [
+                MetricValue("correct_rate", float(r.correct_rate), f"family={r.family}", n=int(r.n))
+                for r in result["by_family"].itertuples()
+                if pd.notna(r.correct_rate)
+            ]
+            when = _date(part["evaluated"].max(), f"{results_dir}: {config_id}")
+            files = ",".join(sorted(part["run"].unique()))
+            runs.append(
+                ImportedRun(
+                    suite="gapminder",
+                    model=model,
+                    evaluated_at=when,
+                    metrics=metrics,
+                    items=gapminder.items(graded),
+                    scope=GAPMINDER_SCOPE,
+                    origin=f"import:gapminder-results:{config_id}:{files}",
+                    vendor=str(entity["vendor"]),
+                    released=_date(entity["model_publish_date"], f"{entities}: {config_id}").date(),
+                    answers=len(graded),
+                    excluded=int(part["empty"].sum()),
+                )
+            )
+    return sorted(runs, key=lambda r: (r.evaluated_at, r.model))
+
+
+# --- any benchmark's per-item outcomes -------------------------------------------------------------
+
+ITEM_COLUMNS = ("model", "item", "evaluated_at")  # required; plus score or correct, optional group columns
+
+
+def _read_items(path: Path) -> pd.DataFrame:
+    if not path.is_file():
+        raise ImportError_(f"{path}: missing")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    elif suffix in (".jsonl", ".ndjson"):
+        records = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise ImportError_(f"{path}, line {number}: not JSON ({exc})") from None
+            if not isinstance(record, dict):
+                raise ImportError_(f"{path}, line {number}: a JSON object per line, found {type(record).__name__}")
+            records.append(record)
+        frame = pd.DataFrame(records)
+    elif suffix == ".parquet":
+        frame = pd.read_parquet(path)
+    else:
+        raise ImportError_(f"{path}: a .csv, .jsonl or .parquet file of per-item outcomes, not {suffix or 'no suffix'}")
+    missing = [c for c in ITEM_COLUMNS if c not in frame]
+    if "score" not in frame and "correct" not in frame:
+        missing.append("score or correct")
+    if missing:
+        raise ImportError_(f"{path}: no column(s) {missing}; see geomon import items --help")
+    return frame
+
+
+_TRUE = {"1", "true", "yes", "correct", "1.0"}
+_FALSE = {"0", "false", "no", "incorrect", "wrong", "0.0"}
+
+
+def _values(frame: pd.DataFrame, path: Path, line_offset: int) -> np.ndarray:
+    """Each row's outcome as a number; a row without one is NaN (excluded and counted); text that is neither
+    a number nor a yes/no is an error naming the line and the field."""
+    column = "score" if "score" in frame else "correct"
+    out = np.full(len(frame), np.nan)
+    for i, raw in enumerate(frame[column].tolist()):
+        text = "" if raw is None or (isinstance(raw, float) and np.isnan(raw)) else str(raw).strip().lower()
+        if text == "":
+            continue
+        if column == "correct" and text in _TRUE | _FALSE:
+            out[i] = 1.0 if text in _TRUE else 0.0
+            continue
+        try:
+            out[i] = float(text)
+        except ValueError:
+            raise ImportError_(f"{path}, line {i + line_offset}: field {column}: {raw!r} is not a number") from None
+        if not np.isfinite(out[i]):
+            raise ImportError_(f"{path}, line {i + line_offset}: field {column}: {raw!r} is not finite")
+    return out
+
+
+def item_runs(path: str | Path, suite: str, groups: Sequence[str] = ()) -> list[ImportedRun]:
+    """Per-item outcomes → one evaluation per (model, evaluated_at): the mean score (× 100 for a correct /
+    incorrect column) with a bootstrap interval over items, each group's mean with its interval, and the gap
+    between groups (``stats.group_gaps``), for every column named in ``groups`` (e.g. country, language)."""
+    from geomon.stats.uncertainty import group_gaps, mean_interval
+
+    path = Path(path)
+    frame = _read_items(path)
+    line_offset = 2 if path.suffix.lower() == ".csv" else 1
+    scale = 100.0 if "correct" in frame and "score" not in frame else 1.0
+    frame = frame.assign(_value=_values(frame, path, line_offset) * scale)
+    for i, raw in enumerate(frame["evaluated_at"].tolist()):
+        _date(raw, f"{path}, line {i + line_offset}: field evaluated_at")
+    missing = [g for g in groups if g not in frame]
+    if missing:
+        raise ImportError_(f"{path}: no group column(s) {missing}")
+    metric = "accuracy" if scale == 100.0 else "score"
+    runs = []
+    for (model, when), part in frame.groupby(["model", "evaluated_at"], sort=True):
+        scored = part[part["_value"].notna()]
+        overall = mean_interval(scored["_value"])
+        metrics = [MetricValue(metric, overall.point, "", overall.interval.low, overall.interval.high, len(scored))]
+        for group in groups:
+            gaps = group_gaps(scored["_value"], scored[group].astype(str))
+            metrics += [
+                MetricValue(metric, e.point, f"{group}={name}", e.interval.low, e.interval.high, e.items)
+                for name, e in gaps.groups.items()
+            ]
+            spread = gaps.disparity
+            metrics.append(
+                MetricValue(f"{group}_gap", spread.point, "", spread.interval.low, spread.interval.high, len(scored))
+            )
+        items = pd.DataFrame({"item": scored["item"].astype(str).to_numpy(), "value": scored["_value"].to_numpy()})
+        predecessor = None
+        if "predecessor" in part and part["predecessor"].astype(str).str.strip().ne("").any():
+            predecessor = str(part["predecessor"].astype(str).str.strip().replace("", np.nan).dropna().iloc[0])
+        runs.append(
+            ImportedRun(
+                suite=suite,
+                model=str(model),
+                evaluated_at=_date(when, f"{path}: {model}"),
+                metrics=metrics,
+                items=items,
+                scope=f"imported items: {path.name}",
+                origin=f"import:items:{path.name}",
+                predecessor=predecessor,
+                answers=len(part),
+                excluded=int(part["_value"].isna().sum()),
+            )
+        )
+    return sorted(runs, key=lambda r: (r.evaluated_at, r.model))
+
+
+def _mean_value(frame: pd.DataFrame) -> float:
+    return float(frame["value"].mean())
+
+
+ITEM_REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {"score": (_mean_value, False, 0.0)}
+
+
+# --- recording -------------------------------------------------------------------------------------
+
+
+def vendor_predecessors(runs: Sequence[ImportedRun]) -> dict[str, str]:
+    """Each model's predecessor: the same vendor's previous release by publish date."""
+    released: dict[str, tuple[str, date]] = {}
+    for run in runs:
+        if run.vendor and run.released is not None:
+            released[run.model] = (run.vendor, run.released)
+    out = {}
+    for model, (vendor, day) in released.items():
+        earlier = [(d, m) for m, (v, d) in released.items() if v == vendor and (d, m) < (day, model)]
+        if earlier:
+            out[model] = max(earlier)[1]
+    return out
+
+
+@dataclass
+class Recorded:
+    run: ImportedRun
+    evaluation: Evaluation
+    comparisons: list[tracking.Comparison]
+    predecessor: str | None
+
+
+def record_runs(
+    history: MetricHistory,
+    runs: Sequence[ImportedRun],
+    regression_metrics: Mapping[str, tuple[Any, bool, float]],
+    predecessors: Mapping[str, str] | None = None,
+    on_recorded: Callable[[Recorded], None] | None = None,
+) -> list[Recorded]:
+    """Record ``runs`` in date order; ``predecessors`` (from the settings) win over the source's own and over
+    the vendor's previous release. An identical run already recorded is reused (nothing new)."""
+    found = vendor_predecessors(runs)
+    chosen = {**found, **{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
+    out = []
+    for run in sorted(runs, key=lambda r: (r.evaluated_at, r.model)):
+        evaluation, comparisons = tracking.track(
+            history,
+            run.suite,
+            run.model,
+            run.metrics,
+            run.items,
+            dict(regression_metrics),
+            scope=run.scope,
+            versions={"data": run.origin.split(":", 2)[1], "prompts": "", "code": "imported"},
+            predecessor=chosen.get(run.model),
+            evaluated_at=run.evaluated_at,
+            origin=run.origin,
+        )
+        recorded = Recorded(run, evaluation, comparisons, chosen.get(run.model))
+        if on_recorded is not None:
+            on_recorded(recorded)
+        out.append(recorded)
+    return out

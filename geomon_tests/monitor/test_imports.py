@@ -1,0 +1,164 @@
+"""Evaluations made elsewhere, into the history: Gapminder's published answers of real models (a subset of
+the real files), per-item outcome files of any benchmark, and what ``geomon history`` shows of them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+
+import pandas as pd
+import pytest
+
+from geomon.monitor import imports
+from geomon.monitor.history import MetricHistory
+from geomon.sources import gapminder as source
+from geomon.suites import gapminder
+from geomon_tests.conftest import SHARED
+
+RESULTS = SHARED / "reference" / "gapminder" / "results"
+ENTITIES = SHARED / "snapshots" / "gapminder" / "ddf" / "ddf--entities--model_configuration.csv"
+PUBLISHED = SHARED / "reference" / "gapminder" / "ddf--datapoints--average_correct_rate--by--model_configuration.csv"
+# Two Alibaba and two DeepSeek releases; DeepSeek R1's run was finished over two days (two files).
+FILES = [
+    "master_output_20250120.csv",
+    "master_output_20250205.csv",
+    "master_output_20250208.csv",
+    "master_output_20250410.csv",
+    "master_output_20250414-1.csv",
+]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> list[imports.ImportedRun]:
+    folder = tmp_path_factory.mktemp("gapminder-results")
+    for name in FILES:
+        shutil.copy(RESULTS / name, folder / name)
+    bank = source.read_snapshot(SHARED / "snapshots" / "gapminder")
+    return imports.gapminder_runs(folder, ENTITIES, bank)
+
+
+def test_each_configuration_is_one_dated_run_of_a_named_model(runs):
+    by_model = {r.model: r for r in runs}
+    assert list(by_model) == ["qwen-max-2024-09-19", "qwen-max-2025-01-25", "deepseek-v3", "deepseek-reasoner"]
+    r1 = by_model["deepseek-reasoner"]
+    assert r1.answers == 13140 + 11680 and str(r1.evaluated_at.date()) == "2025-04-14"  # two days, one run
+    assert r1.vendor == "DeepSeek" and str(r1.released) == "2025-01-20"
+    assert by_model["qwen-max-2024-09-19"].excluded == 1  # its one "n/a": no answer, indecisive and counted
+    assert all(r.origin.startswith("import:gapminder-results:mc") for r in runs)
+
+
+def test_correct_rates_are_the_published_ones(runs):
+    """Gapminder's own average_correct_rate per configuration (published in whole percent) from the same
+    grades, through the suite's diagnose (within the rounding: 1 point), with a question-clustered interval."""
+    published = pd.read_csv(PUBLISHED).set_index("model_configuration")["average_correct_rate"]
+    for run in runs:
+        config = run.origin.split(":")[2]
+        rate = next(m for m in run.metrics if m.metric == "correct_rate" and m.breakdown == "")
+        assert abs(rate.value - published[config]) <= 1, run.model
+        assert rate.ci_low < rate.value < rate.ci_high
+        assert any(m.breakdown.startswith("family=") for m in run.metrics)
+
+
+def test_releases_are_compared_with_the_vendors_previous_one(runs, tmp_path):
+    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    recorded = {r.run.model: r for r in imports.record_runs(history, runs, gapminder.REGRESSION_METRICS)}
+    assert recorded["qwen-max-2025-01-25"].predecessor == "qwen-max-2024-09-19"
+    assert recorded["deepseek-reasoner"].predecessor == "deepseek-v3"
+    assert recorded["deepseek-v3"].comparisons == [] and recorded["qwen-max-2024-09-19"].comparisons == []
+    r1 = {r.metric: r for c in recorded["deepseek-reasoner"].comparisons for r in c.results}
+    # R1 answers about 9 points more questions correctly than V3 on the questions both answered.
+    assert r1["correct_rate"].verdict == "improvement" and r1["correct_rate"].effect < -5
+    assert r1["correct_rate"].p_improvement < 0.01 and r1["correct_rate"].items > 300
+    qwen = {r.metric: r for c in recorded["qwen-max-2025-01-25"].comparisons for r in c.results}
+    assert qwen["correct_rate"].verdict == "no change"  # 7 points worse, but p = 0.04 > alpha 0.01
+    # Importing again records nothing new.
+    again = imports.record_runs(history, runs, gapminder.REGRESSION_METRICS)
+    assert all(r.evaluation.reused for r in again) and len(history.evaluations(suite="gapminder")) == 4
+    # The settings name another predecessor: it wins.
+    chosen = imports.record_runs(
+        MetricHistory(f"sqlite:///{tmp_path / 'other.sqlite'}"),
+        runs,
+        gapminder.REGRESSION_METRICS,
+        {"deepseek-reasoner": "qwen-max-2025-01-25"},
+    )
+    assert {r.run.model: r.predecessor for r in chosen}["deepseek-reasoner"] == "qwen-max-2025-01-25"
+
+
+def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
+    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    v3 = next(r for r in runs if r.model == "deepseek-v3")
+    clone = dataclasses.replace(v3, model="deepseek-v3-clone", predecessor="deepseek-v3", origin="import:test:clone")
+    recorded = imports.record_runs(history, [v3, clone], gapminder.REGRESSION_METRICS)
+    results = [res for c in recorded[1].comparisons for res in c.results]
+    assert {r.metric for r in results} == {"correct_rate", "very_wrong_rate"}
+    assert all(r.p_value == 1.0 and r.effect == 0.0 and r.verdict == "no change" for r in results)
+    same = imports.record_runs(history, [clone], gapminder.REGRESSION_METRICS)
+    assert same[0].evaluation.reused and len(history.evaluations(suite="gapminder")) == 2
+
+
+def test_history_shows_every_evaluation_with_its_verdict(runs, tmp_path):
+    from geomon.monitor.tracking import HISTORY_COLUMNS, history_table
+
+    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    imports.record_runs(history, runs, gapminder.REGRESSION_METRICS)
+    table = history_table(history, "gapminder", ["correct_rate", "very_wrong_rate"])
+    assert list(table.columns) == HISTORY_COLUMNS and len(table) == 4 * 2
+    r1 = table[(table["model"] == "deepseek-reasoner") & (table["metric"] == "correct_rate")].iloc[0]
+    assert r1["predecessor"] == "deepseek-v3" and r1["verdict"] == "improvement" and r1["evaluated_at"] == "2025-04-14"
+    first = table[table["model"] == "qwen-max-2024-09-19"]
+    assert (first["verdict"] == "").all() and first["effect"].isna().all()  # nothing before it
+
+
+def _items_csv(path, rows):
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_item_files_of_any_benchmark(tmp_path):
+    rows = [
+        {"model": m, "item": f"q{i}", "country": c, "correct": int(ok), "evaluated_at": day, "predecessor": pred}
+        for m, day, pred, right in (("a-1", "2025-01-10", "", {"FR"}), ("a-2", "2025-03-01", "a-1", {"FR", "JP"}))
+        for i, c in enumerate(["FR", "FR", "JP", "JP"] * 10)
+        for ok in [c in right]
+    ]
+    path = _items_csv(tmp_path / "outcomes.csv", rows)
+    runs = imports.item_runs(path, "mybench", ["country"])
+    assert [r.model for r in runs] == ["a-1", "a-2"] and runs[1].predecessor == "a-1"
+    a1 = {(m.metric, m.breakdown): m for m in runs[0].metrics}
+    assert a1[("accuracy", "")].value == 50 and a1[("accuracy", "country=FR")].value == 100
+    assert a1[("country_gap", "")].value == 100
+    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    recorded = imports.record_runs(history, runs, imports.ITEM_REGRESSION_METRICS)
+    (result,) = [r for c in recorded[1].comparisons for r in c.results]
+    assert result.verdict == "improvement" and result.before == 50 and result.after == 100
+    # The same outcomes as JSON Lines and Parquet read the same.
+    jsonl = tmp_path / "outcomes.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in rows))
+    parquet = tmp_path / "outcomes.parquet"
+    pd.DataFrame(rows).astype(str).to_parquet(parquet)
+    for other in (jsonl, parquet):
+        assert [m.value for m in imports.item_runs(other, "mybench", ["country"])[0].metrics] == [
+            m.value for m in runs[0].metrics
+        ]
+
+
+def test_item_file_errors_name_the_file_line_and_field(tmp_path):
+    good = {"model": "a", "item": "q1", "correct": "yes", "evaluated_at": "2025-01-10"}
+    bad = _items_csv(tmp_path / "bad.csv", [good, {**good, "item": "q2", "correct": "maybe"}])
+    with pytest.raises(imports.ImportError_, match=r"bad\.csv, line 3: field correct: 'maybe' is not a number"):
+        imports.item_runs(bad, "b")
+    when = _items_csv(tmp_path / "when.csv", [good, {**good, "evaluated_at": "last tuesday"}])
+    with pytest.raises(imports.ImportError_, match=r"when\.csv, line 3: field evaluated_at: 'last tuesday'"):
+        imports.item_runs(when, "b")
+    missing = _items_csv(tmp_path / "missing.csv", [{"model": "a", "item": "q1", "evaluated_at": "2025-01-10"}])
+    with pytest.raises(imports.ImportError_, match=r"missing\.csv: no column\(s\) \['score or correct'\]"):
+        imports.item_runs(missing, "b")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(good) + "\n{not json\n")
+    with pytest.raises(imports.ImportError_, match=r"broken\.jsonl, line 2: not JSON"):
+        imports.item_runs(broken, "b")
+    # A row without an outcome is excluded and counted, never scored.
+    empty = _items_csv(tmp_path / "empty.csv", [good, {**good, "item": "q2", "correct": ""}])
+    (run,) = imports.item_runs(empty, "b")
+    assert run.excluded == 1 and run.metrics[0].n == 1
