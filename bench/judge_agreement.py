@@ -2,7 +2,10 @@
 example_batch/ with the data's judge prompt; their verdicts are compared with the three commercial
 judges' real verdicts on the same answers and with Gapminder's recorded grades.
 
-    .venv/bin/python bench/judge_agreement.py [--max-tokens 384]
+    .venv/bin/python bench/judge_agreement.py [--max-tokens 384] [--free]
+
+By default each judge's reply is held to the verdict letters at the server (llama.cpp's grammar), as the
+suite asks; ``--free`` lets the judges reason first and reads their replies leniently (the old way).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import pandas as pd
 from geomon.engine.registry import bundled_specs
 from geomon.engine.runner import EngineOptions, ask
 from geomon.engine.store import ResponseStore
-from geomon.jury import decide, parse_verdict, run_jury
+from geomon.jury import JuryTask, convene, decide, letter_reader, parse_verdict
 from geomon.sources.gapminder import read_results, read_snapshot
 from geomon.suites import gapminder
 
@@ -30,6 +33,7 @@ REAL_JUDGES = ("gpt-4o", "claude-3-5", "gimini-1-5")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-tokens", type=int, default=384)
+    parser.add_argument("--free", action="store_true", help="no constraint: reason, then a letter, read leniently")
     args = parser.parse_args()
     data = read_snapshot(SHARED / "snapshots" / "gapminder")
     prompts = gapminder.build_prompts(data, ["en-US"])
@@ -70,13 +74,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = ResponseStore(f"sqlite:///{tmp}/judges.sqlite")
         started = time.monotonic()
-        verdicts, decisions = run_jury(
-            judges,
+        task = JuryTask(
+            "grade",
+            list(range(len(judge_texts))),
             judge_texts,
-            data.judge_choices,
+            letter_reader(data.judge_choices),
+            choices=tuple(data.judge_choices),
+        )
+        result = convene(
+            judges,
+            [task],
             lambda judge, requests: ask(judge, requests, store, options=EngineOptions(slots=2))[0],
             max_tokens=args.max_tokens,
+            constrain=not args.free,
         )
+        verdicts, decisions = result.verdicts, result.decisions["grade"]
         seconds = time.monotonic() - started
     for judge in judges:
         mine = verdicts[verdicts["judge"] == judge.name].set_index("item")
@@ -84,7 +96,10 @@ def main() -> None:
     table["bundled_jury"] = decisions["grade"].to_numpy()
     print(table.drop(columns=["answer"]).to_string(index=False))
     names = ", ".join(j.name for j in judges)
-    print(f"\n{len(table)} answers, judges {names}, max_tokens {args.max_tokens}, {seconds:.0f} s")
+    mode = "free replies, read leniently" if args.free else "replies held to the letters"
+    print(f"\n{len(table)} answers, judges {names}, max_tokens {args.max_tokens}, {mode}, {seconds:.0f} s")
+    readable = (verdicts["status"] == "read").mean()
+    print(f"readable verdicts: {(verdicts['status'] == 'read').sum()}/{len(verdicts)} ({readable:.1%})")
     for column in (*[j.name for j in judges], "bundled_jury"):
         # A judge's column holds its verdicts (None: unreadable); the jury's holds grades (indecisive: none).
         decided = table[column].notna() & (table[column] != "indecisive")

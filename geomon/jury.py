@@ -35,6 +35,10 @@ class JurySettings:
     judges: tuple[str, ...] = ()  # registered model names; empty = every bundled model
     quorum: int | None = None  # votes a grade needs; default a strict majority of the judges
     max_tokens: int = 384  # a judge reasons step by step before its letter; small local judges may stop short
+    # Hold each judge's reply to the task's choices at the server (a grammar, structured outputs, a JSON
+    # schema: per endpoint, ``constrain`` in the model's entry), so every reply is a verdict. Off: the judge
+    # reasons first as the prompt asks, and its reply is read leniently.
+    constrain: bool = True
 
 
 _NAMED_LETTER = re.compile(r"(?:answer|assessment|choice|option|verdict)\s*(?:is|:)?\s*\**\(?([A-Za-z])\)?\**\b", re.I)
@@ -119,13 +123,18 @@ def decide(verdicts: Sequence[str | None], quorum: int = 2) -> Decision:
 
 
 def judge_requests(
-    prompts: Sequence[str], spec: ModelSpec, max_tokens: int = JUDGE_MAX_TOKENS
+    prompts: Sequence[str], spec: ModelSpec, max_tokens: int = JUDGE_MAX_TOKENS, choices: Sequence[str] = ()
 ) -> list[GenerationRequest]:
-    """One request per filled judge prompt; judges answer at temperature 0 (the data's judge settings)."""
+    """One request per filled judge prompt; judges answer at temperature 0 (the data's judge settings).
+    ``choices``: the reply must be one of them (the server holds it to them where it can)."""
     params = {**spec.params, "temperature": 0.0, "max_tokens": max_tokens}
+    held = tuple(choices)
     if spec.kind == "chat":
-        return [GenerationRequest("chat", messages=({"role": "user", "content": p},), params=params) for p in prompts]
-    return [GenerationRequest("completion", prompt=f"{p}\n", params=params) for p in prompts]
+        return [
+            GenerationRequest("chat", messages=({"role": "user", "content": p},), params=params, choices=held)
+            for p in prompts
+        ]
+    return [GenerationRequest("completion", prompt=f"{p}\n", params=params, choices=held) for p in prompts]
 
 
 Asker = Callable[[ModelSpec, list[GenerationRequest]], pd.DataFrame]
@@ -148,6 +157,7 @@ def ask_jury(
     read: Reader,
     ask: Asker,
     max_tokens: int = JUDGE_MAX_TOKENS,
+    choices: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Ask every judge every prompt (through ``ask``, the store-aware engine) and read each reply.
 
@@ -156,7 +166,7 @@ def ask_jury(
     """
     rows = []
     for judge in judges:
-        replies = ask(judge, judge_requests(prompts, judge, max_tokens))
+        replies = ask(judge, judge_requests(prompts, judge, max_tokens, choices))
         for item, (text, error) in enumerate(zip(replies["text"], replies["error"], strict=True)):
             verdict = read(text if isinstance(text, str) else None)
             rows.append(
@@ -230,6 +240,7 @@ class JuryTask:
     prompts: Sequence[str]
     read: Reader
     combine: str = "majority"  # "majority" (a grade, with a quorum) or "mean" (a score)
+    choices: tuple[str, ...] = ()  # the replies ``read`` understands, to hold the judges to (``convene``)
 
 
 @dataclass
@@ -245,13 +256,16 @@ def convene(
     ask: Asker,
     max_tokens: int = JUDGE_MAX_TOKENS,
     quorum: int | None = None,
+    constrain: bool = True,
 ) -> JuryResult:
     """The one jury step of every judged suite: every judge asked every prompt of every task (through the
-    store-aware engine), replies read, verdicts combined per task, and the judges' agreement."""
+    store-aware engine; with ``constrain``, each reply held to the task's choices), replies read, verdicts
+    combined per task, and the judges' agreement."""
     frames, decisions = [], {}
     agreed: dict[str, object] = {"fleiss_kappa": float("nan"), "pairs": pd.DataFrame()}
     for index, task in enumerate(tasks):
-        verdicts = ask_jury(judges, task.prompts, task.read, ask, max_tokens)
+        choices = task.choices if constrain else ()
+        verdicts = ask_jury(judges, task.prompts, task.read, ask, max_tokens, choices)
         if task.combine == "majority":
             combined = majority(verdicts, len(task.prompts), quorum)
         elif task.combine == "mean":

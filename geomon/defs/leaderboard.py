@@ -45,38 +45,61 @@ def leaderboard(
     columns: Sequence[str],
 ) -> dg.Output[pd.DataFrame]:
     """One row per model from its partition's ``summary``; ``write(board, results)`` writes the report;
-    the metadata shows ``columns`` (those present) and links the report."""
+    the metadata shows ``columns`` (those present) and links the report (``leaderboard_metadata``)."""
     results = by_partition(context, input_name, per_model)
     board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(results.items())])
     report = write(board, results)
+    return dg.Output(board, metadata=leaderboard_metadata(context.asset_key.path[0], board, report, columns))
+
+
+def leaderboard_metadata(
+    suite: str,
+    board: pd.DataFrame,
+    report: Path,
+    columns: Sequence[str],
+    labels: Sequence[str] = ("model",),
+    series_rows: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """What every suite's leaderboard shows: the board as Markdown and as a sortable table, the report's path
+    and link, the results index, and one series per row of ``series_rows`` (default: the board; ``labels``
+    name a row: model, or model and table version) of each of the suite's headline metrics, so the Plots tab
+    draws each model's own line."""
     index = write_index(report.parent.parent)
-    shown = [c for c in ("model", *columns) if c in board]
-    return dg.Output(
-        board,
-        metadata={
-            "models": len(board),
-            "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[shown])),
-            "leaderboard_table": metadata_table(board[shown]),
-            "report": dg.MetadataValue.path(str(report)),
-            # A link too; browsers may refuse file:// links from the UI's http:// page, the path is copyable.
-            "report_url": dg.MetadataValue.url(report.resolve().as_uri()),
-            "index": dg.MetadataValue.path(str(index)),
-            **per_model_series(board, shown),
-        },
-    )
-
-
-TREND_COLUMNS = 3  # numeric leaderboard columns given a per-model series in the asset's Plots tab
-
-
-def per_model_series(board: pd.DataFrame, shown: Sequence[str]) -> dict[str, float]:
-    """``<column> · <model>`` for the first numeric leaderboard columns: Dagster's Plots tab draws each
-    metadata key over the materializations, so each model gets its own line over time, never one line
-    drawn across models."""
-    numeric = [c for c in shown if c != "model" and pd.api.types.is_numeric_dtype(board[c])][:TREND_COLUMNS]
+    shown = [c for c in (*labels, *columns) if c in board]
+    rounded = board[shown].round(4)
     return {
-        f"{column} · {row['model']}": float(row[column])
+        "models": int(board["model"].nunique()) if len(board) else 0,
+        "leaderboard": dg.MetadataValue.md(charts.markdown_table(rounded)),
+        "leaderboard_table": metadata_table(rounded),
+        "report": dg.MetadataValue.path(str(report)),
+        # A link too; browsers may refuse file:// links from the UI's http:// page, the path is copyable.
+        "report_url": dg.MetadataValue.url(report.resolve().as_uri()),
+        "index": dg.MetadataValue.path(str(index)),
+        **per_model_series(board if series_rows is None else series_rows, headline_metrics(suite), labels),
+    }
+
+
+def headline_metrics(suite: str) -> list[str]:
+    """The suite's headline metrics (SuiteInfo.headlines), each once."""
+    from geomon.suites.registry import suites
+
+    info = suites().get(suite)
+    return list(dict.fromkeys(h.metric for h in info.headlines)) if info is not None else []
+
+
+def per_model_series(
+    board: pd.DataFrame, metrics: Sequence[str], labels: Sequence[str] = ("model",)
+) -> dict[str, float]:
+    """``<metric> · <model>`` for each headline metric the board has: Dagster's Plots tab draws each
+    metadata key over the materializations, so each model gets its own line over time, never one line
+    drawn across models. Counts and interval bounds are never series; values that are not finite are left
+    out."""
+    return {
+        " · ".join([metric, *(str(row[label]) for label in labels)]): round(float(row[metric]), 4)
         for _, row in board.iterrows()
-        for column in numeric
-        if pd.notna(row[column]) and abs(float(row[column])) != float("inf")
+        for metric in metrics
+        if metric in board
+        and pd.api.types.is_number(row[metric])
+        and pd.notna(row[metric])
+        and abs(float(row[metric])) != float("inf")
     }

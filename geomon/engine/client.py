@@ -33,6 +33,9 @@ Mode = Literal["chat", "completion"]
 # The server software behind an endpoint, where it matters (rank classification); "auto" asks the server.
 ServerKind = Literal["auto", "llama.cpp", "vllm"]
 SERVER_KINDS = ("auto", "llama.cpp", "vllm")
+# How an endpoint is made to reply with one of a request's ``choices``: a GBNF grammar (llama.cpp), vLLM's
+# structured outputs, OpenAI's JSON-schema response format, or nothing (the reply is read leniently).
+CONSTRAINTS = ("auto", "grammar", "choice", "json_schema", "none")
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class GenerationRequest:
     # Score this text as the continuation of ``prompt`` instead of generating (rank classification):
     # the answer is the continuation itself, with the model's log-probability of each of its tokens.
     continuation: str | None = None
+    # The reply must be one of these (a judge's verdict): the server enforces it where it can.
+    choices: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode == "chat" and not self.messages:
@@ -65,6 +70,8 @@ class GenerationRequest:
             body["prompt"] = self.prompt
         if self.continuation is not None:
             body["continuation"] = self.continuation
+        if self.choices:  # a constrained reply is another answer: the store keys on the constraint too
+            body["choices"] = list(self.choices)
         return body
 
 
@@ -205,6 +212,15 @@ class _AdaptiveGate:
         self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
 
 
+def _json_verdict(text: str) -> str:
+    """The ``verdict`` of a JSON-schema-constrained reply; the reply as it came when it is not that JSON."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return str(value["verdict"]) if isinstance(value, dict) and "verdict" in value else text
+
+
 def _token_logprobs(raw: Any) -> list[dict[str, Any]] | None:
     """Token log-probabilities in one shape, whichever of the two shapes a server returns.
 
@@ -270,6 +286,7 @@ class OpenAICompatibleClient:
         breaker_after: int = 5,
         replicas: Sequence[str] = (),
         server: ServerKind = "auto",
+        constrain: str = "auto",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         # Other servers of the same model (the local engine's processes): each worker keeps to one of them.
@@ -278,6 +295,9 @@ class OpenAICompatibleClient:
         if server not in SERVER_KINDS:
             raise ValueError(f"server must be one of {SERVER_KINDS}, not {server!r}")
         self.server: ServerKind = server
+        if constrain not in CONSTRAINTS:
+            raise ValueError(f"constrain must be one of {CONSTRAINTS}, not {constrain!r}")
+        self.constrain = constrain
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.backoff_s = backoff_s
@@ -390,6 +410,40 @@ class OpenAICompatibleClient:
         extra = {**params.get("extra_body", {}), "grammar": grammar}
         return {**params, "max_tokens": len(ids), "logprobs": 1, "extra_body": extra}, None
 
+    async def constraint(self) -> str:
+        """How this endpoint is made to reply with one of the choices: as configured, or for "auto" by what
+        serves it (OpenAI's API: a JSON schema; vLLM: structured outputs; llama.cpp: a grammar)."""
+        if self.constrain != "auto":
+            return self.constrain
+        if "api.openai.com" in self.base_url:
+            return "json_schema"
+        return "choice" if await self.server_kind() == "vllm" else "grammar"
+
+    async def _constrained(self, request: GenerationRequest, params: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """``params`` with the server's way of allowing only ``request.choices``, and that way's name."""
+        method = await self.constraint()
+        extra = dict(params.get("extra_body") or {})
+        if method == "grammar":
+            alternatives = " | ".join(json.dumps(choice, ensure_ascii=False) for choice in request.choices)
+            extra["grammar"] = f"root ::= {alternatives}"
+        elif method == "choice":
+            extra["structured_outputs"] = {"choice": list(request.choices)}
+        elif method == "json_schema":
+            schema = {
+                "type": "object",
+                "properties": {"verdict": {"type": "string", "enum": list(request.choices)}},
+                "required": ["verdict"],
+                "additionalProperties": False,
+            }
+            params = {
+                **params,
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "verdict", "schema": schema, "strict": True},
+                },
+            }
+        return ({**params, "extra_body": extra} if extra else params), method
+
     def _estimated_tokens(self, request: GenerationRequest) -> float:
         """Tokens a request may use, before it is sent: about four characters a prompt token, plus the
         answer's limit."""
@@ -403,6 +457,9 @@ class OpenAICompatibleClient:
         if request.continuation is not None:
             params, token_prompt = await self._score_continuation(request)
             prompt = token_prompt or prompt
+        method = "none"
+        if request.choices:
+            params, method = await self._constrained(request, params)
         want_logprobs = params.pop("logprobs", None)
         pause = self._paused_until - time.monotonic()
         if pause > 0:
@@ -437,6 +494,8 @@ class OpenAICompatibleClient:
             if isinstance(prompt, list):
                 text = request.continuation or ""
                 logprobs = _prompt_logprobs(choice, len(prompt) - len(await self.tokenize(text)), prompt)
+        if method == "json_schema":
+            text = _json_verdict(text)
         usage = resp.usage
         if self._token_budget is not None and usage is not None:
             used = (getattr(usage, "prompt_tokens", 0) or 0) + (getattr(usage, "completion_tokens", 0) or 0)

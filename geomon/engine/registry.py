@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
-from geomon.engine.client import SERVER_KINDS, RateLimit
+from geomon.engine.client import CONSTRAINTS, SERVER_KINDS, RateLimit
 
 ModelKind = Literal["chat", "base"]
 BUNDLED = ("smollm2-135m-instruct", "gemma3-270m")
@@ -47,6 +47,7 @@ class ModelSpec:
     supports_logprobs: bool = False
     rate_limit: RateLimit | None = None  # the endpoint's published limits (requests/tokens per minute)
     server: str = "auto"  # llama.cpp | vllm | auto (asked): how a continuation is scored (rank classification)
+    constrain: str = "auto"  # how a judge's reply is held to its choices: auto | grammar | choice | json_schema | none
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name):
@@ -59,6 +60,8 @@ class ModelSpec:
             raise RegistryError(f"model {self.name!r}: bundled must be one of {BUNDLED}, not {self.bundled!r}")
         if self.server not in SERVER_KINDS:
             raise RegistryError(f"model {self.name!r}: server must be one of {SERVER_KINDS}, not {self.server!r}")
+        if self.constrain not in CONSTRAINTS:
+            raise RegistryError(f"model {self.name!r}: constrain must be one of {CONSTRAINTS}, not {self.constrain!r}")
         if self.base_url is not None and not self.model_id:
             raise RegistryError(f"model {self.name!r}: an endpoint model needs model_id")
 

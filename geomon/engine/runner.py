@@ -101,6 +101,7 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
                 max_retries=options.max_retries,
                 replicas=urls[1:],
                 server="llama.cpp",
+                constrain=spec.constrain,
             )
     else:
         yield OpenAICompatibleClient(
@@ -112,6 +113,7 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
             max_retries=options.max_retries,
             rate_limit=spec.rate_limit,
             server=spec.server,
+            constrain=spec.constrain,
         )
 
 

@@ -431,9 +431,10 @@ def _judgements_stage(
         ids=to_judge,
         prompts=judge_prompts(prompts.iloc[to_judge], [texts[i] for i in to_judge], question_bank.judge_prompt),
         read=jury.letter_reader(question_bank.judge_choices),
+        choices=tuple(question_bank.judge_choices),
     )
     ask = lambda spec, requests: context.ask(spec, requests)[0]  # noqa: E731
-    result = jury.convene(judges, [task], ask, jury_settings.max_tokens, jury_settings.quorum)
+    result = jury.convene(judges, [task], ask, jury_settings.max_tokens, jury_settings.quorum, jury_settings.constrain)
     verdicts = result.verdicts.assign(prompt_id=[prompts["prompt_id"].iloc[i] for i in result.verdicts["id"]])
     decisions = result.decisions["grade"].rename(columns={"id": "answer_row"})
     readable, numbers = jury.readable_replies(result.verdicts)

@@ -892,11 +892,14 @@ def _judgements_stage(
     entity_ids, entity_prompts = entity_judge_prompts(prompts, answers)
     rationale_ids, rationale_prompts_ = rationale_judge_prompts(prompts, rationales)
     tasks = [
-        jury.JuryTask("entity", entity_ids, entity_prompts, read_entity_verdict, combine="mean"),
-        jury.JuryTask("rationale", rationale_ids, rationale_prompts_, read_rationale_verdict, combine="mean"),
+        jury.JuryTask("entity", entity_ids, entity_prompts, read_entity_verdict, "mean", tuple(ENTITY_LABELS)),
+        jury.JuryTask(
+            "rationale", rationale_ids, rationale_prompts_, read_rationale_verdict, "mean", ("1", "2", "3", "4", "5")
+        ),
     ]
     ask = lambda spec, requests: context.ask(spec, requests)[0]  # noqa: E731
-    result = jury.convene(judges, tasks, ask, settings.quench.jury.max_tokens)
+    held = settings.quench.jury
+    result = jury.convene(judges, tasks, ask, held.max_tokens, constrain=held.constrain)
     entity_scores = result.decisions["entity"].rename(columns={"id": "prompt_id"})
     rationale_scores = result.decisions["rationale"].rename(columns={"id": "rationale_id"})
     readable, numbers = jury.readable_replies(result.verdicts)

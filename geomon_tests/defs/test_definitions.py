@@ -113,6 +113,15 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
         assert expected > 20 and board["questions"].eq(expected).all()
         assert board["parse_rate"].between(0, 1).all()
         assert (tmp_path / "results" / "worldbench" / "report.html").exists()
+        board_meta = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "leaderboard"]))
+        keys = set(board_meta.asset_materialization.metadata)
+        assert {
+            "leaderboard_table",
+            "report_url",
+            "mean_error · gemma3-270m",
+            "mean_error · smollm2-135m-instruct",
+        } <= keys
+        assert not any(k.startswith(("questions ·", "parse_rate ·")) for k in keys)  # headlines only
         # Materialization metadata a person would want.
         event = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "disparity"]))
         meta = event.asset_materialization.metadata
@@ -243,6 +252,17 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
         assert set(board.loc[board["revision"] == OLD, "persona"]) == {"vanilla"}
         assert board["kb_cs"].between(0, 100).all()
         assert "kb_cs_ci_low" in board  # bootstrap intervals over territories
+        keys = set(
+            instance.get_latest_materialization_event(
+                dg.AssetKey(["borderlines", "leaderboard"])
+            ).asset_materialization.metadata
+        )
+        assert {
+            "leaderboard_table",
+            "report_url",
+            f"kb_cs · gemma3-270m · {NEW}",
+            f"kb_cs · gemma3-270m · {OLD}",
+        } <= keys
         report = tmp_path / "results" / "borderlines"
         assert (report / "report.html").exists() and (report / "table_changes.json").exists()
         scores = {}

@@ -36,6 +36,18 @@ def test_each_model_gets_its_own_series_for_the_plots_tab():
             "rate": [0.5, 0.6],
         }
     )
-    series = per_model_series(board, ["model", "name", "questions", "error", "delta", "rate"])
-    # The first three numeric columns, one key per model; values that are not finite are left out.
-    assert series == {"questions · a": 10.0, "questions · b": 12.0, "error · a": 0.25, "delta · b": 1.0}
+    series = per_model_series(board, ["error", "delta", "rate", "absent"])
+    # The given (headline) metrics, one key per model; values that are not finite are left out.
+    assert series == {"error · a": 0.25, "delta · b": 1.0, "rate · a": 0.5, "rate · b": 0.6}
+    by_version = per_model_series(board, ["rate"], ("model", "name"))
+    assert by_version == {"rate · a · x": 0.5, "rate · b · y": 0.6}
+
+
+def test_every_suites_leaderboard_plots_its_headlines_never_counts():
+    from geomon.defs.leaderboard import headline_metrics
+    from geomon.suites.registry import suites
+
+    for name, info in suites().items():
+        metrics = headline_metrics(name)
+        assert metrics and all(not m.endswith(("_ci_low", "_ci_high")) and m not in {"n", "answered"} for m in metrics)
+        assert metrics == list(dict.fromkeys(h.metric for h in info.headlines))

@@ -384,3 +384,71 @@ def test_configured_rate_limit_is_a_token_bucket(limited_server):
     assert elapsed >= (30 - 20) / 20
     with pytest.raises(ValueError, match="requests_per_minute"):
         RateLimit(requests_per_minute=0)
+
+
+class ConstraintRecorder(JSONHandler):
+    """Records each request body; replies with the first allowed choice in the shape the constraint asks."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.state["bodies"].append(body)
+        schema = (body.get("response_format") or {}).get("json_schema")
+        if schema:
+            content = json.dumps({"verdict": schema["schema"]["properties"]["verdict"]["enum"][1]})
+        else:
+            content = "Let me think. The answer is B."
+        message = {"role": "assistant", "content": content}
+        self.send_json(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+            }
+        )
+
+
+@pytest.mark.parametrize(
+    ("constrain", "server", "expected"),
+    [
+        ("auto", "llama.cpp", {"grammar": 'root ::= "A" | "B" | "C"'}),
+        ("auto", "vllm", {"structured_outputs": {"choice": ["A", "B", "C"]}}),
+        ("json_schema", "auto", {}),
+        ("none", "auto", {}),
+    ],
+)
+def test_judge_replies_are_held_to_their_choices_per_endpoint(constrain, server, expected):
+    """llama.cpp gets a GBNF grammar, vLLM its structured outputs, OpenAI-style endpoints a JSON schema (its
+    verdict is read out of the JSON); ``none`` sends the plain request."""
+    state = {"bodies": []}
+    request = GenerationRequest("chat", messages=({"role": "user", "content": "A, B or C?"},), choices=("A", "B", "C"))
+    with serve(ConstraintRecorder, state) as url:
+        client = OpenAICompatibleClient(f"{url}/v1", "judge", server=server, constrain=constrain)
+        (result,) = asyncio.run(client.generate([request]))
+    body = state["bodies"][0]
+    for key, value in expected.items():
+        assert body[key] == value
+    if constrain == "json_schema":
+        assert body["response_format"]["json_schema"]["schema"]["properties"]["verdict"]["enum"] == ["A", "B", "C"]
+        assert result.text == "B"  # the verdict, out of the JSON
+    if constrain == "none":
+        assert not {"grammar", "structured_outputs", "response_format"} & set(body)
+    # The constraint is part of what the store keys on: a held reply is not the free one.
+    assert request.payload() != GenerationRequest("chat", messages=request.messages).payload()
+
+
+@pytest.mark.slow
+def test_a_bundled_judge_always_answers_a_letter(smollm2_server):
+    """The real llama-server, a grammar of the verdict letters: every reply is one of them."""
+    client = OpenAICompatibleClient(smollm2_server, "smollm2-135m-instruct", server="llama.cpp")
+    prompts = ["Is water wet? Reply A for yes, B for no.", "Write a poem about the sea.", "¿Cuál es la capital?"]
+    requests = [
+        GenerationRequest(
+            "chat", messages=({"role": "user", "content": p},), params={"max_tokens": 8}, choices=tuple("ABCD")
+        )
+        for p in prompts
+    ]
+    results = asyncio.run(client.generate(requests))
+    assert [r.error for r in results] == [None] * 3 and all(r.text in {"A", "B", "C", "D"} for r in results)

@@ -13,6 +13,7 @@ from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.borderlines import checks
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
+from geomon.defs.leaderboard import leaderboard_metadata
 from geomon.defs.resources import (
     GeomonResource,
     by_partition,
@@ -345,12 +346,14 @@ def borderlines_leaderboard(
         for old, new in itertools.pairwise(versions)
     ]
     report = write_report(geomon.settings().results_dir / "borderlines", board, changes, concurrence)
-    shown = ["revision", "model", "persona", "kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown"]
+    shown = ["persona", "kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown"]
+    # Per-model series follow the tracked persona on each table version (one line per model and version).
+    tracked = board[board["persona"] == borderlines.TRACKED_PERSONA]
     return dg.Output(
         board,
         metadata={
             "rows": len(board),
-            "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[shown])),
+            **leaderboard_metadata("borderlines", board, report, shown, ("model", "revision"), tracked),
             "table_changes": dg.MetadataValue.json(
                 [
                     {
@@ -364,6 +367,5 @@ def borderlines_leaderboard(
                     for c in changes
                 ]
             ),
-            "report": dg.MetadataValue.path(str(report)),
         },
     )

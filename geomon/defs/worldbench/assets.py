@@ -8,9 +8,9 @@ from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER, wdi_release
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
+from geomon.defs.leaderboard import leaderboard
 from geomon.defs.resources import (
     GeomonResource,
-    by_partition,
     models_partitions,
     options_metadata,
     persisted_options,
@@ -285,12 +285,8 @@ def worldbench_leaderboard(
     context: dg.AssetExecutionContext, geomon: GeomonResource, disparity: dict
 ) -> dg.Output[pd.DataFrame]:
     """All models side by side, written to the results directory with an HTML report."""
-    disparity = by_partition(context, "disparity", disparity)
-    board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(disparity.items())])
     out_dir = geomon.settings().results_dir / "worldbench"
-    report = write_report(out_dir, board, disparity)
-    columns = [
-        "model",
+    columns = (
         "parse_rate",
         "mean_error",
         "region_disparity_mean",
@@ -298,12 +294,7 @@ def worldbench_leaderboard(
         "income_group_disparity_mean",
         "income_group_baseline_mean",
         "best_matching_year",
-    ]
-    return dg.Output(
-        board,
-        metadata={
-            "models": len(board),
-            "leaderboard": dg.MetadataValue.md(charts.markdown_table(board[columns])),
-            "report": dg.MetadataValue.path(str(report)),
-        },
+    )
+    return leaderboard(
+        context, "disparity", disparity, lambda board, results: write_report(out_dir, board, results), columns
     )
