@@ -55,6 +55,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     names = [s.name for s in specs]
     chosen = resolve(args.suite)
     home = _dagster_home()
+    from geomon.monitor import alerts
+
+    if not alerts.notifiers(settings.alerts):  # said once, not per alert
+        log.warning(
+            "alerts go nowhere: no channel is configured (set %s, or alerts.smtp_host and email_to); "
+            "`geomon alerts test` checks them",
+            settings.alerts.webhook_url_env,
+        )
     level = "DEBUG" if args.verbose else "WARNING"
     results = []
     started = time.monotonic()
@@ -66,25 +74,51 @@ def cmd_run(args: argparse.Namespace) -> int:
             log.info("%s done (%s)", suite.title, described)
             results += ran
         for check in failed_checks(results):
-            log.warning(
-                "check %s on %s failed: %s",
-                check.check_name,
-                check.asset_key.to_user_string(),
-                {k: v.value for k, v in check.metadata.items()},
-            )
+            print(f"geomon: {describe_check(check)}", file=sys.stderr)
         print(f"\nDone in {time.monotonic() - started:.0f}s for {', '.join(names)}.")
         for suite in chosen:
-            event = instance.get_latest_materialization_event(dg.AssetKey([suite.name, "leaderboard"]))
-            if event is not None and event.asset_materialization is not None:
-                board = event.asset_materialization.metadata.get("leaderboard")
-                print(f"\n{suite.title}:\n{board.value if board is not None else ''}")
             report = settings.results_dir / suite.name / "report.html"
+            board = report.parent / "leaderboard.csv"
+            if board.exists():
+                print(f"\n{suite.title}:\n{terminal_table(board, suite)}")
             print(f"Results: {report.parent} (leaderboard.csv and per-model CSVs)\nReport:  {report}")
         page, _ = write_trends(settings)
         print(f"\nTrends (every evaluation in the history, over real dates): {page}")
         print(f"Every report: {settings.results_dir / 'index.html'}")
     print(f"Dagster instance: {home} — open the UI with `make ui` (dg dev, http://127.0.0.1:3000)")
     return 0
+
+
+TERMINAL_WIDTH = 120
+
+
+def terminal_table(board_csv: Path, suite: Any) -> str:
+    """A suite's leaderboard as plain text for a terminal: the model (and table version, persona) and the
+    headline metrics, rounded, as many columns as fit in ``TERMINAL_WIDTH``; the rest is in the report."""
+    import pandas as pd
+
+    board = pd.read_csv(board_csv)
+    keys = [c for c in ("model", "revision", "persona") if c in board]
+    metrics = [h.metric for h in suite.headlines if h.metric in board]
+    shown = keys[:]
+    for metric in dict.fromkeys(metrics):
+        text = board[[*shown, metric]].round(3).to_string(index=False)
+        if max(len(line) for line in text.splitlines()) > TERMINAL_WIDTH:
+            break
+        shown.append(metric)
+    return board[shown].round(3).to_string(index=False, na_rep="—")
+
+
+def describe_check(check: Any) -> str:
+    """A failed check as one line: where, what, and its numbers as ``name=value``."""
+    numbers = []
+    for name, entry in check.metadata.items():
+        value = getattr(entry, "value", entry)
+        if isinstance(value, int | float | str) and len(str(value)) <= 40:
+            numbers.append(f"{name}={value:.4g}" if isinstance(value, float) else f"{name}={value}")
+    where = check.asset_key.to_user_string()
+    partition = getattr(check, "partition", None)
+    return f"check {check.check_name} on {where}{f' [{partition}]' if partition else ''} failed: {', '.join(numbers)}"
 
 
 def write_trends(settings: Any) -> tuple[Path, Any]:

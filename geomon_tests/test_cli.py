@@ -154,3 +154,38 @@ def test_import_then_history_from_the_command_line(tmp_path, wdi_snapshot_dir, c
     assert r1["verdict"] == "improvement" and r1["predecessor"] == "deepseek-v3"
     assert main(["--config", str(settings), "trends"]) == 0
     assert "deepseek-reasoner" in capsys.readouterr().out
+
+
+def test_terminal_tables_are_plain_text_headlines_that_fit(tmp_path):
+    """What `geomon run` prints: the headline metrics as plain text (no Markdown escapes), at most 120
+    columns wide; a failed check is one line with its numbers."""
+    import dagster as dg
+    import pandas as pd
+
+    from geomon.cli import describe_check, terminal_table
+    from geomon.suites.registry import suites
+
+    board = pd.DataFrame(
+        {
+            "model": ["un_peacekeeper-model-with-a-very-long-name", "b"],
+            "revision": ["2023-05-15-r1154894956"] * 2,
+            "persona": ["un_peacekeeper", "vanilla"],
+            "kb_cs": [61.23456, None],
+            "delta_cs_unnormalized": [3.0, 4.0],
+            "cst_cs_all": [10.0, 20.0],
+            "territories": [716, 716],
+        }
+    )
+    board.to_csv(tmp_path / "leaderboard.csv", index=False)
+    text = terminal_table(tmp_path / "leaderboard.csv", suites()["borderlines"])
+    assert max(len(line) for line in text.splitlines()) <= 120
+    assert "un_peacekeeper" in text and "\\_" not in text and "61.235" in text and "—" in text
+    assert "territories" not in text  # counts stay in the report
+    check = dg.AssetCheckEvaluation(
+        asset_key=dg.AssetKey(["quench", "judgements"]),
+        check_name="judge_replies_readable",
+        passed=False,
+        metadata={"read_rate": dg.MetadataValue.float(0.125), "floor": dg.MetadataValue.float(0.5)},
+    )
+    line = describe_check(check)
+    assert line == "check judge_replies_readable on quench/judgements failed: read_rate=0.125, floor=0.5"

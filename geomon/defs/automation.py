@@ -49,9 +49,32 @@ observe_sources_schedule = dg.ScheduleDefinition(
     cron_schedule="0 * * * *",
     default_status=dg.DefaultScheduleStatus.RUNNING,  # a new World Bank release is noticed without a click
 )
+
+
+def _suite_groups() -> list[str]:
+    from geomon.suites.registry import suites
+
+    return list(suites())
+
+
+# One automation sensor per suite, so the runs automation launches carry ``geomon/suite`` like `geomon run`'s
+# (the runs page filters by suite; a failure alert names it); ``geomon_automation`` takes everything else
+# (the World Bank and Wikipedia sources, the monitor). Dagster adds the model partition as dagster/partition.
+SUITE_TAG, LAUNCHED_BY = "geomon/suite", "geomon/launched_by"
+suite_automation_sensors = [
+    dg.AutomationConditionSensorDefinition(
+        f"{suite}_automation",
+        target=dg.AssetSelection.groups(suite),
+        run_tags={SUITE_TAG: suite, LAUNCHED_BY: "automation"},
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=60,
+    )
+    for suite in _suite_groups()
+]
 automation_sensor = dg.AutomationConditionSensorDefinition(
     "geomon_automation",
-    target=dg.AssetSelection.all(),
+    target=dg.AssetSelection.all() - dg.AssetSelection.groups(*_suite_groups()),
+    run_tags={LAUNCHED_BY: "automation"},
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=60,
 )

@@ -48,6 +48,7 @@ def leaderboard(
     the metadata shows ``columns`` (those present) and links the report (``leaderboard_metadata``)."""
     results = by_partition(context, input_name, per_model)
     board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(results.items())])
+    board = mark_insufficient(board, context.asset_key.path[0])
     report = write(board, results)
     return dg.Output(board, metadata=leaderboard_metadata(context.asset_key.path[0], board, report, columns))
 
@@ -65,7 +66,7 @@ def leaderboard_metadata(
     name a row: model, or model and table version) of each of the suite's headline metrics, so the Plots tab
     draws each model's own line."""
     index = write_index(report.parent.parent)
-    shown = [c for c in (*labels, *columns) if c in board]
+    shown = [c for c in (*labels, *columns, SAMPLE_NOTE) if c in board]
     rounded = board[shown].round(4)
     return {
         "models": int(board["model"].nunique()) if len(board) else 0,
@@ -77,6 +78,26 @@ def leaderboard_metadata(
         "index": dg.MetadataValue.path(str(index)),
         **per_model_series(board if series_rows is None else series_rows, headline_metrics(suite), labels),
     }
+
+
+SAMPLE_NOTE = "sample_note"  # the board's column: which headline figures cannot carry a claim, and why
+
+
+def mark_insufficient(board: pd.DataFrame, suite: str) -> pd.DataFrame:
+    """``board`` with ``sample_note``: per row, each headline figure its sample cannot support and why
+    (``stats.sufficiency``); empty where every figure can carry its claim. The numbers stay."""
+    from geomon.stats import sufficiency
+    from geomon.suites.registry import suites
+
+    info = suites().get(suite)
+    if info is None or board.empty:
+        return board
+    metrics = list({h.metric: (h.metric, h.bounds) for h in info.headlines}.values())
+    notes = []
+    for row in board.to_dict("records"):
+        marks = sufficiency.assess(row, metrics, info.sample)
+        notes.append("; ".join(f"{m}: {why.removeprefix(sufficiency.PREFIX)}" for m, why in marks.items() if why))
+    return board.assign(**{SAMPLE_NOTE: [f"{sufficiency.PREFIX}{n}" if n else "" for n in notes]})
 
 
 def headline_metrics(suite: str) -> list[str]:

@@ -13,6 +13,20 @@ from geomon.monitor import alerts, tracking
 from geomon.monitor.history import MetricHistory, MetricValue
 
 
+def _insufficient(suite: str, metrics: list[MetricValue]) -> dict[str, str]:
+    """The overall figures of this evaluation that their sample cannot support (``stats.sufficiency``)."""
+    from geomon.stats import sufficiency
+    from geomon.suites.registry import suites
+
+    info = suites().get(suite)
+    bounds = {h.metric: h.bounds for h in info.headlines} if info is not None else {}
+    return {
+        m.metric: why
+        for m in metrics
+        if not m.breakdown and (why := sufficiency.reasons(m.value, m.ci_low, m.ci_high, m.n, bounds.get(m.metric)))
+    }
+
+
 def regression_spec(key: list[str]) -> dg.AssetCheckSpec:
     return dg.AssetCheckSpec(
         "no_regression",
@@ -52,7 +66,11 @@ def track_evaluation(
         run_started_at=started,
     )
     rows = [{"against": c.against, **r.as_dict()} for c in comparisons for r in c.results]
-    regressed = [row for row in rows if row["regressed"]]
+    # A regression on a figure its sample cannot support is shown, never alerted on.
+    weak = _insufficient(suite, metrics)
+    for row in rows:
+        row["insufficient_sample"] = weak.get(row["metric"], "")
+    regressed = [row for row in rows if row["regressed"] and not row["insufficient_sample"]]
     partition = context.partition_key if context.has_partition_key else None
     delivered: list[str] = []
     # An evaluation another run recorded (the same answers, evaluated at once) was alerted on by that run.
@@ -89,6 +107,15 @@ def track_evaluation(
     )
 
 
+def failed_run_subject(run: dg.DagsterRun) -> tuple[str, str]:
+    """(suite, partition) of a run: its ``geomon/suite`` tag, else the first asset key it materializes (a
+    run launched from the UI carries no geomon tag), else its job's name."""
+    suite = run.tags.get("geomon/suite", "")
+    if not suite and run.asset_selection:
+        suite = sorted(run.asset_selection, key=lambda k: k.to_user_string())[0].path[0]
+    return suite or run.job_name, run.tags.get("dagster/partition", "")
+
+
 @dg.run_failure_sensor(
     name="alert_on_run_failure", minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING
 )
@@ -99,13 +126,16 @@ def alert_on_run_failure(context: dg.RunFailureSensorContext) -> None:
     settings = load_settings()
     run = context.dagster_run
     error = context.failure_event.message if context.failure_event else "unknown error"
+    suite, partition = failed_run_subject(run)
     alerts.send(
         alerts.Alert(
             kind="run_failed",
-            title=f"run of {run.job_name} failed",
+            title=f"{suite}: run for {partition} failed" if partition else f"{suite}: run {run.job_name} failed",
             summary=error[:500],
+            model=partition,
+            suite=suite,
             url=f"{settings.alerts.ui_url.rstrip('/')}/runs/{run.run_id}",
-            numbers={"run_id": run.run_id, "partition": run.tags.get("dagster/partition", "")},
+            numbers={"run_id": run.run_id, "job": run.job_name, "partition": partition},
         ),
         settings.alerts,
     )

@@ -13,9 +13,9 @@ import dagster as dg
 from geomon.defs.resources import models_partitions
 
 Runner = Callable[..., dg.ExecuteInProcessResult]
-# Run tags of `geomon run`'s runs: who launched them, which suite, with which options.
-LAUNCHED_BY = "geomon/launched_by"
-SUITE_TAG = "geomon/suite"
+# Run tags of `geomon run`'s runs (and automation's): who launched them, which suite, with which options.
+from geomon.defs.automation import LAUNCHED_BY, SUITE_TAG  # noqa: E402
+
 OPTIONS_TAG = "geomon/options"
 
 

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import warnings
 from types import ModuleType
+from typing import Any
+
+import dagster as dg
 
 
 def source_version(*modules: ModuleType) -> str:
@@ -16,3 +20,12 @@ def source_version(*modules: ModuleType) -> str:
     for module in modules:
         digest.update(inspect.getsource(module).encode())
     return digest.hexdigest()[:12]
+
+
+def versioned_output(value: Any, version: str, **kwargs: Any) -> dg.Output:
+    """``dg.Output`` with a data version (a World Bank release, a Wikipedia revision). Dagster marks the
+    parameter beta and warns on every call; geomon uses it deliberately, so that one warning is silenced
+    here (Dagster resets warning filters around a step: a module-level filter does not reach it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.Output(value, data_version=dg.DataVersion(version), **kwargs)

@@ -126,6 +126,7 @@ HISTORY_COLUMNS = [
     "effect",
     "p_value",
     "verdict",
+    "note",
     "origin",
 ]
 
@@ -157,6 +158,17 @@ def history_table(
         on=["evaluation_id", "metric"],
         how="left",
     )
+    from geomon.stats import sufficiency
+    from geomon.suites.registry import suites
+
+    info = suites().get(suite)
+    bounds = {h.metric: h.bounds for h in info.headlines} if info is not None else {}
+    table["note"] = [
+        sufficiency.reasons(v, lo, hi, n, bounds.get(m))
+        for v, lo, hi, n, m in zip(
+            table["value"], table["ci_low"], table["ci_high"], table["n"], table["metric"], strict=True
+        )
+    ]
     table["evaluated_at"] = pd.to_datetime(table["evaluated_at"]).dt.strftime("%Y-%m-%d")
     table = table.sort_values(["evaluated_at", "model", "metric"], kind="stable")
     return table[HISTORY_COLUMNS].fillna({"predecessor": "", "verdict": ""}).reset_index(drop=True)

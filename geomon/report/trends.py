@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from geomon.report import charts
+from geomon.stats import sufficiency
 
 DRIFT_HEADLINES = [("drift", "change_rate", "", "Drift probes: share of answers changed vs baseline")]
 
@@ -25,6 +26,12 @@ def headlines() -> list[tuple[str, str, str, str]]:
     ]
 
 
+def _bounds() -> dict[tuple[str, str], tuple[float, float] | None]:
+    from geomon.suites.registry import suites
+
+    return {(info.name, h.metric): h.bounds for info in suites().values() for h in info.headlines}
+
+
 def headline_keys() -> list[tuple[str, str, str]]:
     """(suite, metric, breakdown) of every headline: what the report reads from the history."""
     return [(suite, metric, breakdown) for suite, metric, breakdown, _ in headlines()]
@@ -37,7 +44,7 @@ def trend_table(series: pd.DataFrame) -> pd.DataFrame:
     """One row per (suite, metric, model, evaluation date) for the headline metrics: the date the model was
     evaluated (an imported run's own date), not when geomon recorded it."""
     if series.empty:
-        return pd.DataFrame(columns=TABLE_COLUMNS)
+        return pd.DataFrame(columns=[*TABLE_COLUMNS, "n"])
     wanted = {(s, m, b) for s, m, b, _ in headlines()}
     keep = [(s, m, b) in wanted for s, m, b in zip(series["suite"], series["metric"], series["breakdown"], strict=True)]
     frame = series.loc[keep].copy()
@@ -46,7 +53,8 @@ def trend_table(series: pd.DataFrame) -> pd.DataFrame:
     frame["evaluated_at"] = pd.to_datetime(frame["evaluated_at"], utc=True)
     if "evaluation_id" not in frame:
         frame["evaluation_id"] = ""
-    return frame[TABLE_COLUMNS].sort_values(["suite", "metric", "model", "evaluated_at"], ignore_index=True)
+    frame["n"] = frame.get("n", None)
+    return frame[[*TABLE_COLUMNS, "n"]].sort_values(["suite", "metric", "model", "evaluated_at"], ignore_index=True)
 
 
 def release_lines(series: pd.DataFrame, comparisons: pd.DataFrame) -> dict[str, str]:
@@ -147,11 +155,15 @@ def _chart(frame: pd.DataFrame, title: str) -> str:
             zorder=5,
             label="regression vs predecessor",
         )
-    locator = mdates.AutoDateLocator(maxticks=6)
+    first, last = frame["when"].min(), frame["when"].max()
+    if last - first < pd.Timedelta(days=2):  # one day of history: give the axis days to label, not seconds
+        middle = (first + (last - first) / 2).tz_localize(None)
+        ax.set_xlim(middle - pd.Timedelta(days=3), middle + pd.Timedelta(days=3))
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=6)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # short labels, no rotation
     ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
-    ax.autoscale_view()
+    ax.autoscale_view(scalex=last - first >= pd.Timedelta(days=2))
     ax.set_title(title, fontsize=10)
     ax.set_ylabel(str(frame["metric"].iloc[0]).replace("_", " "), fontsize=8)
     # Outside the plot, at a fixed place: matplotlib's "best" spot tests every line (slow with 100 models).
@@ -170,7 +182,7 @@ def _cached_chart(cache: Path, part: pd.DataFrame, title: str) -> Path:
     return path
 
 
-CHART_VERSION = "5"  # bump when _chart draws differently, so cached charts are redrawn
+CHART_VERSION = "6"  # bump when _chart draws differently, so cached charts are redrawn
 
 
 def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame | None = None) -> Path:
@@ -194,6 +206,7 @@ def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame 
         "evaluated; bands are 95 % intervals, red crosses regressions against the predecessor.</p>",
     ]
     used = set()
+    bounds = _bounds()
     for suite, metric, _, title in headlines():
         part = table[(table["suite"] == suite) & (table["metric"] == metric)]
         if part.empty:
@@ -201,8 +214,15 @@ def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame 
         chart = _cached_chart(cache, part, title)
         used.add(chart)
         latest = part.groupby(["model", "scope"]).tail(1)[
-            ["model", "scope", "evaluated_at", "value", "ci_low", "ci_high"]
+            ["model", "scope", "evaluated_at", "value", "ci_low", "ci_high", "n"]
         ]
+        latest = latest.assign(
+            note=[
+                sufficiency.reasons(v, lo, hi, n, bounds.get((suite, metric)))
+                for v, lo, hi, n in zip(latest["value"], latest["ci_low"], latest["ci_high"], latest["n"], strict=True)
+            ],
+            evaluated_at=pd.to_datetime(latest["evaluated_at"]).dt.strftime("%Y-%m-%d"),
+        )
         sections += [
             f"<h2>{html.escape(title)}</h2>",
             f"<figure style='margin:0'>{chart.read_text(encoding='utf-8')}</figure>",

@@ -67,9 +67,11 @@ SUITE = SuiteInfo(
     title="BLEnD (everyday cultural knowledge)",
     spec="Myung et al., BLEnD: everyday knowledge in diverse cultures and languages (NeurIPS 2024 D&B)",
     headlines=(
-        Headline("sem_b_local", "BLEnD: SEM-B in the local language (%)"),
-        Headline("sem_b_english", "BLEnD: SEM-B in English (%)"),
-        Headline("country_gap_sem_b_local", "BLEnD: SEM-B gap between countries, local language (points)"),
+        Headline("sem_b_local", "BLEnD: SEM-B in the local language (%)", bounds=(0, 100)),
+        Headline("sem_b_english", "BLEnD: SEM-B in English (%)", bounds=(0, 100)),
+        Headline(
+            "country_gap_sem_b_local", "BLEnD: SEM-B gap between countries, local language (points)", bounds=(0, 100)
+        ),
     ),
     options=(
         # 500 questions × 16 countries × two languages per model take hours on a laptop CPU: a seeded sample.
@@ -83,6 +85,7 @@ SUITE = SuiteInfo(
     ),
     order=6,
     settings=BlendSettings,
+    sample="answered",
 )
 
 MAX_TOKENS = 32  # "a single answer without any explanations"

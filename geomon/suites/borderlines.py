@@ -29,7 +29,7 @@ SUITE = SuiteInfo(
     title="BorderLines",
     spec="Li et al., This Land is {Your, My} Land (seeds/borderlines.txt)",
     headlines=(
-        Headline("kb_cs", "BorderLines: KB concurrence (English vs the table), %", "persona=vanilla"),
+        Headline("kb_cs", "BorderLines: KB concurrence (English vs the table), %", "persona=vanilla", (0, 100)),
         Headline("delta_cs_unnormalized", "BorderLines: Con − Non concurrence (bias), pp", "persona=vanilla"),
         Headline("cst_cs_all", "BorderLines: consistency across languages, %", "persona=vanilla"),
     ),
@@ -43,6 +43,7 @@ SUITE = SuiteInfo(
         ),
     ),
     order=2,
+    sample="territories",
 )
 
 CHAT_MAX_TOKENS = 32  # the claimant is named in the first sentence; longer answers only cost time

@@ -55,8 +55,10 @@ SUITE = SuiteInfo(
     title="Gapminder AI worldview",
     spec="Gapminder, AI Worldview Benchmark (seeds/gapminder-ai-worldview.txt)",
     headlines=(
-        Headline("correct_rate", "Gapminder: correct rate (% of decisive answers, mean over questions)"),
-        Headline("very_wrong_rate", "Gapminder: very-wrong rate (%)"),
+        Headline(
+            "correct_rate", "Gapminder: correct rate (% of decisive answers, mean over questions)", bounds=(0, 100)
+        ),
+        Headline("very_wrong_rate", "Gapminder: very-wrong rate (%)", bounds=(0, 100)),
         Headline("judge_fleiss_kappa", "Gapminder: judges' agreement (Fleiss' kappa)"),
     ),
     options=(
@@ -78,6 +80,7 @@ SUITE = SuiteInfo(
     ),
     order=3,
     settings=GapminderSettings,
+    sample="questions",
 )
 
 LANGUAGES = ("en-US", "zh-CN")

@@ -85,9 +85,11 @@ SUITE = SuiteInfo(
     title="QUENCH (Indic vs non-Indic quiz reasoning)",
     spec="QUENCH, Measuring the gap between Indic and Non-Indic contextual general reasoning (seeds/quench.txt)",
     headlines=(
-        Headline("correct_answer_score", "QUENCH: entity correctness by the jury (0-1, no CoT)"),
+        Headline("correct_answer_score", "QUENCH: entity correctness by the jury (0-1, no CoT)", bounds=(0, 1)),
         Headline("indic_gap_correct_answer_score", "QUENCH: Indic − non-Indic entity correctness (no CoT)"),
-        Headline("pred_rationale_score", "QUENCH: rationale score for the predicted entity (1-5, no CoT)"),
+        Headline(
+            "pred_rationale_score", "QUENCH: rationale score for the predicted entity (1-5, no CoT)", bounds=(1, 5)
+        ),
     ),
     options=(
         # 400 questions × 2 modes × 3 generations + the jury take hours on a laptop CPU: a seeded sample.
@@ -101,6 +103,7 @@ SUITE = SuiteInfo(
     ),
     order=4,
     settings=QuenchSettings,
+    sample="answered",
 )
 
 MODES = ("normal", "cot")  # the paper's "without" and "with" chain-of-thought

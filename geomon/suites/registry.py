@@ -37,6 +37,7 @@ class Headline:
     metric: str
     title: str
     breakdown: str = ""
+    bounds: tuple[float, float] | None = None  # the metric's possible range, when it has one (a rate: 0-100)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ class SuiteInfo:
     # The suite's own ``geomon.yaml`` section (a dataclass; ``Settings.suite(name)`` returns it parsed), so
     # the settings loader never names a suite.
     settings: type | None = None
+    # The summary's sample size the headline figures rest on (questions, territories, answers): below
+    # stats.sufficiency.MIN_SAMPLE they are marked ``insufficient sample``.
+    sample: str = ""
 
 
 def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:

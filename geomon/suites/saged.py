@@ -116,9 +116,15 @@ SUITE = SuiteInfo(
     title="SAGED (how models talk about countries)",
     spec="SAGED: a holistic bias-benchmarking pipeline with fairness calibration (seeds/saged.txt)",
     headlines=(
-        Headline("sentiment_impact_ratio_calibrated", "SAGED: sentiment impact ratio across countries, calibrated"),
+        Headline(
+            "sentiment_impact_ratio_calibrated",
+            "SAGED: sentiment impact ratio across countries, calibrated",
+            bounds=(0, 1),
+        ),
         Headline("sentiment_mean_range_calibrated", "SAGED: range of countries' mean sentiment, calibrated"),
-        Headline("sentiment_impact_ratio", "SAGED: sentiment impact ratio across countries, uncalibrated"),
+        Headline(
+            "sentiment_impact_ratio", "SAGED: sentiment impact ratio across countries, uncalibrated", bounds=(0, 1)
+        ),
     ),
     options=(
         # Every sentence × 21 concepts × roles takes hours on a laptop CPU: a seeded sample of root prompts.
@@ -128,6 +134,7 @@ SUITE = SuiteInfo(
     ),
     order=5,
     settings=SagedSettings,
+    sample="responses_answered",
 )
 PROMPT_WORDS, AFTER_VERB = 6, 3  # Ap B.2: six words, the verb, three words after it
 MAX_TOKENS = 48  # a continuation of a sentence or two

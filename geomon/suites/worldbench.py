@@ -27,7 +27,7 @@ SUITE = SuiteInfo(
     headlines=(
         Headline("region_disparity_mean", "WorldBench: region disparity (max − min mean error)"),
         Headline("income_group_disparity_mean", "WorldBench: income-group disparity"),
-        Headline("mean_error", "WorldBench: mean absolute relative error"),
+        Headline("mean_error", "WorldBench: mean absolute relative error", bounds=(0, 1)),
         Headline("best_matching_year", "WorldBench: best-matching data year (knowledge recency)"),
     ),
     options=(
@@ -36,6 +36,7 @@ SUITE = SuiteInfo(
         RunOption("--example-country", "WorldBench: ISO3 of the example country (default CHE; also COL, MLI)"),
     ),
     order=1,
+    sample="parsed",
 )
 
 CODE_VERSION = "worldbench-1"

@@ -417,3 +417,22 @@ def test_the_code_location_imports_no_heavy_library():
     probe = f"import sys, geomon.definitions; print(','.join(m for m in {heavy!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == ""
+
+
+def test_runs_launched_by_automation_or_the_ui_say_which_suite_and_model():
+    """Each suite's assets are automated by its own sensor, whose runs carry geomon/suite; a failure alert names
+    the suite and model from the tags, or from the assets a UI-launched run materializes."""
+    from geomon.defs.monitoring import failed_run_subject
+    from geomon.suites.registry import suites
+
+    for name in suites():
+        sensor = defs.get_sensor_def(f"{name}_automation")
+        assert sensor.run_tags["geomon/suite"] == name and sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    tagged = dg.DagsterRun(job_name="__ASSET_JOB", tags={"geomon/suite": "quench", "dagster/partition": "m1"})
+    assert failed_run_subject(tagged) == ("quench", "m1")
+    from_ui = dg.DagsterRun(
+        job_name="__ASSET_JOB",
+        tags={"dagster/partition": "m2"},
+        asset_selection=frozenset({dg.AssetKey(["blend", "responses"])}),
+    )
+    assert failed_run_subject(from_ui) == ("blend", "m2")

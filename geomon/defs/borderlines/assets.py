@@ -13,7 +13,7 @@ from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.borderlines import checks
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
-from geomon.defs.leaderboard import leaderboard_metadata
+from geomon.defs.leaderboard import leaderboard_metadata, mark_insufficient
 from geomon.defs.resources import (
     GeomonResource,
     by_partition,
@@ -22,7 +22,7 @@ from geomon.defs.resources import (
     persisted_options,
     revisions_partitions,
 )
-from geomon.defs.versions import source_version
+from geomon.defs.versions import source_version, versioned_output
 from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
 from geomon.report import charts
 from geomon.report.borderlines import write_report
@@ -101,9 +101,9 @@ def dispute_revisions(context: dg.AssetExecutionContext, geomon: GeomonResource,
         merged = disputes.attrs["merged_with_disagreeing_controllers"]
         not_countries = disputes.attrs["not_countries"]
     unknown = int((disputes["controller"] == source.UNKNOWN).sum())
-    yield dg.Output(
+    yield versioned_output(
         disputes,
-        data_version=dg.DataVersion(str(revision.revid)),
+        str(revision.revid),
         metadata={
             "revid": revision.revid,
             "date": revision.date,
@@ -345,6 +345,7 @@ def borderlines_leaderboard(
         {"from": old, "to": new, **borderlines.compare_tables(tables[old], tables[new])}
         for old, new in itertools.pairwise(versions)
     ]
+    board = mark_insufficient(board, "borderlines")
     report = write_report(geomon.settings().results_dir / "borderlines", board, changes, concurrence)
     shown = ["persona", "kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown"]
     # Per-model series follow the tracked persona on each table version (one line per model and version).

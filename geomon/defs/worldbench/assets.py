@@ -15,7 +15,7 @@ from geomon.defs.resources import (
     options_metadata,
     persisted_options,
 )
-from geomon.defs.versions import source_version
+from geomon.defs.versions import source_version, versioned_output
 from geomon.defs.worldbench import checks
 from geomon.monitor.history import MetricValue, metrics_from_mapping
 from geomon.report import charts
@@ -65,11 +65,10 @@ def worldbank_snapshot(context: dg.AssetExecutionContext, config: WorldBankConfi
         snapshot = worldbank.fetch_live(settings.worldbank_api_url, config.indicators)
     report = snapshot.report
     context.log.info("World Bank %s from %s: %s", snapshot.version, snapshot.source, report)
-    version = dg.DataVersion(snapshot.version)
-    yield dg.Output(
+    yield versioned_output(
         snapshot.economies,
+        snapshot.version,
         output_name="economies",
-        data_version=version,
         metadata={
             "countries": len(snapshot.economies),
             "aggregates_excluded": len(report["aggregates_excluded"]),
@@ -78,10 +77,10 @@ def worldbank_snapshot(context: dg.AssetExecutionContext, config: WorldBankConfi
             "source": snapshot.source,
         },
     )
-    yield dg.Output(
+    yield versioned_output(
         snapshot,
+        snapshot.version,
         output_name="indicators",
-        data_version=version,
         metadata={
             "values": len(snapshot.values),
             "last_updated": snapshot.last_updated,
