@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test lint ui bench bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
+.PHONY: setup run test test-fast docs lint ui bench bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
 
 setup: $(VENV)/.installed
 
@@ -27,6 +27,14 @@ run: setup
 
 test: setup lint
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The unit tier: every test not marked slow (no model servers, no full Dagster runs).
+test-fast: setup lint
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
+# The documentation site on http://127.0.0.1:8000 (MkDocs, strict: a broken link or missing page fails).
+docs: setup
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 lint: setup
 	$(BIN)/ruff check geomon geomon_tests bench scripts
@@ -69,6 +77,10 @@ screenshots: setup
 
 clean:
 	rm -rf var storage history logs schedules
+
+# Importing Gapminder's published history of 20 real models, and importing it again (bench/import_history.py).
+bench-history: setup
+	$(BIN)/python bench/import_history.py $(ARGS)
 
 # What a bundled judge is worth: the bundled models judge Gapminder's example batch (bench/judge_agreement.py).
 bench-judges: setup

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# Model-calling steps retry after 30 s, doubling, for a server that restarts; a test that fails a step on
+# purpose would sleep through minutes of it. Set before any Dagster definitions are imported.
+os.environ.setdefault("GEOMON_STEP_RETRY_DELAY_S", "0")
+
 from geomon.engine.local import running_server
 from geomon.engine.registry import ModelSpec, bundled_model_path, bundled_specs
 from geomon.engine.store import ResponseStore
@@ -16,6 +20,20 @@ from geomon.engine.store import ResponseStore
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 WDI_SNAPSHOT = SHARED / "snapshots" / "worldbank" / "wdi-2023-12"
 POSTGRES_ADMIN_URL = os.environ.get("GEOMON_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
+
+
+# Markers applied from the fixtures a test uses: `-m "not llama"` skips every test that starts llama-server.
+FIXTURE_MARKERS = {
+    "smollm2_server": "llama",
+    "postgres_url": "postgres",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in FIXTURE_MARKERS:
+                item.add_marker(FIXTURE_MARKERS[fixture])
 
 
 @pytest.fixture(scope="session")

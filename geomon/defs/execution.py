@@ -25,9 +25,14 @@ CELERY_QUEUE_TAG = "dagster-celery/queue"
 MODEL_CALLS_POOL = "model_calls"
 DEFAULT_MODEL_QUEUE = "geomon-models"
 # A model server that restarts or sheds load comes back within minutes; the engine's own retries cover
-# single requests, this covers the whole step (answers already stored are not asked again).
+# single requests, this covers the whole step (answers already stored are not asked again). The first
+# delay (seconds, doubling) is a setting: the tests set it to 0 rather than sleep through minutes of it.
+STEP_RETRY_DELAY_ENV = "GEOMON_STEP_RETRY_DELAY_S"
 MODEL_CALL_RETRIES = dg.RetryPolicy(
-    max_retries=3, delay=30, backoff=dg.Backoff.EXPONENTIAL, jitter=dg.Jitter.PLUS_MINUS
+    max_retries=3,
+    delay=float(os.environ.get(STEP_RETRY_DELAY_ENV, "30")),
+    backoff=dg.Backoff.EXPONENTIAL,
+    jitter=dg.Jitter.PLUS_MINUS,
 )
 
 
