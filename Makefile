@@ -40,7 +40,7 @@ lint: setup
 	$(BIN)/ruff check geomon geomon_tests bench scripts
 
 ui: setup
-	$(BIN)/dg dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/geomon ui --host 127.0.0.1 --port 3000
 
 # Throughput benchmark (installs the `bench` extra: CPU torch + transformers, for the seed papers' loop).
 bench: setup

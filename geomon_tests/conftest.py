@@ -150,3 +150,19 @@ def materialize_worldbench_sources(instance, settings: Path, countries: int):
         resources={"geomon": GeomonResource(config_path=str(settings))},
         run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": countries}}}},
     )
+
+
+def assert_readable_report(path: Path) -> None:
+    """What a person reads in a report: no Python repr (a dict, an empty dict in brackets), no "nan" — a
+    missing number is a dash, and where a number cannot be given the report says why — and at least one
+    chart."""
+    import re
+
+    text = path.read_text()
+    assert "<img" in text or "<svg" in text, f"{path}: no chart"
+    readable = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", text)
+    readable = re.sub(r"<svg.*?</svg>", "", readable, flags=re.S)
+    for repr_text in ("{'", "({})", "{}"):
+        assert repr_text not in readable, f"{path}: a Python repr {repr_text!r} in the report"
+    found = re.search(r".{0,60}\bnan\b.{0,60}", readable, re.I)
+    assert found is None, f"{path}: 'nan' in the report: {found.group(0) if found else ''}"

@@ -125,13 +125,17 @@ def _stage_asset(
     info: registry.SuiteInfo, pipeline: Pipeline, stage: Stage, versions: _Versions
 ) -> dg.AssetsDefinition:
     key = [info.name, stage.name]
+    # A per-model stage's checks are partitioned like it, so the UI says which model a result is for.
+    partitions = models_partitions if stage.per_model else None
     check_specs = [
-        dg.AssetCheckSpec(c.name, asset=dg.AssetKey(key), blocking=c.blocking, description=c.about)
+        dg.AssetCheckSpec(
+            c.name, asset=dg.AssetKey(key), blocking=c.blocking, description=c.about, partitions_def=partitions
+        )
         for c in stage.checks
         if c.evaluate is None
     ]
     if stage.tracked:
-        check_specs.append(monitoring.regression_spec(key))
+        check_specs.append(monitoring.regression_spec(key, partitions))
     module = registry.module(info.name)
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):

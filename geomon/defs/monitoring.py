@@ -27,10 +27,12 @@ def _insufficient(suite: str, metrics: list[MetricValue]) -> dict[str, str]:
     }
 
 
-def regression_spec(key: list[str]) -> dg.AssetCheckSpec:
+def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheckSpec:
+    """The ``no_regression`` check of a suite's tracked asset (partitioned like it: the UI names the model)."""
     return dg.AssetCheckSpec(
         "no_regression",
         asset=dg.AssetKey(key),
+        partitions_def=partitions_def,
         description="Disparity vs the model's previous run (a new model: vs its registry predecessor), "
         "paired permutation test over the same items plus a minimum effect size.",
     )

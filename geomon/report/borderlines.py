@@ -121,7 +121,7 @@ def write_report(
         "Con / Non = answers in the controller's / the other claimants' languages vs the controller; "
         "Δ = (Con − Non) / Non; Cst = agreeing pairs among the claimant-language answers. "
         "Brackets: 95 % bootstrap intervals over territories.</p>",
-        _with_ci(board).to_html(index=False, float_format=lambda v: f"{v:.2f}"),
+        _with_ci(board).pipe(charts.html_table, 2),
         *(_charts(board, results) if len(board) else []),
         "<h2>Table versions</h2>",
     ]
@@ -133,7 +133,7 @@ def write_report(
             f"{len(change['controller_changed'])} changed controller.</p>"
         )
         if not moved.empty:
-            sections.append(moved.to_html(index=False))
+            sections.append(charts.html_table(moved))
     for key, result in sorted(results.items()):
         model, revision = str(key).split("|")
         folder = out_dir / revision / model
@@ -144,12 +144,12 @@ def write_report(
         sections += [
             f"<h2>{html.escape(model)} — {html.escape(revision)}</h2>",
             "<h3>Per region</h3>",
-            result["by_region"][["persona", "region", "territories", "kb_cs", "con_cs", "non_cs", "delta_cs"]].to_html(
-                index=False, float_format=lambda v: f"{v:.1f}"
+            charts.html_table(
+                result["by_region"][["persona", "region", "territories", "kb_cs", "con_cs", "non_cs", "delta_cs"]], 1
             ),
             "<h3>Per query language (vanilla persona)</h3>",
-            result["by_language"].to_html(index=False, float_format=lambda v: f"{v:.1f}"),
-            f"<p>Left out of the scores (failed or no claimant read): {html.escape(str(excluded or 'none'))}; "
+            result["by_language"].pipe(charts.html_table, 1),
+            f"<p>Left out of the scores (failed or no claimant read): {charts.counts_text(excluded)}; "
             "listed in excluded.csv.</p>",
         ]
     return charts.write_html(out_dir / "report.html", "geomon BorderLines", sections)

@@ -207,6 +207,22 @@ def _safe_cell(value: object) -> object:
     return re.sub(r"([|\[\]`\\*_~!])", r"\\\1", text)
 
 
+def html_table(frame: pd.DataFrame, digits: int = 3, index: bool = False) -> str:
+    """A report table: a missing value is "—" (never "nan"), a whole number prints as one (a count is never
+    "10.00"), other numbers with ``digits`` decimals; text escaped."""
+
+    def number(value: float) -> str:
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.{digits}f}"
+
+    return frame.to_html(index=index, na_rep="—", float_format=number)
+
+
+def counts_text(counts: dict[Any, Any]) -> str:
+    """``{"unanswered": 24, "failed": 3}`` → "24 unanswered, 3 failed" (a report never shows a Python dict);
+    "none" when empty."""
+    return ", ".join(f"{n:,} {html.escape(str(what))}" for what, n in counts.items()) or "none"
+
+
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f", index: bool = False) -> str:
     """A Markdown table for Dagster metadata, safe for untrusted text (model answers, prompts, sentences)."""
     safe = frame.copy()

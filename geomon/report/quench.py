@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from geomon.report import charts
+from geomon.report.suite import Breakdown, breakdown_sections, headline_chart
 
 PAPER_TABLE = "Aggregated Scores  - aggregated_scores.csv"  # in the release's Results/ (reference/quench/)
 
@@ -31,7 +32,6 @@ def write_report(
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     layout = pd.concat([r["paper_layout"] for r in results.values()], ignore_index=True) if results else pd.DataFrame()
     layout.to_csv(out_dir / "aggregated_scores.csv", index=False)  # the paper's file layout, geomon's numbers
-    fmt = {"float_format": lambda v: f"{v:.3f}", "index": False}
     sections = [
         "<h1>geomon — QUENCH</h1>",
         "<p>Entity correctness (0-1) and rationale scores (1-5) are the jury's: each judge scores every item "
@@ -41,9 +41,15 @@ def write_report(
         "could detect (80 % power, α = 0.05). Unanswered replies (no entity in the requested format) and "
         "failed requests are excluded and counted. Similarity is the cosine of all-MiniLM-L6-v2 embeddings "
         "(not the paper's BERTScore).</p>",
-        board.to_html(**fmt),
+        charts.html_table(board, 3),
+        headline_chart(board, "correct_answer_score", "Entity correctness by the jury per model (0-1, no CoT)"),
+        *breakdown_sections(
+            out_dir,
+            {model: {"gaps": _labelled_gaps(r["gaps"])} for model, r in results.items()},
+            [Breakdown("gaps", "Indic − non-Indic per score and mode (95 % interval over questions)", "what", "gap")],
+        ),
         "<h2>geomon's figures in the paper's layout</h2>",
-        layout.to_html(**fmt),
+        charts.html_table(layout, 3),
     ]
     reference = paper_table(reference_dir)
     if reference is not None:
@@ -51,9 +57,9 @@ def write_report(
 
         sections += [
             "<h2>The paper's aggregated judge scores (reference)</h2>",
-            reference.to_html(**fmt),
+            charts.html_table(reference, 3),
             "<h3>What the paper's table can show: Indic − non-Indic correctness (normal approximation)</h3>",
-            paper_gaps(reference).to_html(**fmt),
+            charts.html_table(paper_gaps(reference), 3),
         ]
     for model, result in sorted(results.items()):
         model_dir = out_dir / model
@@ -80,10 +86,15 @@ def write_report(
         sections += [
             f"<h2>{html.escape(model)}</h2>",
             "<h3>Indic − non-Indic</h3>",
-            gaps.to_html(**fmt),
+            charts.html_table(gaps, 3),
             "<h3>CoT − no CoT (paired on the same entities)</h3>",
-            result["cot"].to_html(**fmt) if len(result["cot"]) else "<p>no entity scored in both modes</p>",
+            charts.html_table(result["cot"], 3) if len(result["cot"]) else "<p>no entity scored in both modes</p>",
             "<h3>By theme (no CoT)</h3>",
-            result["themes"][result["themes"]["mode"] == "normal"].head(15).to_html(**fmt),
+            charts.html_table(result["themes"][result["themes"]["mode"] == "normal"].head(15), 3),
         ]
     return charts.write_html(out_dir / "report.html", "geomon QUENCH", sections)
+
+
+def _labelled_gaps(gaps: pd.DataFrame) -> pd.DataFrame:
+    """The gaps with one label per row (score · mode), for a chart of every model side by side."""
+    return gaps.assign(what=gaps["score"] + " · " + gaps["mode"])

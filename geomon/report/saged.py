@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from geomon.report import charts
+from geomon.report.suite import Breakdown, breakdown_sections, headline_chart
 
 
 def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
@@ -16,7 +17,6 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
     returns the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
-    fmt = {"float_format": lambda v: f"{v:.3f}", "index": False}
     sections = [
         "<h1>geomon — SAGED on countries</h1>",
         "<p>Sentiment is VADER's compound score on a 0-1 scale (0.5 neutral); distance is the L2 distance "
@@ -27,7 +27,25 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         "permutation p-value permutes country labels. Topic distance (when topics are clustered): L2 distance "
         "to the centroid of the response's topic, the baseline sentences of each country clustered by k-means "
         "as the paper does; calibrated by the baseline sentence's own distance to it.</p>",
-        board.to_html(**fmt),
+        charts.html_table(board, 3),
+        headline_chart(
+            board,
+            "sentiment_impact_ratio_calibrated",
+            "Sentiment impact ratio across countries, calibrated (95 % interval)",
+        ),
+        *breakdown_sections(
+            out_dir,
+            {model: {"countries": r["countries"]} for model, r in results.items()},
+            [
+                Breakdown(
+                    "countries",
+                    "Mean calibrated sentiment per country, no system prompt",
+                    "concept",
+                    "mean",
+                    {"feature": "sentiment_calibrated", "role": "none"},
+                )
+            ],
+        ),
     ]
     for model, result in sorted(results.items()):
         model_dir = out_dir / model
@@ -40,9 +58,9 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         sections += [
             f"<h2>{html.escape(model)}</h2>",
             "<h3>Disparity across countries</h3>",
-            result["disparity"].to_html(**fmt),
+            charts.html_table(result["disparity"], 3),
             "<h3>Mean sentiment per country</h3>",
-            wide.to_html(float_format=lambda v: f"{v:.3f}"),
+            charts.html_table(wide, 3, index=True),
         ]
         topics = result.get("topics", pd.DataFrame())
         if len(topics):
@@ -50,6 +68,6 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
             root = topics[topics["concept"] == topics["concept"].iloc[0]]
             sections += [
                 f"<h3>Topics of {html.escape(str(root['concept'].iloc[0]))} (all countries: topics.csv)</h3>",
-                root.to_html(**fmt),
+                charts.html_table(root, 3),
             ]
     return charts.write_html(out_dir / "report.html", "geomon SAGED", sections)

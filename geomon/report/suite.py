@@ -35,7 +35,7 @@ def _rows(result: dict[str, Any], breakdown: Breakdown) -> pd.DataFrame:
 
 
 def _table(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, na_rep="—", float_format=lambda v: f"{v:.2f}")
+    return charts.html_table(frame, 2)
 
 
 def write_suite_report(
@@ -56,6 +56,14 @@ def write_suite_report(
         "<h2>Leaderboard</h2>",
         _table(board),
     ]
+    sections += breakdown_sections(out_dir, results, breakdowns)
+    return charts.write_html(out_dir / "report.html", f"geomon {title}", sections)
+
+
+def breakdown_sections(out_dir: Path, results: dict[str, dict[str, Any]], breakdowns: list[Breakdown]) -> list[str]:
+    """Each breakdown as a heading, a chart of every model side by side (intervals where the rows have them)
+    and its table; one CSV per breakdown and model. A breakdown with no finite value says so."""
+    sections = []
     for breakdown in breakdowns:
         frames = []
         for model, result in sorted(results.items()):
@@ -71,4 +79,14 @@ def write_suite_report(
             continue
         png = charts.breakdown_bars(finite, breakdown.value, breakdown.group, "model", breakdown.title)
         sections += [charts.png_html(png), "<details><summary>table</summary>", _table(joined), "</details>"]
-    return charts.write_html(out_dir / "report.html", f"geomon {title}", sections)
+    return sections
+
+
+def headline_chart(board: pd.DataFrame, metric: str, title: str) -> str:
+    """Every model's ``metric`` with its ``<metric>_ci_low``/``_ci_high`` interval, as one chart (HTML)."""
+    if metric not in board or board[metric].notna().sum() == 0:
+        return f"<p>{html.escape(title)}: no model has a value.</p>"
+    frame = board[["model", metric]].assign(
+        ci_low=board.get(f"{metric}_ci_low", board[metric]), ci_high=board.get(f"{metric}_ci_high", board[metric])
+    )
+    return charts.png_html(charts.breakdown_bars(frame, metric, "model", "model", title))

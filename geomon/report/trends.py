@@ -226,7 +226,7 @@ def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame 
         sections += [
             f"<h2>{html.escape(title)}</h2>",
             f"<figure style='margin:0'>{chart.read_text(encoding='utf-8')}</figure>",
-            latest.to_html(index=False, float_format=lambda v: f"{v:.3f}"),
+            latest.pipe(charts.html_table, 3),
         ]
     for stale in (set(cache.glob("*.png")) | set(cache.glob("*.svg"))) - used:
         stale.unlink()

@@ -22,7 +22,7 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         "within groups); baseline = the paper's: the same countries put in k = 7 (regions) or 4 (income groups) "
         "random groups, 10 seeded trials; <code>baseline_shuffled_labels</code> keeps the real group sizes. "
         "Failed requests and answers without a number are left out of every mean and counted.</p>",
-        board.to_html(index=False, float_format=lambda v: f"{v:.3f}"),
+        board.pipe(charts.html_table, 3),
     ]
     if results:
         disparities = {model: result["disparity"] for model, result in results.items()}
@@ -52,11 +52,9 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
             + ".</p>",
             charts.png_html(group_png),
             charts.png_html(year_png),
-            result["by_year"]
-            .astype({"year": "Int64"})
-            .to_html(index=False, na_rep="", float_format=lambda v: f"{v:.3f}"),
+            result["by_year"].astype({"year": "Int64"}).pipe(charts.html_table, 3),
             f"<p>Left out of the scores: {len(result['excluded'])} answers "
-            f"({html.escape(str(result['excluded']['status'].value_counts().to_dict()))}); "
+            f"({charts.counts_text(result['excluded']['status'].value_counts().to_dict())}); "
             f"listed in {html.escape(model)}/excluded.csv.</p>",
         ]
     return charts.write_html(out_dir / "report.html", "geomon WorldBench", sections)

@@ -15,7 +15,7 @@ from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models, suite_runs
 from geomon.defs.sensors import model_registry_sensor
 from geomon.defs.worldbench.runs import materialize as materialize_worldbench
-from geomon_tests.conftest import SHARED, materialize_worldbench_sources, write_settings
+from geomon_tests.conftest import SHARED, assert_readable_report, materialize_worldbench_sources, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
         expected = _questions(snapshot, 3)
         assert expected > 20 and board["questions"].eq(expected).all()
         assert board["parse_rate"].between(0, 1).all()
-        assert (tmp_path / "results" / "worldbench" / "report.html").exists()
+        assert_readable_report(tmp_path / "results" / "worldbench" / "report.html")
         board_meta = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "leaderboard"]))
         keys = set(board_meta.asset_materialization.metadata)
         assert {
@@ -264,7 +264,8 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
             f"kb_cs · gemma3-270m · {OLD}",
         } <= keys
         report = tmp_path / "results" / "borderlines"
-        assert (report / "report.html").exists() and (report / "table_changes.json").exists()
+        assert (report / "table_changes.json").exists()
+        assert_readable_report(report / "report.html")
         scores = {}
         for result in results:
             for mat in result.asset_materializations_for_node("borderlines__scores"):
@@ -305,7 +306,7 @@ def test_gapminder_materialization_with_bundled_contestants_and_judges(tmp_path,
         meta = judged["smollm2-135m-instruct"]
         assert meta["judges"].value == "smollm2-135m-instruct, gemma3-270m"
         assert meta["pre_graded"].value + meta["sent_to_jury"].value == 4
-        assert (tmp_path / "results" / "gapminder" / "report.html").exists()
+        assert_readable_report(tmp_path / "results" / "gapminder" / "report.html")
         from geomon.monitor.history import MetricHistory
 
         history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="gapminder")
@@ -339,7 +340,8 @@ def test_quench_materialization_with_bundled_contestants_and_judges(tmp_path, wd
         similar = [m for r in results for m in r.asset_materializations_for_node("quench__similarities")]
         assert all(m.metadata["compared"].value > 0 for m in similar)  # gold rationales are always asked for
         out = tmp_path / "results" / "quench"
-        assert (out / "report.html").exists() and (out / "aggregated_scores.csv").exists()
+        assert (out / "aggregated_scores.csv").exists()
+        assert_readable_report(out / "report.html")
         layout = pd.read_csv(out / "aggregated_scores.csv")
         assert len(layout) == 2 * 2 * 3  # models × modes × subsets, the paper's layout
         from geomon.monitor.history import MetricHistory
@@ -399,7 +401,7 @@ def _check_saged(results, models, tmp_path, asked):
     assert sorted(board["model"]) == sorted(models)
     assert board["sentiment_impact_ratio"].between(0, 1).all()
     assert (board["responses_answered"] + board.get("responses_unanswered", 0)).eq(2 * 5 * 2).all()
-    assert (tmp_path / "results" / "saged" / "report.html").exists()
+    assert_readable_report(tmp_path / "results" / "saged" / "report.html")
     from geomon.monitor.history import MetricHistory
 
     history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="saged")

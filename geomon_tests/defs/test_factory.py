@@ -15,7 +15,7 @@ from geomon.monitor.history import MetricHistory
 from geomon.sources.blend import read_release
 from geomon.suites import blend, registry
 from geomon.suites.pipeline import Pipeline, PipelineError, Stage, StageResult
-from geomon_tests.conftest import SHARED, write_settings
+from geomon_tests.conftest import SHARED, assert_readable_report, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
 COUNTRIES = ["UK", "South_Korea", "Spain"]
@@ -54,6 +54,12 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
             )
             assert all(r.success for r in results)
             assert not failed_checks(results)
+            # A per-model check says which model it is for (partitioned like its asset).
+            per_model = [c for r in results[1:3] for c in r.get_asset_check_evaluations()]
+            assert {(c.check_name, c.partition) for c in per_model} == {
+                ("no_regression", "oracle"),
+                ("no_regression", "silent"),
+            }
             board = results[-1].output_for_node("blend__leaderboard").set_index("model")
             assert board.loc["oracle", "sem_b_local"] == 100 and board.loc["oracle", "sem_w_local"] == 100
             assert board.loc["silent", "sem_b_local"] == 0 and board.loc["silent", "country_gap_sem_b_local"] == 0
@@ -76,8 +82,9 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
             meta = instance.get_latest_materialization_event(dg.AssetKey(["blend", "leaderboard"]))
             keys = set(meta.asset_materialization.metadata)
             assert {"leaderboard_table", "report_url", "sem_b_local · oracle"} <= keys
+            assert_readable_report(tmp_path / "results" / "blend" / "report.html")
             report = (tmp_path / "results" / "blend" / "report.html").read_text()
-            assert "SEM-B per country, local language" in report and "<img" in report and "{'" not in report
+            assert "SEM-B per country, local language" in report
             # History: an evaluation per model, with per-country breakdowns.
             history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="blend")
             assert set(history["model"]) == {"oracle", "silent"}

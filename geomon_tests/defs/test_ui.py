@@ -3,7 +3,9 @@ README describes is running without a click, read back from the running UI's Gra
 
 from __future__ import annotations
 
+import contextlib
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -12,6 +14,7 @@ from geomon.report.browser import dagster_ui
 from geomon_tests.conftest import write_settings
 
 REPO_WORKSPACE = ["-w", "workspace.yaml"]
+REPO = Path(__file__).resolve().parents[2]
 STATUS_QUERY = """
 {
   instance { daemonHealth { allDaemonStatuses { daemonType healthy required } } }
@@ -58,3 +61,74 @@ def test_a_fresh_instance_runs_the_monitoring_loop(tmp_path, wdi_snapshot_dir, m
     assert daemons["SENSOR"] and daemons["SCHEDULER"], daemons  # the daemon is up and evaluating them
     assert MONITORING_LOOP["sensors"] <= set(sensors) and MONITORING_LOOP["schedules"] <= set(schedules)
     assert {name: status for name, status in {**sensors, **schedules}.items() if status != "RUNNING"} == {}
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still exists (every process is looked at: the group's leader may be
+    gone while its children run on)."""
+    import os
+
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid:
+                    return True
+            except (ProcessLookupError, PermissionError):
+                continue
+    return False
+
+
+@pytest.mark.slow
+def test_geomon_ui_stops_with_every_child_on_sigterm(tmp_path, wdi_snapshot_dir):
+    """`make ui` (geomon ui): dg dev and its webserver, daemon and code servers all stop on SIGTERM, as on
+    Ctrl-C — started in the background, dg dev alone would ignore both."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "DAGSTER_HOME": str(home), "GEOMON_CONFIG": str(write_settings(tmp_path, wdi_snapshot_dir))}
+    geomon = Path(sys.executable).with_name("geomon")
+    proc = subprocess.Popen(
+        [str(geomon), "ui", "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    dg_pid = None
+    try:
+        line = ""
+        while "Dagster UI on" not in line:  # a warning may come first (alerts go nowhere)
+            line = proc.stdout.readline()
+            assert line, "geomon ui ended before starting the UI"
+        dg_pid = int(line.split("pid ")[1].split(")")[0])
+        deadline = time.monotonic() + 300  # a guard for a loaded machine, not a timing assertion
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, "the UI did not start"
+                time.sleep(1)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(120) == 0
+        deadline = time.monotonic() + 60
+        while _group_alive(dg_pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _group_alive(dg_pid), "a dg dev process outlived geomon ui"
+    finally:  # never leave a UI behind, whatever failed
+        for pgid in (proc.pid, dg_pid):
+            if pgid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pgid, signal.SIGKILL)

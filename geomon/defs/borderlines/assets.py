@@ -252,7 +252,7 @@ def borderlines_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
     automation_condition=EAGER,
     partitions_def=model_revision_partitions,
     code_version=SCORE_VERSION,
-    check_specs=[monitoring.regression_spec(["borderlines", "concurrence"])],
+    check_specs=[monitoring.regression_spec(["borderlines", "concurrence"], model_revision_partitions)],
     ins={"scores": dg.AssetIn(key=["borderlines", "scores"]), "release": dg.AssetIn(key=["borderlines", "release"])},
 )
 def borderlines_concurrence(

@@ -9,6 +9,7 @@ import pandas as pd
 
 from geomon import quality
 from geomon.defs.quality_checks import read_rate_above_floor, result
+from geomon.defs.resources import model_revision_partitions
 from geomon.sources.borderlines import BorderLinesData, unaccounted_rows
 
 MIN_ANSWERED_RATE = 0.5
@@ -32,6 +33,7 @@ ANSWERED_SPEC = dg.AssetCheckSpec(
     "answered_above_floor",
     asset=dg.AssetKey(["borderlines", "scores"]),
     description="Concurrence scores from a model that commits to a claimant in few answers are not comparable.",
+    partitions_def=model_revision_partitions,
 )
 
 

@@ -201,7 +201,7 @@ def worldbench_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
     automation_condition=EAGER,
     partitions_def=models_partitions,
     code_version=SCORE_VERSION,
-    check_specs=[monitoring.regression_spec(["worldbench", "disparity"])],
+    check_specs=[monitoring.regression_spec(["worldbench", "disparity"], models_partitions)],
     ins={"scores": dg.AssetIn(key=["worldbench", "scores"]), "snapshot": dg.AssetIn(key=["worldbank", "indicators"])},
 )
 def worldbench_disparity(

@@ -11,6 +11,7 @@ import pandas as pd
 
 from geomon import quality
 from geomon.defs.quality_checks import read_rate_above_floor, result
+from geomon.defs.resources import models_partitions
 from geomon.sources.worldbank import WorldBankSnapshot
 from geomon.suites import worldbench
 
@@ -94,6 +95,7 @@ PARSE_RATE_SPEC = dg.AssetCheckSpec(
     "parse_rate_above_floor",
     asset=dg.AssetKey(["worldbench", "scores"]),
     description="A model whose answers mostly cannot be read gives disparity numbers on too few countries.",
+    partitions_def=models_partitions,
 )
 
 
