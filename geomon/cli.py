@@ -191,8 +191,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         metrics = gapminder.REGRESSION_METRICS
     else:
         if not args.suite:
-            raise ConfigError("import items: --suite NAME (the benchmark these outcomes belong to)")
-        runs = imports.item_runs(args.path, args.suite, args.group)
+            raise ConfigError(f"import {args.kind}: --suite NAME (the benchmark these outcomes belong to)")
+        if args.kind == "inspect":
+            runs = imports.inspect_runs([args.path, *args.more], args.suite, args.group)
+        else:
+            runs = imports.item_runs(args.path, args.suite, args.group)
         metrics = imports.ITEM_REGRESSION_METRICS
     history = MetricHistory(settings.store_url)
     registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
@@ -391,15 +394,20 @@ def build_parser() -> argparse.ArgumentParser:
     history.set_defaults(func=cmd_history)
 
     imported = sub.add_parser("import", help="evaluations made elsewhere, into the history")
-    imported.add_argument("kind", choices=["gapminder-results", "items"])
+    imported.add_argument("kind", choices=["gapminder-results", "items", "inspect"])
     imported.add_argument(
-        "path", help="gapminder-results: the folder of master_output_*.csv; items: a .csv, .jsonl or .parquet file"
+        "path",
+        help="gapminder-results: the folder of master_output_*.csv; items: a .csv, .jsonl or .parquet file; "
+        "inspect: an inspect_ai eval log (.eval or .json)",
     )
+    imported.add_argument("more", nargs="*", help="inspect: more eval logs")
     imported.add_argument(
         "--entities", help="gapminder-results: the model configurations CSV (default: the snapshot's)"
     )
-    imported.add_argument("--suite", help="items: the benchmark's name in the history")
-    imported.add_argument("--group", action="append", default=[], help="items: a group column (country, language…)")
+    imported.add_argument("--suite", help="items, inspect: the benchmark's name in the history")
+    imported.add_argument(
+        "--group", action="append", default=[], help="items: a group column; inspect: a sample metadata key"
+    )
     imported.set_defaults(func=cmd_import)
 
     alerts = sub.add_parser("alerts", help="send a test alert to every configured channel")

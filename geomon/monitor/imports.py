@@ -6,6 +6,7 @@ alerts as geomon's own runs, each marked with its origin and dated when it was m
   and counted), scored with the suite's own ``diagnose`` (question-clustered intervals included).
 - A per-item outcome file of any benchmark (``item_runs``): CSV, JSONL or Parquet, one row per (model,
   item) — what a user with their own harness writes.
+- inspect_ai eval logs (``inspect_runs``), read with inspect_ai's own log reader.
 
 ``record_runs`` records them in date order and compares each with its model's previous run or, for a
 model's first run, with its predecessor (the same vendor's previous release by publish date, unless the
@@ -222,8 +223,6 @@ def item_runs(path: str | Path, suite: str, groups: Sequence[str] = ()) -> list[
     """Per-item outcomes → one evaluation per (model, evaluated_at): the mean score (× 100 for a correct /
     incorrect column) with a bootstrap interval over items, each group's mean with its interval, and the gap
     between groups (``stats.group_gaps``), for every column named in ``groups`` (e.g. country, language)."""
-    from geomon.stats.uncertainty import group_gaps, mean_interval
-
     path = Path(path)
     frame = _read_items(path)
     line_offset = 2 if path.suffix.lower() == ".csv" else 1
@@ -235,6 +234,16 @@ def item_runs(path: str | Path, suite: str, groups: Sequence[str] = ()) -> list[
     if missing:
         raise ImportError_(f"{path}: no group column(s) {missing}")
     metric = "accuracy" if scale == 100.0 else "score"
+    return outcome_runs(frame, suite, groups, metric, f"imported items: {path.name}", f"import:items:{path.name}")
+
+
+def outcome_runs(
+    frame: pd.DataFrame, suite: str, groups: Sequence[str], metric: str, scope: str, origin: str
+) -> list[ImportedRun]:
+    """Rows of (model, item, evaluated_at, ``_value``, group columns, optional predecessor) → one evaluation per
+    (model, evaluated_at), the same figures for every source of per-item outcomes."""
+    from geomon.stats.uncertainty import group_gaps, mean_interval
+
     runs = []
     for (model, when), part in frame.groupby(["model", "evaluated_at"], sort=True):
         scored = part[part["_value"].notna()]
@@ -258,17 +267,58 @@ def item_runs(path: str | Path, suite: str, groups: Sequence[str] = ()) -> list[
             ImportedRun(
                 suite=suite,
                 model=str(model),
-                evaluated_at=_date(when, f"{path}: {model}"),
+                evaluated_at=_date(when, f"{origin}: {model}"),
                 metrics=metrics,
                 items=items,
-                scope=f"imported items: {path.name}",
-                origin=f"import:items:{path.name}",
+                scope=scope,
+                origin=origin,
                 predecessor=predecessor,
                 answers=len(part),
                 excluded=int(part["_value"].isna().sum()),
             )
         )
     return sorted(runs, key=lambda r: (r.evaluated_at, r.model))
+
+
+def inspect_runs(paths: Sequence[str | Path], suite: str, groups: Sequence[str] = ()) -> list[ImportedRun]:
+    """inspect_ai eval logs (``.eval`` or ``.json``, read with inspect_ai's own reader) → one evaluation per
+    log: each sample's first score (``C``/``I`` and other values through inspect_ai's ``value_to_float``) as
+    its outcome, the sample metadata keys named in ``groups`` as its groups, the log's model and creation
+    date. A log that did not finish, or a sample without the group key, is an error naming the file."""
+    try:
+        from inspect_ai.log import read_eval_log
+        from inspect_ai.scorer import value_to_float
+    except ImportError:
+        raise ImportError_("import inspect needs inspect_ai: pip install 'geomon[inspect]'") from None
+
+    to_float = value_to_float()
+    rows = []
+    names = []
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise ImportError_(f"{path}: missing")
+        try:
+            log = read_eval_log(str(path))
+        except Exception as exc:  # inspect_ai's reader raises its own and pydantic's errors
+            raise ImportError_(f"{path}: not an inspect_ai eval log ({type(exc).__name__}: {exc})") from None
+        if log.status != "success":
+            raise ImportError_(f"{path}: the eval did not finish (status {log.status}); nothing to import")
+        names.append(path.name)
+        model = _model_name(log.eval.model)
+        for sample in log.samples or []:
+            score = next(iter((sample.scores or {}).values()), None)
+            value = float(to_float(score.value)) if score is not None else np.nan
+            row = {"model": model, "item": f"{sample.id}#{sample.epoch}", "evaluated_at": log.eval.created}
+            for group in groups:
+                if group not in (sample.metadata or {}):
+                    raise ImportError_(f"{path}: sample {sample.id} has no metadata {group!r}")
+                row[group] = sample.metadata[group]
+            rows.append({**row, "_value": value * 100.0})
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        raise ImportError_(f"{', '.join(map(str, paths))}: no samples")
+    origin = f"import:inspect:{','.join(sorted(names))}"
+    return outcome_runs(frame, suite, groups, "accuracy", f"imported inspect_ai logs: {suite}", origin)
 
 
 def _mean_value(frame: pd.DataFrame) -> float:

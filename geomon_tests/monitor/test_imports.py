@@ -162,3 +162,46 @@ def test_item_file_errors_name_the_file_line_and_field(tmp_path):
     empty = _items_csv(tmp_path / "empty.csv", [good, {**good, "item": "q2", "correct": ""}])
     (run,) = imports.item_runs(empty, "b")
     assert run.excluded == 1 and run.metrics[0].n == 1
+
+
+def test_inspect_ai_logs_written_by_inspect_itself(tmp_path):
+    """An eval log that inspect_ai writes here with its mockllm model (scripted replies; usage given so it
+    counts no tokens, which would need a download): the scores become an evaluation, the sample metadata its
+    groups."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import includes
+    from inspect_ai.solver import generate
+
+    questions = [("France", "Paris"), ("Mali", "Bamako"), ("Peru", "Lima"), ("Chad", "N'Djamena")]
+    samples = [
+        Sample(input=f"Capital of {country}?", target=city, id=f"q{i}", metadata={"country": country})
+        for i, (country, city) in enumerate(questions)
+    ]
+    outputs = [
+        ModelOutput.from_content(model="mockllm/model", content=t) for t in ("Paris", "Bamako", "Cusco", "Abuja")
+    ]
+    for output in outputs:
+        output.usage = ModelUsage(input_tokens=5, output_tokens=1, total_tokens=6)
+    (log,) = inspect_eval(
+        Task(dataset=samples, solver=generate(), scorer=includes()),
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert log.status == "success"
+    (run,) = imports.inspect_runs([log.location], "capitals", ["country"])
+    assert run.model == "model" and run.answers == 4
+    values = {(m.metric, m.breakdown): m.value for m in run.metrics}
+    assert values[("accuracy", "")] == 50.0 and values[("accuracy", "country=France")] == 100.0
+    assert values[("accuracy", "country=Peru")] == 0.0 and values[("country_gap", "")] == 100.0
+    assert sorted(run.items["item"]) == ["q0#1", "q1#1", "q2#1", "q3#1"]
+    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    imports.record_runs(history, [run], imports.ITEM_REGRESSION_METRICS)
+    assert imports.record_runs(history, [run], imports.ITEM_REGRESSION_METRICS)[0].evaluation.reused
+    with pytest.raises(imports.ImportError_, match="no metadata 'language'"):
+        imports.inspect_runs([log.location], "capitals", ["language"])
+    with pytest.raises(imports.ImportError_, match="not an inspect_ai eval log"):
+        imports.inspect_runs([PUBLISHED], "capitals")
