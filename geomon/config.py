@@ -55,6 +55,7 @@ class BorderLinesSettings:
     user_agent: str = ""  # Wikimedia asks for contact details in the User-Agent; set yours here
     min_interval_s: float = 1.0  # between MediaWiki API calls
     latest_every_days: int = 30  # how often the page's latest revision becomes a new version to evaluate
+    paper_results: Path | None = None  # the release's scores_for_all.csv: the paper's rows beside geomon's
 
     def mediawiki(self) -> MediaWikiClient | None:
         """The MediaWiki client these settings describe; None offline (the release's dated tables stand in)."""
@@ -259,6 +260,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
     bl["wikipedia_api_url"] = os.environ.get(
         "GEOMON_WIKIPEDIA_API_URL", bl.get("wikipedia_api_url", DEFAULT_WIKIPEDIA_API_URL)
     )
+    bl["paper_results"] = _resolve(base, bl.get("paper_results"))
     if "revisions" in bl:
         bl["revisions"] = tuple(str(r) for r in bl["revisions"])
     try:

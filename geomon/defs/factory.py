@@ -195,7 +195,8 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         settings = context.resources.geomon.settings()
         out = settings.results_dir / info.name
         write = lambda board, results: pipeline.write_report(out, board, results, settings)  # noqa: E731
-        return leaderboard(context, tracked, inputs[tracked], write, pipeline.leaderboard_columns)
+        published = pipeline.published(settings) if pipeline.published is not None else None
+        return leaderboard(context, tracked, inputs[tracked], write, pipeline.leaderboard_columns, published)
 
     return dg.asset(
         key=[info.name, "leaderboard"],

@@ -43,12 +43,14 @@ def leaderboard(
     per_model: Any,
     write: Callable[[pd.DataFrame, dict[str, dict[str, Any]]], Path],
     columns: Sequence[str],
+    published: pd.DataFrame | None = None,
 ) -> dg.Output[pd.DataFrame]:
-    """One row per model from its partition's ``summary``; ``write(board, results)`` writes the report;
-    the metadata shows ``columns`` (those present) and links the report (``leaderboard_metadata``)."""
+    """One row per model from its partition's ``summary``, then the paper's ``published`` rows; ``write(board,
+    results)`` writes the report; the metadata shows ``columns`` (those present) and links the report
+    (``leaderboard_metadata``)."""
     results = by_partition(context, input_name, per_model)
     board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(results.items())])
-    board = mark_insufficient(board, context.asset_key.path[0])
+    board = with_published(mark_insufficient(board, context.asset_key.path[0]), published)
     report = write(board, results)
     return dg.Output(board, metadata=leaderboard_metadata(context.asset_key.path[0], board, report, columns))
 
@@ -66,18 +68,33 @@ def leaderboard_metadata(
     name a row: model, or model and table version) of each of the suite's headline metrics, so the Plots tab
     draws each model's own line."""
     index = write_index(report.parent.parent)
-    shown = [c for c in (*labels, *columns, SAMPLE_NOTE) if c in board]
+    shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE_NOTE) if c in board]
     rounded = board[shown].round(4)
+    own = board[board[ORIGIN] == "geomon"] if ORIGIN in board else board
     return {
-        "models": int(board["model"].nunique()) if len(board) else 0,
+        "models": int(own["model"].nunique()) if len(own) else 0,
         "leaderboard": dg.MetadataValue.md(charts.markdown_table(rounded)),
         "leaderboard_table": metadata_table(rounded),
         "report": dg.MetadataValue.path(str(report)),
         # A link too; browsers may refuse file:// links from the UI's http:// page, the path is copyable.
         "report_url": dg.MetadataValue.url(report.resolve().as_uri()),
         "index": dg.MetadataValue.path(str(index)),
-        **per_model_series(board if series_rows is None else series_rows, headline_metrics(suite), labels),
+        **per_model_series(own if series_rows is None else series_rows, headline_metrics(suite), labels),
     }
+
+
+ORIGIN = "origin"  # "geomon" for geomon's own rows, "published" for a paper's aggregates
+PUBLISHED_NOTE = "published aggregate: no interval, no items (the per-item results are not public)"
+
+
+def with_published(board: pd.DataFrame, published: pd.DataFrame | None) -> pd.DataFrame:
+    """``board`` with ``origin`` and, below geomon's rows, the paper's published ones (marked so, never
+    mistaken for an insufficient sample or tracked in the history)."""
+    board = board.assign(**{ORIGIN: "geomon"})
+    if published is None or published.empty:
+        return board
+    rows = published.assign(**{ORIGIN: "published", SAMPLE_NOTE: PUBLISHED_NOTE})
+    return pd.concat([board, rows], ignore_index=True)
 
 
 SAMPLE_NOTE = "sample_note"  # the board's column: which headline figures cannot carry a claim, and why

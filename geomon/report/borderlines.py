@@ -120,7 +120,9 @@ def write_report(
         "<p>Concurrence scores in percent (Li et al., Table 4): KB = English answer vs the table's controller; "
         "Con / Non = answers in the controller's / the other claimants' languages vs the controller; "
         "Δ = (Con − Non) / Non; Cst = agreeing pairs among the claimant-language answers. "
-        "Brackets: 95 % bootstrap intervals over territories.</p>",
+        "Brackets: 95 % bootstrap intervals over territories. Rows whose revision is <em>published</em> are the "
+        "paper's own scores (the release's scores_for_all.csv), beside geomon's: aggregates, so without intervals "
+        "— the per-territory answers behind them are not public.</p>",
         _with_ci(board).pipe(charts.html_table, 2),
         *(_charts(board, results) if len(board) else []),
         "<h2>Table versions</h2>",

@@ -12,12 +12,10 @@ import pandas as pd
 from geomon.report import charts
 from geomon.report.suite import Breakdown, breakdown_sections, headline_chart
 
-PAPER_TABLE = "Aggregated Scores  - aggregated_scores.csv"  # in the release's Results/ (reference/quench/)
-
 
 def paper_table(reference_dir: Path | None) -> pd.DataFrame | None:
     """The paper's aggregated judge scores, if the reference copy is there."""
-    from geomon.suites.quench import read_paper_table
+    from geomon.suites.quench import PAPER_TABLE, read_paper_table
 
     if reference_dir is None or not (reference_dir / PAPER_TABLE).is_file():
         return None
@@ -40,7 +38,9 @@ def write_report(
         "that resample questions within each subset; <em>detectable</em> is the smallest gap this sample "
         "could detect (80 % power, α = 0.05). Unanswered replies (no entity in the requested format) and "
         "failed requests are excluded and counted. Similarity is the cosine of all-MiniLM-L6-v2 embeddings "
-        "(not the paper's BERTScore).</p>",
+        "(not the paper's BERTScore). Rows with origin <em>published</em> are the paper's aggregated scores "
+        "(no CoT, all entities) beside geomon's: aggregates, so without intervals — its per-item judgements are "
+        "not public.</p>",
         charts.html_table(board, 3),
         headline_chart(board, "correct_answer_score", "Entity correctness by the jury per model (0-1, no CoT)"),
         *breakdown_sections(

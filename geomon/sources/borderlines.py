@@ -177,6 +177,35 @@ def read_snapshot(root: str | Path, table: str | Path | None = None) -> BorderLi
     )
 
 
+PUBLISHED_COLUMNS = {
+    "KB CS": "kb_cs",
+    "Control CS": "con_cs",
+    "Non-control CS": "non_cs",
+    "Delta CS": "delta_cs",
+    "Delta CS unnormalized": "delta_cs_unnormalized",
+    "Consistency CS unk": "cst_cs_unknown",
+    "Consistency CS all": "cst_cs_all",
+}
+PUBLISHED_PERSONAS = {"none": "vanilla", "vanilla": "vanilla", "un": "un_peacekeeper", "nationalist": "nationalist"}
+
+
+def read_published_scores(path: str | Path) -> pd.DataFrame:
+    """The paper's per-model scores (the release's ``scores_for_all.csv``) as leaderboard rows: model,
+    persona and the concurrence scores under geomon's names; a role geomon does not ask (GPT-4's
+    ``input_demo``) keeps its own name. A missing column is an error naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise DisputesError(f"{path}: missing; the paper's published scores are read there")
+    table = pd.read_csv(path)
+    missing = [c for c in ("Model", "Role", *PUBLISHED_COLUMNS) if c not in table]
+    if missing:
+        raise DisputesError(f"{path}: no column(s) {missing}")
+    out = table.rename(columns=PUBLISHED_COLUMNS)[["Model", "Role", *PUBLISHED_COLUMNS.values()]]
+    out = out.rename(columns={"Model": "model", "Role": "persona"})
+    out["persona"] = [PUBLISHED_PERSONAS.get(role, role) for role in out["persona"]]
+    return out
+
+
 def fetch_release(base_url: str, dest: str | Path, timeout_s: float = 30.0) -> Path:
     """Download the release files geomon reads into ``dest`` (laid out as the offline snapshot).
 

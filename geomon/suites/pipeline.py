@@ -135,6 +135,9 @@ class Pipeline:
     leaderboard_columns: tuple[str, ...]
     per_model_description: str
     settings_key: str = ""  # the settings section holding ``jury`` etc. (defaults to the suite name)
+    # The paper's own per-model scores (settings → rows of model and leaderboard columns), shown beside
+    # geomon's as ``origin = published``: aggregates, so without intervals or items.
+    published: Callable[[Any], pd.DataFrame | None] | None = None
 
     def stage(self, name: str) -> Stage:
         for stage in self.stages:

@@ -169,6 +169,7 @@ SCORES = (
     "gold_rationale_similarity",
 )
 PAPER_SCORES = ("correct_answer_score", "pred_rationale_score", "gold_rationale_score")
+PAPER_TABLE = "Aggregated Scores  - aggregated_scores.csv"  # in the release's Results/ (reference/quench/)
 _PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 
 
@@ -1005,6 +1006,26 @@ def _disparity_stage(context: Any, scores: pd.DataFrame, judgements: dict) -> St
     )
 
 
+def published_rows(settings: Any) -> pd.DataFrame | None:
+    """The paper's aggregated scores (no CoT, all entities) per model, and its Indic − non-Indic gap in
+    entity correctness, as leaderboard rows."""
+    folder = settings.quench.paper_results
+    path = folder / PAPER_TABLE if folder is not None else None
+    if path is None or not path.is_file():
+        return None
+    paper = read_paper_table(path)
+    normal = paper[paper["mode"] == "normal"].set_index(["model", "subset"])
+    rows = []
+    for model in sorted({m for m, _ in normal.index}):
+        row = {"model": model, **{score: normal.loc[(model, "All"), score] for score in PAPER_SCORES}}
+        row["indic_gap_correct_answer_score"] = (
+            normal.loc[(model, "Indic"), "correct_answer_score"]
+            - normal.loc[(model, "Non-Indic"), "correct_answer_score"]
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _write_report(out: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Path:
     from geomon.report.quench import write_report
 
@@ -1107,6 +1128,7 @@ def _pipeline() -> Pipeline:
             "exact_match",
         ),
         per_model_description="Answers, rationales, jury, similarities, scores and Indic gap of one model.",
+        published=published_rows,
     )
 
 

@@ -328,8 +328,12 @@ def test_quench_materialization_with_bundled_contestants_and_judges(tmp_path, wd
         checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
         assert checks["release_complete"].passed and checks["prompts_filled"].passed
         assert checks["release_complete"].metadata["entities"].value == 459
-        board = results[-1].output_for_node("quench__leaderboard")
+        everything = results[-1].output_for_node("quench__leaderboard")
+        board = everything[everything["origin"] == "geomon"]
         assert sorted(board["model"]) == sorted(models)
+        # The paper's own per-model scores beside geomon's, marked as published aggregates.
+        published = everything[everything["origin"] == "published"]
+        assert "gpt_4" in set(published["model"]) and published["sample_note"].str.startswith("published").all()
         entities = int(board["entities"].iloc[0])
         assert entities >= 2 and (board["answered"] + board["unanswered"] + board["failed"] == entities).all()
         scores = {}

@@ -7,6 +7,7 @@ import shutil
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from geomon.sources.borderlines import DisputesError, fetch_release, read_snapshot
@@ -68,3 +69,17 @@ def test_a_deleted_or_broken_translation_file_is_an_error_naming_it(tmp_path):
     (copy / "countries_info.json").unlink()
     with pytest.raises(DisputesError, match=r"countries_info.json: missing"):
         read_snapshot(copy)
+
+
+def test_the_papers_published_scores_as_leaderboard_rows():
+    """The release's scores_for_all.csv under geomon's names, shown beside geomon's rows as published."""
+    from geomon.defs.leaderboard import ORIGIN, SAMPLE_NOTE, with_published
+    from geomon.sources.borderlines import read_published_scores
+
+    rows = read_published_scores(SHARED / "reference" / "borderlines" / "all_results" / "scores_for_all.csv")
+    gpt4 = rows[rows["model"] == "gpt4"].set_index("persona")
+    assert set(gpt4.index) == {"vanilla", "un_peacekeeper", "nationalist", "input_demo"}
+    assert round(float(rows.set_index("model").loc["bloom_560m", "kb_cs"]), 3) == 60.494
+    board = with_published(pd.DataFrame({"model": ["m"], "kb_cs": [50.0]}), rows)
+    assert list(board[ORIGIN].unique()) == ["geomon", "published"]
+    assert board.loc[board[ORIGIN] == "published", SAMPLE_NOTE].str.startswith("published aggregate").all()

@@ -13,7 +13,7 @@ from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.borderlines import checks
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
-from geomon.defs.leaderboard import leaderboard_metadata, mark_insufficient
+from geomon.defs.leaderboard import leaderboard_metadata, mark_insufficient, with_published
 from geomon.defs.resources import (
     GeomonResource,
     by_partition,
@@ -345,7 +345,11 @@ def borderlines_leaderboard(
         {"from": old, "to": new, **borderlines.compare_tables(tables[old], tables[new])}
         for old, new in itertools.pairwise(versions)
     ]
-    board = mark_insufficient(board, "borderlines")
+    settings = geomon.settings().borderlines
+    published = source.read_published_scores(settings.paper_results) if settings.paper_results else None
+    if published is not None:
+        published = published.assign(revision="published (Li et al.)")
+    board = with_published(mark_insufficient(board, "borderlines"), published)
     report = write_report(geomon.settings().results_dir / "borderlines", board, changes, concurrence)
     shown = ["persona", "kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown"]
     # Per-model series follow the tracked persona on each table version (one line per model and version).
