@@ -165,7 +165,7 @@ def ask_jury(
     unreadable, error). A judge that errored or replied unreadably casts no vote, and is counted here.
     """
     rows = []
-    for judge in judges:
+    for judge in judges if prompts else ():  # nothing to judge (every answer pre-graded): ask no one
         replies = ask(judge, judge_requests(prompts, judge, max_tokens, choices))
         for item, (text, error) in enumerate(zip(replies["text"], replies["error"], strict=True)):
             verdict = read(text if isinstance(text, str) else None)

@@ -141,3 +141,14 @@ def test_agreement_drop_alerts_only_on_a_real_fall():
 
     assert agreement_dropped(0.8, 0.5) and not agreement_dropped(0.8, 0.7)
     assert not agreement_dropped(None, 0.1) and not agreement_dropped(0.8, float("nan"))
+
+
+def test_a_jury_with_nothing_to_judge_asks_no_one():
+    """Every answer pre-graded: no judge is asked, and the decisions and agreement are empty, not an error."""
+    from geomon import jury
+    from geomon.engine.registry import bundled_specs
+
+    asked = []
+    task = jury.JuryTask("grade", [], [], jury.letter_reader({"A": "correct"}), choices=("A",))
+    result = jury.convene(bundled_specs(), [task], lambda spec, requests: asked.append(requests))
+    assert asked == [] and result.verdicts.empty and result.decisions["grade"].empty

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -285,34 +286,50 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
 
 
 @pytest.mark.slow
-def test_gapminder_materialization_with_bundled_contestants_and_judges(tmp_path, wdi_snapshot_dir):
-    """Two questions × two variations, both bundled models answering and both judging."""
-    gapminder = {"snapshot": str(SHARED / "snapshots" / "gapminder"), "jury": {"max_tokens": 24}}
-    settings = write_settings(tmp_path, wdi_snapshot_dir, gapminder=gapminder)
-    resources = {"geomon": GeomonResource(config_path=str(settings))}
-    models = ["smollm2-135m-instruct", "gemma3-270m"]
-    config = {"sample_questions": 2, "sample_variations": 2}
-    with dg.instance_for_test() as instance:
-        results = suite_runs("gapminder").materialize(defs, instance, models, config, resources=resources)
-        assert all(r.success for r in results)
-        assert not [c for c in failed_checks(results) if c.severity == dg.AssetCheckSeverity.ERROR]
-        board = results[-1].output_for_node("gapminder__leaderboard")
-        assert sorted(board["model"]) == sorted(models)
-        assert (board["n"] == 4).all() and (board["pre_graded"] + board["jury_graded"] == 4).all()
-        judged = {}
-        for result in results:
-            for mat in result.asset_materializations_for_node("gapminder__judgements"):
-                judged[str(mat.partition)] = mat.metadata
-        meta = judged["smollm2-135m-instruct"]
-        assert meta["judges"].value == "smollm2-135m-instruct, gemma3-270m"
-        assert meta["pre_graded"].value + meta["sent_to_jury"].value == 4
-        assert_readable_report(tmp_path / "results" / "gapminder" / "report.html")
-        from geomon.monitor.history import MetricHistory
+def test_gapminder_on_scripted_contestants_and_judges_gives_exact_rates(tmp_path, wdi_snapshot_dir):
+    """Two questions × two variations: an oracle naming the correct option (pre-graded, no jury) and a hedger
+    whose answers go to a jury of two scripted judges that grade them wrong: exact rates, grading paths,
+    history and report."""
+    from geomon.sources.gapminder import read_snapshot
+    from geomon.suites import gapminder as suite
 
-        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="gapminder")
-        assert {"correct_rate", "very_wrong_rate"} <= set(history["metric"])
-        # Fleiss' kappa needs two items both judges read; tiny judges on four answers may give none.
-        assert "judge_fleiss_kappa" in meta
+    data = read_snapshot(SHARED / "snapshots" / "gapminder")
+    config = {"sample_questions": 2, "sample_variations": 2}
+    prompts = suite.build_prompts(data, ("en-US", "zh-CN"), 2, 2, seed=0)
+    correct = {p.prompt: p.options[p.correctness.index(1)] for p in prompts.itertuples()}
+    wrong_letter = next(letter for letter, grade in data.judge_choices.items() if grade == "wrong")
+    scripted = {
+        "oracle": lambda messages: f"The answer is {correct[messages[-1]['content']]}.",
+        "hedger": lambda messages: "I am not sure.",
+        "judge-a": lambda messages: wrong_letter,
+        "judge-b": lambda messages: wrong_letter,
+    }
+    with contextlib.ExitStack() as stack:
+        urls = {
+            name: stack.enter_context(serve(ScriptedModel, {"answer": f, "models": [name]}))
+            for name, f in scripted.items()
+        }
+        entries = [{"name": n, "kind": "chat", "base_url": f"{u}/v1", "model_id": n} for n, u in urls.items()]
+        gapminder = {"snapshot": str(SHARED / "snapshots" / "gapminder"), "jury": {"judges": ["judge-a", "judge-b"]}}
+        settings = write_settings(
+            tmp_path, wdi_snapshot_dir, models=entries, include_bundled=False, gapminder=gapminder
+        )
+        resources = {"geomon": GeomonResource(config_path=str(settings))}
+        with dg.instance_for_test() as instance:
+            results = suite_runs("gapminder").materialize(
+                defs, instance, ["oracle", "hedger"], config, resources=resources
+            )
+            assert all(r.success for r in results)
+            board = results[-1].output_for_node("gapminder__leaderboard").set_index("model")
+    assert board.loc["oracle", ["n", "correct_rate", "pre_graded", "jury_graded"]].tolist() == [4, 100.0, 4, 0]
+    assert board.loc["hedger", ["n", "correct_rate", "very_wrong_rate", "jury_graded"]].tolist() == [4, 0.0, 0.0, 4]
+    assert board["sample_note"].str.contains("n = 2 < 30").all()  # two questions: no claim
+    assert_readable_report(tmp_path / "results" / "gapminder" / "report.html")
+    from geomon.monitor.history import MetricHistory
+
+    history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="gapminder", metric="correct_rate")
+    overall = history[history["breakdown"] == ""].set_index("model")["value"]
+    assert overall.to_dict() == {"oracle": 100.0, "hedger": 0.0}
 
 
 @pytest.mark.slow
