@@ -333,43 +333,66 @@ def test_gapminder_on_scripted_contestants_and_judges_gives_exact_rates(tmp_path
 
 
 @pytest.mark.slow
-def test_quench_materialization_with_bundled_contestants_and_judges(tmp_path, wdi_snapshot_dir):
-    """Two questions (one Indic), both modes, both bundled models answering, explaining and judging."""
-    quench = {"snapshot": str(SHARED / "snapshots" / "quench"), "jury": {"max_tokens": 8}}
-    settings = write_settings(tmp_path, wdi_snapshot_dir, quench=quench)
-    resources = {"geomon": GeomonResource(config_path=str(settings))}
-    models = ["smollm2-135m-instruct", "gemma3-270m"]
-    with dg.instance_for_test() as instance:
-        results = suite_runs("quench").materialize(defs, instance, models, {"sample_questions": 2}, resources=resources)
-        assert all(r.success for r in results)
-        checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
-        assert checks["release_complete"].passed and checks["prompts_filled"].passed
-        assert checks["release_complete"].metadata["entities"].value == 459
-        everything = results[-1].output_for_node("quench__leaderboard")
-        board = everything[everything["origin"] == "geomon"]
-        assert sorted(board["model"]) == sorted(models)
-        # The paper's own per-model scores beside geomon's, marked as published aggregates.
-        published = everything[everything["origin"] == "published"]
-        assert "gpt_4" in set(published["model"]) and published["sample_note"].str.startswith("published").all()
-        entities = int(board["entities"].iloc[0])
-        assert entities >= 2 and (board["answered"] + board["unanswered"] + board["failed"] == entities).all()
-        scores = {}
-        for result in results:
-            for mat in result.asset_materializations_for_node("quench__judgements"):
-                scores[str(mat.partition)] = mat.metadata
-        assert scores["gemma3-270m"]["judges"].value == "smollm2-135m-instruct, gemma3-270m"
-        similar = [m for r in results for m in r.asset_materializations_for_node("quench__similarities")]
-        assert all(m.metadata["compared"].value > 0 for m in similar)  # gold rationales are always asked for
-        out = tmp_path / "results" / "quench"
-        assert (out / "aggregated_scores.csv").exists()
-        assert_readable_report(out / "report.html")
-        layout = pd.read_csv(out / "aggregated_scores.csv")
-        assert len(layout) == 2 * 2 * 3  # models × modes × subsets, the paper's layout
-        from geomon.monitor.history import MetricHistory
+def test_quench_on_scripted_contestants_and_judges_gives_exact_scores(tmp_path, wdi_snapshot_dir):
+    """Two questions (one Indic), both modes: a contestant that gives every gold entity and a rationale, one
+    that answers nothing in the requested format, and a jury of two scripted judges (every entity correct,
+    every rationale 5): exact scores, the release check, the paper's layout and the published rows."""
+    from geomon.sources.quench import read_release
+    from geomon.suites import quench as suite
 
-        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="quench")
-        recorded = set(history["metric"])
-        assert {"gold_rationale_similarity", "indic_gap_gold_rationale_similarity", "entities"} <= recorded
+    release = read_release(SHARED / "snapshots" / "quench")
+    prompts = suite.build_prompts(release.items[release.items["indic"].notna()], 2, 0)
+    gold = {p.user: (p.variable, p.gold_answer) for p in prompts.itertuples()}
+
+    def expert(messages):
+        user = messages[-1]["content"]
+        if user in gold:
+            variable, answer = gold[user]
+            return f"<<<{variable}: {answer}>>>"
+        return "The rationale is that every clue in the question points to it."
+
+    def judge(messages):
+        return "5" if "Score between 1 to 5" in messages[-1]["content"] else "correct"
+
+    scripted = {"expert": expert, "mute": lambda m: "Hmm.", "judge-a": judge, "judge-b": judge}
+    with contextlib.ExitStack() as stack:
+        urls = {n: stack.enter_context(serve(ScriptedModel, {"answer": f, "models": [n]})) for n, f in scripted.items()}
+        entries = [{"name": n, "kind": "chat", "base_url": f"{u}/v1", "model_id": n} for n, u in urls.items()]
+        quench = {
+            "snapshot": str(SHARED / "snapshots" / "quench"),
+            "paper_results": str(SHARED / "reference" / "quench" / "Results"),
+            "jury": {"judges": ["judge-a", "judge-b"]},
+        }
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=entries, include_bundled=False, quench=quench)
+        resources = {"geomon": GeomonResource(config_path=str(settings))}
+        with dg.instance_for_test() as instance:
+            results = suite_runs("quench").materialize(
+                defs, instance, ["expert", "mute"], {"sample_questions": 2}, resources=resources
+            )
+            assert all(r.success for r in results)
+            checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
+            assert checks["release_complete"].passed and checks["prompts_filled"].passed
+            assert checks["release_complete"].metadata["entities"].value == 459
+            everything = results[-1].output_for_node("quench__leaderboard")
+    board = everything[everything["origin"] == "geomon"].set_index("model")
+    entities = prompts["entity_id"].nunique()
+    expert_row = board.loc["expert"]
+    assert expert_row["entities"] == entities and expert_row["answered"] == entities
+    assert expert_row["correct_answer_score"] == 1.0 and expert_row["correct_answer_score_cot"] == 1.0
+    assert expert_row["pred_rationale_score"] == 5.0 and expert_row["gold_rationale_score"] == 5.0
+    assert expert_row["exact_match"] == 1.0 and expert_row["indic_gap_correct_answer_score"] == 0.0
+    mute = board.loc["mute"]
+    assert mute["answered"] == 0 and mute["unanswered"] == entities  # excluded and counted, never scored
+    # The paper's own per-model scores beside geomon's, marked as published aggregates.
+    published = everything[everything["origin"] == "published"]
+    assert "gpt_4" in set(published["model"]) and published["sample_note"].str.startswith("published").all()
+    out = tmp_path / "results" / "quench"
+    assert len(pd.read_csv(out / "aggregated_scores.csv")) == 2 * 2 * 3  # models × modes × subsets
+    assert_readable_report(out / "report.html")
+    from geomon.monitor.history import MetricHistory
+
+    history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="quench", model="expert")
+    assert {"gold_rationale_similarity", "indic_gap_gold_rationale_similarity", "entities"} <= set(history["metric"])
 
 
 @pytest.mark.slow
