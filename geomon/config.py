@@ -14,6 +14,7 @@ it per deployment and is the only place secrets come from:
 - ``GEOMON_BORDERLINES_RELEASE_URL``: where the BorderLines release files are fetched from (live)
 - ``GEOMON_<SUITE>_<FIELD>``: a text or path field of a suite's own section, e.g. ``GEOMON_GAPMINDER_SNAPSHOT``
   (``none`` to fetch the release), ``GEOMON_QUENCH_ARCHIVE_URL``, ``GEOMON_BLEND_SNAPSHOT``
+- ``GEOMON_GAPMINDER_RESULTS``: Gapminder's published results folder, imported into the history (``none``: not)
 - ``GEOMON_EMBEDDING_MODEL``: a sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)
 """
 
@@ -98,6 +99,9 @@ class Settings:
     # Model → the model it is compared with on its first evaluation, for models outside the registry
     # (imported histories); overrides an import's own choice (the same vendor's previous release).
     predecessors: dict[str, str] = field(default_factory=dict)
+    # Gapminder's published results (a folder of master_output_*.csv): the `history/gapminder_results` source
+    # is observed, and a changed file re-imports (`history/gapminder_import`). None: not imported by Dagster.
+    gapminder_results: Path | None = None
     # Sections of suites that declare their own settings class (SuiteInfo.settings), by suite name.
     suite_sections: dict[str, Any] = field(default_factory=dict)
 
@@ -229,6 +233,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "endpoints",
         "embedding_model",
         "predecessors",
+        "gapminder_results",
     }
     from geomon.suites.registry import suites
 
@@ -292,5 +297,6 @@ def load_settings(path: str | Path | None = None) -> Settings:
         worldbank_api_url=os.environ.get("GEOMON_WORLDBANK_API_URL", wb.get("api_url", DEFAULT_API_URL)),
         engine=engine,
         predecessors=_predecessors(doc.get("predecessors"), path),
+        gapminder_results=_resolve(base, os.environ.get("GEOMON_GAPMINDER_RESULTS", doc.get("gapminder_results"))),
         cache_epoch=str(os.environ.get("GEOMON_CACHE_EPOCH", doc.get("cache_epoch", ""))),
     )

@@ -41,6 +41,8 @@ EXPECTED_ASSET_KEYS = [
     "gapminder/question_bank",
     "gapminder/rates",
     "gapminder/responses",
+    "history/gapminder_import",
+    "history/gapminder_results",
     "monitor/drift_probe",
     "monitor/trends",
     "quench/answers",
