@@ -30,7 +30,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.report import charts
 from geomon.suites import registry
-from geomon.suites.pipeline import CheckOutcome, Pipeline, Stage, StageCheck, StageResult
+from geomon.suites.pipeline import CheckOutcome, Markdown, Pipeline, Stage, StageCheck, StageResult
 
 FLOAT_DIGITS = 4  # metadata floats: enough to compare runs, not 16 digits of noise
 
@@ -40,6 +40,8 @@ def metadata_value(value: Any) -> Any:
     lists as JSON, floats rounded, None as "none"."""
     if isinstance(value, dg.MetadataValue):
         return value
+    if isinstance(value, Markdown):
+        return dg.MetadataValue.md(str(value))
     if isinstance(value, pd.DataFrame):
         return dg.MetadataValue.md(charts.markdown_table(value) if len(value) else "none")
     if isinstance(value, dict | list | tuple):
@@ -66,6 +68,16 @@ class DagsterStageContext:
 
     def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
         return ask_model(self.settings, spec, requests)
+
+
+def input_key(suite: str, name: str) -> list[str]:
+    """An input's asset key: an earlier stage of the suite, or an asset outside it named by its key."""
+    return name.split("/") if "/" in name else [suite, name]
+
+
+def input_name(name: str) -> str:
+    """The keyword a stage receives an input under: the stage's name, or the last part of an outside key."""
+    return name.rsplit("/", 1)[-1]
 
 
 def _check_result(stage: Stage, outcome: CheckOutcome) -> dg.AssetCheckResult:
@@ -162,14 +174,21 @@ def _stage_asset(
                 result.tracked.items,
                 module.REGRESSION_METRICS,
                 scope=result.tracked.scope,
-                versions={"data": versions.data, "prompts": versions.prompts, "code": versions.code},
+                versions={
+                    "data": result.tracked.data_version or versions.data,
+                    "prompts": versions.prompts,
+                    "code": versions.code,
+                },
             )
 
     compute.__doc__ = stage.about
     options: dict[str, Any] = {}
     if stage.options:
         options["config_schema"] = {
-            o.name: dg.Field(o.type, is_required=False, description=o.help) for o in stage.options
+            o.name: dg.Field(
+                dg.Noneable(o.type) if o.default is None else o.type, is_required=False, description=o.help
+            )
+            for o in stage.options
         }
     if stage.asks_models:
         options.update(model_call_options())
@@ -181,7 +200,7 @@ def _stage_asset(
         automation_condition=EAGER,
         freshness_policy=ANNUAL_DATA if stage.source else None,
         partitions_def=models_partitions if stage.per_model else None,
-        ins={name: dg.AssetIn(key=[info.name, name]) for name in stage.inputs},
+        ins={input_name(name): dg.AssetIn(key=input_key(info.name, name)) for name in stage.inputs},
         check_specs=check_specs or None,
         required_resource_keys={"geomon"},
         **options,
@@ -232,7 +251,8 @@ class DeclaredSuite:
         log_level: str,
     ) -> tuple[list[dg.ExecuteInProcessResult], str]:
         """``geomon run``'s options of this suite (each sets a prompts-stage option; 0 = all)."""
-        config = {o.config: options.get(o.dest) or 0 for o in self.info.options}
+        # An option left unset keeps the stage's own default (or the sample the previous run chose).
+        config = {o.config: options[o.dest] for o in self.info.options if options.get(o.dest) is not None}
         described = ", ".join(f"{name}: {value or 'all'}" for name, value in config.items()) or "defaults"
         return self.materialize(defs, instance, models, config, log_level=log_level, described=described), described
 
@@ -257,9 +277,10 @@ def declared(name: str) -> DeclaredSuite:
         return dg.AssetSelection.assets(*[[name, s.name] for s in stages])
 
     per_model = keys([s for s in pipeline.stages if s.per_model])
+    upstream = dg.AssetSelection.assets(*[key.split("/") for key in pipeline.upstream])
     plan = PerModelPlan(
         suite=name,
-        sources=keys([s for s in pipeline.stages if not s.per_model]),
+        sources=keys([s for s in pipeline.stages if not s.per_model]) | upstream,
         per_model=per_model,
         leaderboard=dg.AssetSelection.assets([name, "leaderboard"]),
         prompts_op=f"{name}__{pipeline.prompts.name}",

@@ -48,6 +48,10 @@ class StageCheck:
         return " ".join((self.description or (self.evaluate.__doc__ if self.evaluate else "") or self.name).split())
 
 
+class Markdown(str):
+    """Metadata text to show as Markdown (a chart as an image, a formatted note), not as plain text."""
+
+
 @dataclass
 class Tracked:
     """What a tracked stage adds to the metric history: its metrics, the per-item values the regression
@@ -56,6 +60,7 @@ class Tracked:
     metrics: list[Any]  # geomon.monitor.history.MetricValue
     items: pd.DataFrame
     scope: str
+    data_version: str = ""  # the data's own version (a World Bank release); default: the source stage's code
 
 
 @dataclass
@@ -110,6 +115,8 @@ class Stage:
     name: str  # the asset key is [suite, name]
     run: StageFunction
     description: str = ""  # what the asset holds (default: ``run``'s docstring)
+    # Earlier stages by name, or assets outside the suite by key ("worldbank/indicators": the stage gets it as
+    # ``indicators``).
     inputs: tuple[str, ...] = ()
     per_model: bool = False  # partitioned by model
     asks_models: bool = False  # gets the model queue, pool and retry policy
@@ -138,6 +145,8 @@ class Pipeline:
     # The paper's own per-model scores (settings → rows of model and leaderboard columns), shown beside
     # geomon's as ``origin = published``: aggregates, so without intervals or items.
     published: Callable[[Any], pd.DataFrame | None] | None = None
+    # Assets outside the suite that its prompts job materializes first ("worldbank/economies").
+    upstream: tuple[str, ...] = ()
 
     def stage(self, name: str) -> Stage:
         for stage in self.stages:
@@ -162,6 +171,8 @@ class Pipeline:
             if stage.name in seen or stage.name == "leaderboard":
                 raise PipelineError(f"suite {suite}: stage name {stage.name!r} is used twice or reserved")
             for name in stage.inputs:
+                if "/" in name:  # an asset outside the suite
+                    continue
                 if name not in seen:
                     raise PipelineError(
                         f"suite {suite}: stage {stage.name} reads {name!r}, which no earlier stage makes"

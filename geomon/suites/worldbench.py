@@ -7,6 +7,7 @@ errors, disparity, random baseline, citation hallucination and the best-matching
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from geomon.parsing import find_citation, mentions_world_bank, parse_number_deta
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
 from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
 from geomon.stats.uncertainty import group_gaps, mean_difference
+from geomon.suites.pipeline import Markdown, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 
 SUITE = SuiteInfo(
@@ -31,9 +33,23 @@ SUITE = SuiteInfo(
         Headline("best_matching_year", "WorldBench: best-matching data year (knowledge recency)"),
     ),
     options=(
-        RunOption("--sample", "WorldBench: ask about N countries spread over the regions (0 = all)", int, 0),
-        RunOption("--year", "WorldBench: ask for a given year's value (the paper's 2016/2021 variant)", int),
-        RunOption("--example-country", "WorldBench: ISO3 of the example country (default CHE; also COL, MLI)"),
+        RunOption(
+            "--sample",
+            "WorldBench: ask about N countries spread over the regions (0 = all)",
+            int,
+            0,
+            "sample_countries",
+        ),
+        RunOption(
+            "--year", "WorldBench: ask for a given year's value (the paper's 2016/2021 variant)", int, None, "year"
+        ),
+        RunOption(
+            "--example-country",
+            "WorldBench: ISO3 of the example country (default CHE; also COL, MLI)",
+            str,
+            None,
+            "example_country",
+        ),
     ),
     order=1,
     sample="parsed",
@@ -506,3 +522,202 @@ REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
     "income_group_disparity_mean": (lambda f: _group_disparity(f, "income_group"), True, 0.03),
     "mean_error": (_mean_error, True, 0.03),
 }
+
+
+# --- the suite's graph (built into Dagster assets by geomon.defs.factory) ------------------------------
+
+MIN_PARSE_RATE = 0.5  # below it, a model's disparity rests on too few countries (the check is a WARN)
+
+
+def _prompts_stage(context: Any, indicators: WorldBankSnapshot) -> StageResult:
+    """One question per (indicator, country) with ground truth, in chat and completion form; the sample and
+    variant persist until a run sets them again."""
+    options = context.options
+    sample = options["sample_countries"]
+    countries = sample_countries(indicators, sample) if sample else None
+    prompts = build_prompts(
+        indicators, example_country=options["example_country"], year=options["year"], countries=countries
+    )
+    skipped = prompts.attrs["skipped"]
+    return StageResult(
+        prompts,
+        metadata={
+            "questions": len(prompts),
+            "countries": int(prompts["iso3"].nunique()),
+            "left_out_without_ground_truth": sum(skipped.values()),
+            "left_out_by_indicator": skipped,
+            "indicators_left_out": prompts.attrs["indicators_left_out"],
+            "example_country": options["example_country"],
+            "year": options["year"] or "latest three years",
+            "preview": prompts[["question_id", "country", "ground_truth"]].head(5),
+        },
+    )
+
+
+def _prompts_complete(context: Any, prompts: pd.DataFrame) -> Any:
+    """Every question has a prompt, a country name and ground truth."""
+    from geomon import quality
+
+    report = quality.validate(prompts, "worldbench_prompts", quality.worldbench_prompts_expectations())
+    return quality.outcome(report, "prompts_complete", questions=len(prompts))
+
+
+def _responses_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
+    """Each model's answers, through the response store: nothing already answered is asked again."""
+    spec = context.spec()
+    responses, metadata = context.ask(spec, requests_for(prompts, spec))
+    responses.insert(0, "question_id", prompts["question_id"].to_numpy())
+    return StageResult(responses, metadata=metadata)
+
+
+def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
+    """Parsed numbers and absolute relative errors per answer."""
+    from geomon import quality
+
+    scores = score(prompts, responses)
+    parsed = scores["parsed"].notna()
+    report = quality.validate(
+        scores[["parsed"]], "parse_rate_above_floor", quality.answered_expectations("parsed", MIN_PARSE_RATE)
+    )
+    check = quality.outcome(
+        report,
+        "parse_rate_above_floor",
+        parse_rate=float(parsed.mean()) if len(scores) else 0.0,
+        floor=MIN_PARSE_RATE,
+        answers=len(scores),
+        failed_requests=int(scores["response_error"].notna().sum()),
+    )
+    check.severity = "warn"  # a model that answers badly is a finding, not broken data
+    return StageResult(
+        scores,
+        metadata={
+            "answers": len(scores),
+            "parse_rate": float(parsed.mean()) if len(scores) else 0.0,
+            "mean_error": float(scores["error"].mean()),
+            "answers_by_status": scores["status"].value_counts().to_dict(),
+            "negative_answers_scored_as_error_1": int((scores["parsed"] < 0).sum()),
+            "ranges_read_as_midpoint": int(scores["parse_note"].str.contains("range").sum()),
+            "world_bank_mentions": int(scores["mentions_world_bank"].sum()),
+            "citations": int(scores["cited_year"].notna().sum()),
+            "unparsed_examples": scores.loc[~parsed, ["question_id", "response"]].head(5)
+            if (~parsed).any()
+            else "none",
+        },
+        checks=[check],
+    )
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if pd.notna(value) else None
+
+
+def _disparity_stage(context: Any, scores: pd.DataFrame, indicators: WorldBankSnapshot) -> StageResult:
+    """Error per region and income group, disparity vs a random baseline, citations, best-matching year;
+    recorded in the metric history and checked for regression."""
+    from geomon.monitor.history import MetricValue, metrics_from_mapping
+    from geomon.report import charts
+
+    result = diagnose(scores, indicators)
+    summary = result["summary"]
+    table = result["disparity"]
+    overall = table[(table["indicator"] == "all") & table["rank"].notna()]
+    model = context.model
+    numbers = {k: float(v) for k, v in summary.items() if isinstance(v, int | float) and v is not None}
+    metrics = metrics_from_mapping(numbers, n=len(scores))
+    metrics += [
+        MetricValue(
+            "mean_error",
+            float(row.mean_error),
+            f"{row.categorization}={row.group}",
+            _finite(row.mean_ci_low),
+            _finite(row.mean_ci_high),
+            int(row.countries),
+        )
+        for row in overall.itertuples()
+    ]
+    group_chart = charts.group_error_chart(table, f"WorldBench — {model}")
+    year_chart = charts.error_by_year_chart(result["by_year"], f"Which data year do {model}'s answers match?")
+    # A run is compared only with runs of the same data snapshot and prompt variant (year, example).
+    scope = f"{indicators.version}|{scores['variant'].iloc[0] if len(scores) else prompt_variant()}"
+    return StageResult(
+        result,
+        metadata={
+            **numbers,
+            "disparity_table": table[table["indicator"] == "all"][
+                ["categorization", "group", "mean_error", "mean_ci_low", "mean_ci_high", "countries", "rank"]
+            ],
+            "excluded_answers": {
+                "failed": summary["failed_requests"],
+                "unanswered (no number read)": summary["unanswered"],
+            },
+            "group_error_chart": Markdown(charts.png_markdown(group_chart, "error per region and income group")),
+            "error_by_year_chart": Markdown(charts.png_markdown(year_chart, "error by ground-truth year")),
+        },
+        tracked=Tracked(metrics, items(scores), scope, data_version=indicators.version),
+    )
+
+
+def _write_report(out: Any, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Any:
+    from geomon.report.worldbench import write_report
+
+    return write_report(out, board, results)
+
+
+def _pipeline() -> Pipeline:
+    from geomon import parsing
+    from geomon.stats import disparity as disparity_stats
+
+    this = sys.modules[__name__]
+    scoring = (this, parsing, disparity_stats)
+    return Pipeline(
+        stages=(
+            Stage(
+                "prompts",
+                _prompts_stage,
+                inputs=("worldbank/indicators",),
+                checks=(StageCheck("prompts_complete", blocking=True, evaluate=_prompts_complete),),
+                options=(
+                    Option("sample_countries", int, 0, "0 = every country; N = N countries spread over the regions"),
+                    Option("example_country", str, "CHE", "the example's country (the paper: CHE; also COL, MLI)"),
+                    Option("year", int, None, "ask for this year's value instead of the latest"),
+                ),
+            ),
+            Stage("responses", _responses_stage, inputs=("prompts",), per_model=True, asks_models=True),
+            Stage(
+                "scores",
+                _scores_stage,
+                inputs=("prompts", "responses"),
+                per_model=True,
+                versioned_by=scoring,
+                checks=(
+                    StageCheck(
+                        "parse_rate_above_floor",
+                        "A model whose answers mostly cannot be read gives disparity numbers on too few countries.",
+                    ),
+                ),
+            ),
+            Stage(
+                "disparity",
+                _disparity_stage,
+                inputs=("scores", "worldbank/indicators"),
+                per_model=True,
+                versioned_by=scoring,
+                tracked=True,
+            ),
+        ),
+        write_report=_write_report,
+        leaderboard_columns=(
+            "parse_rate",
+            "mean_error",
+            "region_disparity_mean",
+            "region_baseline_mean",
+            "income_group_disparity_mean",
+            "income_group_baseline_mean",
+            "best_matching_year",
+        ),
+        per_model_description="Responses, scores and disparity of one model (a partition of `models`).",
+        upstream=("worldbank/economies", "worldbank/indicators"),
+    )
+
+
+PIPELINE = _pipeline()

@@ -15,7 +15,6 @@ from geomon.defs.borderlines.runs import materialize as materialize_borderlines
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models, suite_runs
 from geomon.defs.sensors import model_registry_sensor
-from geomon.defs.worldbench.runs import materialize as materialize_worldbench
 from geomon_tests.conftest import SHARED, assert_readable_report, materialize_worldbench_sources, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
@@ -105,7 +104,7 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
     settings = write_settings(tmp_path, wdi_snapshot_dir)
     resources = {"geomon": GeomonResource(config_path=str(settings))}
     with dg.instance_for_test() as instance:
-        results = materialize_worldbench(
+        results = suite_runs("worldbench").materialize(
             defs, instance, ["smollm2-135m-instruct", "gemma3-270m"], {"sample_countries": 3}, resources=resources
         )
         assert all(r.success for r in results)
@@ -159,7 +158,7 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
         ]
 
         # Rerun: every answer comes from the store; the engine is not even started.
-        again = materialize_worldbench(
+        again = suite_runs("worldbench").materialize(
             defs, instance, ["smollm2-135m-instruct"], {"sample_countries": 3}, resources=resources
         )
         rerun = again[1].asset_materializations_for_node("worldbench__responses")[0]
@@ -224,12 +223,15 @@ def test_revision_sensor_registers_the_configured_table_versions(tmp_path, wdi_s
         assert again.dynamic_partitions_requests == [] and again.skip_reason.skip_message == "no new revisions"
 
 
-def test_prompts_asset_in_isolation(snapshot):
-    from geomon.defs.worldbench.assets import PromptConfig, worldbench_prompts
+def test_a_stage_runs_in_isolation_on_plain_python(snapshot):
+    """A declared stage is a plain function: WorldBench's prompts stage on the real snapshot, no Dagster."""
+    from types import SimpleNamespace
 
-    context = dg.build_asset_context()
-    output = worldbench_prompts(context, PromptConfig(sample_countries=5), snapshot)
-    assert isinstance(output.value, pd.DataFrame) and output.metadata["countries"].value == 5
+    from geomon.suites import worldbench
+
+    context = SimpleNamespace(options={"sample_countries": 5, "example_country": "CHE", "year": None})
+    result = worldbench.PIPELINE.stage("prompts").run(context, indicators=snapshot)
+    assert isinstance(result.value, pd.DataFrame) and result.metadata["countries"] == 5
 
 
 def test_workspace_loads_in_dagster_tooling():

@@ -11,15 +11,17 @@ import pytest
 import yaml
 
 from geomon.definitions import defs
+from geomon.defs.factory import declared
 from geomon.defs.resources import GeomonResource, api_models_partitions, models_partitions
 from geomon.defs.sensors import model_registry_sensor
-from geomon.defs.worldbench.runs import PER_MODEL
-from geomon.defs.worldbench.runs import materialize as materialize_worldbench
 from geomon.engine.local import free_port, running_server
 from geomon.engine.registry import bundled_model_path
 from geomon.monitor.history import MetricHistory
 from geomon.suites import worldbench
 from geomon_tests.loopback import ScriptedModel, Webhook, serve
+
+PER_MODEL = declared("worldbench").plan.per_model
+materialize_worldbench = declared("worldbench").materialize
 
 SAMPLE = 14  # two countries per region
 

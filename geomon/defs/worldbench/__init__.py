@@ -1,1 +1,0 @@
-"""WorldBench's Dagster assets, checks, per-model job and materialization order (loaded with the defs folder)."""
