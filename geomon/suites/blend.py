@@ -47,6 +47,7 @@ from geomon.suites.pipeline import (
     StageResult,
     Tracked,
     filled_outcome,
+    responses_stage,
 )
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
 from geomon.untrusted import clean_text
@@ -482,13 +483,6 @@ def _prompts_stage(context: Any, question_bank: source.BlendRelease) -> StageRes
     )
 
 
-def _responses_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
-    spec = context.spec()
-    responses, engine = context.ask(spec, requests_for(prompts, spec))
-    responses.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())
-    return StageResult(responses, metadata=engine)
-
-
 def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
     scored = score(prompts, responses, context.model)
     used = scored.drop_duplicates("language").set_index("language")["lemmatiser"].to_dict()
@@ -551,14 +545,7 @@ PIPELINE = Pipeline(
                 SEED,
             ),
         ),
-        Stage(
-            "responses",
-            _responses_stage,
-            "Each model's replies, through the response store.",
-            inputs=("prompts",),
-            per_model=True,
-            asks_models=True,
-        ),
+        responses_stage(requests_for, "prompt_id"),
         Stage(
             "scores",
             _scores_stage,

@@ -36,6 +36,7 @@ from geomon.suites.pipeline import (
     StageResult,
     Tracked,
     filled_outcome,
+    responses_stage,
 )
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
 
@@ -409,14 +410,6 @@ def _prompts_stage(context: Any, question_bank: GapminderData) -> StageResult:
     )
 
 
-def _responses_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
-    """Each model's answers, through the response store (nothing answered is asked again)."""
-    spec = context.spec()
-    responses, metadata = context.ask(spec, requests_for(prompts, spec))
-    responses.insert(0, "prompt_id", prompts["prompt_id"].to_numpy())
-    return StageResult(responses, metadata=metadata)
-
-
 def _judgements_stage(
     context: Any, prompts: pd.DataFrame, responses: pd.DataFrame, question_bank: GapminderData
 ) -> StageResult:
@@ -534,13 +527,7 @@ def _pipeline() -> Pipeline:
                     SEED,
                 ),
             ),
-            Stage(
-                "responses",
-                _responses_stage,
-                inputs=("prompts",),
-                asks_models=True,
-                **per_model,
-            ),
+            responses_stage(requests_for, "prompt_id"),
             Stage(
                 "judgements",
                 _judgements_stage,

@@ -100,6 +100,22 @@ class Option:
 SEED = Option("seed", int, 0, "the sample's seed")
 
 
+def responses_stage(
+    requests_for: Callable[[pd.DataFrame, ModelSpec], list[GenerationRequest]], id_column: str
+) -> Stage:
+    """The ``responses`` stage most suites have: each model's answers to the prompts (``requests_for``),
+    through the response store (nothing answered is asked again), keyed by the prompts' ``id_column``."""
+
+    def run(context: StageContext, prompts: pd.DataFrame) -> StageResult:
+        """Each model's answers, through the response store: nothing already answered is asked again."""
+        spec = context.spec()
+        responses, metadata = context.ask(spec, requests_for(prompts, spec))
+        responses.insert(0, id_column, prompts[id_column].to_numpy())
+        return StageResult(responses, metadata=metadata)
+
+    return Stage("responses", run, inputs=("prompts",), per_model=True, asks_models=True)
+
+
 def filled_outcome(name: str, prompts: int, unfilled: list[str], require_prompts: bool = True) -> CheckOutcome:
     """The ``prompts_filled`` kind of check every suite runs on its rendered prompts: no placeholder left
     (``unfilled``: the ids of prompts that still have one) and, where required, at least one prompt."""

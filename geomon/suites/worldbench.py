@@ -19,7 +19,7 @@ from geomon.parsing import find_citation, mentions_world_bank, parse_number_deta
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
 from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
 from geomon.stats.uncertainty import group_gaps, mean_difference
-from geomon.suites.pipeline import Markdown, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
+from geomon.suites.pipeline import Markdown, Option, Pipeline, Stage, StageCheck, StageResult, Tracked, responses_stage
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 
 SUITE = SuiteInfo(
@@ -562,14 +562,6 @@ def _prompts_complete(context: Any, prompts: pd.DataFrame) -> Any:
     return quality.outcome(report, "prompts_complete", questions=len(prompts))
 
 
-def _responses_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
-    """Each model's answers, through the response store: nothing already answered is asked again."""
-    spec = context.spec()
-    responses, metadata = context.ask(spec, requests_for(prompts, spec))
-    responses.insert(0, "question_id", prompts["question_id"].to_numpy())
-    return StageResult(responses, metadata=metadata)
-
-
 def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
     """Parsed numbers and absolute relative errors per answer."""
     from geomon import quality
@@ -682,7 +674,7 @@ def _pipeline() -> Pipeline:
                     Option("year", int, None, "ask for this year's value instead of the latest"),
                 ),
             ),
-            Stage("responses", _responses_stage, inputs=("prompts",), per_model=True, asks_models=True),
+            responses_stage(requests_for, "question_id"),
             Stage(
                 "scores",
                 _scores_stage,

@@ -130,7 +130,7 @@ def test_every_declared_suite_is_checked_at_registration():
     )
     with pytest.raises(PipelineError, match="exactly one per-model stage must be tracked"):
         untracked.validate("toy")
-    assert registry.pipeline("blend") is blend.PIPELINE and registry.pipeline("worldbench") is None
+    assert registry.pipeline("blend") is blend.PIPELINE and registry.pipeline("borderlines") is None
 
 
 def test_metadata_values_are_readable():
