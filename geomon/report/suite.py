@@ -45,16 +45,19 @@ def write_suite_report(
     board: pd.DataFrame,
     results: dict[str, dict[str, Any]],
     breakdowns: list[Breakdown],
+    columns: tuple[str, ...] = (),
 ) -> Path:
-    """leaderboard.csv, one CSV per breakdown and model, and report.html; returns the HTML path. A breakdown
-    with no finite value says so instead of drawing an empty chart."""
+    """leaderboard.csv (every column), one CSV per breakdown and model, and report.html (the leaderboard's
+    ``columns``, or all); returns the HTML path. A breakdown with no finite value says so instead of drawing an
+    empty chart."""
     out_dir.mkdir(parents=True, exist_ok=True)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
         f"<h1>geomon — {html.escape(title)}</h1>",
-        f"<p>{html.escape(' '.join(definition.split()))}</p>",
+        f"<p>{html.escape(' '.join(definition.replace('``', '').split()))}</p>",
         "<h2>Leaderboard</h2>",
-        _table(board),
+        _table(board[[c for c in ("model", "origin", *columns, "sample_note") if c in board]] if columns else board),
+        "<p>Every figure with its interval is in leaderboard.csv.</p>",
     ]
     sections += breakdown_sections(out_dir, results, breakdowns)
     return charts.write_html(out_dir / "report.html", f"geomon {title}", sections)

@@ -194,7 +194,9 @@ def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame 
     table = trend_table(series)
     lines = release_lines(table, comparisons) if comparisons is not None else {}
     if lines:
+        table["release"] = table["model"]
         table["model"] = table["model"].map(lambda m: lines.get(m, m))
+        table = table.sort_values(["suite", "metric", "model", "evaluated_at"], ignore_index=True)
     if comparisons is not None and len(comparisons) and len(table):
         verdicts = comparisons[["evaluation_id", "metric", "verdict"]].drop_duplicates(["evaluation_id", "metric"])
         table = table.merge(verdicts, on=["evaluation_id", "metric"], how="left")
@@ -214,7 +216,7 @@ def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame 
         chart = _cached_chart(cache, part, title)
         used.add(chart)
         latest = part.groupby(["model", "scope"]).tail(1)[
-            ["model", "scope", "evaluated_at", "value", "ci_low", "ci_high", "n"]
+            [c for c in ("model", "release", "scope", "evaluated_at", "value", "ci_low", "ci_high", "n") if c in part]
         ]
         latest = latest.assign(
             note=[

@@ -600,4 +600,5 @@ def _write_report(out: Path, board: pd.DataFrame, results: dict[str, dict[str, A
             ),
             Breakdown("topics", "SEM-B per topic, local language", "group", "value", {"view": "local"}),
         ],
+        PIPELINE.leaderboard_columns,
     )
