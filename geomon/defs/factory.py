@@ -23,7 +23,7 @@ from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
 from geomon.defs.leaderboard import leaderboard
-from geomon.defs.resources import models_partitions, options_metadata_values, previous_options
+from geomon.defs.resources import check_spec, models_partitions, options_metadata_values, previous_options
 from geomon.defs.runs import PerModelPlan, per_model_job
 from geomon.defs.versions import source_version
 from geomon.engine.client import GenerationRequest
@@ -140,9 +140,7 @@ def _stage_asset(
     # A per-model stage's checks are partitioned like it, so the UI says which model a result is for.
     partitions = models_partitions if stage.per_model else None
     check_specs = [
-        dg.AssetCheckSpec(
-            c.name, asset=dg.AssetKey(key), blocking=c.blocking, description=c.about, partitions_def=partitions
-        )
+        check_spec(c.name, key, partitions, blocking=c.blocking, description=c.about)
         for c in stage.checks
         if c.evaluate is None
     ]

@@ -9,6 +9,7 @@ import dagster as dg
 import pandas as pd
 
 from geomon.config import Settings
+from geomon.defs.resources import check_spec
 from geomon.monitor import alerts, tracking
 from geomon.monitor.history import MetricHistory, MetricValue
 
@@ -29,10 +30,10 @@ def _insufficient(suite: str, metrics: list[MetricValue]) -> dict[str, str]:
 
 def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheckSpec:
     """The ``no_regression`` check of a suite's tracked asset (partitioned like it: the UI names the model)."""
-    return dg.AssetCheckSpec(
+    return check_spec(
         "no_regression",
-        asset=dg.AssetKey(key),
-        partitions_def=partitions_def,
+        key,
+        partitions_def,
         description="Disparity vs the model's previous run (a new model: vs its registry predecessor), "
         "paired permutation test over the same items plus a minimum effect size.",
     )

@@ -1,6 +1,7 @@
 """Dagster resources: geomon's settings, registry, store and engine, handed to assets."""
 
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,6 +33,14 @@ def by_partition(context: dg.AssetExecutionContext, name: str, value: Any) -> di
     """An all-partitions input as {partition key: value}; Dagster hands over a lone partition unwrapped."""
     keys = context.asset_partition_keys_for_input(name)
     return {keys[0]: value} if len(keys) == 1 else value
+
+
+def check_spec(name: str, asset: list[str], partitions_def: Any = None, **kwargs: Any) -> dg.AssetCheckSpec:
+    """An asset check spec; partitioned like its asset where it has partitions, so the UI says which model a
+    result is for. Dagster marks partitioned checks a preview and warns on each: geomon opts in deliberately."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return dg.AssetCheckSpec(name, asset=dg.AssetKey(asset), partitions_def=partitions_def, **kwargs)
 
 
 OPTIONS_KEY = "options"  # the prompt options a materialization used, in its metadata

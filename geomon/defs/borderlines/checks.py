@@ -9,7 +9,7 @@ import pandas as pd
 
 from geomon import quality
 from geomon.defs.quality_checks import read_rate_above_floor, result
-from geomon.defs.resources import model_revision_partitions
+from geomon.defs.resources import check_spec, model_revision_partitions
 from geomon.sources.borderlines import BorderLinesData, unaccounted_rows
 
 MIN_ANSWERED_RATE = 0.5
@@ -29,11 +29,11 @@ PROMPTS_SPEC = dg.AssetCheckSpec(
     blocking=True,
     description="No empty query; every non-English query differs from its English one (no silent fallback).",
 )
-ANSWERED_SPEC = dg.AssetCheckSpec(
+ANSWERED_SPEC = check_spec(
     "answered_above_floor",
-    asset=dg.AssetKey(["borderlines", "scores"]),
+    ["borderlines", "scores"],
+    model_revision_partitions,
     description="Concurrence scores from a model that commits to a claimant in few answers are not comparable.",
-    partitions_def=model_revision_partitions,
 )
 
 
