@@ -210,7 +210,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     suite = runs[0].suite if runs else "<suite>"
     print(
         f"\n{len(new)} new evaluation(s) of {len(recorded)} in {time.monotonic() - started:.1f}s "
-        f"({excluded} answers without an outcome excluded and counted); see `geomon history --suite {suite}`"
+        f"({excluded} answers without a recorded grade or outcome, counted); see `geomon history --suite {suite}`"
     )
     return 0
 

@@ -130,8 +130,8 @@ def breakdown_bars(frame: pd.DataFrame, value: str, groups: str, series: str, ti
     _draw_interval_bars(ax, shown, value, value, series, groups)
     ax.axvline(0, color="#444", linewidth=0.6)
     ax.set_xlabel(value)
-    # Below the axes, so the legend never covers a bar.
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, frameon=False)
+    # Beside the axes, so the legend never covers a bar or the axis label.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title(title, fontsize=10)
     return figure_png(fig)
 

@@ -26,7 +26,7 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         headline_chart(board, "correct_rate", "Correct rate per model (%, 95 % interval over questions)"),
         *breakdown_sections(
             out_dir,
-            results,
+            {model: {**r, "by_family": _labelled_families(r["by_family"])} for model, r in results.items()},
             [
                 Breakdown("by_family", "Correct rate per prompt family (%)", "family", "correct_rate"),
                 Breakdown("by_topic", "Correct rate per SDG topic (%)", "topic", "correct_rate"),
@@ -50,3 +50,11 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
             charts.html_table(pairs, 2) if len(pairs) else "<p>one judge or no jury items</p>",
         ]
     return charts.write_html(out_dir / "report.html", "geomon Gapminder", sections)
+
+
+# The data's own family names; "v" is its family of general variations (v_sensetive, v_nobody_knows, …).
+FAMILY_LABELS = {"v": "general variations (v)"}
+
+
+def _labelled_families(by_family: pd.DataFrame) -> pd.DataFrame:
+    return by_family.assign(family=by_family["family"].map(lambda f: FAMILY_LABELS.get(f, f)))
