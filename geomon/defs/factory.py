@@ -23,7 +23,13 @@ from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
 from geomon.defs.leaderboard import leaderboard
-from geomon.defs.resources import check_spec, models_partitions, options_metadata_values, previous_options
+from geomon.defs.resources import (
+    check_spec,
+    keyed_by_partition,
+    models_partitions,
+    options_metadata_values,
+    previous_options,
+)
 from geomon.defs.runs import PerModelPlan, per_model_job
 from geomon.defs.versions import source_version
 from geomon.engine.client import GenerationRequest
@@ -154,6 +160,8 @@ def _stage_asset(
         model = context.partition_key if stage.per_model else None
         result: StageResult = stage.run(DagsterStageContext(settings, options, model), **inputs)
         metadata = {k: metadata_value(v) for k, v in result.metadata.items()}
+        if model is not None:
+            metadata = keyed_by_partition(metadata, model)
         if stage.options:
             metadata.update(options_metadata_values(options))
         yield dg.Output(result.value, metadata=metadata)

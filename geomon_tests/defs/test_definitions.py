@@ -141,7 +141,10 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
         # Materialization metadata a person would want.
         event = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "disparity"]))
         meta = event.asset_materialization.metadata
-        assert {"parse_rate", "region_disparity_mean", "disparity_table", "group_error_chart"} <= set(meta)
+        model = event.asset_materialization.partition
+        # Numbers are keyed by model, so the Plots tab never joins one model's values to another's.
+        assert {f"parse_rate · {model}", f"region_disparity_mean · {model}"} <= set(meta)
+        assert {"disparity_table", "group_error_chart"} <= set(meta) and "parse_rate" not in meta
         responses = instance.get_latest_materialization_event(dg.AssetKey(["worldbench", "responses"]))
         assert responses.asset_materialization.partition in {"smollm2-135m-instruct", "gemma3-270m"}
         # Each model's run is the suite's named job, tagged so the runs page reads like a log of evaluations.
@@ -162,7 +165,8 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
             defs, instance, ["smollm2-135m-instruct"], {"sample_countries": 3}, resources=resources
         )
         rerun = again[1].asset_materializations_for_node("worldbench__responses")[0]
-        assert rerun.metadata["model_calls"].value == 0 and rerun.metadata["cached"].value == expected
+        calls, cached = (rerun.metadata[f"{k} · smollm2-135m-instruct"].value for k in ("model_calls", "cached"))
+        assert calls == 0 and cached == expected
 
 
 @pytest.mark.slow
@@ -291,7 +295,8 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
                 scores[str(mat.partition)] = mat.metadata
         gemma = scores[f"gemma3-270m|{NEW}"]
         smol = scores[f"smollm2-135m-instruct|{NEW}"]
-        assert gemma["method"].value == "rank_classification" and gemma["answered_rate"].value == 1.0
+        assert gemma["method"].value == "rank_classification"
+        assert gemma[f"answered_rate · gemma3-270m|{NEW}"].value == 1.0
         assert smol["method"].value == "parsed"
         # The metric history holds every score with its interval and the versions it came from.
         from geomon.monitor.history import MetricHistory

@@ -17,6 +17,7 @@ from geomon.defs.leaderboard import leaderboard_metadata, mark_insufficient, wit
 from geomon.defs.resources import (
     GeomonResource,
     by_partition,
+    keyed_by_partition,
     model_revision_partitions,
     options_metadata,
     persisted_options,
@@ -210,7 +211,7 @@ def borderlines_responses(
     responses["prompt_row"] = [i for i, _ in owners]
     responses["choice_index"] = [j for _, j in owners]
     metadata["method"] = "rank classification" if borderlines.uses_rank_classification(spec) else "parsed answers"
-    return dg.Output(responses, metadata=metadata)
+    return dg.Output(responses, metadata=keyed_by_partition(metadata, str(context.partition_key)))
 
 
 @dg.asset(
@@ -225,23 +226,26 @@ def borderlines_responses(
         "responses": dg.AssetIn(key=["borderlines", "responses"]),
     },
 )
-def borderlines_scores(prompts: pd.DataFrame, responses: pd.DataFrame):
+def borderlines_scores(context: dg.AssetExecutionContext, prompts: pd.DataFrame, responses: pd.DataFrame):
     """The claimant each answer commits to (English name), per query and persona."""
     owners = list(zip(responses["prompt_row"], responses["choice_index"], strict=True))
     scored = borderlines.score(prompts, responses, owners)
     answered = scored["answer"].notna()
     yield dg.Output(
         scored,
-        metadata={
-            "queries": len(scored),
-            "answered_rate": float(answered.mean()) if len(scored) else 0.0,
-            "method": scored["method"].iloc[0] if len(scored) else "none",
-            "unanswered_examples": dg.MetadataValue.md(
-                charts.markdown_table(scored.loc[~answered, ["query_id", "response"]].head(5))
-                if (~answered).any()
-                else "none"
-            ),
-        },
+        metadata=keyed_by_partition(
+            {
+                "queries": len(scored),
+                "answered_rate": float(answered.mean()) if len(scored) else 0.0,
+                "method": scored["method"].iloc[0] if len(scored) else "none",
+                "unanswered_examples": dg.MetadataValue.md(
+                    charts.markdown_table(scored.loc[~answered, ["query_id", "response"]].head(5))
+                    if (~answered).any()
+                    else "none"
+                ),
+            },
+            str(context.partition_key),
+        ),
     )
     yield checks.answered_above_floor(scored)
 
@@ -271,18 +275,23 @@ def borderlines_concurrence(
     shown = ["kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown", "response_countries_mean"]
     yield dg.Output(
         result,
-        metadata={
-            **numbers,
-            "answered_rate": result["answered_rate"],
-            "excluded_queries": dg.MetadataValue.json(result["excluded"]["reason"].value_counts().to_dict()),
-            "excluded_examples": dg.MetadataValue.md(
-                charts.markdown_table(result["excluded"].head(10)) if len(result["excluded"]) else "none"
-            ),
-            "scores": dg.MetadataValue.md(charts.markdown_table(result["by_persona"][["persona", *shown]])),
-            "by_region": dg.MetadataValue.md(
-                charts.markdown_table(result["by_region"][["persona", "region", "territories", "kb_cs", "delta_cs"]])
-            ),
-        },
+        metadata=keyed_by_partition(
+            {
+                **numbers,
+                "answered_rate": result["answered_rate"],
+                "excluded_queries": dg.MetadataValue.json(result["excluded"]["reason"].value_counts().to_dict()),
+                "excluded_examples": dg.MetadataValue.md(
+                    charts.markdown_table(result["excluded"].head(10)) if len(result["excluded"]) else "none"
+                ),
+                "scores": dg.MetadataValue.md(charts.markdown_table(result["by_persona"][["persona", *shown]])),
+                "by_region": dg.MetadataValue.md(
+                    charts.markdown_table(
+                        result["by_region"][["persona", "region", "territories", "kb_cs", "delta_cs"]]
+                    )
+                ),
+            },
+            str(context.partition_key),
+        ),
     )
     keys = context.partition_key.keys_by_dimension
     metrics = [
