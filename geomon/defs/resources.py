@@ -46,14 +46,19 @@ def check_spec(name: str, asset: list[str], partitions_def: Any = None, **kwargs
 def keyed_by_partition(metadata: dict[str, Any], partition: str) -> dict[str, Any]:
     """A partitioned asset's numbers under per-partition keys (``mean_error · gemma3-270m``): Dagster's Plots tab
     draws each numeric key over the materializations of every partition, so a plain key would join one model's
-    values to another's. Text, tables and JSON keep their keys."""
+    values to another's. Text, tables and JSON keep their keys; floats are rounded to four decimals."""
 
     def numeric(value: Any) -> bool:
         if isinstance(value, dg.MetadataValue):
             return isinstance(value, dg.FloatMetadataValue | dg.IntMetadataValue)
         return isinstance(value, int | float) and not isinstance(value, bool)
 
-    return {f"{key} · {partition}" if numeric(value) else key: value for key, value in metadata.items()}
+    def rounded(value: Any) -> Any:  # four decimals are enough to compare runs; 16 digits are noise
+        if isinstance(value, dg.FloatMetadataValue) and value.value is not None:
+            return dg.MetadataValue.float(round(value.value, 4))
+        return round(value, 4) if isinstance(value, float) else value
+
+    return {f"{key} · {partition}" if numeric(value) else key: rounded(value) for key, value in metadata.items()}
 
 
 OPTIONS_KEY = "options"  # the prompt options a materialization used, in its metadata
