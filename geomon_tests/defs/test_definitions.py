@@ -344,6 +344,7 @@ def test_gapminder_on_scripted_contestants_and_judges_gives_exact_rates(tmp_path
             )
             assert all(r.success for r in results)
             board = results[-1].output_for_node("gapminder__leaderboard").set_index("model")
+            _assert_leaderboard_keys(instance, "gapminder", "correct_rate", ["oracle"])
     assert board.loc["oracle", ["n", "correct_rate", "pre_graded", "jury_graded"]].tolist() == [4, 100.0, 4, 0]
     assert board.loc["hedger", ["n", "correct_rate", "very_wrong_rate", "jury_graded"]].tolist() == [4, 0.0, 0.0, 4]
     assert board["sample_note"].str.contains("n = 2 < 30").all()  # two questions: no claim
@@ -397,6 +398,7 @@ def test_quench_on_scripted_contestants_and_judges_gives_exact_scores(tmp_path, 
             assert checks["release_complete"].passed and checks["prompts_filled"].passed
             assert checks["release_complete"].metadata["entities"].value == 459
             everything = results[-1].output_for_node("quench__leaderboard")
+            _assert_leaderboard_keys(instance, "quench", "correct_answer_score", ["expert"])
     board = everything[everything["origin"] == "geomon"].set_index("model")
     entities = prompts["entity_id"].nunique()
     expert_row = board.loc["expert"]
@@ -450,6 +452,17 @@ def test_saged_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_d
                 defs, instance, models, {"sample_prompts": 2}, resources=resources
             )
             _check_saged(results, models, tmp_path, asked)
+            _assert_leaderboard_keys(instance, "saged", "sentiment_impact_ratio", models)
+
+
+def _assert_leaderboard_keys(instance, suite: str, headline: str, models: list[str]) -> None:
+    """What every suite's leaderboard shows in the UI: the sortable table, the report's link, and each model's
+    series of a headline metric (never a count or an interval bound)."""
+    event = instance.get_latest_materialization_event(dg.AssetKey([suite, "leaderboard"]))
+    keys = set(event.asset_materialization.metadata)
+    assert {"leaderboard_table", "report_url", "report", "index"} <= keys, keys
+    assert {f"{headline} · {model}" for model in models} <= keys, keys
+    assert not any(k.startswith(("n ·", "answered ·", "questions ·")) or "_ci_" in k for k in keys if " · " in k)
 
 
 def _check_saged(results, models, tmp_path, asked):
