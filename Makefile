@@ -28,9 +28,9 @@ run: setup
 test: setup lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-# The unit tier: every test not marked slow (no model servers, no full Dagster runs).
+# The unit tier: no model server, no Dagster run, no browser (markers applied in geomon_tests/conftest.py).
 test-fast: setup lint
-	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow and not llama and not dagster and not browser" $(PYTEST_ARGS)
 
 # The documentation site on http://127.0.0.1:8000 (MkDocs, strict: a broken link or missing page fails).
 docs: setup

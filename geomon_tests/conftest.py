@@ -22,11 +22,16 @@ WDI_SNAPSHOT = SHARED / "snapshots" / "worldbank" / "wdi-2023-12"
 POSTGRES_ADMIN_URL = os.environ.get("GEOMON_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test")
 
 
-# Markers applied from the fixtures a test uses: `-m "not llama"` skips every test that starts llama-server.
+# Markers applied from what a test uses, so a tier can leave them out (`make test-fast`): `llama` (a bundled
+# model's llama-server: the fixtures that give one or its spec), `postgres` (a fresh database on the real
+# server), `dagster` (the Dagster layer's tests: real instances and runs), `browser` (headless Chromium).
 FIXTURE_MARKERS = {
     "smollm2_server": "llama",
+    "smollm2": "llama",
+    "gemma": "llama",
     "postgres_url": "postgres",
 }
+MODULE_MARKERS = {"defs": "dagster", "test_browser.py": "browser", "test_ui.py": "browser"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,6 +39,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for fixture in getattr(item, "fixturenames", ()):
             if fixture in FIXTURE_MARKERS:
                 item.add_marker(FIXTURE_MARKERS[fixture])
+        for part in Path(str(item.fspath)).parts[-2:]:
+            if part in MODULE_MARKERS:
+                item.add_marker(MODULE_MARKERS[part])
 
 
 @pytest.fixture(scope="session")
