@@ -75,6 +75,15 @@ def test_a_worse_model_version_alerts_once(tmp_path, wdi_snapshot_dir, snapshot,
             materialize_worldbench(defs, instance, ["oracle-v1"], config, resources=resources)
             assert hook["posts"] == []  # a first model has nothing to regress against
             results = materialize_worldbench(defs, instance, ["oracle-v2"], config, resources=resources)
+            # The exact leaderboard scripted answers give: v1 is right everywhere (error 0 but for the 6
+            # significant digits it answers with); v2 is 5× off outside Europe: |5x − x| / 5x = 0.8 there.
+            board = results[-1].output_for_node("worldbench__leaderboard").set_index("model")
+            prompts = worldbench.build_prompts(snapshot, countries=worldbench.sample_countries(snapshot, SAMPLE))
+            outside = (prompts["region"] != "Europe & Central Asia").mean()
+            assert board.loc["oracle-v1", "mean_error"] == pytest.approx(0, abs=1e-5)
+            assert board.loc["oracle-v2", "mean_error"] == pytest.approx(0.8 * outside, abs=1e-5)
+            assert board.loc["oracle-v2", "region_disparity_mean"] == pytest.approx(0.8, abs=1e-5)
+            assert board.loc["oracle-v2", "parse_rate"] == 1.0
             check = next(c for r in results for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
             assert not check.passed and check.metadata["compared_with"].value == "predecessor oracle-v1"
             assert len(hook["posts"]) == 1
