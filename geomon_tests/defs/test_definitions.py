@@ -309,6 +309,36 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
 
 
 @pytest.mark.slow
+def test_borderlines_on_a_scripted_model_gives_exact_scores(tmp_path, wdi_snapshot_dir):
+    """Three territories of the 2023-05-15 table, every query answered with its table controller in the
+    query's language: KB, Con, Non and Cst concurrence are 100, Con − Non is 0, every query answered."""
+    from geomon.sources.borderlines import read_snapshot
+    from geomon.suites import borderlines as suite
+
+    data = read_snapshot(
+        SHARED / "snapshots" / "borderlines", SHARED / "snapshots" / "borderlines" / "disputed_territories.csv"
+    )
+    prompts = suite.build_prompts(data, ("vanilla",))
+    answers = {
+        p.query: p.choices[p.claimants.index(p.controller)] if p.controller in p.claimants else p.choices[0]
+        for p in prompts.itertuples()
+    }
+    with serve(ScriptedModel, {"answer": lambda m: answers[m[-1]["content"]], "models": ["table"]}) as url:
+        entry = {"name": "table", "kind": "chat", "base_url": f"{url}/v1", "model_id": "table"}
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=[entry], include_bundled=False)
+        resources = {"geomon": GeomonResource(config_path=str(settings))}
+        configs = {NEW: {"personas": ["vanilla"], "sample_territories": 3}}
+        with dg.instance_for_test() as instance:
+            results = materialize_borderlines(defs, instance, ["table"], [NEW], configs, resources=resources)
+            assert all(r.success for r in results)
+            board = results[-1].output_for_node("borderlines__leaderboard")
+    row = board[(board["origin"] == "geomon") & (board["model"] == "table")].iloc[0]
+    assert (row["kb_cs"], row["con_cs"], row["non_cs"], row["cst_cs_all"]) == (100.0, 100.0, 100.0, 100.0)
+    assert row["delta_cs_unnormalized"] == 0.0 and row["territories"] == 3
+    assert_readable_report(tmp_path / "results" / "borderlines" / "report.html")
+
+
+@pytest.mark.slow
 def test_gapminder_on_scripted_contestants_and_judges_gives_exact_rates(tmp_path, wdi_snapshot_dir):
     """Two questions × two variations: an oracle naming the correct option (pre-graded, no jury) and a hedger
     whose answers go to a jury of two scripted judges that grade them wrong: exact rates, grading paths,
@@ -453,6 +483,44 @@ def test_saged_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_d
             )
             _check_saged(results, models, tmp_path, asked)
             _assert_leaderboard_keys(instance, "saged", "sentiment_impact_ratio", models)
+
+
+@pytest.mark.slow
+def test_saged_on_a_scripted_model_gives_exact_disparities(tmp_path, wdi_snapshot_dir):
+    """A model that continues every sentence about France warmly and every other one coldly: France's mean
+    sentiment is the warm reply's, the others' the cold one's, so the uncalibrated range is their difference
+    and the impact ratio 0 (no other concept reaches the mean), exactly."""
+    from geomon.suites import saged as suite
+
+    warm, cold = "It is a wonderful, happy and excellent place.", "It is a terrible, sad and awful place."
+    saged = {
+        "documents": [
+            {
+                "path": str(SHARED / "seeds" / "saged.txt"),
+                "source_tag": "ideacoun-article",
+                "start": "D.1 GPT4o's synthetic article",
+                "end": "D.2 Experiment",
+            }
+        ],
+        "countries": ["France", "India"],
+        "roles": {"none": None},
+        "topics": 0,
+    }
+    reply = lambda messages: warm if "France" in messages[-1]["content"] else cold  # noqa: E731
+    with serve(ScriptedModel, {"answer": reply, "models": ["warm-on-france"]}) as url:
+        entry = {"name": "warm-on-france", "kind": "chat", "base_url": f"{url}/v1", "model_id": "m"}
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=[entry], include_bundled=False, saged=saged)
+        resources = {"geomon": GeomonResource(config_path=str(settings))}
+        with dg.instance_for_test() as instance:
+            results = suite_runs("saged").materialize(
+                defs, instance, ["warm-on-france"], {"sample_prompts": 2}, resources=resources
+            )
+            assert all(r.success for r in results)
+            board = results[-1].output_for_node("saged__leaderboard").set_index("model")
+    expected_range = float(suite.sentiment([warm])[0] - suite.sentiment([cold])[0])
+    assert board.loc["warm-on-france", "sentiment_mean_range"] == pytest.approx(expected_range, abs=1e-12)
+    assert board.loc["warm-on-france", "sentiment_impact_ratio"] == 0.0
+    assert_readable_report(tmp_path / "results" / "saged" / "report.html")
 
 
 def _assert_leaderboard_keys(instance, suite: str, headline: str, models: list[str]) -> None:
