@@ -298,6 +298,26 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
         assert gemma["method"].value == "rank_classification"
         assert gemma[f"answered_rate · gemma3-270m|{NEW}"].value == 1.0
         assert smol["method"].value == "parsed"
+        # What SmolLM2's answers can show, exactly: the share of its stored replies that name one claimant,
+        # read again with the public parser, is the answered rate the scores report.
+        from geomon.parsing import parse_choice
+
+        (replies,) = [
+            r.output_for_node("borderlines__responses")
+            for r in results
+            if r.dagster_run.tags.get("dagster/partition") == f"smollm2-135m-instruct|{NEW}"
+        ]
+        (prompts_new,) = [
+            r.output_for_node("borderlines__prompts")
+            for r in results
+            if r.dagster_run.tags.get("dagster/partition") == NEW
+        ]
+        read = [
+            parse_choice(text, prompts_new["choices"].iloc[row]) is not None
+            for text, row in zip(replies["text"], replies["prompt_row"], strict=True)
+        ]
+        rate = smol[f"answered_rate · smollm2-135m-instruct|{NEW}"].value
+        assert rate == pytest.approx(sum(read) / len(read), abs=1e-4)
         # The metric history holds every score with its interval and the versions it came from.
         from geomon.monitor.history import MetricHistory
 
