@@ -19,6 +19,13 @@ from geomon_tests.conftest import SHARED, assert_readable_report, materialize_wo
 from geomon_tests.loopback import ScriptedModel, serve
 
 REPO = Path(__file__).resolve().parents[2]
+# SAGED's corpus in the tests: the paper's synthetic IdeaCoun article (a section of the seed text).
+IDEACOUN_ARTICLE = {
+    "path": str(SHARED / "seeds" / "saged.txt"),
+    "source_tag": "ideacoun-article",
+    "start": "D.1 GPT4o's synthetic article",
+    "end": "D.2 Experiment",
+}
 OLD, NEW = "2021-08-31-r1041639056", "2023-05-15-r1154894956"
 EXPECTED_ASSET_KEYS = [
     "blend/disparity",
@@ -474,14 +481,7 @@ def test_quench_on_scripted_contestants_and_judges_gives_exact_scores(tmp_path, 
 def test_saged_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_dir):
     """A small local corpus (the paper's IdeaCoun article), two root prompts × 5 concepts, two roles."""
     saged = {
-        "documents": [
-            {
-                "path": str(SHARED / "seeds" / "saged.txt"),
-                "source_tag": "ideacoun-article",
-                "start": "D.1 GPT4o's synthetic article",
-                "end": "D.2 Experiment",
-            }
-        ],
+        "documents": [IDEACOUN_ARTICLE],
         "countries": ["China", "France", "India", "Russia"],
         "question_model": "question-writer",
     }
@@ -514,14 +514,7 @@ def test_saged_on_a_scripted_model_gives_exact_disparities(tmp_path, wdi_snapsho
 
     warm, cold = "It is a wonderful, happy and excellent place.", "It is a terrible, sad and awful place."
     saged = {
-        "documents": [
-            {
-                "path": str(SHARED / "seeds" / "saged.txt"),
-                "source_tag": "ideacoun-article",
-                "start": "D.1 GPT4o's synthetic article",
-                "end": "D.2 Experiment",
-            }
-        ],
+        "documents": [IDEACOUN_ARTICLE],
         "countries": ["France", "India"],
         "roles": {"none": None},
         "topics": 0,
