@@ -138,6 +138,7 @@ def _delete_queues(names: list[str]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.celery
 def test_celery_workers_run_model_partitions_in_parallel(postgres_url, tmp_path, wdi_snapshot_dir):
     tag = uuid.uuid4().hex[:8]
     model_queue, scoring_queue = f"geomon-test-{tag}-models", f"geomon-test-{tag}-scoring"
