@@ -45,11 +45,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.epoch:
         os.environ["GEOMON_CACHE_EPOCH"] = args.epoch
-    from geomon.definitions import defs
     from geomon.defs.runs import failed_checks, suite_runs
     from geomon.suites.registry import resolve
 
     settings = load_settings(args.config)
+    if args.config:  # the runs' resources read the same file
+        os.environ["GEOMON_CONFIG"] = str(Path(args.config).resolve())
     specs = settings.models
     if args.models:
         specs = [settings.model(name) for name in args.models.split(",")]
@@ -71,7 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for suite in chosen:
             options = {option.dest: getattr(args, option.dest) for option in suite.options}
             log.info("%s for %s", suite.title, ", ".join(names))
-            ran, described = suite_runs(suite.name).run_from_options(defs, instance, names, options, settings, level)
+            ran, described = suite_runs(suite.name).run_from_options(instance, names, options, settings, level)
             log.info("%s done (%s)", suite.title, described)
             results += ran
         for check in failed_checks(results):

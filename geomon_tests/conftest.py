@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,3 +175,18 @@ def assert_readable_report(path: Path) -> None:
         assert repr_text not in readable, f"{path}: a Python repr {repr_text!r} in the report"
     found = re.search(r".{0,60}\bnan\b.{0,60}", readable, re.I)
     assert found is None, f"{path}: 'nan' in the report: {found.group(0) if found else ''}"
+
+
+def step_output(instance: Any, result: Any, node: str) -> Any:
+    """The asset value a run of ``geomon run`` stored (``node``: ``suite__stage``), read back through the
+    definitions' IO manager from ``instance``'s storage, for the run's partition."""
+    import dagster as dg
+
+    from geomon.definitions import defs
+
+    key = dg.AssetKey(node.split("__"))
+    partition = result.dagster_run.tags.get("dagster/partition")
+    partitions = defs.resolve_asset_graph().get(key).partitions_def
+    if isinstance(partitions, dg.MultiPartitionsDefinition) and partition is not None:
+        partition = partitions.get_partition_key_from_str(partition)
+    return defs.load_asset_value(key, instance=instance, partition_key=partition)

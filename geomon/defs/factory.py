@@ -22,16 +22,25 @@ from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
 from geomon.defs.engine import ask_model
 from geomon.defs.execution import model_call_options
-from geomon.defs.leaderboard import leaderboard
+from geomon.defs.leaderboard import (
+    ORIGIN,
+    leaderboard_frame,
+    leaderboard_metadata,
+    mark_insufficient,
+    with_published,
+)
 from geomon.defs.resources import (
+    by_partition,
     check_spec,
     keyed_by_partition,
+    model_revision_partitions,
     models_partitions,
     options_metadata_values,
     previous_options,
+    revisions_partitions,
 )
 from geomon.defs.runs import PerModelPlan, per_model_job
-from geomon.defs.versions import source_version
+from geomon.defs.versions import source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.report import charts
@@ -66,6 +75,9 @@ class DagsterStageContext:
     settings: Settings
     options: dict[str, Any]
     model: str | None
+    revision: str | None = None
+    run_id: str = ""
+    code_version: str = ""
 
     def spec(self) -> ModelSpec:
         if self.model is None:
@@ -76,14 +88,46 @@ class DagsterStageContext:
         return ask_model(self.settings, spec, requests)
 
 
-def input_key(suite: str, name: str) -> list[str]:
-    """An input's asset key: an earlier stage of the suite, or an asset outside it named by its key."""
+def stage_key(suite: str, stage: Stage) -> list[str]:
+    """A stage's asset key: ``[suite, name]``, or the key it declares outside the suite's prefix."""
+    return stage.key.split("/") if stage.key else [suite, stage.name]
+
+
+def input_key(suite: str, pipeline: Pipeline, name: str) -> list[str]:
+    """An input's asset key: a stage of the suite, or an asset outside it named by its key."""
+    if name in {s.name for s in pipeline.stages}:
+        return stage_key(suite, pipeline.stage(name))
     return name.split("/") if "/" in name else [suite, name]
 
 
 def input_name(name: str) -> str:
     """The keyword a stage receives an input under: the stage's name, or the last part of an outside key."""
     return name.rsplit("/", 1)[-1]
+
+
+def stage_partitions(pipeline: Pipeline, stage: Stage) -> Any:
+    """Per model (× revision in a suite with revisions), per revision, or none."""
+    if stage.per_model:
+        return model_revision_partitions if pipeline.revisions is not None else models_partitions
+    return revisions_partitions if stage.per_revision else None
+
+
+# A per-model × revision stage reads its revision's partition of a per-revision stage.
+PER_REVISION = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="revision")
+
+
+def _asset_in(suite: str, pipeline: Pipeline, stage: Stage, name: str) -> dg.AssetIn:
+    names = {s.name for s in pipeline.stages}
+    reads_revision = name in names and pipeline.stage(name).per_revision and stage.per_model
+    return dg.AssetIn(key=input_key(suite, pipeline, name), partition_mapping=PER_REVISION if reads_revision else None)
+
+
+def _partition(context: dg.AssetExecutionContext, stage: Stage) -> tuple[str | None, str | None]:
+    """The model and revision of the running partition (either may be None)."""
+    key = context.partition_key if context.has_partition_key else None
+    if isinstance(key, dg.MultiPartitionKey):
+        return key.keys_by_dimension["model"], key.keys_by_dimension["revision"]
+    return (key if stage.per_model else None), (key if stage.per_revision else None)
 
 
 def _check_result(stage: Stage, outcome: CheckOutcome) -> dg.AssetCheckResult:
@@ -120,7 +164,7 @@ def _separate_check(info: registry.SuiteInfo, stage: Stage, check: StageCheck) -
 
     def evaluate(context: dg.AssetCheckExecutionContext, **value: Any) -> dg.AssetCheckResult:
         settings = context.resources.geomon.settings()
-        outcome = check.evaluate(DagsterStageContext(settings, {}, None), value[stage.name])
+        outcome = check.evaluate(DagsterStageContext(settings, {}, None, run_id=context.run.run_id), value[stage.name])
         return _check_result(stage, outcome)
 
     # Dagster hands the asset's value to the parameter named after the asset.
@@ -131,7 +175,7 @@ def _separate_check(info: registry.SuiteInfo, stage: Stage, check: StageCheck) -
     evaluate.__signature__ = inspect.Signature([context_parameter, value_parameter])  # type: ignore[attr-defined]
     evaluate.__doc__ = check.about
     return dg.asset_check(
-        asset=dg.AssetKey([info.name, stage.name]),
+        asset=dg.AssetKey(stage_key(info.name, stage)),
         name=check.name,
         blocking=check.blocking,
         description=check.about,
@@ -142,9 +186,9 @@ def _separate_check(info: registry.SuiteInfo, stage: Stage, check: StageCheck) -
 def _stage_asset(
     info: registry.SuiteInfo, pipeline: Pipeline, stage: Stage, versions: _Versions
 ) -> dg.AssetsDefinition:
-    key = [info.name, stage.name]
-    # A per-model stage's checks are partitioned like it, so the UI says which model a result is for.
-    partitions = models_partitions if stage.per_model else None
+    key = stage_key(info.name, stage)
+    # A partitioned stage's checks are partitioned like it, so the UI says which model a result is for.
+    partitions = stage_partitions(pipeline, stage)
     check_specs = [
         check_spec(c.name, key, partitions, blocking=c.blocking, description=c.about)
         for c in stage.checks
@@ -153,18 +197,23 @@ def _stage_asset(
     if stage.tracked:
         check_specs.append(monitoring.regression_spec(key, partitions))
     module = registry.module(info.name)
+    code_version = source_version(*(stage.versioned_by or (module,)))
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
         settings = context.resources.geomon.settings()
         options = _options(context, stage)
-        model = context.partition_key if stage.per_model else None
-        result: StageResult = stage.run(DagsterStageContext(settings, options, model), **inputs)
+        model, revision = _partition(context, stage)
+        stage_context = DagsterStageContext(settings, options, model, revision, context.run.run_id, code_version)
+        result: StageResult = stage.run(stage_context, **inputs)
         metadata = {k: metadata_value(v) for k, v in result.metadata.items()}
         if model is not None:
-            metadata = keyed_by_partition(metadata, model)
+            metadata = keyed_by_partition(metadata, str(context.partition_key))
         if stage.options:
             metadata.update(options_metadata_values(options))
-        yield dg.Output(result.value, metadata=metadata)
+        if result.data_version:
+            yield versioned_output(result.value, result.data_version, metadata=metadata)
+        else:
+            yield dg.Output(result.value, metadata=metadata)
         for outcome in result.checks:
             yield _check_result(stage, outcome)
         if stage.tracked:
@@ -175,7 +224,7 @@ def _stage_asset(
                 settings,
                 key,
                 info.name,
-                context.partition_key,
+                model,
                 result.tracked.metrics,
                 result.tracked.items,
                 module.REGRESSION_METRICS,
@@ -192,7 +241,9 @@ def _stage_asset(
     if stage.options:
         options["config_schema"] = {
             o.name: dg.Field(
-                dg.Noneable(o.type) if o.default is None else o.type, is_required=False, description=o.help
+                dg.Noneable(o.type) if o.default is None else [str] if o.type is list else o.type,
+                is_required=False,
+                description=o.help,
             )
             for o in stage.options
         }
@@ -200,13 +251,13 @@ def _stage_asset(
         options.update(model_call_options())
     return dg.asset(
         key=key,
-        group_name=info.name,
+        group_name=key[0],
         description=stage.about,
-        code_version=source_version(*(stage.versioned_by or (module,))),
+        code_version=code_version,
         automation_condition=EAGER,
         freshness_policy=ANNUAL_DATA if stage.source else None,
-        partitions_def=models_partitions if stage.per_model else None,
-        ins={input_name(name): dg.AssetIn(key=input_key(info.name, name)) for name in stage.inputs},
+        partitions_def=partitions,
+        ins={input_name(name): _asset_in(info.name, pipeline, stage, name) for name in stage.inputs},
         check_specs=check_specs or None,
         required_resource_keys={"geomon"},
         **options,
@@ -219,17 +270,29 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
         settings = context.resources.geomon.settings()
         out = settings.results_dir / info.name
-        write = lambda board, results: pipeline.write_report(out, board, results, settings)  # noqa: E731
+        extra = {name: by_partition(context, name, inputs[name]) for name in pipeline.report_inputs}
         published = pipeline.published(settings) if pipeline.published is not None else None
-        return leaderboard(context, tracked, inputs[tracked], write, pipeline.leaderboard_columns, published)
+        board, results = leaderboard_frame(context, tracked, inputs[tracked], pipeline.labels, pipeline.board_rows)
+        board = with_published(mark_insufficient(board, info.name), published)
+        report = pipeline.write_report(out, board, results, settings, **extra)
+        own = board[board[ORIGIN] == "geomon"]
+        series = pipeline.series_rows(own) if pipeline.series_rows is not None else own
+        metadata = leaderboard_metadata(info.name, board, report, pipeline.leaderboard_columns, pipeline.labels, series)
+        if pipeline.board_metadata is not None:
+            metadata.update({k: metadata_value(v) for k, v in pipeline.board_metadata(board, **extra).items()})
+        return dg.Output(board, metadata=metadata)
 
+    every = dg.AllPartitionMapping()
     return dg.asset(
         key=[info.name, "leaderboard"],
         group_name=info.name,
         description=f"Every model's {info.title} figures side by side, with the HTML report in the results directory.",
         code_version=code_version,
         automation_condition=EAGER,
-        ins={tracked: dg.AssetIn(key=[info.name, tracked], partition_mapping=dg.AllPartitionMapping())},
+        ins={
+            name: dg.AssetIn(key=input_key(info.name, pipeline, name), partition_mapping=every)
+            for name in (tracked, *pipeline.report_inputs)
+        },
         required_resource_keys={"geomon"},
     )(compute)
 
@@ -244,23 +307,30 @@ class DeclaredSuite:
     jobs: list[Any]
     plan: PerModelPlan
 
-    def materialize(self, *args: Any, **kwargs: Any) -> list[dg.ExecuteInProcessResult]:
+    def materialize(self, *args: Any, **kwargs: Any) -> list[dg.JobExecutionResult]:
         return self.plan.materialize(*args, **kwargs)
 
     def run_from_options(
         self,
-        defs: dg.Definitions,
         instance: dg.DagsterInstance,
         models: Sequence[str],
         options: dict[str, Any],
         settings: Settings,
         log_level: str,
-    ) -> tuple[list[dg.ExecuteInProcessResult], str]:
+    ) -> tuple[list[dg.JobExecutionResult], str]:
         """``geomon run``'s options of this suite (each sets a prompts-stage option; 0 = all)."""
         # An option left unset keeps the stage's own default (or the sample the previous run chose).
         config = {o.config: options[o.dest] for o in self.info.options if options.get(o.dest) is not None}
         described = ", ".join(f"{name}: {value or 'all'}" for name, value in config.items()) or "defaults"
-        return self.materialize(defs, instance, models, config, log_level=log_level, described=described), described
+        revisions = self.pipeline.revisions
+        if revisions is None:
+            results = self.materialize(instance, models, config, log_level=log_level, described=described)
+            return results, described
+        keys = revisions.resolve(settings)
+        described = f"revisions: {', '.join(keys)}; {described}"
+        per_revision = revisions.options(options, keys)
+        results = self.materialize(instance, models, log_level=log_level, described=described, revisions=per_revision)
+        return results, described
 
 
 @cache
@@ -280,18 +350,23 @@ def declared(name: str) -> DeclaredSuite:
     assets.append(_leaderboard_asset(info, pipeline, versions.code))
 
     def keys(stages: Sequence[Stage]) -> dg.AssetSelection:
-        return dg.AssetSelection.assets(*[[name, s.name] for s in stages])
+        return dg.AssetSelection.assets(*[stage_key(name, s) for s in stages])
 
     per_model = keys([s for s in pipeline.stages if s.per_model])
+    per_revision = [s for s in pipeline.stages if s.per_revision]
     upstream = dg.AssetSelection.assets(*[key.split("/") for key in pipeline.upstream])
     plan = PerModelPlan(
         suite=name,
-        sources=keys([s for s in pipeline.stages if not s.per_model]) | upstream,
+        sources=keys([s for s in pipeline.stages if not (s.per_model or s.per_revision)]) | upstream,
         per_model=per_model,
         leaderboard=dg.AssetSelection.assets([name, "leaderboard"]),
-        prompts_op=f"{name}__{pipeline.prompts.name}",
+        prompts_op="__".join(stage_key(name, pipeline.prompts)),
+        per_revision=keys(per_revision) if per_revision else None,
+        # A suite with revisions: the shared sources' job is named after its source stage ("release").
+        sources_stage=sources[0].name if per_revision else "prompts",
     )
-    jobs = [*plan.stage_jobs(), per_model_job(name, per_model, models_partitions, pipeline.per_model_description)]
+    per_model_partitions = stage_partitions(pipeline, pipeline.tracked)
+    jobs = [*plan.stage_jobs(), per_model_job(name, per_model, per_model_partitions, pipeline.per_model_description)]
     return DeclaredSuite(info, pipeline, assets, jobs, plan)
 
 

@@ -37,22 +37,23 @@ def metadata_table(frame: pd.DataFrame) -> dg.MetadataValue:
     return dg.MetadataValue.table(records, schema)
 
 
-def leaderboard(
+def leaderboard_frame(
     context: dg.AssetExecutionContext,
     input_name: str,
-    per_model: Any,
-    write: Callable[[pd.DataFrame, dict[str, dict[str, Any]]], Path],
-    columns: Sequence[str],
-    published: pd.DataFrame | None = None,
-) -> dg.Output[pd.DataFrame]:
-    """One row per model from its partition's ``summary``, then the paper's ``published`` rows; ``write(board,
-    results)`` writes the report; the metadata shows ``columns`` (those present) and links the report
-    (``leaderboard_metadata``)."""
-    results = by_partition(context, input_name, per_model)
-    board = pd.DataFrame([{"model": model, **result["summary"]} for model, result in sorted(results.items())])
-    board = with_published(mark_insufficient(board, context.asset_key.path[0]), published)
-    report = write(board, results)
-    return dg.Output(board, metadata=leaderboard_metadata(context.asset_key.path[0], board, report, columns))
+    per_partition: Any,
+    labels: Sequence[str] = ("model",),
+    rows: Callable[[Any], list[dict[str, Any]]] | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The board (rows labelled by their partition: the model, or model and revision; each result's
+    ``rows``, by default its ``summary``) and the results by partition key."""
+    results = by_partition(context, input_name, per_partition)
+    records = []
+    for key, result in sorted(results.items()):
+        # A multi-partition key joins its dimensions in name order: "model|revision".
+        named = dict(zip(labels, str(key).split("|"), strict=True))
+        records += [{**named, **row} for row in (rows(result) if rows is not None else [result["summary"]])]
+    board = pd.DataFrame(records, columns=None if records else list(labels))
+    return board.sort_values(list(reversed(labels)), kind="stable", ignore_index=True), results
 
 
 def leaderboard_metadata(

@@ -1,86 +1,134 @@
-"""Materializing a suite's graph the way the UI's backfills do: sources and prompts once, then each
-model's partition, then the cross-model leaderboard. Each suite's order lives in ``defs/<suite>/runs.py``
-(``materialize`` for tests, ``run_from_options`` for ``geomon run``); this module holds what they share
-and finds them through the suite registry."""
+"""Materializing a suite's graph the way the UI's backfills do: sources and prompts once (per revision in a
+suite with revisions), then each model's partition, then the cross-model leaderboard. The factory builds
+each suite's ``PerModelPlan``; ``suite_runs`` finds it through the suite registry."""
 
-import importlib
-from collections.abc import Callable, Sequence
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
-from geomon.defs.resources import models_partitions
-
-Runner = Callable[..., dg.ExecuteInProcessResult]
 # Run tags of `geomon run`'s runs (and automation's): who launched them, which suite, with which options.
-from geomon.defs.automation import LAUNCHED_BY, SUITE_TAG  # noqa: E402
+from geomon.defs.automation import LAUNCHED_BY, SUITE_TAG
+from geomon.defs.resources import models_partitions, revisions_partitions
 
 OPTIONS_TAG = "geomon/options"
 
 
 def suite_runs(name: str) -> Any:
-    """How ``geomon run`` materializes a registered suite: the factory's plan for a suite declared by a
-    Pipeline, else ``geomon.defs.<name>.runs`` (its own Dagster folder)."""
-    from geomon.suites.registry import pipeline
+    """How ``geomon run`` materializes a registered suite (an unknown one is an error listing the known)."""
+    from geomon.defs.factory import declared
+    from geomon.suites.registry import module
 
-    if pipeline(name) is not None:  # an unknown suite is an error that lists the known ones
-        from geomon.defs.factory import declared
+    module(name)
+    return declared(name)
 
-        return declared(name)
-    return importlib.import_module(f"geomon.defs.{name}.runs")
+
+def _register(
+    instance: dg.DagsterInstance, partitions: dg.DynamicPartitionsDefinition, keys: Sequence[str]
+) -> list[str]:
+    new = [k for k in keys if not instance.has_dynamic_partition(partitions.name, k)]
+    if new:
+        instance.add_dynamic_partitions(partitions.name, new)
+    return new
 
 
 def register_models(instance: dg.DagsterInstance, names: Sequence[str]) -> list[str]:
     """Add models not yet known as dynamic partitions; returns the new ones."""
-    new = [n for n in names if not instance.has_dynamic_partition(models_partitions.name, n)]
-    if new:
-        instance.add_dynamic_partitions(models_partitions.name, new)
-    return new
+    return _register(instance, models_partitions, names)
 
 
 def _quiet(log_level: str) -> dict[str, Any]:
     return {"loggers": {"console": {"config": {"log_level": log_level}}}}
 
 
+LOCATION = "geomon"  # workspace.yaml's code location: the UI, the daemon and `geomon run` share it
+REPOSITORY = "__repository__"  # the name Dagster gives the repository of a Definitions object
+
+
+def code_location(instance: dg.DagsterInstance) -> Any:
+    """The ``geomon`` code location loaded in this process, as workspace.yaml names it, so the runs
+    ``geomon run`` launches carry its origin: the UI lists them under it (Overview, the job's page) and
+    re-executes them like its own."""
+    from dagster._core.remote_origin import InProcessCodeLocationOrigin
+    from dagster._core.remote_representation.code_location import InProcessCodeLocation
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    target = LoadableTargetOrigin(
+        executable_path=sys.executable,
+        module_name="geomon.definitions",
+        attribute="defs",
+        working_directory=os.getcwd(),
+    )
+    return InProcessCodeLocation(InProcessCodeLocationOrigin(target, location_name=LOCATION), instance=instance)
+
+
+def _resources_as_config(resources: dict[str, Any] | None) -> dict[str, Any]:
+    """Resource overrides (a settings file for the tests) as run config: a run of the code location builds
+    its resources from the definitions, configured by the run."""
+    if not resources:
+        return {}
+    config = {}
+    for name, resource in resources.items():
+        if not isinstance(resource, dg.ConfigurableResource):
+            raise TypeError(f"resource {name}: only configurable resources can be set for a run, not {resource!r}")
+        fields = {k: v for k, v in resource.model_dump().items() if v is not None}
+        config[name] = {"config": fields}
+    return {"resources": config}
+
+
 def runner(
-    defs: dg.Definitions,
     instance: dg.DagsterInstance,
     resources: dict[str, Any] | None,
     log_level: str,
     tags: dict[str, str] | None = None,
-):
-    """A function that materializes a selection (one partition, with op config) of ``defs``: through the
-    named ``job`` when one is given, so the runs page tells suites and stages apart, and with ``tags``."""
-    # The defs folder's autoloader lists an object once per module that imports it: keep each once.
-    everything = list({id(d): d for d in [*(defs.assets or []), *(defs.asset_checks or [])]}.values())
-    resources = resources or dict(defs.resources or {})
-    base_tags = {LAUNCHED_BY: "geomon run", **(tags or {})}
+) -> Callable[..., Any]:
+    """A function that runs one of the code location's named jobs (one partition, with op config) as a run of
+    the ``geomon`` code location, executed in this process, tagged with ``tags``; returns its result."""
+    from dagster._core.execution.api import execute_run
+    from dagster._core.execution.execute_in_process import merge_run_tags
 
-    def run(
-        selection: dg.AssetSelection,
-        partition_key: str | None = None,
-        config: dict[str, Any] | None = None,
-        job: str | None = None,
-    ) -> dg.ExecuteInProcessResult:
-        run_config = {**_quiet(log_level), **(config or {})}
-        if job is not None:
-            return defs.resolve_job_def(job).execute_in_process(
-                run_config=run_config,
-                instance=instance,
-                partition_key=partition_key,
-                resources=resources,
-                tags=base_tags,
-            )
-        return dg.materialize(
-            everything,
-            instance=instance,
-            resources=resources,
-            selection=selection,
-            partition_key=partition_key,
-            run_config=run_config,
-            tags=base_tags,
+    location = code_location(instance)
+    repository = location.get_repository(REPOSITORY)
+    base_tags = {LAUNCHED_BY: "geomon run", **(tags or {})}
+    resource_config = _resources_as_config(resources)
+
+    def run(job: str, partition_key: str | None = None, config: dict[str, Any] | None = None) -> Any:
+        run_config = {**_quiet(log_level), **resource_config, **(config or {})}
+        remote_job = repository.get_full_job(job)
+        reconstructable = location.get_reconstructable_job(REPOSITORY, job)
+        job_def = reconstructable.get_definition()
+        if job_def.executor_def.name == dg.multi_or_in_process_executor.name:
+            # Dagster's default executor would start a process per step; `geomon run` asks one model at a
+            # time, so its steps run here. A configured executor (Celery) is used as the UI's runs use it.
+            run_config["execution"] = {"config": {"in_process": {}}}
+        run_tags = merge_run_tags(job_def, partition_key, base_tags, None, instance, run_config)
+        plan = location.get_execution_plan(
+            remote_job, run_config, step_keys_to_execute=None, known_state=None, instance=instance
         )
+        dagster_run = instance.create_run(
+            job_name=job,
+            run_id=None,
+            run_config=run_config,
+            resolved_op_selection=None,
+            step_keys_to_execute=None,
+            op_selection=None,
+            status=None,
+            root_run_id=None,
+            parent_run_id=None,
+            tags=run_tags,
+            job_snapshot=remote_job.job_snapshot,
+            execution_plan_snapshot=plan.execution_plan_snapshot,
+            parent_job_snapshot=remote_job.parent_job_snapshot,
+            remote_job_origin=remote_job.get_remote_origin(),
+            job_code_origin=remote_job.get_python_origin(),
+            asset_selection=None,
+            asset_check_selection=None,
+            asset_graph=repository.asset_graph,
+        )
+        return execute_run(reconstructable, dagster_run, instance, raise_on_error=True)
 
     return run
 
@@ -116,47 +164,78 @@ def per_model_job(suite: str, selection: dg.AssetSelection, partitions_def: Any,
 @dataclass(frozen=True)
 class PerModelPlan:
     """The common run order: sources and prompts once (op config for ``prompts_op``), each model's
-    partition (through the suite's named per-model job), then the leaderboard."""
+    partition (through the suite's named per-model job), then the leaderboard. In a suite with revisions
+    (``per_revision``): the sources once, each revision's stages with its own prompts config, each model ×
+    revision, the leaderboard."""
 
     suite: str
     sources: dg.AssetSelection
     per_model: dg.AssetSelection
     leaderboard: dg.AssetSelection
     prompts_op: str
+    per_revision: dg.AssetSelection | None = None
+    sources_stage: str = "prompts"  # the sources job is ``<suite>_<sources_stage>``
 
-    def stage_jobs(self) -> tuple[Any, Any]:
-        """The ``<suite>_prompts`` and ``<suite>_leaderboard`` jobs (the per-model job is declared beside)."""
-        return (
-            stage_job(
-                self.suite, "prompts", self.sources, "Sources and prompts (the sample or variant in its config)."
-            ),
+    def stage_jobs(self) -> list[Any]:
+        """The ``<suite>_prompts`` (and the sources') and ``<suite>_leaderboard`` jobs (the per-model job is
+        declared beside)."""
+        shared = "Sources and prompts (the sample in its config)."
+        if self.per_revision is not None:
+            shared = "The sources every revision shares."
+        jobs = [stage_job(self.suite, self.sources_stage, self.sources, shared)]
+        if self.per_revision is not None:
+            jobs.append(
+                stage_job(
+                    self.suite,
+                    "prompts",
+                    self.per_revision,
+                    "One revision's data and its prompts (the sample in its config).",
+                    revisions_partitions,
+                )
+            )
+        jobs.append(
             stage_job(
                 self.suite, "leaderboard", self.leaderboard, "Every model's results side by side, and the report."
-            ),
+            )
         )
+        return jobs
 
     def materialize(
         self,
-        defs: dg.Definitions,
         instance: dg.DagsterInstance,
         models: Sequence[str],
         prompt_config: dict[str, Any] | None = None,
         log_level: str = "WARNING",
         resources: dict[str, Any] | None = None,
         described: str = "",
-    ) -> list[dg.ExecuteInProcessResult]:
-        """Run the plan for ``models`` (``described``: the options, as a run tag); failed checks are in the
-        returned results."""
+        revisions: Mapping[str, dict[str, Any]] | None = None,
+    ) -> list[dg.JobExecutionResult]:
+        """Run the plan for ``models`` (``revisions``: each revision key's prompts config, in a suite with
+        revisions; ``described``: the options, as a run tag); failed checks are in the returned results."""
         register_models(instance, models)
         tags = {SUITE_TAG: self.suite, **({OPTIONS_TAG: described} if described else {})}
-        run = runner(defs, instance, resources, log_level, tags)
-        prompts = {"ops": {self.prompts_op: {"config": prompt_config or {}}}}
-        results = [run(self.sources, config=prompts, job=stage_job_name(self.suite, "prompts"))]
-        job = per_model_job_name(self.suite)
-        results += [run(self.per_model, partition_key=name, job=job) for name in models]
-        results.append(run(self.leaderboard, job=stage_job_name(self.suite, "leaderboard")))
+        run = runner(instance, resources, log_level, tags)
+        prompts_job = stage_job_name(self.suite, "prompts")
+
+        def prompts(config: dict[str, Any] | None) -> dict[str, Any]:
+            return {"ops": {self.prompts_op: {"config": config or {}}}}
+
+        if self.per_revision is None:
+            results = [run(prompts_job, config=prompts(prompt_config))]
+            partitions: list[Any] = list(models)
+        else:
+            if not revisions:
+                raise ValueError(f"suite {self.suite}: name the revisions to evaluate")
+            _register(instance, revisions_partitions, list(revisions))
+            results = [run(stage_job_name(self.suite, self.sources_stage))]
+            results += [
+                run(prompts_job, partition_key=key, config=prompts(config)) for key, config in revisions.items()
+            ]
+            partitions = [dg.MultiPartitionKey({"model": m, "revision": r}) for r in revisions for m in models]
+        results += [run(per_model_job_name(self.suite), partition_key=key) for key in partitions]
+        results.append(run(stage_job_name(self.suite, "leaderboard")))
         return results
 
 
-def failed_checks(results: Sequence[dg.ExecuteInProcessResult]) -> list[dg.AssetCheckEvaluation]:
+def failed_checks(results: Sequence[dg.JobExecutionResult]) -> list[dg.AssetCheckEvaluation]:
     return [c for r in results for c in r.get_asset_check_evaluations() if not c.passed]

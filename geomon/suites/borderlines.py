@@ -10,6 +10,7 @@ Table 4, with bootstrap confidence intervals over territories and per-language/p
 from __future__ import annotations
 
 import itertools
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +21,10 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import parse_choice
+from geomon.sources import borderlines as source
+from geomon.sources import wikipedia
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
+from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 
 PERSONAS = ("vanilla", "un_peacekeeper", "nationalist", "demographic")
@@ -34,12 +38,13 @@ SUITE = SuiteInfo(
         Headline("cst_cs_all", "BorderLines: consistency across languages, %", "persona=vanilla"),
     ),
     options=(
-        RunOption("--territories", "BorderLines: the first N territories (0 = all)", int, 0),
+        RunOption("--territories", "BorderLines: the first N territories (0 = all)", int, 0, "sample_territories"),
         RunOption(
             "--personas",
             "BorderLines: personas on the newest table (older tables: the first one)",
             str,
             ",".join(PERSONAS),
+            "personas",
         ),
     ),
     order=2,
@@ -504,3 +509,368 @@ REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
     "delta_cs_unnormalized": (_score("delta_cs_unnormalized"), True, 5.0),
     "cst_cs_all": (_score("cst_cs_all"), False, 5.0),
 }
+
+
+# --- the suite's graph (geomon.suites.pipeline): the Dagster factory builds its assets from it -------------
+
+MIN_ANSWERED_RATE = 0.5  # below it a model rarely commits to a claimant: its scores are not comparable
+PUBLISHED_REVISION = "published (Li et al.)"  # the revision column of the paper's own rows
+
+
+def _release_stage(context: Any) -> StageResult:
+    """The BorderLines release: claimant countries, question templates and term translations in 49
+    languages, persona system prompts (and the 2023-05-15 table, used when no revision is chosen)."""
+    settings = context.settings
+    root = settings.borderlines.snapshot
+    if root is None:
+        root = source.fetch_release(
+            settings.borderlines.release_url, settings.results_dir.parent / "borderlines-release"
+        )
+    data = source.read_snapshot(root)
+    return StageResult(
+        data,
+        metadata={
+            "countries": len(data.countries),
+            "languages_with_template": data.report["languages_with_template"],
+            "languages_with_terms": data.report["languages_with_terms"],
+            "personas": ", ".join(data.personas),
+            "source": str(root),
+        },
+    )
+
+
+def _read_revision(settings: Any, revision: wikipedia.Revision, release: BorderLinesData) -> tuple[pd.DataFrame, str]:
+    """One revision's disputes table and where it came from: parsed live, or offline the release's table
+    of that date (other revisions are an error naming the ones that exist)."""
+    client = settings.borderlines.mediawiki()
+    if client is not None:
+        html = client.revision_html(revision.revid)
+        disputes = wikipedia.parse_disputes_html(html, f"revision {revision.revid}", set(release.countries))
+        return disputes, f"{settings.borderlines.wikipedia_api_url} oldid={revision.revid}"
+    by_id = {revid: path for path, revid in source.DATED_TABLES.values()}
+    if revision.revid not in by_id:
+        raise wikipedia.WikipediaError(
+            f"revision {wikipedia.revision_key(revision)}: offline, only the release's dated tables exist "
+            f"({sorted(source.DATED_TABLES)}); set borderlines.snapshot: none to parse live revisions"
+        )
+    disputes = source.read_disputes(settings.borderlines.snapshot / by_id[revision.revid])
+    return disputes, f"snapshot table {by_id[revision.revid]}"
+
+
+def _dispute_revisions_stage(context: Any, release: BorderLinesData) -> StageResult:
+    """One revision of "List of territorial disputes" parsed into territories (a partition per revision)."""
+    from geomon import quality
+    from geomon.monitor.history import MetricHistory, MetricValue
+
+    revision = wikipedia.parse_revision_key(context.revision)
+    disputes, origin = _read_revision(context.settings, revision, release)
+    unknown = int((disputes["controller"] == UNKNOWN).sum())
+    history = MetricHistory(context.settings.store_url)
+    sizes = history.series(suite="disputes_table", metric="territories")
+    earlier = sizes[sizes["scope"] < context.revision] if len(sizes) else sizes
+    previous = (str(earlier["scope"].iloc[-1]), int(earlier["value"].iloc[-1])) if len(earlier) else None
+    history.record(
+        "disputes_table",
+        "wikipedia",
+        [MetricValue("territories", float(len(disputes))), MetricValue("unknown_controller", float(unknown))],
+        scope=context.revision,
+        versions={"data": str(revision.revid), "code": context.code_version},
+        dagster_run_id=context.run_id,
+    )
+    report = quality.validate(
+        source.unaccounted_rows(disputes, release.countries),
+        "disputes_table",
+        quality.disputes_expectations(previous and previous[1]),
+    )
+    check = quality.outcome(
+        report,
+        "disputes_table_valid",
+        revision=context.revision,
+        territories=len(disputes),
+        previous_revision=previous[0] if previous else "none",
+        previous_territories=previous[1] if previous else 0,
+    )
+    excluded = disputes.attrs.get("excluded", [])
+    return StageResult(
+        disputes,
+        metadata={
+            "revid": revision.revid,
+            "date": revision.date,
+            "territories": len(disputes),
+            "unknown_controller": unknown,
+            "excluded_by_filters": len(excluded),
+            "excluded": excluded[:50],
+            "listed_twice_controllers_disagree": disputes.attrs.get("merged_with_disagreeing_controllers", []),
+            "claimants_not_countries_left_out": disputes.attrs.get("not_countries", []),
+            "regions": disputes["region"].value_counts().to_dict(),
+            "source": origin,
+        },
+        checks=[check],
+        data_version=str(revision.revid),
+    )
+
+
+def _prompts_stage(context: Any, release: BorderLinesData, dispute_revisions: pd.DataFrame) -> StageResult:
+    """The English query and one per claimant language, template-wise, under each persona. Live, a
+    territory the release has no translation for takes its Wikipedia article's title in that language."""
+    from geomon import quality
+
+    personas = list(context.options["personas"])
+    disputes = dispute_revisions
+    if context.options["sample_territories"]:
+        disputes = disputes.head(context.options["sample_territories"])
+    data = release.with_disputes(disputes)
+    client = context.settings.borderlines.mediawiki()
+    filled: list[dict[str, str]] = []
+    if client is not None:
+        gaps = build_queries(data).attrs["gaps"]
+        terms, filled = wikipedia.fill_terms_from_langlinks(client, data.terms, gaps, set(disputes["territory"]))
+        data = BorderLinesData(data.disputes, data.countries, data.templates, terms, data.personas, data.report)
+    prompts = build_prompts(data, personas)
+    gaps = prompts.attrs["gaps"]
+    report = quality.validate(
+        quality.prompts_frame(prompts), "borderlines_prompts", quality.prompts_expectations(sorted(release.templates))
+    )
+    check = quality.outcome(report, "prompts_translated", queries=len(prompts), translation_gaps=len(gaps))
+    return StageResult(
+        prompts,
+        metadata={
+            "queries": len(prompts),
+            "territories": prompts["territory"].nunique(),
+            "languages": prompts["lang"].nunique(),
+            "personas": ", ".join(personas),
+            "translation_gaps": len(gaps),
+            "names_from_wikipedia_langlinks": len(filled),
+            "langlinks": filled[:50],
+            "gaps": gaps[:50],
+            "preview": prompts[["query_id", "query"]].head(6),
+        },
+        checks=[check],
+    )
+
+
+def _responses_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
+    """Each model's answers (chat) or per-claimant log-probabilities (rank classification), via the store."""
+    spec = context.spec()
+    requests, owners = requests_for(prompts, spec)
+    responses, metadata = context.ask(spec, requests)
+    responses["prompt_row"] = [i for i, _ in owners]
+    responses["choice_index"] = [j for _, j in owners]
+    metadata["method"] = "rank classification" if uses_rank_classification(spec) else "parsed answers"
+    return StageResult(responses, metadata=metadata)
+
+
+def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
+    """The claimant each answer commits to (English name), per query and persona."""
+    from geomon import quality
+
+    owners = list(zip(responses["prompt_row"], responses["choice_index"], strict=True))
+    scored = score(prompts, responses, owners)
+    answered = scored["answer"].notna()
+    rate = float(answered.mean()) if len(scored) else 0.0
+    report = quality.validate(
+        scored[["answer"]], "answered_above_floor", quality.answered_expectations("answer", MIN_ANSWERED_RATE)
+    )
+    check = quality.outcome(
+        report,
+        "answered_above_floor",
+        answered_rate=rate,
+        floor=MIN_ANSWERED_RATE,
+        queries=len(scored),
+        failed_requests=int(scored["error"].notna().sum()),
+    )
+    check.severity = "warn"  # a model that rarely commits is a finding, not broken data
+    return StageResult(
+        scored,
+        metadata={
+            "queries": len(scored),
+            "answered_rate": rate,
+            "method": scored["method"].iloc[0] if len(scored) else "none",
+            "unanswered_examples": scored.loc[~answered, ["query_id", "response"]].head(5),
+        },
+        checks=[check],
+    )
+
+
+def _concurrence_stage(context: Any, scores: pd.DataFrame, release: BorderLinesData) -> StageResult:
+    """Concurrence scores (the paper's Table 4) per persona with bootstrap 95 % intervals over territories,
+    per region, and per query language; recorded in the metric history and checked for regression."""
+    from geomon.monitor.history import MetricValue, metrics_from_mapping
+
+    result = diagnose(scores, release.countries)
+    table = result["by_persona"].set_index("persona")
+    numbers = {
+        f"{persona}/{name}": float(table.at[persona, name])
+        for persona in table.index
+        for name in SCORES
+        if pd.notna(table.at[persona, name])
+    }
+    shown = ["kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown", "response_countries_mean"]
+    metrics = [
+        metric
+        for record in result["by_persona"].to_dict("records")
+        for metric in metrics_from_mapping(
+            {k: v for k, v in record.items() if k != "persona"}, f"persona={record['persona']}", record["territories"]
+        )
+    ]
+    metrics += [
+        MetricValue(
+            name, float(row[name]), f"persona={row['persona']},region={row['region']}", n=int(row["territories"])
+        )
+        for row in result["by_region"].to_dict("records")
+        for name in ("kb_cs", "delta_cs_unnormalized")
+    ]
+    persona = tracked_persona(scores)
+    tracked = Tracked(
+        metrics,
+        items(scores, release.countries, persona=persona),
+        # Two runs are compared on the same table version and persona.
+        scope=f"{context.revision}|persona={persona}",
+        data_version=context.revision,
+    )
+    return StageResult(
+        result,
+        metadata={
+            **numbers,
+            "answered_rate": result["answered_rate"],
+            "excluded_queries": result["excluded"]["reason"].value_counts().to_dict(),
+            "excluded_examples": result["excluded"].head(10),
+            "scores": result["by_persona"][["persona", *shown]],
+            "by_region": result["by_region"][["persona", "region", "territories", "kb_cs", "delta_cs"]],
+        },
+        tracked=tracked,
+    )
+
+
+def table_changes(tables: dict[str, pd.DataFrame]) -> list[dict[str, Any]]:
+    """How the disputes table changed between successive revisions (keys sort by date)."""
+    versions = sorted(tables)
+    return [
+        {"from": old, "to": new, **compare_tables(tables[old], tables[new])}
+        for old, new in itertools.pairwise(versions)
+    ]
+
+
+def _write_report(
+    out: Any, board: pd.DataFrame, results: dict[str, Any], settings: Any, dispute_revisions: dict[str, pd.DataFrame]
+) -> Any:
+    from geomon.report.borderlines import write_report
+
+    return write_report(out, board, table_changes(dispute_revisions), results)
+
+
+def _board_metadata(board: pd.DataFrame, dispute_revisions: dict[str, pd.DataFrame]) -> dict[str, Any]:
+    """The leaderboard's row count and, per pair of successive revisions, how the table changed."""
+    counted = ("added", "removed", "controller_changed")
+    return {
+        "rows": len(board),
+        "table_changes": [
+            {"from": c["from"], "to": c["to"], "in_both": c["in_both"], **{k: len(c[k]) for k in counted}}
+            for c in table_changes(dispute_revisions)
+        ],
+    }
+
+
+def _published(settings: Any) -> pd.DataFrame | None:
+    path = settings.borderlines.paper_results
+    return source.read_published_scores(path).assign(revision=PUBLISHED_REVISION) if path else None
+
+
+def _revisions(settings: Any) -> list[str]:
+    """The configured revisions (dates, ``latest``, revision ids) as partition keys, oldest first."""
+    bl = settings.borderlines
+    return [wikipedia.revision_key(r) for r in wikipedia.resolve_revisions(bl.revisions, bl.mediawiki())]
+
+
+def _revision_options(options: dict[str, Any], revisions: list[str]) -> dict[str, dict[str, Any]]:
+    """``geomon run``'s options per revision: every persona on the newest table, the first on the older
+    ones (KB CS over table versions costs one persona per older table)."""
+    personas = [p for p in (options.get("personas") or TRACKED_PERSONA).split(",") if p]
+    return {
+        key: {
+            "personas": personas if key == revisions[-1] else personas[:1],
+            "sample_territories": options.get("territories") or 0,
+        }
+        for key in revisions
+    }
+
+
+def _pipeline() -> Pipeline:
+    from geomon import parsing
+
+    here = sys.modules[__name__]
+    scoring = (here, parsing)
+    return Pipeline(
+        stages=(
+            Stage("release", _release_stage, versioned_by=(source, wikipedia), source=True),
+            Stage(
+                "dispute_revisions",
+                _dispute_revisions_stage,
+                key="wikipedia/dispute_revisions",
+                inputs=("release",),
+                per_revision=True,
+                versioned_by=(source, wikipedia),
+                checks=(
+                    StageCheck(
+                        "disputes_table_valid",
+                        "≥ 2 claimants, controller among them or Unknown, claimants with country info (the "
+                        "release's own quirks named in geomon.sources.borderlines), no collapse against the "
+                        "previous revision.",
+                        blocking=True,
+                    ),
+                ),
+            ),
+            Stage(
+                "prompts",
+                _prompts_stage,
+                inputs=("release", "dispute_revisions"),
+                per_revision=True,
+                checks=(
+                    StageCheck(
+                        "prompts_translated",
+                        "No empty query; every non-English query differs from its English one (no silent fallback).",
+                        blocking=True,
+                    ),
+                ),
+                options=(
+                    Option("personas", list, PERSONAS, "the personas asked (their system prompts)"),
+                    Option("sample_territories", int, 0, "0 = every territory; N = the first N territories"),
+                ),
+            ),
+            Stage("responses", _responses_stage, inputs=("prompts",), per_model=True, asks_models=True),
+            Stage(
+                "scores",
+                _scores_stage,
+                inputs=("prompts", "responses"),
+                per_model=True,
+                versioned_by=scoring,
+                checks=(
+                    StageCheck(
+                        "answered_above_floor",
+                        "Concurrence scores from a model that commits to a claimant in few answers are not comparable.",
+                    ),
+                ),
+            ),
+            Stage(
+                "concurrence",
+                _concurrence_stage,
+                inputs=("scores", "release"),
+                per_model=True,
+                versioned_by=scoring,
+                tracked=True,
+            ),
+        ),
+        write_report=_write_report,
+        leaderboard_columns=("persona", "kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown"),
+        per_model_description="Responses, claimants and concurrence scores of one model on one table revision.",
+        published=_published,
+        revisions=Revisions(resolve=_revisions, options=_revision_options),
+        board_rows=lambda result: result["by_persona"].to_dict("records"),
+        report_inputs=("dispute_revisions",),
+        board_metadata=_board_metadata,
+        # Each model's line on each table version follows the persona the regression check follows.
+        series_rows=lambda own: own[own["persona"] == TRACKED_PERSONA],
+    )
+
+
+PIPELINE = _pipeline()

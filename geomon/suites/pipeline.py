@@ -69,15 +69,20 @@ class StageResult:
     metadata: dict[str, Any] = field(default_factory=dict)  # plain values; frames become tables
     checks: list[CheckOutcome] = field(default_factory=list)
     tracked: Tracked | None = None
+    data_version: str = ""  # the data's own version (a Wikipedia revision id): Dagster's data version
 
 
 class StageContext(Protocol):
-    """What a stage may use: the settings, the options of the run, the model of its partition and the one
-    way to ask a model (through the response store: nothing answered is asked again)."""
+    """What a stage may use: the settings, the options of the run, the model and revision of its partition,
+    the run's id (for what it records) and the one way to ask a model (through the response store: nothing
+    answered is asked again)."""
 
     settings: Any  # geomon.config.Settings
     options: dict[str, Any]
     model: str | None
+    revision: str | None  # a suite with ``Revisions``: the revision key of a per-revision or per-model stage
+    run_id: str
+    code_version: str  # the stage's own code version (a hash of the modules it is versioned by)
 
     def spec(self) -> ModelSpec: ...
 
@@ -127,14 +132,27 @@ def filled_outcome(name: str, prompts: int, unfilled: list[str], require_prompts
 
 
 @dataclass(frozen=True)
+class Revisions:
+    """A suite whose data comes in revisions (the versions of Wikipedia's disputes table): its per-revision
+    stages are partitioned by revision, its per-model stages by model × revision, and ``geomon run``
+    evaluates the revisions ``resolve`` names, each with the prompts options ``options`` gives it."""
+
+    resolve: Callable[[Any], list[str]]  # settings → the revision keys a run evaluates, oldest first
+    # geomon run's options (by ``RunOption.dest``) and the revisions → the prompts stage's options per revision
+    options: Callable[[dict[str, Any], list[str]], dict[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
 class Stage:
-    name: str  # the asset key is [suite, name]
+    name: str  # the asset key is [suite, name] (or ``key``)
     run: StageFunction
     description: str = ""  # what the asset holds (default: ``run``'s docstring)
     # Earlier stages by name, or assets outside the suite by key ("worldbank/indicators": the stage gets it as
     # ``indicators``).
     inputs: tuple[str, ...] = ()
-    per_model: bool = False  # partitioned by model
+    per_model: bool = False  # partitioned by model (by model × revision in a suite with revisions)
+    per_revision: bool = False  # partitioned by revision (a suite with revisions)
+    key: str = ""  # an asset key outside the suite's prefix, in that group ("wikipedia/dispute_revisions")
     asks_models: bool = False  # gets the model queue, pool and retry policy
     versioned_by: tuple[ModuleType, ...] = ()  # code version: a hash of these modules' source
     checks: tuple[StageCheck, ...] = ()
@@ -147,8 +165,8 @@ class Stage:
         return " ".join((self.description or self.run.__doc__ or self.name).split())
 
 
-# (out_dir, leaderboard, per-model results of the tracked stage, settings) → the report's path
-ReportWriter = Callable[[Path, pd.DataFrame, dict[str, dict[str, Any]], Any], Path]
+# (out_dir, leaderboard, per-partition results of the tracked stage, settings, **report_inputs) → the report
+ReportWriter = Callable[..., Path]
 
 
 @dataclass(frozen=True)
@@ -163,6 +181,21 @@ class Pipeline:
     published: Callable[[Any], pd.DataFrame | None] | None = None
     # Assets outside the suite that its prompts job materializes first ("worldbank/economies").
     upstream: tuple[str, ...] = ()
+    revisions: Revisions | None = None
+    # The leaderboard's rows of one tracked result (default: its ``summary``); the partition's model (and
+    # revision) label them.
+    board_rows: Callable[[Any], list[dict[str, Any]]] | None = None
+    # Stages the report also reads, every partition ({partition key: value}), as keyword arguments of
+    # ``write_report`` and ``board_metadata`` (BorderLines compares its table revisions).
+    report_inputs: tuple[str, ...] = ()
+    board_metadata: Callable[..., dict[str, Any]] | None = None  # (board, **report_inputs) → extra metadata
+    # The rows drawn as per-model series on the Plots tab (default: every row of geomon's own).
+    series_rows: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """What names a leaderboard row's partition: the model, and the revision in a suite with revisions."""
+        return ("model", "revision") if self.revisions is not None else ("model",)
 
     def stage(self, name: str) -> Stage:
         for stage in self.stages:
@@ -186,6 +219,11 @@ class Pipeline:
         for stage in self.stages:
             if stage.name in seen or stage.name == "leaderboard":
                 raise PipelineError(f"suite {suite}: stage name {stage.name!r} is used twice or reserved")
+            if stage.per_revision and (self.revisions is None or stage.per_model):
+                raise PipelineError(
+                    f"suite {suite}: stage {stage.name} is per revision, which needs the suite's revisions and "
+                    "is not per model (per-model stages of a suite with revisions are per model × revision)"
+                )
             for name in stage.inputs:
                 if "/" in name:  # an asset outside the suite
                     continue
@@ -197,7 +235,14 @@ class Pipeline:
                     raise PipelineError(
                         f"suite {suite}: stage {stage.name} is not per model but reads {name}, which is"
                     )
+                if seen[name].per_revision and not (stage.per_revision or stage.per_model):
+                    raise PipelineError(
+                        f"suite {suite}: stage {stage.name} is not per revision but reads {name}, which is"
+                    )
             seen[stage.name] = stage
+        for name in self.report_inputs:
+            if name not in seen:
+                raise PipelineError(f"suite {suite}: the report reads {name!r}, which no stage makes")
         tracked = [s for s in self.stages if s.tracked]
         if len(tracked) != 1 or not tracked[0].per_model:
             raise PipelineError(f"suite {suite}: exactly one per-model stage must be tracked, found {len(tracked)}")

@@ -1,18 +1,13 @@
-"""The suite registry: a benchmark is one domain module in ``geomon.suites`` plus one ``geomon/defs/<name>/``
-folder, and everything that lists suites — the CLI's ``--suite``, ``geomon run``, the Dagster definitions
-and the trends report — reads this registry instead of naming them.
+"""The suite registry: a benchmark is one domain module in ``geomon.suites`` (and its source reader in
+``geomon.sources``), and everything that lists suites — the CLI's ``--suite``, ``geomon run``, the
+settings, the Dagster definitions, sensors and the trends report — reads this registry instead of naming
+them.
 
-A suite module declares ``SUITE = SuiteInfo(...)`` and provides the suite protocol:
-
-- ``build_prompts(...)`` → a prompt frame (one row per question; suite-specific inputs),
-- ``requests_for(prompts, spec)`` → the engine requests for one model,
-- ``score(prompts, responses, ...)`` → per-answer scores with a ``status`` column
-  (answered / failed / unanswered: failed and unanswered answers are excluded and counted, never scored),
-- ``diagnose(scores, ...)`` → the paper's figures with uncertainty,
-- ``items(scores, ...)`` + ``REGRESSION_METRICS`` → per-item values the regression check compares.
-
-Its Dagster folder ``geomon/defs/<name>/`` holds the assets and checks (loaded with the rest of the
-``defs`` folder) and ``runs.py`` with ``materialize(...)``, the order ``geomon run`` materializes them in.
+A suite module declares ``SUITE = SuiteInfo(...)`` (its name, paper, headline metrics, run options and
+settings class) and ``PIPELINE = Pipeline(...)`` (``geomon.suites.pipeline``: its stages, checks, tracked
+stage and report), plus ``REGRESSION_METRICS`` (the per-item statistics the regression check compares).
+The registry checks both declarations when it loads the module; ``geomon.defs.factory`` builds the
+Dagster assets, checks and jobs from them.
 """
 
 from __future__ import annotations
@@ -26,8 +21,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-PROTOCOL = ("build_prompts", "requests_for", "score", "diagnose", "items", "REGRESSION_METRICS")
 
 
 @dataclass(frozen=True)
@@ -84,9 +77,8 @@ class SuiteError(ValueError):
 
 
 def _check(module: ModuleType) -> SuiteInfo:
-    """A suite declared by a ``PIPELINE`` (``geomon.suites.pipeline``) is checked as a typed declaration: its
-    stages' inputs, one tracked stage, the run options that set stage options. An older suite module with
-    its own ``defs/<name>/`` folder provides the functions of ``PROTOCOL``."""
+    """A suite's declarations, checked as typed values: its ``PIPELINE``'s stages and inputs, one tracked
+    stage, the run options that set stage options, its ``REGRESSION_METRICS``."""
     from geomon.suites.pipeline import Pipeline, PipelineError
 
     info = module.SUITE
@@ -95,17 +87,14 @@ def _check(module: ModuleType) -> SuiteInfo:
     if module.__name__.rsplit(".", 1)[-1] != info.name:
         raise SuiteError(f"suite module {module.__name__} declares the name {info.name!r}; they must match")
     pipeline = getattr(module, "PIPELINE", None)
-    if pipeline is None:
-        missing = [name for name in PROTOCOL if not hasattr(module, name)]
-        if missing:
-            raise SuiteError(f"suite module {module.__name__} lacks {', '.join(missing)} (the suite protocol)")
-        return info
     if not isinstance(pipeline, Pipeline):
         raise SuiteError(f"suite module {module.__name__}: PIPELINE must be a Pipeline, not {type(pipeline).__name__}")
     try:
         pipeline.validate(info.name)
     except PipelineError as exc:
         raise SuiteError(str(exc)) from None
+    if not isinstance(getattr(module, "REGRESSION_METRICS", None), dict):
+        raise SuiteError(f"suite module {module.__name__}: REGRESSION_METRICS must map metric names to statistics")
     stage_options = {o.name for o in pipeline.prompts.options}
     for option in info.options:
         if option.config not in stage_options:
@@ -117,8 +106,8 @@ def _check(module: ModuleType) -> SuiteInfo:
 
 
 def pipeline(name: str) -> Any:
-    """The ``Pipeline`` suite ``name`` declares, or None for a suite with its own ``defs/<name>/`` folder."""
-    return getattr(module(name), "PIPELINE", None)
+    """The ``Pipeline`` suite ``name`` declares."""
+    return module(name).PIPELINE
 
 
 def suites() -> Mapping[str, SuiteInfo]:

@@ -11,11 +11,16 @@ import pandas as pd
 import pytest
 
 from geomon.definitions import defs
-from geomon.defs.borderlines.runs import materialize as materialize_borderlines
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models, suite_runs
 from geomon.defs.sensors import model_registry_sensor
-from geomon_tests.conftest import SHARED, assert_readable_report, materialize_worldbench_sources, write_settings
+from geomon_tests.conftest import (
+    SHARED,
+    assert_readable_report,
+    materialize_worldbench_sources,
+    step_output,
+    write_settings,
+)
 from geomon_tests.loopback import ScriptedModel, serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,11 +117,11 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
     resources = {"geomon": GeomonResource(config_path=str(settings))}
     with dg.instance_for_test() as instance:
         results = suite_runs("worldbench").materialize(
-            defs, instance, ["smollm2-135m-instruct", "gemma3-270m"], {"sample_countries": 3}, resources=resources
+            instance, ["smollm2-135m-instruct", "gemma3-270m"], {"sample_countries": 3}, resources=resources
         )
         assert all(r.success for r in results)
         assert not [c for c in failed_checks(results) if c.severity == dg.AssetCheckSeverity.ERROR]
-        board = results[-1].output_for_node("worldbench__leaderboard")
+        board = step_output(instance, results[-1], "worldbench__leaderboard")
         assert sorted(board["model"]) == ["gemma3-270m", "smollm2-135m-instruct"]
         expected = _questions(snapshot, 3)
         assert expected > 20 and board["questions"].eq(expected).all()
@@ -169,7 +174,7 @@ def test_full_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_di
 
         # Rerun: every answer comes from the store; the engine is not even started.
         again = suite_runs("worldbench").materialize(
-            defs, instance, ["smollm2-135m-instruct"], {"sample_countries": 3}, resources=resources
+            instance, ["smollm2-135m-instruct"], {"sample_countries": 3}, resources=resources
         )
         rerun = again[1].asset_materializations_for_node("worldbench__responses")[0]
         calls, cached = (rerun.metadata[f"{k} · smollm2-135m-instruct"].value for k in ("model_calls", "cached"))
@@ -273,10 +278,10 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
         OLD: {"personas": ["vanilla"], "sample_territories": 3},
     }
     with dg.instance_for_test() as instance:
-        results = materialize_borderlines(defs, instance, models, [OLD, NEW], configs, resources=resources)
+        results = suite_runs("borderlines").materialize(instance, models, revisions=configs, resources=resources)
         assert all(r.success for r in results)
         assert not [c for c in failed_checks(results) if c.severity == dg.AssetCheckSeverity.ERROR]
-        board = results[-1].output_for_node("borderlines__leaderboard")
+        board = step_output(instance, results[-1], "borderlines__leaderboard")
         assert sorted(set(board["model"])) == sorted(models)
         assert set(board.loc[board["revision"] == NEW, "persona"]) == {"vanilla", "nationalist"}
         assert set(board.loc[board["revision"] == OLD, "persona"]) == {"vanilla"}
@@ -310,12 +315,12 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
         from geomon.parsing import parse_choice
 
         (replies,) = [
-            r.output_for_node("borderlines__responses")
+            step_output(instance, r, "borderlines__responses")
             for r in results
             if r.dagster_run.tags.get("dagster/partition") == f"smollm2-135m-instruct|{NEW}"
         ]
         (prompts_new,) = [
-            r.output_for_node("borderlines__prompts")
+            step_output(instance, r, "borderlines__prompts")
             for r in results
             if r.dagster_run.tags.get("dagster/partition") == NEW
         ]
@@ -356,9 +361,10 @@ def test_borderlines_on_a_scripted_model_gives_exact_scores(tmp_path, wdi_snapsh
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         configs = {NEW: {"personas": ["vanilla"], "sample_territories": 3}}
         with dg.instance_for_test() as instance:
-            results = materialize_borderlines(defs, instance, ["table"], [NEW], configs, resources=resources)
+            plan = suite_runs("borderlines")
+            results = plan.materialize(instance, ["table"], revisions=configs, resources=resources)
             assert all(r.success for r in results)
-            board = results[-1].output_for_node("borderlines__leaderboard")
+            board = step_output(instance, results[-1], "borderlines__leaderboard")
     row = board[(board["origin"] == "geomon") & (board["model"] == "table")].iloc[0]
     assert (row["kb_cs"], row["con_cs"], row["non_cs"], row["cst_cs_all"]) == (100.0, 100.0, 100.0, 100.0)
     assert row["delta_cs_unnormalized"] == 0.0 and row["territories"] == 3
@@ -396,11 +402,9 @@ def test_gapminder_on_scripted_contestants_and_judges_gives_exact_rates(tmp_path
         )
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         with dg.instance_for_test() as instance:
-            results = suite_runs("gapminder").materialize(
-                defs, instance, ["oracle", "hedger"], config, resources=resources
-            )
+            results = suite_runs("gapminder").materialize(instance, ["oracle", "hedger"], config, resources=resources)
             assert all(r.success for r in results)
-            board = results[-1].output_for_node("gapminder__leaderboard").set_index("model")
+            board = step_output(instance, results[-1], "gapminder__leaderboard").set_index("model")
             _assert_leaderboard_keys(instance, "gapminder", "correct_rate", ["oracle"])
     assert board.loc["oracle", ["n", "correct_rate", "pre_graded", "jury_graded"]].tolist() == [4, 100.0, 4, 0]
     assert board.loc["hedger", ["n", "correct_rate", "very_wrong_rate", "jury_graded"]].tolist() == [4, 0.0, 0.0, 4]
@@ -448,13 +452,13 @@ def test_quench_on_scripted_contestants_and_judges_gives_exact_scores(tmp_path, 
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         with dg.instance_for_test() as instance:
             results = suite_runs("quench").materialize(
-                defs, instance, ["expert", "mute"], {"sample_questions": 2}, resources=resources
+                instance, ["expert", "mute"], {"sample_questions": 2}, resources=resources
             )
             assert all(r.success for r in results)
             checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
             assert checks["release_complete"].passed and checks["prompts_filled"].passed
             assert checks["release_complete"].metadata["entities"].value == 459
-            everything = results[-1].output_for_node("quench__leaderboard")
+            everything = step_output(instance, results[-1], "quench__leaderboard")
             _assert_leaderboard_keys(instance, "quench", "correct_answer_score", ["expert"])
     board = everything[everything["origin"] == "geomon"].set_index("model")
     entities = prompts["entity_id"].nunique()
@@ -498,10 +502,8 @@ def test_saged_materialization_with_both_bundled_models(tmp_path, wdi_snapshot_d
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         models = ["smollm2-135m-instruct", "gemma3-270m"]
         with dg.instance_for_test() as instance:
-            results = suite_runs("saged").materialize(
-                defs, instance, models, {"sample_prompts": 2}, resources=resources
-            )
-            _check_saged(results, models, tmp_path, asked)
+            results = suite_runs("saged").materialize(instance, models, {"sample_prompts": 2}, resources=resources)
+            _check_saged(instance, results, models, tmp_path, asked)
             _assert_leaderboard_keys(instance, "saged", "sentiment_impact_ratio", models)
 
 
@@ -526,10 +528,10 @@ def test_saged_on_a_scripted_model_gives_exact_disparities(tmp_path, wdi_snapsho
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         with dg.instance_for_test() as instance:
             results = suite_runs("saged").materialize(
-                defs, instance, ["warm-on-france"], {"sample_prompts": 2}, resources=resources
+                instance, ["warm-on-france"], {"sample_prompts": 2}, resources=resources
             )
             assert all(r.success for r in results)
-            board = results[-1].output_for_node("saged__leaderboard").set_index("model")
+            board = step_output(instance, results[-1], "saged__leaderboard").set_index("model")
     expected_range = float(suite.sentiment([warm])[0] - suite.sentiment([cold])[0])
     assert board.loc["warm-on-france", "sentiment_mean_range"] == pytest.approx(expected_range, abs=1e-12)
     assert board.loc["warm-on-france", "sentiment_impact_ratio"] == 0.0
@@ -546,7 +548,7 @@ def _assert_leaderboard_keys(instance, suite: str, headline: str, models: list[s
     assert not any(k.startswith(("n ·", "answered ·", "questions ·")) or "_ci_" in k for k in keys if " · " in k)
 
 
-def _check_saged(results, models, tmp_path, asked):
+def _check_saged(instance, results, models, tmp_path, asked):
     """What the SAGED run must show: questions with retries counted, same prompts for every concept,
     a leaderboard, a report and history."""
     assert all(r.success for r in results)
@@ -558,7 +560,7 @@ def _check_saged(results, models, tmp_path, asked):
     checks = {c.check_name: c for r in results for c in r.get_asset_check_evaluations()}
     assert checks["same_prompts_for_every_country"].passed
     assert checks["same_prompts_for_every_country"].metadata["concepts"].value == 5
-    board = results[-1].output_for_node("saged__leaderboard")
+    board = step_output(instance, results[-1], "saged__leaderboard")
     assert sorted(board["model"]) == sorted(models)
     assert board["sentiment_impact_ratio"].between(0, 1).all()
     assert (board["responses_answered"] + board.get("responses_unanswered", 0)).eq(2 * 5 * 2).all()

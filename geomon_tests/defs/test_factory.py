@@ -15,7 +15,7 @@ from geomon.monitor.history import MetricHistory
 from geomon.sources.blend import read_release
 from geomon.suites import blend, registry
 from geomon.suites.pipeline import Pipeline, PipelineError, Stage, StageResult
-from geomon_tests.conftest import SHARED, assert_readable_report, write_settings
+from geomon_tests.conftest import SHARED, assert_readable_report, step_output, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
 COUNTRIES = ["UK", "South_Korea", "Spain"]
@@ -50,7 +50,7 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         with dg.instance_for_test() as instance:
             results = suite_runs("blend").materialize(
-                defs, instance, ["oracle", "silent"], {"sample_questions": 5}, resources=resources, described="q: 5"
+                instance, ["oracle", "silent"], {"sample_questions": 5}, resources=resources, described="q: 5"
             )
             assert all(r.success for r in results)
             assert not failed_checks(results)
@@ -60,7 +60,7 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
                 ("no_regression", "oracle"),
                 ("no_regression", "silent"),
             }
-            board = results[-1].output_for_node("blend__leaderboard").set_index("model")
+            board = step_output(instance, results[-1], "blend__leaderboard").set_index("model")
             assert board.loc["oracle", "sem_b_local"] == 100 and board.loc["oracle", "sem_w_local"] == 100
             assert board.loc["silent", "sem_b_local"] == 0 and board.loc["silent", "country_gap_sem_b_local"] == 0
             valid = sum(
@@ -130,7 +130,34 @@ def test_every_declared_suite_is_checked_at_registration():
     )
     with pytest.raises(PipelineError, match="exactly one per-model stage must be tracked"):
         untracked.validate("toy")
-    assert registry.pipeline("blend") is blend.PIPELINE and registry.pipeline("borderlines") is None
+    no_revisions = Pipeline(
+        stages=(Stage("table", lambda context: StageResult(None), "x", per_revision=True),),
+        write_report=lambda *a: None,
+        leaderboard_columns=(),
+        per_model_description="",
+    )
+    with pytest.raises(PipelineError, match="stage table is per revision, which needs the suite's revisions"):
+        no_revisions.validate("toy")
+    assert registry.pipeline("blend") is blend.PIPELINE
+
+
+def test_a_suite_with_revisions_is_partitioned_by_revision_and_model():
+    """BorderLines' table revisions: per-revision stages by revision, per-model stages by model × revision,
+    reading their revision's partition; jobs and check names as the suite had them by hand."""
+    from geomon.defs.resources import model_revision_partitions, revisions_partitions
+
+    graph = defs.resolve_asset_graph()
+    assert graph.get(dg.AssetKey(["wikipedia", "dispute_revisions"])).partitions_def == revisions_partitions
+    assert graph.get(dg.AssetKey(["borderlines", "prompts"])).partitions_def == revisions_partitions
+    for stage in ("responses", "scores", "concurrence"):
+        assert graph.get(dg.AssetKey(["borderlines", stage])).partitions_def == model_revision_partitions
+    assert graph.get(dg.AssetKey(["wikipedia", "dispute_revisions"])).group_name == "wikipedia"
+    checks = {k.name for k in graph.asset_check_keys if k.asset_key.path[0] in {"borderlines", "wikipedia"}}
+    assert checks == {"disputes_table_valid", "prompts_translated", "answered_above_floor", "no_regression"}
+    jobs = {name: defs.resolve_job_def(f"borderlines_{name}") for name in ("release", "prompts", "per_model")}
+    assert jobs["prompts"].partitions_def == revisions_partitions
+    assert jobs["per_model"].partitions_def == model_revision_partitions
+    assert defs.resolve_job_def("borderlines_leaderboard")
 
 
 def test_metadata_values_are_readable():

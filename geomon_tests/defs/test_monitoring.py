@@ -18,6 +18,7 @@ from geomon.engine.local import free_port, running_server
 from geomon.engine.registry import bundled_model_path
 from geomon.monitor.history import MetricHistory
 from geomon.suites import worldbench
+from geomon_tests.conftest import step_output
 from geomon_tests.loopback import ScriptedModel, Webhook, serve
 
 PER_MODEL = declared("worldbench").plan.per_model
@@ -72,12 +73,12 @@ def test_a_worse_model_version_alerts_once(tmp_path, wdi_snapshot_dir, snapshot,
         resources = {"geomon": _settings(tmp_path, wdi_snapshot_dir, models)}
         config = {"sample_countries": SAMPLE}
         with dg.instance_for_test() as instance:
-            materialize_worldbench(defs, instance, ["oracle-v1"], config, resources=resources)
+            materialize_worldbench(instance, ["oracle-v1"], config, resources=resources)
             assert hook["posts"] == []  # a first model has nothing to regress against
-            results = materialize_worldbench(defs, instance, ["oracle-v2"], config, resources=resources)
+            results = materialize_worldbench(instance, ["oracle-v2"], config, resources=resources)
             # The exact leaderboard scripted answers give: v1 is right everywhere (error 0 but for the 6
             # significant digits it answers with); v2 is 5× off outside Europe: |5x − x| / 5x = 0.8 there.
-            board = results[-1].output_for_node("worldbench__leaderboard").set_index("model")
+            board = step_output(instance, results[-1], "worldbench__leaderboard").set_index("model")
             prompts = worldbench.build_prompts(snapshot, countries=worldbench.sample_countries(snapshot, SAMPLE))
             outside = (prompts["region"] != "Europe & Central Asia").mean()
             assert board.loc["oracle-v1", "mean_error"] == pytest.approx(0, abs=1e-5)
@@ -98,7 +99,7 @@ def test_a_worse_model_version_alerts_once(tmp_path, wdi_snapshot_dir, snapshot,
             )
             assert check.metadata["alert"].value == "webhook: sent"
             # Unchanged re-run: the same answers are the same evaluation: nothing new recorded, nobody paged.
-            again = materialize_worldbench(defs, instance, ["oracle-v2"], config, resources=resources)
+            again = materialize_worldbench(instance, ["oracle-v2"], config, resources=resources)
             recheck = next(c for r in again for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
             assert recheck.passed and recheck.metadata["compared_with"].value.startswith("unchanged: the same")
             assert len(hook["posts"]) == 1
@@ -131,7 +132,7 @@ def test_a_new_model_runs_alone_and_a_new_release_reruns_only_world_bank_assets(
         resources = {"geomon": resource}
         with dg.instance_for_test() as instance:
             defs.resolve_job_def("observe_sources").execute_in_process(instance=instance, resources=resources)
-            materialize_worldbench(defs, instance, ["first"], {"sample_countries": SAMPLE}, resources=resources)
+            materialize_worldbench(instance, ["first"], {"sample_countries": SAMPLE}, resources=resources)
             calls_first = first["calls"]
             tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
             assert tick.total_requested == 0  # nothing to do: no first-tick flood

@@ -132,3 +132,86 @@ def test_geomon_ui_stops_with_every_child_on_sigterm(tmp_path, wdi_snapshot_dir)
             if pgid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pgid, signal.SIGKILL)
+
+
+RUNS_QUERY = """
+{
+  runsOrError(filter: {tags: [{key: "geomon/suite", value: "borderlines"}]}) {
+    ... on Runs { results { runId jobName status repositoryOrigin { repositoryLocationName repositoryName } } }
+  }
+}
+"""
+REEXECUTE = """
+mutation($parent: String!) {
+  launchRunReexecution(reexecutionParams: {parentRunId: $parent, strategy: ALL_STEPS}) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+  }
+}
+"""
+STATUS = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status jobName } } }"
+FAILURES = """
+query($id: ID!) {
+  logsForRun(runId: $id) {
+    ... on EventConnection {
+      events { __typename ... on MessageEvent { message } ... on ErrorEvent { error { message cause { message } } } }
+    }
+  }
+}
+"""
+
+
+@pytest.mark.slow
+def test_geomon_run_launches_runs_of_the_code_location_that_the_ui_re_executes(tmp_path, wdi_snapshot_dir, monkeypatch):
+    """`geomon run`'s runs carry the `geomon` code location's origin: the UI lists them under the location's
+    jobs and re-executes one like its own (a real webserver and daemon on the same instance)."""
+    import os
+    import subprocess
+    import sys
+
+    from geomon_tests.conftest import SHARED
+    from geomon_tests.loopback import ScriptedModel, serve
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with serve(ScriptedModel, {"answer": lambda messages: "A", "models": ["table"]}) as model_url:
+        entry = {"name": "table", "kind": "chat", "base_url": f"{model_url}/v1", "model_id": "table"}
+        borderlines = {"snapshot": str(SHARED / "snapshots" / "borderlines"), "revisions": ["2023-05-15"]}
+        settings = write_settings(
+            tmp_path, wdi_snapshot_dir, models=[entry], include_bundled=False, borderlines=borderlines
+        )
+        monkeypatch.setenv("GEOMON_CONFIG", str(settings))  # for the UI's sensors too
+        env = {**os.environ, "DAGSTER_HOME": str(home)}
+        command = ["run", "--suite", "borderlines", "--models", "table", "--territories", "2", "--personas", "vanilla"]
+        geomon = Path(sys.executable).with_name("geomon")
+        done = subprocess.run([str(geomon), *command], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+    with dagster_ui(home, REPO_WORKSPACE, with_daemon=True) as url:
+
+        def graphql(query: str, **variables: str) -> dict:
+            answer = requests.post(f"{url}/graphql", json={"query": query, "variables": variables}, timeout=60)
+            return answer.json()["data"]
+
+        runs = graphql(RUNS_QUERY)["runsOrError"]["results"]
+        assert sorted(r["jobName"] for r in runs) == [
+            "borderlines_leaderboard",
+            "borderlines_per_model",
+            "borderlines_prompts",
+            "borderlines_release",
+        ]
+        assert {
+            (r["repositoryOrigin"]["repositoryLocationName"], r["repositoryOrigin"]["repositoryName"]) for r in runs
+        } == {("geomon", "__repository__")}
+        (board,) = [r for r in runs if r["jobName"] == "borderlines_leaderboard"]
+        launched = graphql(REEXECUTE, parent=board["runId"])["launchRunReexecution"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        run_id = launched["run"]["runId"]
+        deadline = time.monotonic() + 300  # a guard for a loaded machine, not a timing assertion
+        while (status := graphql(STATUS, id=run_id)["runOrError"]["status"]) not in {"SUCCESS", "FAILURE", "CANCELED"}:
+            assert time.monotonic() < deadline, f"the re-executed run is still {status}"
+            time.sleep(2)
+        events = graphql(FAILURES, id=run_id)["logsForRun"]["events"]
+    errors = [e.get("error") or e["message"] for e in events if "Failure" in e["__typename"]]
+    assert status == "SUCCESS", errors

@@ -8,35 +8,7 @@ import pytest
 
 import geomon.suites
 from geomon.suites import registry
-
-TOY = """
-from geomon.suites.registry import Headline, RunOption, SuiteInfo
-
-SUITE = SuiteInfo(
-    name="toybench",
-    title="ToyBench",
-    spec="a test",
-    headlines=(Headline("toy_gap", "ToyBench: the gap"),),
-    options=(RunOption("--toy-size", "ToyBench: items", int, 3),),
-    order=50,
-)
-
-def build_prompts(): ...
-def requests_for(prompts, spec): ...
-def score(prompts, responses): ...
-def diagnose(scores): ...
-def items(scores): ...
-REGRESSION_METRICS = {}
-"""
-
-
-@pytest.fixture
-def toy_suite(tmp_path, monkeypatch):
-    (tmp_path / "toybench.py").write_text(TOY)
-    monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(tmp_path)])
-    yield "toybench"
-    sys.modules.pop("geomon.suites.toybench", None)
-
+from geomon.suites.pipeline import Pipeline
 
 DECLARED_TOY = """
 import pandas as pd
@@ -70,14 +42,27 @@ PIPELINE = Pipeline(
     per_model_description="toy",
 )
 """
+# The same suite under another name, another option and another headline.
+TOY = (
+    DECLARED_TOY.replace("declaredtoy", "toybench")
+    .replace("DeclaredToy: the mean", "ToyBench: the gap")
+    .replace('Headline("toy_mean"', 'Headline("toy_gap"')
+    .replace("--declared-toy-size", "--toy-size")
+)
+
+
+@pytest.fixture
+def toy_suite(tmp_path, monkeypatch):
+    (tmp_path / "toybench.py").write_text(TOY)
+    monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(tmp_path)])
+    yield "toybench"
+    sys.modules.pop("geomon.suites.toybench", None)
 
 
 def test_the_built_suites_are_registered_in_run_order():
     assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench", "saged", "blend"]
     for name in registry.suites():
-        module = registry.module(name)
-        # A suite is declared by a Pipeline, or provides the older protocol with its own defs folder.
-        assert registry.pipeline(name) is not None or all(hasattr(module, attr) for attr in registry.PROTOCOL)
+        assert isinstance(registry.pipeline(name), Pipeline)
 
 
 def test_a_declared_suite_gets_its_dagster_half_from_the_factory(tmp_path, monkeypatch):
@@ -123,16 +108,21 @@ def test_unknown_suites_and_incomplete_modules_are_clear_errors(tmp_path, monkey
     known = "worldbench, borderlines, gapminder, quench, saged, blend"
     with pytest.raises(registry.SuiteError, match=rf"unknown suite\(s\) \['nope'\]; known: {known}"):
         registry.resolve("worldbench,nope")
-    (tmp_path / "halfbench.py").write_text(TOY.replace("toybench", "halfbench").replace("def diagnose", "def _d"))
     monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(tmp_path)])
-    try:
-        with pytest.raises(registry.SuiteError, match=r"geomon\.suites\.halfbench lacks diagnose"):
-            registry.suites()
-    finally:
-        sys.modules.pop("geomon.suites.halfbench", None)
+    halves = {
+        "PIPELINE must be a Pipeline, not NoneType": ("PIPELINE = Pipeline(", "UNUSED = Pipeline("),
+        "REGRESSION_METRICS must map metric names": ("REGRESSION_METRICS = {}", "REGRESSION_METRICS = None"),
+    }
+    for message, (old, new) in halves.items():
+        (tmp_path / "halfbench.py").write_text(TOY.replace("toybench", "halfbench").replace(old, new))
+        try:
+            with pytest.raises(registry.SuiteError, match=rf"geomon\.suites\.halfbench: {message}"):
+                registry.suites()
+        finally:
+            sys.modules.pop("geomon.suites.halfbench", None)
 
 
-def test_every_registered_suite_has_its_defs_folder_in_the_definitions():
+def test_every_registered_suite_is_in_the_definitions():
     from geomon.definitions import defs
     from geomon.defs.runs import suite_runs
 

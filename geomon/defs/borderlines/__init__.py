@@ -1,1 +1,0 @@
-"""BorderLines' Dagster assets (checks run inside the partitioned assets), per-model job, run order."""
