@@ -221,6 +221,26 @@ def answered_expectations(column: str, floor: float) -> list[Any]:
     return [gxe.ExpectColumnValuesToNotBeNull(column=column, mostly=floor)]
 
 
+def read_rate_outcome(
+    answers: pd.DataFrame, column: str, floor: float, check_name: str, *, rate_name: str, count_name: str, error: str
+) -> Any:
+    """The WARN check that at least ``floor`` of a model's answers could be read (``column`` not null): a
+    model that answers badly is a finding, not broken data. ``error``: the column of failed requests."""
+    report = validate(answers[[column]], check_name, answered_expectations(column, floor))
+    check = outcome(
+        report,
+        check_name,
+        **{
+            rate_name: float(answers[column].notna().mean()) if len(answers) else 0.0,
+            "floor": floor,
+            count_name: len(answers),
+            "failed_requests": int(answers[error].notna().sum()),
+        },
+    )
+    check.severity = "warn"
+    return check
+
+
 def question_bank_frame(options: pd.DataFrame) -> pd.DataFrame:
     """Per (question, language): how many options there are and how many are marked correct."""
     grouped = options.groupby(["question_id", "language"])["correctness"]

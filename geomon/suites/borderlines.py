@@ -668,18 +668,15 @@ def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) 
     scored = score(prompts, responses, owners)
     answered = scored["answer"].notna()
     rate = float(answered.mean()) if len(scored) else 0.0
-    report = quality.validate(
-        scored[["answer"]], "answered_above_floor", quality.answered_expectations("answer", MIN_ANSWERED_RATE)
-    )
-    check = quality.outcome(
-        report,
+    check = quality.read_rate_outcome(
+        scored,
+        "answer",
+        MIN_ANSWERED_RATE,
         "answered_above_floor",
-        answered_rate=rate,
-        floor=MIN_ANSWERED_RATE,
-        queries=len(scored),
-        failed_requests=int(scored["error"].notna().sum()),
+        rate_name="answered_rate",
+        count_name="queries",
+        error="error",
     )
-    check.severity = "warn"  # a model that rarely commits is a finding, not broken data
     return StageResult(
         scored,
         metadata={

@@ -568,18 +568,15 @@ def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) 
 
     scores = score(prompts, responses)
     parsed = scores["parsed"].notna()
-    report = quality.validate(
-        scores[["parsed"]], "parse_rate_above_floor", quality.answered_expectations("parsed", MIN_PARSE_RATE)
-    )
-    check = quality.outcome(
-        report,
+    check = quality.read_rate_outcome(
+        scores,
+        "parsed",
+        MIN_PARSE_RATE,
         "parse_rate_above_floor",
-        parse_rate=float(parsed.mean()) if len(scores) else 0.0,
-        floor=MIN_PARSE_RATE,
-        answers=len(scores),
-        failed_requests=int(scores["response_error"].notna().sum()),
+        rate_name="parse_rate",
+        count_name="answers",
+        error="response_error",
     )
-    check.severity = "warn"  # a model that answers badly is a finding, not broken data
     return StageResult(
         scores,
         metadata={
