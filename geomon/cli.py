@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,10 @@ def _setup_logging(verbose: bool) -> None:
     )
     for noisy in ("httpx", "httpx2", "openai", "urllib3", "alembic", "great_expectations"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if not verbose:
+        # geomon uses Dagster's beta and preview APIs deliberately (observable sources, partition mappings):
+        # their notices say nothing a user can act on. -v shows them.
+        warnings.filterwarnings("ignore", message=r".* is currently in (beta|preview)")
 
 
 def _dagster_home() -> Path:
