@@ -191,6 +191,47 @@ def test_a_new_model_runs_alone_and_a_new_release_reruns_only_world_bank_assets(
 
 
 @pytest.mark.slow
+def test_a_new_table_revision_reruns_only_that_revisions_borderlines_partitions(tmp_path, wdi_snapshot_dir):
+    """A new version of Wikipedia's disputes table (the revision sensor adds it as a partition): automation
+    requests that revision's table and prompts, then each model on that revision, and nothing else."""
+    from geomon_tests.conftest import SHARED, write_settings
+
+    old, new = "2021-08-31-r1041639056", "2023-05-15-r1154894956"
+    with serve(ScriptedModel, {"answer": lambda messages: "A", "models": ["table"]}) as url:
+        entry = {"name": "table", "kind": "chat", "base_url": f"{url}/v1", "model_id": "table"}
+        borderlines = {"snapshot": str(SHARED / "snapshots" / "borderlines"), "revisions": ["2023-05-15"]}
+        settings = write_settings(tmp_path, wdi_snapshot_dir, [entry], include_bundled=False, borderlines=borderlines)
+        resources = {"geomon": GeomonResource(config_path=str(settings))}
+        with dg.instance_for_test() as instance:
+            sample = {"personas": ["vanilla"], "sample_territories": 2}
+            declared("borderlines").materialize(instance, ["table"], revisions={new: sample}, resources=resources)
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+            assert tick.total_requested == 0  # nothing to do: no first-tick flood
+
+            instance.add_dynamic_partitions("dispute_revisions", [old])
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            assert _requested(tick, ["wikipedia", "dispute_revisions"]) == {old}
+            assert _requested(tick, ["borderlines", "prompts"]) <= {old}
+            for stage in ("responses", "scores", "concurrence"):
+                assert {str(k) for k in _requested(tick, ["borderlines", stage])} <= {f"table|{old}"}
+            assert {k.split("/")[0] for k in _requested_keys(tick)} <= {"wikipedia", "borderlines"}
+            assert "borderlines/leaderboard" not in _requested_keys(tick)  # not before the revision's scores
+
+            dg.materialize(
+                [*defs.assets, *defs.asset_checks],
+                instance=instance,
+                resources=resources,
+                selection=dg.AssetSelection.assets(["wikipedia", "dispute_revisions"], ["borderlines", "prompts"]),
+                partition_key=old,
+                run_config={"ops": {"borderlines__prompts": {"config": sample}}},
+            )
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            # Then the model's answers on that revision, and no other partition of any asset.
+            assert {str(k) for k in _requested(tick, ["borderlines", "responses"])} == {f"table|{old}"}
+            assert _requested_keys(tick) <= {"borderlines/responses", "borderlines/scores", "borderlines/concurrence"}
+
+
+@pytest.mark.slow
 def test_swapping_the_model_behind_an_endpoint_is_caught_as_drift(
     tmp_path, wdi_snapshot_dir, smollm2, gemma, monkeypatch
 ):
