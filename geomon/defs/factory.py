@@ -273,6 +273,10 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         extra = {name: by_partition(context, name, inputs[name]) for name in pipeline.report_inputs}
         published = pipeline.published(settings) if pipeline.published is not None else None
         board, results = leaderboard_frame(context, tracked, inputs[tracked], pipeline.labels, pipeline.board_rows)
+        # Partitions known but not evaluated (a model the registry sensor added, a revision not run yet) are
+        # left out of the board and named, never a failure of the whole leaderboard.
+        known = {str(k) for k in context.asset_partition_keys_for_input(tracked)}
+        not_evaluated = sorted(known - {str(k) for k in results})
         board = with_published(mark_insufficient(board, info.name), published)
         report = pipeline.write_report(out, board, results, settings, **extra)
         own = board[board[ORIGIN] == "geomon"]
@@ -280,6 +284,9 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         metadata = leaderboard_metadata(info.name, board, report, pipeline.leaderboard_columns, pipeline.labels, series)
         if pipeline.board_metadata is not None:
             metadata.update({k: metadata_value(v) for k, v in pipeline.board_metadata(board, **extra).items()})
+        metadata["partitions_not_evaluated"] = metadata_value(not_evaluated)
+        if not_evaluated:
+            context.log.warning(f"{info.name} leaderboard: not evaluated yet, left out: {', '.join(not_evaluated)}")
         return dg.Output(board, metadata=metadata)
 
     every = dg.AllPartitionMapping()
@@ -290,7 +297,11 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         code_version=code_version,
         automation_condition=EAGER,
         ins={
-            name: dg.AssetIn(key=input_key(info.name, pipeline, name), partition_mapping=every)
+            name: dg.AssetIn(
+                key=input_key(info.name, pipeline, name),
+                partition_mapping=every,
+                metadata={"allow_missing_partitions": True},  # the IO manager skips what was never stored
+            )
             for name in (tracked, *pipeline.report_inputs)
         },
         required_resource_keys={"geomon"},

@@ -10,7 +10,7 @@ import pytest
 from geomon.definitions import defs
 from geomon.defs.factory import declared, metadata_value
 from geomon.defs.resources import GeomonResource
-from geomon.defs.runs import failed_checks, suite_runs
+from geomon.defs.runs import failed_checks, register_models, suite_runs
 from geomon.monitor.history import MetricHistory
 from geomon.sources.blend import read_release
 from geomon.suites import blend, registry
@@ -49,6 +49,8 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
         settings = write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, blend=section)
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         with dg.instance_for_test() as instance:
+            # A model the registry sensor added that BLEnD has not evaluated yet: left out of the board, named.
+            register_models(instance, ["registered-not-run"])
             results = suite_runs("blend").materialize(
                 instance, ["oracle", "silent"], {"sample_questions": 5}, resources=resources, described="q: 5"
             )
@@ -70,6 +72,9 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
                 ).itertuples()
             )
             assert board.loc["oracle", "answered"] == valid
+            assert sorted(board.index) == ["oracle", "silent"]
+            event = instance.get_latest_materialization_event(dg.AssetKey(["blend", "leaderboard"]))
+            assert event.asset_materialization.metadata["partitions_not_evaluated"].value == ["registered-not-run"]
             # The stages' jobs, named and tagged like every suite's.
             assert [r.job_name for r in reversed(instance.get_runs())] == [
                 "blend_prompts",
