@@ -70,7 +70,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             "`geomon alerts test` checks them",
             settings.alerts.webhook_url_env,
         )
-    level = "DEBUG" if args.verbose else "WARNING"
+    # Dagster's console log prints a failed step with its stack trace; geomon prints one line per failure
+    # (the run's events, with the trace, stay in the UI). -v shows everything.
+    level = "DEBUG" if args.verbose else "CRITICAL"
     results = []
     started = time.monotonic()
     with dg.DagsterInstance.get() as instance:
