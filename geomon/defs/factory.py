@@ -93,6 +93,11 @@ def stage_key(suite: str, stage: Stage) -> list[str]:
     return stage.key.split("/") if stage.key else [suite, stage.name]
 
 
+def stage_version(suite: str, stage: Stage) -> str:
+    """A stage's code version: a hash of the modules it declares, by default the suite's domain module."""
+    return source_version(*(stage.versioned_by or (registry.module(suite),)))
+
+
 def input_key(suite: str, pipeline: Pipeline, name: str) -> list[str]:
     """An input's asset key: a stage of the suite, or an asset outside it named by its key."""
     if name in {s.name for s in pipeline.stages}:
@@ -197,7 +202,7 @@ def _stage_asset(
     if stage.tracked:
         check_specs.append(monitoring.regression_spec(key, partitions))
     module = registry.module(info.name)
-    code_version = source_version(*(stage.versioned_by or (module,)))
+    code_version = stage_version(info.name, stage)
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
         settings = context.resources.geomon.settings()
@@ -349,13 +354,8 @@ def declared(name: str) -> DeclaredSuite:
     """Build (once) the Dagster half of suite ``name`` from its ``PIPELINE``."""
     info = registry.suites()[name]
     pipeline: Pipeline = registry.pipeline(name)
-    module = registry.module(name)
-
-    def version(stage: Stage) -> str:
-        return source_version(*(stage.versioned_by or (module,)))
-
     sources = [s for s in pipeline.stages if s.source] or [pipeline.stages[0]]
-    versions = _Versions(version(sources[0]), version(pipeline.prompts), version(pipeline.tracked))
+    versions = _Versions(*(stage_version(name, s) for s in (sources[0], pipeline.prompts, pipeline.tracked)))
     assets: list[Any] = [_stage_asset(info, pipeline, stage, versions) for stage in pipeline.stages]
     assets += [_separate_check(info, s, c) for s in pipeline.stages for c in s.checks if c.evaluate is not None]
     assets.append(_leaderboard_asset(info, pipeline, versions.code))

@@ -179,20 +179,18 @@ class PerModelPlan:
     def stage_jobs(self) -> list[Any]:
         """The ``<suite>_prompts`` (and the sources') and ``<suite>_leaderboard`` jobs (the per-model job is
         declared beside)."""
-        shared = "Sources and prompts (the sample in its config)."
-        if self.per_revision is not None:
-            shared = "The sources every revision shares."
-        jobs = [stage_job(self.suite, self.sources_stage, self.sources, shared)]
-        if self.per_revision is not None:
-            jobs.append(
+        if self.per_revision is None:
+            jobs = [
                 stage_job(
-                    self.suite,
-                    "prompts",
-                    self.per_revision,
-                    "One revision's data and its prompts (the sample in its config).",
-                    revisions_partitions,
+                    self.suite, self.sources_stage, self.sources, "Sources and prompts (the sample in its config)."
                 )
-            )
+            ]
+        else:
+            per_revision = "One revision's data and its prompts (the sample in its config)."
+            jobs = [
+                stage_job(self.suite, self.sources_stage, self.sources, "The sources every revision shares."),
+                stage_job(self.suite, "prompts", self.per_revision, per_revision, revisions_partitions),
+            ]
         jobs.append(
             stage_job(
                 self.suite, "leaderboard", self.leaderboard, "Every model's results side by side, and the report."
