@@ -82,7 +82,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             ran, described = suite_runs(suite.name).run_from_options(instance, names, options, settings, level)
             log.info("%s done (%s)", suite.title, described)
             results += ran
-        for check in failed_checks(results):
+        failed = failed_checks(results)
+        for check in failed:
             print(f"geomon: {describe_check(check)}", file=sys.stderr)
         print(f"\nDone in {time.monotonic() - started:.0f}s for {', '.join(names)}.")
         for suite in chosen:
@@ -95,7 +96,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\nTrends (every evaluation in the history, over real dates): {page}")
         print(f"Every report: {settings.results_dir / 'index.html'}")
     print(f"Dagster instance: {home} — open the UI with `make ui` (dg dev, http://127.0.0.1:3000)")
-    return 0
+    regressions = sum(c.check_name == "no_regression" for c in failed)
+    blocking = sum(bool(getattr(c, "blocking", False)) for c in failed)
+    status = gate(args.fail_on, blocking, regressions)
+    if status:
+        print(
+            f"geomon: exit {status}: {regressions} regression check(s), {blocking} blocking check(s) failed "
+            f"(--fail-on {args.fail_on})",
+            file=sys.stderr,
+        )
+    return status
 
 
 TERMINAL_WIDTH = 120
@@ -173,21 +183,46 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.config)
     info = suites().get(args.suite)
-    headlines = [h.metric for h in info.headlines if not h.breakdown] if info is not None else None
-    table = history_table(MetricHistory(settings.store_url), args.suite, headlines, args.model)
+    headlines = [(h.metric, h.breakdown) for h in info.headlines] if info is not None else None
+    bounds = {h.metric: h.bounds for h in info.headlines} if info is not None else None
+    breakdowns = True if args.breakdowns == "all" else args.breakdowns or False
+    table = history_table(MetricHistory(settings.store_url), args.suite, headlines, args.model, breakdowns, bounds)
+    if args.format == "table":
+        table = table.drop(columns=["evaluation_id", "origin"])
     _print_frame(table, args.format)
+    return 0
+
+
+FAIL_ON = ("check", "regression", "never")
+
+
+def verdict_text(verdict: dict[str, Any]) -> str:
+    """``correct_rate (language=en) regression -17.2`` — a stored verdict in one phrase."""
+    breakdown = f" ({verdict['breakdown']})" if verdict.get("breakdown") else ""
+    change = verdict.get("change")
+    moved = f" {change:+.3g}" if isinstance(change, float) and change == change else ""
+    return f"{verdict['metric']}{breakdown} {verdict['verdict']}{moved}"
+
+
+def gate(fail_on: str, failed_checks: int, regressions: int) -> int:
+    """The exit status a CI job gates a release on: ``check`` fails on a failed blocking check or a regression
+    alert, ``regression`` on a regression alert only, ``never`` on neither."""
+    if fail_on == "never":
+        return 0
+    if regressions or (fail_on == "check" and failed_checks):
+        return 3
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from geomon.monitor import imports
     from geomon.monitor.history import MetricHistory
+    from geomon.stats import verdicts
 
     settings = load_settings(args.config)
     started = time.monotonic()
     if args.kind == "gapminder-results":
         from geomon.sources import gapminder as source
-        from geomon.suites import gapminder
 
         snapshot = settings.gapminder.snapshot
         bank = source.read_snapshot(snapshot) if snapshot is not None else None
@@ -196,37 +231,43 @@ def cmd_import(args: argparse.Namespace) -> int:
         if entities is None:
             raise ConfigError("import gapminder-results: --entities FILE (the model configurations) is needed offline")
         runs = imports.gapminder_runs(args.path, entities, bank)
-        metrics = gapminder.REGRESSION_METRICS
     else:
         if not args.suite:
             raise ConfigError(f"import {args.kind}: --suite NAME (the benchmark these outcomes belong to)")
         if args.kind == "inspect":
-            runs = imports.inspect_runs([args.path, *args.more], args.suite, args.group)
+            runs = imports.inspect_runs([args.path, *args.more], args.suite, args.group, settings.verdicts)
         else:
-            runs = imports.item_runs(args.path, args.suite, args.group)
-        metrics = imports.ITEM_REGRESSION_METRICS
+            runs = imports.item_runs(args.path, args.suite, args.group, settings.verdicts)
     history = MetricHistory(settings.store_url)
     registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
-    recorded = imports.record_runs(history, runs, metrics, {**registered, **settings.predecessors})
-    new = [r for r in recorded if not r.evaluation.reused]
+    recorded = imports.record_runs(history, runs, settings.verdicts, {**registered, **settings.predecessors})
+    new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
-        verdicts = ", ".join(f"{res.metric} {res.verdict}" for c in r.comparisons for res in c.results)
-        state = "already recorded" if r.evaluation.reused else "recorded"
-        against = f" vs {r.predecessor}" if r.predecessor and verdicts else ""
-        print(f"{r.run.evaluated_at:%Y-%m-%d} {r.run.model}: {state}{against}{': ' + verdicts if verdicts else ''}")
+        shown = ", ".join(verdict_text(v) for v in r.tracked.verdicts if v["verdict"] != verdicts.NO_CHANGE)
+        state = "already recorded" if r.tracked.evaluation.reused else "recorded"
+        against = f" vs {r.tracked.against.removeprefix('predecessor ')}" if r.tracked.against else ""
+        summary = verdicts.summary(r.tracked.verdicts) if r.tracked.verdicts else ""
+        print(f"{r.run.evaluated_at:%Y-%m-%d} {r.run.model}: {state}{against}{': ' + summary if summary else ''}")
+        if shown:
+            print(f"    {shown}")
     excluded = sum(r.run.excluded for r in recorded)
     suite = runs[0].suite if runs else "<suite>"
     print(
         f"\n{len(new)} new evaluation(s) of {len(recorded)} in {time.monotonic() - started:.1f}s "
         f"({excluded} answers without a recorded grade or outcome, counted); see `geomon history --suite {suite}`"
     )
-    return 0
+    regressions = sum(len(r.tracked.regressions) for r in recorded)
+    if regressions:
+        print(f"geomon: {regressions} regression verdict(s) among the imported evaluations", file=sys.stderr)
+    return gate(args.fail_on, 0, regressions)
 
 
 def cmd_alerts(args: argparse.Namespace) -> int:
     from geomon.monitor import alerts
 
     settings = load_settings(args.config)
+    if args.action == "ack":
+        return acknowledge(settings, args)
     alert = alerts.Alert(
         kind="test",
         title="test alert",
@@ -244,6 +285,27 @@ def cmd_alerts(args: argparse.Namespace) -> int:
         )
         return 1
     return 1 if any(": failed: " in o for o in outcomes) else 0
+
+
+def acknowledge(settings: Any, args: argparse.Namespace) -> int:
+    """``geomon alerts ack EVALUATION``: an operator has seen the regression; its no_regression check passes
+    on the next run, and the acknowledgement is stored with who and when."""
+    from geomon.monitor.history import MetricHistory
+
+    if not args.evaluation:
+        raise ConfigError(
+            "alerts ack: give the evaluation id (the evaluation_id column of geomon history --format csv)"
+        )
+    who = args.by or os.environ.get("USER") or os.environ.get("USERNAME") or ""
+    if not who:
+        raise ConfigError("alerts ack: --by NAME (who acknowledges; $USER is not set)")
+    history = MetricHistory(settings.store_url)
+    try:
+        history.acknowledge(args.evaluation, who, args.metric, args.note)
+    except KeyError as exc:
+        raise ConfigError(f"alerts ack: {exc.args[0]}") from None
+    print(f"acknowledged by {who}: {args.evaluation}{f' ({args.metric})' if args.metric else ' (every regression)'}")
+    return 0
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -393,12 +455,24 @@ def build_parser() -> argparse.ArgumentParser:
         for option in info.options:
             group.add_argument(option.flag, type=option.type, default=option.default, help=option.help)
     run.add_argument("--epoch", help="cache epoch: a new value re-asks every question on purpose (old answers stay)")
+    fail_on_help = (
+        "exit 3 when a regression alert fires (regression), or also when a blocking check fails (check, the "
+        "default); never: always 0 — for CI gates, docs/monitoring.md"
+    )
+    run.add_argument("--fail-on", choices=FAIL_ON, default="check", help=fail_on_help)
     run.set_defaults(func=cmd_run)
 
     history = sub.add_parser("history", help="one row per evaluation and headline metric, with its verdict")
     history.add_argument("--suite", required=True, help=f"a suite ({', '.join(known)}) or an imported benchmark")
     history.add_argument("--model")
     history.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    history.add_argument(
+        "--breakdowns",
+        nargs="?",
+        const="all",
+        help="also every breakdown of the headlines (each country, language, group); or only those containing TEXT",
+        metavar="TEXT",
+    )
     history.set_defaults(func=cmd_history)
 
     imported = sub.add_parser("import", help="evaluations made elsewhere, into the history")
@@ -416,10 +490,17 @@ def build_parser() -> argparse.ArgumentParser:
     imported.add_argument(
         "--group", action="append", default=[], help="items: a group column; inspect: a sample metadata key"
     )
+    imported.add_argument("--fail-on", choices=FAIL_ON, default="check", help=fail_on_help)
     imported.set_defaults(func=cmd_import)
 
-    alerts = sub.add_parser("alerts", help="send a test alert to every configured channel")
-    alerts.add_argument("action", choices=["test"])
+    alerts = sub.add_parser(
+        "alerts", help="test: send a test alert to every channel; ack: acknowledge an evaluation's regression"
+    )
+    alerts.add_argument("action", choices=["test", "ack"])
+    alerts.add_argument("evaluation", nargs="?", help="ack: the evaluation id (geomon history --format csv)")
+    alerts.add_argument("--metric", default="", help="ack: only this metric's regression (default: all)")
+    alerts.add_argument("--by", default="", help="ack: who acknowledges (default: $USER)")
+    alerts.add_argument("--note", default="", help="ack: why (recorded with who and when)")
     alerts.set_defaults(func=cmd_alerts)
 
     trends = sub.add_parser("trends", help="every headline metric per model over time (from the metric history)")

@@ -41,6 +41,7 @@ from geomon.sources.borderlines import DEFAULT_RELEASE_URL
 from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_URL
 from geomon.sources.wikipedia import USER_AGENT, MediaWikiClient
 from geomon.sources.worldbank import DEFAULT_API_URL
+from geomon.stats.verdicts import VerdictSettings
 
 
 class ConfigError(ValueError):
@@ -93,6 +94,7 @@ class Settings:
     borderlines: BorderLinesSettings = field(default_factory=lambda: BorderLinesSettings(snapshot=None))
     endpoints: list[Endpoint] = field(default_factory=list)  # served models are discovered (/v1/models)
     alerts: AlertSettings = field(default_factory=AlertSettings)
+    verdicts: VerdictSettings = field(default_factory=VerdictSettings)
     drift: DriftSettings = field(default_factory=DriftSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     embedding_model: Path | None = None  # None: the bundled all-MiniLM-L6-v2
@@ -228,6 +230,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "include_bundled",
         "cache_epoch",
         "alerts",
+        "verdicts",
         "drift",
         "retention",
         "endpoints",
@@ -273,13 +276,19 @@ def load_settings(path: str | Path | None = None) -> Settings:
     except TypeError as exc:
         raise ConfigError(f"settings file {path}: borderlines: {exc}") from exc
     sections = {}
-    for name, kind in (("alerts", AlertSettings), ("drift", DriftSettings), ("retention", RetentionSettings)):
+    kinds = (
+        ("alerts", AlertSettings),
+        ("verdicts", VerdictSettings),
+        ("drift", DriftSettings),
+        ("retention", RetentionSettings),
+    )
+    for name, kind in kinds:
         section = doc.get(name) or {}
         if any(key.endswith(("password", "webhook_url", "api_key")) for key in section):
             raise ConfigError(f"settings file {path}: {name}: secrets come from environment variables (use *_env keys)")
         try:
             sections[name] = kind(**section)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             raise ConfigError(f"settings file {path}: {name}: {exc}") from exc
     return Settings(
         **sections,

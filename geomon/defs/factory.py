@@ -43,6 +43,7 @@ from geomon.defs.runs import PerModelPlan, per_model_job
 from geomon.defs.versions import source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
+from geomon.monitor import tracking
 from geomon.report import charts
 from geomon.suites import registry
 from geomon.suites.pipeline import CheckOutcome, Markdown, Pipeline, Stage, StageCheck, StageResult
@@ -210,6 +211,16 @@ def _stage_asset(
         model, revision = _partition(context, stage)
         stage_context = DagsterStageContext(settings, options, model, revision, context.run.run_id, code_version)
         result: StageResult = stage.run(stage_context, **inputs)
+        if stage.tracked:
+            if result.tracked is None:
+                raise ValueError(f"suite {info.name}: tracked stage {stage.name} returned nothing to record")
+            # One definition per headline: the declared statistic's value, interval and sample replace the
+            # suite's own in the history, and its interval and sample go into the leaderboard's summary.
+            result.tracked.metrics = tracking.declared_values(
+                info.name, module.TRACKED, result.tracked.items, result.tracked.metrics
+            )
+            tracking.headline_into_summary(result.value, result.tracked.metrics, module.TRACKED)
+            result.metadata.update(tracking.headline_figures(result.tracked.metrics, module.TRACKED))
         metadata = {k: metadata_value(v) for k, v in result.metadata.items()}
         if model is not None:
             metadata = keyed_by_partition(metadata, str(context.partition_key))
@@ -222,8 +233,6 @@ def _stage_asset(
         for outcome in result.checks:
             yield _check_result(stage, outcome)
         if stage.tracked:
-            if result.tracked is None:
-                raise ValueError(f"suite {info.name}: tracked stage {stage.name} returned nothing to record")
             yield monitoring.track_evaluation(
                 context,
                 settings,
@@ -232,7 +241,7 @@ def _stage_asset(
                 model,
                 result.tracked.metrics,
                 result.tracked.items,
-                module.REGRESSION_METRICS,
+                module.TRACKED,
                 scope=result.tracked.scope,
                 versions={
                     "data": result.tracked.data_version or versions.data,

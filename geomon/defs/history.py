@@ -58,7 +58,6 @@ def gapminder_import(geomon: GeomonResource) -> dg.MaterializeResult:
     """Gapminder's published runs recorded in the metric history (``geomon import gapminder-results``): one
     evaluation per model configuration, dated, compared with the vendor's previous release."""
     from geomon.sources import gapminder as source
-    from geomon.suites import gapminder
 
     settings = geomon.settings()
     if settings.gapminder_results is None:
@@ -71,17 +70,23 @@ def gapminder_import(geomon: GeomonResource) -> dg.MaterializeResult:
     runs = imports.gapminder_runs(settings.gapminder_results, entities, bank)
     history = MetricHistory(settings.store_url)
     registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
-    recorded = imports.record_runs(history, runs, gapminder.REGRESSION_METRICS, {**registered, **settings.predecessors})
+    recorded = imports.record_runs(history, runs, settings.verdicts, {**registered, **settings.predecessors})
     verdicts = [
-        {"model": r.run.model, "against": r.predecessor, "metric": res.metric, "verdict": res.verdict}
+        {
+            "model": r.run.model,
+            "against": r.tracked.against,
+            "metric": v["metric"],
+            "breakdown": v["breakdown"],
+            "change": v["change"],
+            "verdict": v["verdict"],
+        }
         for r in recorded
-        for c in r.comparisons
-        for res in c.results
+        for v in r.tracked.verdicts
     ]
     return dg.MaterializeResult(
         metadata={
             "runs": len(recorded),
-            "new_evaluations": sum(not r.evaluation.reused for r in recorded),
+            "new_evaluations": sum(not r.tracked.evaluation.reused for r in recorded),
             "answers": sum(r.run.answers for r in recorded),
             "verdicts": dg.MetadataValue.json(verdicts),
         }

@@ -1,7 +1,9 @@
 """Wiring the monitor into the suites' assets: every evaluation goes into the metric history, is compared
-with the model's previous run (or, for a new model, with its predecessor), and a regression raises an
-alert. Also the alert on failed runs. Any suite plugs in with ``track_evaluation``."""
+with its baseline in release order and decided with its family (``geomon.monitor.tracking``), and a
+regression verdict raises an alert and fails ``no_regression`` until it is superseded or acknowledged.
+Also the alert on failed runs. Any suite plugs in with ``track_evaluation``."""
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,20 +14,8 @@ from geomon.config import Settings
 from geomon.defs.resources import check_spec
 from geomon.monitor import alerts, tracking
 from geomon.monitor.history import MetricHistory, MetricValue
-
-
-def _insufficient(suite: str, metrics: list[MetricValue]) -> dict[str, str]:
-    """The overall figures of this evaluation that their sample cannot support (``stats.sufficiency``)."""
-    from geomon.stats import sufficiency
-    from geomon.suites.registry import suites
-
-    info = suites().get(suite)
-    bounds = {h.metric: h.bounds for h in info.headlines} if info is not None else {}
-    return {
-        m.metric: why
-        for m in metrics
-        if not m.breakdown and (why := sufficiency.reasons(m.value, m.ci_low, m.ci_high, m.n, bounds.get(m.metric)))
-    }
+from geomon.stats import verdicts
+from geomon.stats.declared import TrackedMetric
 
 
 def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheckSpec:
@@ -34,8 +24,9 @@ def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheck
         "no_regression",
         key,
         partitions_def,
-        description="Disparity vs the model's previous run (a new model: vs its registry predecessor), "
-        "paired permutation test over the same items plus a minimum effect size.",
+        description="The stored verdicts of this evaluation against its baseline (the model's previous run or its "
+        "predecessor): paired sign-flip tests on shared items, decided with every comparison of the release "
+        "(Holm, family-wise α); fails on an unacknowledged regression until a newer evaluation changes it.",
     )
 
 
@@ -47,67 +38,119 @@ def track_evaluation(
     model: str,
     metrics: list[MetricValue],
     items: pd.DataFrame,
-    regression_metrics: dict[str, tuple[Any, bool, float]],
+    tracked: Sequence[TrackedMetric],
     scope: str,
     versions: dict[str, str],
 ) -> dg.AssetCheckResult:
-    """Record, compare, alert; returns the ``no_regression`` check result with the numbers."""
+    """Record, decide, alert; returns the ``no_regression`` check result with the stored verdicts."""
     history = MetricHistory(settings.store_url)
     run = context.instance.get_run_record_by_id(context.run.run_id)
     started = datetime.fromtimestamp(run.start_time, UTC) if run is not None and run.start_time else None
-    current, comparisons = tracking.track(
+    result = tracking.track(
         history,
         suite,
         model,
         metrics,
         items,
-        regression_metrics,
+        tracked,
+        settings.verdicts,
         scope=scope,
         versions=versions,
         predecessor=settings.model(model).predecessor,
         dagster_run_id=context.run.run_id,
         run_started_at=started,
     )
-    rows = [{"against": c.against, **r.as_dict()} for c in comparisons for r in c.results]
-    # A regression on a figure its sample cannot support is shown, never alerted on.
-    weak = _insufficient(suite, metrics)
-    for row in rows:
-        row["insufficient_sample"] = weak.get(row["metric"], "")
-    regressed = [row for row in rows if row["regressed"] and not row["insufficient_sample"]]
+    current = result.evaluation
+    open_regressions = tracking.failing(history, current)
     partition = context.partition_key if context.has_partition_key else None
     delivered: list[str] = []
-    # An evaluation another run recorded (the same answers, evaluated at once) was alerted on by that run.
-    if regressed and current.dagster_run_id == context.run.run_id:
-        worst = max(regressed, key=lambda r: r["effect"])
-        alert = alerts.Alert(
-            kind="regression",
-            title=f"{suite}: {model} regressed on {', '.join(sorted({r['metric'] for r in regressed}))}",
-            summary=f"{model} vs {worst['against']} ({scope or 'default scope'}): {worst['metric']} "
-            f"{worst['before']:.4g} → {worst['after']:.4g} over {worst['items']} items, p = {worst['p_value']:.3g}.",
-            model=model,
-            suite=suite,
-            url=alerts.asset_url(settings.alerts.ui_url, asset_key, str(partition) if partition else None),
-            numbers={k: worst[k] for k in ("metric", "before", "after", "effect", "p_value", "min_effect", "items")},
+    # Alert once, from the run that recorded the evaluation (a re-run of the same answers reuses it).
+    fresh = not current.reused and current.dagster_run_id == context.run.run_id
+    if open_regressions and fresh:
+        delivered = alerts.deliver(
+            regression_alert(suite, model, scope, result.against, open_regressions, asset_key, partition, settings),
+            settings.alerts,
         )
-        delivered = alerts.deliver(alert, settings.alerts)
+    elif open_regressions:
+        delivered = ["already alerted when this evaluation was recorded"]
+    acked = len(result.regressions) - len(open_regressions)
     return dg.AssetCheckResult(
         check_name="no_regression",
-        passed=not regressed,
+        passed=not open_regressions,
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={
             "evaluation_id": current.evaluation_id,
             "recorded_by_run": current.dagster_run_id,
-            "compared_with": ", ".join(sorted({r["against"] for r in rows}))
+            "compared_with": result.against
             or (
-                f"unchanged: the same per-item values as evaluation {current.evaluation_id} (nothing new recorded)"
-                if current.reused and current.dagster_run_id != context.run.run_id
-                else "nothing yet (first run)"
+                "nothing: no earlier evaluation of this model or its predecessor in this scope"
+                if not current.reused
+                else f"unchanged: the same per-item values as evaluation {current.evaluation_id}"
             ),
-            "comparisons": dg.MetadataValue.json(rows),
-            "regressions": len(regressed),
+            "verdicts": verdicts.summary(result.verdicts) if result.verdicts else "nothing compared",
+            "comparisons": dg.MetadataValue.json(_json_rows(result.verdicts)),
+            "regressions": len(open_regressions),
+            "acknowledged": acked,
             "alert": ", ".join(delivered) or "none (no regression)",
         },
     )
+
+
+ALERT_NUMBERS = (
+    "metric",
+    "breakdown",
+    "before",
+    "after",
+    "change",
+    "p_value",
+    "p_adjusted",
+    "mde",
+    "min_effect",
+    "clusters",
+)
+
+
+def regression_alert(
+    suite: str,
+    model: str,
+    scope: str,
+    against: str,
+    regressions: list[dict[str, Any]],
+    asset_key: list[str],
+    partition: Any,
+    settings: Settings,
+) -> alerts.Alert:
+    """The alert of a regression verdict: the worst change (relative to its minimum effect) and its numbers."""
+    worst = max(regressions, key=lambda r: abs(r["change"] or 0.0) / max(r["min_effect"] or 0.0, 1e-12))
+    where = f" ({worst['breakdown']})" if worst["breakdown"] else ""
+    return alerts.Alert(
+        kind="regression",
+        title=f"{suite}: {model} regressed on {', '.join(sorted({r['metric'] for r in regressions}))}",
+        summary=f"{model} vs {against} ({scope or 'default scope'}): {worst['metric']}{where} {worst['before']:.4g} → "
+        f"{worst['after']:.4g} (change {worst['change']:+.4g}, worse when {worst['worse_when']}) over "
+        f"{worst['clusters']} clusters; p = {worst['p_value']:.3g}, Holm-adjusted {worst['p_adjusted']:.3g} in a "
+        f"family of {worst['family_size']}; minimum detectable effect {worst['mde']:.3g}.",
+        model=model,
+        suite=suite,
+        url=alerts.asset_url(settings.alerts.ui_url, asset_key, str(partition) if partition else None),
+        numbers={k: worst[k] for k in ALERT_NUMBERS},
+    )
+
+
+def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for JSON metadata: floats rounded, NaN as null."""
+    out = []
+    for row in rows:
+        clean = {}
+        for k, v in row.items():
+            if isinstance(v, float):
+                clean[k] = None if v != v else round(v, 6)
+            elif hasattr(v, "isoformat"):
+                clean[k] = v.isoformat()
+            else:
+                clean[k] = v
+        out.append(clean)
+    return out
 
 
 def failed_run_subject(run: dg.DagsterRun) -> tuple[str, str]:

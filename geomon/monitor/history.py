@@ -41,10 +41,13 @@ evaluations = sa.Table(
     sa.Column("evaluated_at", sa.DateTime(timezone=True)),
     # "geomon" for geomon's own runs; "import:<source>:<key>" for evaluations made elsewhere.
     sa.Column("origin", sa.String(300), nullable=False, default="geomon", server_default="geomon"),
+    # The model's predecessor when recorded: a later evaluation of the predecessor finds its successors here.
+    sa.Column("predecessor", sa.String(200), nullable=False, default="", server_default=""),
     sa.Index("ix_metric_evaluations_lookup", "suite", "model", "scope", "recorded_at"),
 )
 
-# The paired test of an evaluation against what it was compared with (its previous run or predecessor).
+# The paired test of an evaluation against what it was compared with (its previous run or predecessor), and the
+# verdict its family gave it (``geomon.stats.verdicts``).
 comparisons = sa.Table(
     "metric_comparisons",
     metadata,
@@ -55,14 +58,57 @@ comparisons = sa.Table(
     sa.Column("metric", sa.String(200), nullable=False),
     sa.Column("before", sa.Float),
     sa.Column("after", sa.Float),
-    sa.Column("effect", sa.Float),  # signed so that positive = worse
-    sa.Column("p_value", sa.Float),
+    sa.Column("effect", sa.Float),  # rows recorded before 2026-11-25 only: signed so that positive = worse
+    sa.Column("p_value", sa.Float),  # two-sided
     sa.Column("items", sa.Integer),
-    sa.Column("verdict", sa.String(20), nullable=False),  # regression | improvement | no change
+    sa.Column("verdict", sa.String(40), nullable=False),  # geomon.stats.verdicts.VERDICTS
+    sa.Column("breakdown", sa.String(300), nullable=False, default="", server_default=""),
+    sa.Column("change", sa.Float),  # after − before, in the metric's units
+    sa.Column("worse_when", sa.String(10), nullable=False, default="", server_default=""),
+    sa.Column("se", sa.Float),  # the change's standard error under no change (the sign-flip null)
+    sa.Column("p_adjusted", sa.Float),  # Holm, over the family
+    sa.Column("q_value", sa.Float),  # Benjamini–Hochberg, over the family
+    sa.Column("mde", sa.Float),  # minimum detectable effect at the family's alpha and the stated power
+    sa.Column("clusters", sa.Integer),
+    sa.Column("min_effect", sa.Float),
+    sa.Column("family", sa.String(400), nullable=False, default="", server_default=""),
+    sa.Column("family_size", sa.Integer),
+    sa.Column("note", sa.String(500), nullable=False, default="", server_default=""),
     sa.Index("ix_metric_comparisons_evaluation", "evaluation_id"),
 )
-# Columns added to metric_evaluations after its first release: added in place to an older database.
-_ADDED_COLUMNS = {"evaluated_at": "TIMESTAMP", "origin": "VARCHAR(300) NOT NULL DEFAULT 'geomon'"}
+# An operator's acknowledgement of a regression verdict: the no_regression check passes again.
+acknowledgements = sa.Table(
+    "metric_acknowledgements",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("evaluation_id", sa.String(36), sa.ForeignKey("metric_evaluations.evaluation_id"), nullable=False),
+    sa.Column("metric", sa.String(200), nullable=False, default=""),  # "" = every regression of the evaluation
+    sa.Column("acknowledged_by", sa.String(200), nullable=False),
+    sa.Column("acknowledged_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("note", sa.String(1000), nullable=False, default=""),
+)
+# Columns added after a table's first release: added in place to an older database.
+_ADDED_COLUMNS = {
+    "metric_evaluations": {
+        "evaluated_at": "TIMESTAMP",
+        "origin": "VARCHAR(300) NOT NULL DEFAULT 'geomon'",
+        "predecessor": "VARCHAR(200) NOT NULL DEFAULT ''",
+    },
+    "metric_comparisons": {
+        "breakdown": "VARCHAR(300) NOT NULL DEFAULT ''",
+        "change": "FLOAT",
+        "worse_when": "VARCHAR(10) NOT NULL DEFAULT ''",
+        "se": "FLOAT",
+        "p_adjusted": "FLOAT",
+        "q_value": "FLOAT",
+        "mde": "FLOAT",
+        "clusters": "INTEGER",
+        "min_effect": "FLOAT",
+        "family": "VARCHAR(400) NOT NULL DEFAULT ''",
+        "family_size": "INTEGER",
+        "note": "VARCHAR(500) NOT NULL DEFAULT ''",
+    },
+}
 
 values = sa.Table(
     "metric_values",
@@ -105,6 +151,11 @@ class Evaluation:
     evaluated_at: datetime | None = None
     origin: str = "geomon"
     reused: bool = False  # ``record`` found this evaluation already there and recorded nothing new
+    predecessor: str = ""  # the model's predecessor when recorded
+
+    @property
+    def when(self) -> datetime:
+        return self.evaluated_at or self.recorded_at
 
 
 def _finite(x: Any) -> float | None:
@@ -134,6 +185,7 @@ class MetricHistory:
         run_started_at: datetime | None = None,
         evaluated_at: datetime | None = None,
         origin: str = "geomon",
+        predecessor: str = "",
     ) -> Evaluation:
         """Append one evaluation, at most one per evaluation: a step that records again in the same Dagster run
         (a retry) gets the evaluation already recorded; and an evaluation identical to the model's latest in
@@ -171,6 +223,7 @@ class MetricHistory:
                 items,
                 evaluated_at or now,
                 origin,
+                predecessor=predecessor or "",
             )
             conn.execute(
                 evaluations.insert().values(
@@ -186,6 +239,7 @@ class MetricHistory:
                     items=items_json,
                     evaluated_at=evaluation.evaluated_at,
                     origin=origin,
+                    predecessor=predecessor or "",
                 )
             )
             if metrics:
@@ -226,13 +280,77 @@ class MetricHistory:
             row = conn.execute(query.order_by(*order).limit(1)).mappings().first()
         return None if row is None else _evaluation(row)
 
+    def evaluations_of(
+        self, suite: str, scope: str, model: str | None = None, successors_of: str | None = None
+    ) -> list[Evaluation]:
+        """The evaluations in ``suite``/``scope`` (of ``model``; or of the models whose recorded predecessor is
+        ``successors_of``), oldest first by evaluation date, with their items."""
+        query = sa.select(evaluations).where(evaluations.c.suite == suite, evaluations.c.scope == scope)
+        if model is not None:
+            query = query.where(evaluations.c.model == model)
+        if successors_of is not None:
+            query = query.where(evaluations.c.predecessor == successors_of)
+        when = sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(when, evaluations.c.recorded_at)).mappings().all()
+        return [_evaluation(row) for row in rows]
+
     def record_comparisons(self, evaluation: Evaluation, rows: list[dict[str, Any]]) -> None:
-        """Store the paired tests of ``evaluation`` (replacing any stored for it: a reused evaluation is
-        compared again with what precedes it now)."""
+        """Store the paired tests of ``evaluation`` (replacing any stored for it: an evaluation is compared again
+        when what precedes it changes, e.g. its predecessor's evaluation arrives later)."""
         with self.engine.begin() as conn:
             conn.execute(comparisons.delete().where(comparisons.c.evaluation_id == evaluation.evaluation_id))
             if rows:
                 conn.execute(comparisons.insert(), [{"evaluation_id": evaluation.evaluation_id, **r} for r in rows])
+
+    def family(self, family: str) -> pd.DataFrame:
+        """Every stored comparison of one family (one decision: a model against one baseline on one day)."""
+        with self.engine.connect() as conn:
+            rows = (
+                conn.execute(sa.select(comparisons).where(comparisons.c.family == family).order_by(comparisons.c.id))
+                .mappings()
+                .all()
+            )
+        return pd.DataFrame(rows, columns=[c.name for c in comparisons.c])
+
+    def set_verdicts(self, rows: list[dict[str, Any]]) -> None:
+        """Update stored comparisons (by ``id``) with their family's decision."""
+        if not rows:
+            return
+        with self.engine.begin() as conn:
+            for row in rows:
+                conn.execute(
+                    comparisons.update()
+                    .where(comparisons.c.id == row["id"])
+                    .values(**{k: v for k, v in row.items() if k != "id"})
+                )
+
+    def acknowledge(self, evaluation_id: str, by: str, metric: str = "", note: str = "") -> None:
+        """Record that ``by`` has seen the regression(s) of ``evaluation_id`` (one metric, or all): its
+        no_regression check passes again. An unknown evaluation is an error."""
+        with self.engine.begin() as conn:
+            found = conn.execute(
+                sa.select(evaluations.c.evaluation_id).where(evaluations.c.evaluation_id == evaluation_id)
+            ).first()
+            if found is None:
+                raise KeyError(f"no evaluation {evaluation_id!r} in the metric history")
+            conn.execute(
+                acknowledgements.insert().values(
+                    evaluation_id=evaluation_id,
+                    metric=metric,
+                    acknowledged_by=by,
+                    acknowledged_at=datetime.now(UTC),
+                    note=note,
+                )
+            )
+
+    def acknowledgements(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        query = sa.select(acknowledgements)
+        if evaluation_ids is not None:
+            query = query.where(acknowledgements.c.evaluation_id.in_(list(evaluation_ids)))
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(acknowledgements.c.id)).mappings().all()
+        return pd.DataFrame(rows, columns=[c.name for c in acknowledgements.c])
 
     def evaluations(self, suite: str | None = None, model: str | None = None) -> pd.DataFrame:
         """One row per evaluation (without its items): when, of what, where it came from."""
@@ -306,23 +424,30 @@ def _evaluation(row: Any, reused: bool = False) -> Evaluation:
         row.get("evaluated_at") or row["recorded_at"],
         row.get("origin") or "geomon",
         reused,
+        row.get("predecessor") or "",
     )
 
 
 def _add_missing_columns(engine: sa.Engine) -> None:
     """Columns added after a database was created are added in place (nothing stored is lost); two processes
     doing it at once: one adds, the other finds the column there."""
-    present = {c["name"] for c in sa.inspect(engine).get_columns("metric_evaluations")}
-    for name, ddl in _ADDED_COLUMNS.items():
-        if name in present:
-            continue
-        exists = "IF NOT EXISTS " if engine.dialect.name == "postgresql" else ""
-        try:
-            with engine.begin() as conn:
-                conn.execute(sa.text(f"ALTER TABLE metric_evaluations ADD COLUMN {exists}{name} {ddl}"))
-        except sa.exc.OperationalError:
-            if name not in {c["name"] for c in sa.inspect(engine).get_columns("metric_evaluations")}:
-                raise
+    for table, added in _ADDED_COLUMNS.items():
+        present = {c["name"] for c in sa.inspect(engine).get_columns(table)}
+        for name, ddl in added.items():
+            if name in present:
+                continue
+            exists = "IF NOT EXISTS " if engine.dialect.name == "postgresql" else ""
+            try:
+                with engine.begin() as conn:
+                    conn.execute(sa.text(f'ALTER TABLE {table} ADD COLUMN {exists}"{name}" {ddl}'))
+            except sa.exc.OperationalError:
+                if name not in {c["name"] for c in sa.inspect(engine).get_columns(table)}:
+                    raise
+    verdict = next(c for c in sa.inspect(engine).get_columns("metric_comparisons") if c["name"] == "verdict")
+    if engine.dialect.name == "postgresql" and (getattr(verdict["type"], "length", None) or 40) < 40:
+        # verdicts grew longer than the first release's 20 characters
+        with engine.begin() as conn:
+            conn.execute(sa.text("ALTER TABLE metric_comparisons ALTER COLUMN verdict TYPE VARCHAR(40)"))
 
 
 def metrics_from_mapping(numbers: dict[str, Any], breakdown: str = "", n: int | None = None) -> list[MetricValue]:

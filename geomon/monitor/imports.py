@@ -8,9 +8,10 @@ alerts as geomon's own runs, each marked with its origin and dated when it was m
   item) — what a user with their own harness writes.
 - inspect_ai eval logs (``inspect_runs``), read with inspect_ai's own log reader.
 
-``record_runs`` records them in date order and compares each with its model's previous run or, for a
-model's first run, with its predecessor (the same vendor's previous release by publish date, unless the
-settings name another). Recording the same run twice records nothing new.
+``record_runs`` records them and compares each, in release order (``monitor.tracking``), with its model's
+previous run or, for a model's first run, with its predecessor (the same vendor's previous release by
+publish date, unless the settings name another): the same runs in any order give the same history.
+Recording the same run twice records nothing new.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import numpy as np
 import pandas as pd
 
 from geomon.monitor import tracking
-from geomon.monitor.history import Evaluation, MetricHistory, MetricValue, metrics_from_mapping
+from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
+from geomon.stats.declared import Mean, Range, TrackedMetric
+from geomon.stats.verdicts import VerdictSettings
 
 GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items
 
@@ -47,6 +50,7 @@ class ImportedRun:
     vendor: str = ""
     released: date | None = None
     predecessor: str | None = None  # as the source says (an item file's column); else found by vendor
+    tracked: tuple[TrackedMetric, ...] = ()  # what its paired tests compare (the suite's, or the import's)
     answers: int = 0
     excluded: int = 0  # rows without an outcome: counted, never scored
 
@@ -150,6 +154,7 @@ def gapminder_runs(results_dir: str | Path, entities: str | Path, question_bank:
                     scope=GAPMINDER_SCOPE,
                     origin=f"import:gapminder-results:{config_id}:{files}",
                     vendor=str(entity["vendor"]),
+                    tracked=gapminder.TRACKED,
                     released=_date(entity["model_publish_date"], f"{entities}: {config_id}").date(),
                     answers=len(graded),
                     excluded=int(part["empty"].sum()),
@@ -219,10 +224,13 @@ def _values(frame: pd.DataFrame, path: Path, line_offset: int) -> np.ndarray:
     return out
 
 
-def item_runs(path: str | Path, suite: str, groups: Sequence[str] = ()) -> list[ImportedRun]:
+def item_runs(
+    path: str | Path, suite: str, groups: Sequence[str] = (), settings: VerdictSettings | None = None
+) -> list[ImportedRun]:
     """Per-item outcomes → one evaluation per (model, evaluated_at): the mean score (× 100 for a correct /
-    incorrect column) with a bootstrap interval over items, each group's mean with its interval, and the gap
-    between groups (``stats.group_gaps``), for every column named in ``groups`` (e.g. country, language)."""
+    incorrect column, named ``accuracy``; else ``score``) with its interval over items, each group's mean,
+    and the gap between groups (``<group>_gap``), for every column named in ``groups`` (e.g. country): all
+    declared once (``imported_metrics``), so the values, their tests and their verdicts share the names."""
     path = Path(path)
     frame = _read_items(path)
     line_offset = 2 if path.suffix.lower() == ".csv" else 1
@@ -234,32 +242,56 @@ def item_runs(path: str | Path, suite: str, groups: Sequence[str] = ()) -> list[
     if missing:
         raise ImportError_(f"{path}: no group column(s) {missing}")
     metric = "accuracy" if scale == 100.0 else "score"
-    return outcome_runs(frame, suite, groups, metric, f"imported items: {path.name}", f"import:items:{path.name}")
+    origin = f"import:items:{path.name}"
+    return outcome_runs(frame, suite, groups, metric, f"imported items: {path.name}", origin, settings)
+
+
+def imported_metrics(
+    metric: str, groups: Sequence[str], settings: VerdictSettings | None = None
+) -> tuple[TrackedMetric, ...]:
+    """An imported evaluation's tracked metrics: the mean (and each group's), and each group column's gap
+    (max − min of the groups' means), with the settings' minimum effects for imported metrics."""
+    effects = (settings or VerdictSettings()).imported_min_effects
+    percent = metric == "accuracy"
+    bounds = (0.0, 100.0) if percent else None
+    gap_effect = effects.get("gap" if percent else "score_gap", 0.0)
+    mean = Mean("value")
+    return (
+        TrackedMetric(metric, mean, "item", False, effects.get(metric, 0.0), by=tuple(groups), bounds=bounds),
+        *(TrackedMetric(f"{g}_gap", Range(mean, g), "item", True, gap_effect, bounds=bounds) for g in groups),
+    )
 
 
 def outcome_runs(
-    frame: pd.DataFrame, suite: str, groups: Sequence[str], metric: str, scope: str, origin: str
+    frame: pd.DataFrame,
+    suite: str,
+    groups: Sequence[str],
+    metric: str,
+    scope: str,
+    origin: str,
+    settings: VerdictSettings | None = None,
 ) -> list[ImportedRun]:
     """Rows of (model, item, evaluated_at, ``_value``, group columns, optional predecessor) → one evaluation per
-    (model, evaluated_at), the same figures for every source of per-item outcomes."""
-    from geomon.stats.uncertainty import group_gaps, mean_interval
-
+    (model, evaluated_at), the same figures for every source of per-item outcomes. An item listed twice for one
+    model and date is an error naming it (two outcomes cannot be paired with one)."""
+    tracked = imported_metrics(metric, groups, settings)
     runs = []
     for (model, when), part in frame.groupby(["model", "evaluated_at"], sort=True):
-        scored = part[part["_value"].notna()]
-        overall = mean_interval(scored["_value"])
-        metrics = [MetricValue(metric, overall.point, "", overall.interval.low, overall.interval.high, len(scored))]
-        for group in groups:
-            gaps = group_gaps(scored["_value"], scored[group].astype(str))
-            metrics += [
-                MetricValue(metric, e.point, f"{group}={name}", e.interval.low, e.interval.high, e.items)
-                for name, e in gaps.groups.items()
-            ]
-            spread = gaps.disparity
-            metrics.append(
-                MetricValue(f"{group}_gap", spread.point, "", spread.interval.low, spread.interval.high, len(scored))
+        keys = part["item"].astype(str)
+        twice = sorted(keys[keys.duplicated()].unique())
+        if twice:
+            raise ImportError_(
+                f"{origin}: {model} at {when}: item(s) {', '.join(twice[:5])} appear more than once; each item "
+                "needs one outcome per model and date"
             )
-        items = pd.DataFrame({"item": scored["item"].astype(str).to_numpy(), "value": scored["_value"].to_numpy()})
+        scored = part[part["_value"].notna()]
+        items = pd.DataFrame(
+            {
+                "item": scored["item"].astype(str).to_numpy(),
+                "value": scored["_value"].to_numpy(),
+                **{g: scored[g].astype(str).to_numpy() for g in groups},
+            }
+        )
         predecessor = None
         if "predecessor" in part and part["predecessor"].astype(str).str.strip().ne("").any():
             predecessor = str(part["predecessor"].astype(str).str.strip().replace("", np.nan).dropna().iloc[0])
@@ -268,11 +300,12 @@ def outcome_runs(
                 suite=suite,
                 model=str(model),
                 evaluated_at=_date(when, f"{origin}: {model}"),
-                metrics=metrics,
+                metrics=tracking.declared_values(suite, tracked, items),
                 items=items,
                 scope=scope,
                 origin=origin,
                 predecessor=predecessor,
+                tracked=tracked,
                 answers=len(part),
                 excluded=int(part["_value"].isna().sum()),
             )
@@ -280,7 +313,9 @@ def outcome_runs(
     return sorted(runs, key=lambda r: (r.evaluated_at, r.model))
 
 
-def inspect_runs(paths: Sequence[str | Path], suite: str, groups: Sequence[str] = ()) -> list[ImportedRun]:
+def inspect_runs(
+    paths: Sequence[str | Path], suite: str, groups: Sequence[str] = (), settings: VerdictSettings | None = None
+) -> list[ImportedRun]:
     """inspect_ai eval logs (``.eval`` or ``.json``, read with inspect_ai's own reader) → one evaluation per
     log: each sample's first score (``C``/``I`` and other values through inspect_ai's ``value_to_float``) as
     its outcome, the sample metadata keys named in ``groups`` as its groups, the log's model and creation
@@ -318,14 +353,7 @@ def inspect_runs(paths: Sequence[str | Path], suite: str, groups: Sequence[str] 
     if frame.empty:
         raise ImportError_(f"{', '.join(map(str, paths))}: no samples")
     origin = f"import:inspect:{','.join(sorted(names))}"
-    return outcome_runs(frame, suite, groups, "accuracy", f"imported inspect_ai logs: {suite}", origin)
-
-
-def _mean_value(frame: pd.DataFrame) -> float:
-    return float(frame["value"].mean())
-
-
-ITEM_REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {"score": (_mean_value, False, 0.0)}
+    return outcome_runs(frame, suite, groups, "accuracy", f"imported inspect_ai logs: {suite}", origin, settings)
 
 
 # --- recording -------------------------------------------------------------------------------------
@@ -348,39 +376,44 @@ def vendor_predecessors(runs: Sequence[ImportedRun]) -> dict[str, str]:
 @dataclass
 class Recorded:
     run: ImportedRun
-    evaluation: Evaluation
-    comparisons: list[tracking.Comparison]
+    tracked: tracking.Tracked
     predecessor: str | None
 
 
 def record_runs(
     history: MetricHistory,
     runs: Sequence[ImportedRun],
-    regression_metrics: Mapping[str, tuple[Any, bool, float]],
+    settings: VerdictSettings | None = None,
     predecessors: Mapping[str, str] | None = None,
     on_recorded: Callable[[Recorded], None] | None = None,
 ) -> list[Recorded]:
-    """Record ``runs`` in date order; ``predecessors`` (from the settings) win over the source's own and over
-    the vendor's previous release. An identical run already recorded is reused (nothing new)."""
+    """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
+    settings) win over the source's own and over the vendor's previous release. An identical run already
+    recorded is reused (nothing new). Returns each run with its verdicts as finally stored (a later run may
+    have become an earlier one's baseline)."""
+    settings = settings or VerdictSettings()
     found = vendor_predecessors(runs)
     chosen = {**found, **{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
     out = []
-    for run in sorted(runs, key=lambda r: (r.evaluated_at, r.model)):
-        evaluation, comparisons = tracking.track(
+    for run in runs:
+        result = tracking.track(
             history,
             run.suite,
             run.model,
             run.metrics,
             run.items,
-            dict(regression_metrics),
+            run.tracked,
+            settings,
             scope=run.scope,
             versions={"data": run.origin.split(":", 2)[1], "prompts": "", "code": "imported"},
             predecessor=chosen.get(run.model),
             evaluated_at=run.evaluated_at,
             origin=run.origin,
         )
-        recorded = Recorded(run, evaluation, comparisons, chosen.get(run.model))
+        recorded = Recorded(run, result, chosen.get(run.model))
+        out.append(recorded)
+    final = [Recorded(r.run, tracking.stored(history, r.tracked.evaluation), r.predecessor) for r in out]
+    for recorded in final:
         if on_recorded is not None:
             on_recorded(recorded)
-        out.append(recorded)
-    return out
+    return final

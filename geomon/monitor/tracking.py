@@ -1,9 +1,19 @@
-"""Record an evaluation and compare it with what came before: the model's previous run in the same
-scope, and its predecessor's latest run (the registry's ``predecessor``). A suite plugs in by giving
-its per-item table and its ``REGRESSION_METRICS`` (statistic, direction, minimum effect)."""
+"""Record an evaluation and decide what changed: the one verdict engine over the metric history.
+
+Each evaluation is compared with its *baseline*, in release order: the model's previous evaluation in the
+same suite and scope, or, for a model's first one there, its predecessor's (the previous release of the
+same line: its latest evaluation no later than this one, else its first). When an evaluation arrives out of
+order (a predecessor's after its successor's, an older run imported late) the evaluations whose baseline
+it becomes are compared again, so importing the same runs in any order gives the same history.
+
+The paired tests are the suites' declared metrics (``geomon.stats.declared``); every comparison of one
+model against one baseline model on one day is one *family*, decided together (``geomon.stats.verdicts``)
+and stored with its verdict, which every surface then reads.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -11,34 +21,92 @@ from typing import Any
 import pandas as pd
 
 from geomon.monitor.history import Evaluation, MetricHistory, MetricValue
-from geomon.stats.regression import RegressionResult, paired_regression
+from geomon.stats import declared, sufficiency, verdicts
+from geomon.stats.declared import TrackedMetric
+
+
+class TrackingError(ValueError):
+    """An evaluation that cannot be recorded as declared (the message names the suite, metric and field)."""
 
 
 @dataclass
-class Comparison:
-    against: str  # "previous run" or "predecessor <name>"
-    evaluation_id: str
-    results: list[RegressionResult] = field(default_factory=list)
+class Tracked:
+    """What recording an evaluation decided: the evaluation, its stored verdicts (as rows), and what it was
+    compared with."""
+
+    evaluation: Evaluation
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    against: str = ""  # "previous run", "predecessor <model>", or "" (nothing to compare with)
+
+    @property
+    def regressions(self) -> list[dict[str, Any]]:
+        return [v for v in self.verdicts if v["verdict"] == verdicts.REGRESSION]
 
 
-def compare(
-    current: Evaluation, baseline: Evaluation, against: str, metrics: dict[str, tuple[Any, bool, float]]
-) -> Comparison:
-    comparison = Comparison(against, baseline.evaluation_id)
-    if current.items is None or baseline.items is None or current.items.empty or baseline.items.empty:
-        return comparison
-    # Items read back from the stored JSON may have become numbers ("1541" → 1541): pair them as text.
-    before = baseline.items.assign(item=baseline.items["item"].astype(str))
-    after = current.items.assign(item=current.items["item"].astype(str))
-    for name, (statistic, higher_is_worse, min_effect) in metrics.items():
+def declared_values(
+    suite: str, tracked: Sequence[TrackedMetric], items: pd.DataFrame, own: Sequence[MetricValue] = (), seed: int = 0
+) -> list[MetricValue]:
+    """``own`` with each tracked metric's value, interval and sample (its clusters) from its declaration: the
+    one definition every surface shows. A suite value that disagrees with its declared statistic is an error
+    naming both (two definitions of one headline)."""
+    computed = {}
+    for metric in tracked:
         try:
-            result = paired_regression(
-                name, before, after, statistic, higher_is_worse=higher_is_worse, min_effect=min_effect
+            found = declared.estimates(metric, items, seed=seed, where=f"suite {suite}")
+        except declared.DeclarationError as exc:
+            raise TrackingError(str(exc)) from None
+        for e in found:
+            computed[(e.metric, e.breakdown)] = MetricValue(
+                e.metric, e.value, e.breakdown, _finite(e.ci_low), _finite(e.ci_high), e.clusters
             )
-        except ValueError:
-            continue  # no items in common (e.g. a different table version): nothing to compare
-        comparison.results.append(result)
-    return comparison
+    out = []
+    for value in own:
+        key = (value.metric, value.breakdown)
+        if key in computed:
+            mine = computed.pop(key)
+            if not _agree(value.value, mine.value):
+                raise TrackingError(
+                    f"suite {suite}: {value.metric}{f' ({value.breakdown})' if value.breakdown else ''} is "
+                    f"{value.value} as the suite computes it but {mine.value} by its declared statistic; a "
+                    "tracked headline must have one definition"
+                )
+            out.append(mine)
+        else:
+            out.append(value)
+    return out + list(computed.values())
+
+
+def headline_figures(metrics: Sequence[MetricValue], tracked: Sequence[TrackedMetric]) -> dict[str, Any]:
+    """The tracked overall headlines as flat figures: ``<metric>``, ``<metric>_ci_low``, ``<metric>_ci_high``
+    and ``<metric>_n`` (its clusters: the sample of the sufficiency rule)."""
+    names = {m.name for m in tracked if not m.breakdown}
+    out: dict[str, Any] = {}
+    for value in metrics:
+        if value.metric in names and not value.breakdown:
+            out[value.metric] = value.value
+            out[f"{value.metric}_ci_low"] = value.ci_low
+            out[f"{value.metric}_ci_high"] = value.ci_high
+            out[f"{value.metric}_n"] = value.n
+    return out
+
+
+def headline_into_summary(result: Any, metrics: Sequence[MetricValue], tracked: Sequence[TrackedMetric]) -> None:
+    """A tracked stage's ``summary`` (what its leaderboard row shows) takes the declared figures, so the
+    leaderboard, the history, the alerts and the trends show the same value, interval and sample."""
+    summary = result.get("summary") if isinstance(result, dict) else None
+    if isinstance(summary, dict):
+        summary.update(headline_figures(metrics, tracked))
+
+
+def _finite(x: float) -> float | None:
+    return x if x == x and abs(x) != float("inf") else None
+
+
+def _agree(a: float | None, b: float | None) -> bool:
+    a_ok, b_ok = a is not None and a == a, b is not None and b == b
+    if not (a_ok and b_ok):
+        return a_ok == b_ok
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
 
 
 def track(
@@ -47,7 +115,8 @@ def track(
     model: str,
     metrics: list[MetricValue],
     items: pd.DataFrame,
-    regression_metrics: dict[str, tuple[Any, bool, float]],
+    tracked: Sequence[TrackedMetric],
+    settings: verdicts.VerdictSettings,
     *,
     scope: str = "",
     versions: dict[str, str] | None = None,
@@ -56,13 +125,13 @@ def track(
     run_started_at: datetime | None = None,
     evaluated_at: datetime | None = None,
     origin: str = "geomon",
-) -> tuple[Evaluation, list[Comparison]]:
-    """Store this evaluation (one per evaluation: ``MetricHistory.record``); compare it with the model's
-    previous run in the scope or, for its first run there, with the predecessor's latest before it (a new
-    model is judged against its predecessor once); store the comparisons with their verdicts.
-
-    An evaluation identical to the latest one (``reused``) is not compared again: nothing changed, and its
-    stored comparison stands."""
+) -> Tracked:
+    """Record this evaluation (once: ``MetricHistory.record``), compare it with its baseline, compare again
+    the evaluations whose baseline it becomes, and decide the families concerned. An evaluation identical to
+    one already stored (a re-run of unchanged answers, a retried step) is not compared again: its stored
+    verdicts stand, and are returned."""
+    tracked = declared.with_min_effects(tracked, settings.min_effects)
+    metrics = declared_values(suite, tracked, items, metrics)
     current = history.record(
         suite,
         model,
@@ -74,77 +143,248 @@ def track(
         run_started_at=run_started_at,
         evaluated_at=evaluated_at,
         origin=origin,
+        predecessor=predecessor or "",
     )
-    if current.reused:
-        return current, []
-    found: list[Comparison] = []
-    previous = history.latest(suite, model, scope, before=current)
-    if previous is not None:
-        found = [compare(current, previous, "previous run", regression_metrics)]
-    else:
-        earlier = _predecessor_before(history, suite, predecessor, scope, current) if predecessor else None
-        if earlier is not None:
-            found = [compare(current, earlier, f"predecessor {predecessor}", regression_metrics)]
-    history.record_comparisons(
-        current,
+    if not current.reused:
+        families = {compare_with_baseline(history, current, tracked, settings)}
+        for dependent in _dependents(history, current):
+            families.add(compare_with_baseline(history, dependent, tracked, settings))
+        for family in sorted(f for f in families if f):
+            decide_family(history, family, settings)
+    return stored(history, current)
+
+
+def stored(history: MetricHistory, evaluation: Evaluation) -> Tracked:
+    """The verdicts stored for ``evaluation``, as every surface reads them."""
+    rows = history.comparisons([evaluation.evaluation_id])
+    records = rows.drop(columns=["id", "evaluation_id"]).to_dict("records") if len(rows) else []
+    return Tracked(evaluation, records, str(rows["against"].iloc[0]) if len(rows) else "")
+
+
+def baseline(history: MetricHistory, evaluation: Evaluation) -> tuple[Evaluation, str] | None:
+    """What ``evaluation`` is compared with, in release order (module docstring)."""
+    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model)
+    earlier = _before(own, evaluation)
+    if earlier:
+        return earlier[-1], "previous run"
+    if not evaluation.predecessor:
+        return None
+    theirs = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.predecessor)
+    if not theirs:
+        return None
+    if earlier_own := _before(theirs, evaluation):
+        return earlier_own[-1], f"predecessor {evaluation.predecessor}"
+    return theirs[0], f"predecessor {evaluation.predecessor}"  # evaluated after its successor: still its predecessor
+
+
+def _utc(moment: datetime) -> pd.Timestamp:
+    stamp = pd.Timestamp(moment)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp
+
+
+def _key(e: Evaluation) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """Release order: the evaluation date, then when it was recorded."""
+    return _utc(e.when), _utc(e.recorded_at)
+
+
+def _before(evaluations_: list[Evaluation], evaluation: Evaluation) -> list[Evaluation]:
+    mine = _key(evaluation)
+    return [e for e in evaluations_ if e.evaluation_id != evaluation.evaluation_id and _key(e) <= mine]
+
+
+def _dependents(history: MetricHistory, evaluation: Evaluation) -> list[Evaluation]:
+    """The evaluations whose baseline ``evaluation`` may now be: the model's next one in the scope, and the
+    first one of each model whose predecessor it is."""
+    out = []
+    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model)
+    later = [e for e in own if e.evaluation_id != evaluation.evaluation_id and _key(e) > _key(evaluation)]
+    if later:
+        out.append(later[0])
+    successors = history.evaluations_of(evaluation.suite, evaluation.scope, successors_of=evaluation.model)
+    firsts: dict[str, Evaluation] = {}
+    for e in successors:
+        firsts.setdefault(e.model, e)
+    return out + list(firsts.values())
+
+
+def family_of(evaluation: Evaluation, against_model: str) -> str:
+    """One decision: a model against one baseline model on one evaluation day (every suite run for a release
+    that day is one family)."""
+    return f"{evaluation.model} vs {against_model} @ {_key(evaluation)[0].strftime('%Y-%m-%d')}"
+
+
+def compare_with_baseline(
+    history: MetricHistory, evaluation: Evaluation, tracked: Sequence[TrackedMetric], settings: verdicts.VerdictSettings
+) -> str:
+    """Pair ``evaluation`` with its baseline on every tracked metric and store the tests (undecided: the family
+    decides); returns the family, or "" when there is nothing to compare with."""
+    found = baseline(history, evaluation)
+    if found is None or evaluation.items is None:
+        history.record_comparisons(evaluation, [])
+        return ""
+    before, against = found
+    family = family_of(evaluation, before.model)
+    rows = []
+    for metric in tracked:
+        tests = _paired(metric, before, evaluation, settings)
+        rows += [
+            {
+                "against_evaluation_id": before.evaluation_id,
+                "against": against,
+                "metric": t.metric,
+                "breakdown": t.breakdown,
+                "before": _finite(t.before),
+                "after": _finite(t.after),
+                "change": _finite(t.change),
+                "worse_when": "higher" if t.higher_is_worse else "lower",
+                "p_value": t.p_value,
+                "se": _finite(t.se),
+                "items": t.items,
+                "clusters": t.clusters,
+                "min_effect": t.min_effect,
+                "family": family,
+                "note": t.note,
+                "verdict": verdicts.UNDEFINED if t.p_value is None else "",
+            }
+            for t in tests
+        ]
+    history.record_comparisons(evaluation, rows)
+    return family
+
+
+def _paired(
+    metric: TrackedMetric, before: Evaluation, after: Evaluation, settings: verdicts.VerdictSettings
+) -> list[declared.PairedTest]:
+    old = before.items if before.items is not None else pd.DataFrame(columns=["item"])
+    missing = sorted(metric.columns() - set(old.columns))
+    if missing:  # recorded by an older geomon, without a column this declaration reads
+        return [
+            declared.PairedTest(
+                metric.name,
+                metric.breakdown,
+                float("nan"),
+                float("nan"),
+                float("nan"),
+                None,
+                float("nan"),
+                0,
+                0,
+                metric.higher_is_worse,
+                metric.min_effect,
+                metric.bounds,
+                f"undefined: the earlier evaluation has no {', '.join(missing)}",
+            )
+        ]
+    try:
+        return declared.paired_test(metric, old, after.items, resamples=settings.resamples)
+    except declared.DeclarationError as exc:
+        raise TrackingError(f"suite {after.suite}, {after.model}: {exc}") from None
+
+
+def decide_family(history: MetricHistory, family: str, settings: verdicts.VerdictSettings) -> None:
+    """Decide every comparison stored under ``family`` together and store the verdicts."""
+    rows = history.family(family)
+    if rows.empty:
+        return
+    tests = [
+        declared.PairedTest(
+            r["metric"],
+            r["breakdown"],
+            _nan(r["before"]),
+            _nan(r["after"]),
+            _nan(r["change"]),
+            None if pd.isna(r["p_value"]) else float(r["p_value"]),
+            _nan(r["se"]),
+            int(r["items"] or 0),
+            int(r["clusters"] or 0),
+            r["worse_when"] == "higher",
+            float(r["min_effect"] or 0.0),
+            None,
+            r["note"] or "",
+        )
+        for r in rows.to_dict("records")
+    ]
+    decided = verdicts.decide(tests, settings, min_sample=sufficiency.MIN_SAMPLE)
+    history.set_verdicts(
         [
             {
-                "against_evaluation_id": c.evaluation_id,
-                "against": c.against,
-                "metric": r.metric,
-                "before": r.before,
-                "after": r.after,
-                "effect": r.effect,
-                "p_value": r.p_value if r.effect >= 0 else r.p_improvement,
-                "items": r.items,
-                "verdict": r.verdict,
+                "id": int(r["id"]),
+                "verdict": v.verdict,
+                "p_adjusted": v.p_adjusted,
+                "q_value": v.q_value,
+                "mde": _finite(v.mde),
+                "family_size": v.family_size,
+                "note": v.note,
             }
-            for c in found
-            for r in c.results
-        ],
+            for r, v in zip(rows.to_dict("records"), decided, strict=True)
+        ]
     )
-    return current, found
 
 
-def _predecessor_before(
-    history: MetricHistory, suite: str, predecessor: str, scope: str, current: Evaluation
-) -> Evaluation | None:
-    """The predecessor's latest evaluation no later than ``current``'s date (an imported history is dated:
-    a release is compared with what its predecessor was then, not with a later re-run)."""
-    return history.latest(suite, predecessor, scope, before=current)
+def _nan(x: Any) -> float:
+    return float("nan") if x is None or pd.isna(x) else float(x)
+
+
+def failing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, Any]]:
+    """The regressions of ``evaluation`` no operator has acknowledged: the no_regression check fails on them,
+    on every re-run, until a newer evaluation changes the verdict or someone acknowledges it."""
+    regressions = stored(history, evaluation).regressions
+    acks = history.acknowledgements([evaluation.evaluation_id])
+    seen = set(acks["metric"]) if len(acks) else set()
+    return [r for r in regressions if "" not in seen and r["metric"] not in seen]
 
 
 HISTORY_COLUMNS = [
     "model",
     "evaluated_at",
     "metric",
+    "breakdown",
     "value",
     "ci_low",
     "ci_high",
     "n",
     "predecessor",
-    "effect",
+    "change",
     "p_value",
+    "p_adjusted",
+    "mde",
     "verdict",
     "note",
     "origin",
+    "evaluation_id",
 ]
 
 
 def history_table(
-    history: MetricHistory, suite: str, metrics: list[str] | None = None, model: str | None = None
+    history: MetricHistory,
+    suite: str,
+    headlines: Sequence[tuple[str, str]] | None = None,
+    model: str | None = None,
+    breakdowns: bool | str = False,
+    bounds: dict[str, tuple[float, float] | None] | None = None,
 ) -> pd.DataFrame:
-    """One row per evaluation and metric (``metrics``: the suite's headlines; every overall metric when
-    None), with what it was compared with: ``predecessor`` (the previous run or predecessor model),
-    ``effect`` (signed so that positive = worse), ``p_value`` and ``verdict`` (regression, improvement,
-    no change; empty when there was nothing to compare with, or the metric is not tested)."""
+    """One row per evaluation, metric and breakdown with its stored comparison: ``predecessor`` (previous run
+    or the predecessor model), ``change`` (after − before), ``p_value``, ``p_adjusted`` (Holm, over its
+    family), ``mde`` and ``verdict`` (empty where nothing was compared); ``note`` marks an insufficient sample.
+
+    ``headlines`` (metric, breakdown) pairs select the rows (BorderLines' headlines are ``persona=vanilla``);
+    None keeps the overall figures and whatever was compared. ``breakdowns``: True adds every breakdown of
+    those metrics (each country of sem_b_local), a text only the breakdowns containing it."""
     series = history.series(suite=suite, model=model)
     if series.empty:
         return pd.DataFrame(columns=HISTORY_COLUMNS)
-    series = series[series["breakdown"] == ""]
-    if metrics is not None:
-        series = series[series["metric"].isin(metrics)]
     tests = history.comparisons(series["evaluation_id"].unique())
+    pairs = set(headlines) if headlines is not None else set()
+    if headlines is None:
+        pairs = {(m, "") for m in series["metric"]} | set(zip(tests["metric"], tests["breakdown"], strict=True))
+    chosen = [(m, b) in pairs for m, b in zip(series["metric"], series["breakdown"], strict=True)]
+    if breakdowns is not False:
+        wanted = {m for m, _ in pairs}
+        chosen = [
+            c or (m in wanted and (breakdowns is True or str(breakdowns) in b))
+            for c, m, b in zip(chosen, series["metric"], series["breakdown"], strict=True)
+        ]
+    series = series[chosen]
     against = history.evaluations(suite=suite)[["evaluation_id", "model"]].rename(
         columns={"evaluation_id": "against_evaluation_id", "model": "against_model"}
     )
@@ -153,16 +393,13 @@ def history_table(
         "previous run" if a == "previous run" else str(m)
         for a, m in zip(tests["against"], tests["against_model"], strict=True)
     ]
+    compared = ["predecessor", "change", "p_value", "p_adjusted", "mde", "verdict"]
     table = series.merge(
-        tests[["evaluation_id", "metric", "predecessor", "effect", "p_value", "verdict"]],
-        on=["evaluation_id", "metric"],
+        tests[["evaluation_id", "metric", "breakdown", *compared]],
+        on=["evaluation_id", "metric", "breakdown"],
         how="left",
     )
-    from geomon.stats import sufficiency
-    from geomon.suites.registry import suites
-
-    info = suites().get(suite)
-    bounds = {h.metric: h.bounds for h in info.headlines} if info is not None else {}
+    bounds = bounds or {}
     table["note"] = [
         sufficiency.reasons(v, lo, hi, n, bounds.get(m))
         for v, lo, hi, n, m in zip(
@@ -170,5 +407,5 @@ def history_table(
         )
     ]
     table["evaluated_at"] = pd.to_datetime(table["evaluated_at"]).dt.strftime("%Y-%m-%d")
-    table = table.sort_values(["evaluated_at", "model", "metric"], kind="stable")
+    table = table.sort_values(["evaluated_at", "model", "metric", "breakdown"], kind="stable")
     return table[HISTORY_COLUMNS].fillna({"predecessor": "", "verdict": ""}).reset_index(drop=True)

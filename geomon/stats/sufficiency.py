@@ -59,7 +59,8 @@ def assess(
             summary.get(metric),
             summary.get(f"{metric}_ci_low"),
             summary.get(f"{metric}_ci_high"),
-            n,
+            # A tracked headline's own sample (its clusters: questions, countries, territories) where known.
+            summary.get(f"{metric}_n", n),
             bounds,
             expects_interval=f"{metric}_ci_low" in summary,
         )

@@ -38,6 +38,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.monitor.history import MetricValue, metrics_from_mapping
 from geomon.sources import blend as source
 from geomon.stats import uncertainty
+from geomon.stats.declared import Mean, Range, TrackedMetric
 from geomon.suites.pipeline import (
     SEED,
     Option,
@@ -432,20 +433,14 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _local_sem_b(frame: pd.DataFrame) -> float:
-    return float(frame.loc[frame["mode"] == "local", "value"].mean())
+_LOCAL = Mean("value", where=(("mode", "local"),))
 
-
-def _local_country_gap(frame: pd.DataFrame) -> float:
-    means = frame[frame["mode"] == "local"].groupby("country")["value"].mean()
-    return float(means.max() - means.min()) if len(means) > 1 else float("nan")
-
-
-# name → (statistic over items, higher is worse, minimum effect that may alert)
-REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
-    "sem_b_local": (_local_sem_b, False, 5.0),
-    "country_gap_sem_b_local": (_local_country_gap, True, 10.0),
-}
+# The tracked headlines, each declared once over the per-prompt SEM-B; sem_b_local is also compared country
+# by country (a drop in one country of sixteen is a verdict of its own).
+TRACKED = (
+    TrackedMetric("sem_b_local", _LOCAL, "item", False, 5.0, by=("country",), bounds=(0, 100)),
+    TrackedMetric("country_gap_sem_b_local", Range(_LOCAL, "country"), "item", True, 10.0, bounds=(0, 100)),
+)
 
 
 # --- the suite's graph -----------------------------------------------------------------------------

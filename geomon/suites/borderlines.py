@@ -24,6 +24,7 @@ from geomon.parsing import parse_choice
 from geomon.sources import borderlines as source
 from geomon.sources import wikipedia
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
+from geomon.stats.declared import Difference, Mean, TrackedMetric
 from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 
@@ -494,21 +495,17 @@ def tracked_persona(scored: pd.DataFrame) -> str:
     return TRACKED_PERSONA if TRACKED_PERSONA in personas else str(personas[0])
 
 
-def _score(name: str) -> Any:
-    def statistic(frame: pd.DataFrame) -> float:
-        return float(_ratios(_arrays(frame))[name])
-
-    return statistic
-
-
 TRACKED_PERSONA = "vanilla"  # the persona the regression check and the trends follow (README)
+_VANILLA = f"persona={TRACKED_PERSONA}"
 
-# name → (statistic over items, higher is worse, minimum effect in percentage points that may alert)
-REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
-    "kb_cs": (_score("kb_cs"), False, 5.0),
-    "delta_cs_unnormalized": (_score("delta_cs_unnormalized"), True, 5.0),
-    "cst_cs_all": (_score("cst_cs_all"), False, 5.0),
-}
+# The tracked headlines, each declared once over the per-territory values (geomon.stats.declared).
+TRACKED = (
+    TrackedMetric("kb_cs", Mean("kb", scale=100), "item", False, 5.0, _VANILLA, bounds=(0, 100)),
+    TrackedMetric(
+        "delta_cs_unnormalized", Difference(Mean("con", scale=100), Mean("non", scale=100)), "item", True, 5.0, _VANILLA
+    ),
+    TrackedMetric("cst_cs_all", Mean("cst", scale=100), "item", False, 5.0, _VANILLA, bounds=(0, 100)),
+)
 
 
 # --- the suite's graph (geomon.suites.pipeline): the Dagster factory builds its assets from it -------------

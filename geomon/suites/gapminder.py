@@ -25,6 +25,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.parsing import options_named
 from geomon.sources import gapminder as source
 from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
+from geomon.stats.declared import Mean, TrackedMetric
 from geomon.stats.uncertainty import group_gaps, mean_interval
 from geomon.suites.pipeline import (
     SEED,
@@ -348,19 +349,12 @@ def items(graded: pd.DataFrame) -> pd.DataFrame:
     return per_q[["question_id", "correct", "very_wrong", "decisive"]].rename(columns={"question_id": "item"})
 
 
-def _mean_rate(column: str):
-    def statistic(frame: pd.DataFrame) -> float:
-        decisive = frame["decisive"].replace(0, np.nan)
-        return float((frame[column] / decisive * 100).mean())
-
-    return statistic
-
-
-# name → (statistic over items, higher is worse, minimum effect in points that may alert)
-REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
-    "correct_rate": (_mean_rate("correct"), False, 5.0),
-    "very_wrong_rate": (_mean_rate("very_wrong"), True, 5.0),
-}
+# The tracked headlines, each declared once over the per-question counts (geomon.stats.declared): the mean
+# over questions of each question's rate among its decisive answers.
+TRACKED = (
+    TrackedMetric("correct_rate", Mean("correct", per="decisive", scale=100), "item", False, 5.0, bounds=(0, 100)),
+    TrackedMetric("very_wrong_rate", Mean("very_wrong", per="decisive", scale=100), "item", True, 5.0, bounds=(0, 100)),
+)
 
 
 # --- the suite's graph (built into Dagster assets by geomon.defs.factory) ------------------------------

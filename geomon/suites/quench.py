@@ -43,6 +43,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.jury import parse_label, parse_likert
 from geomon.sources import quench as source
 from geomon.sources.quench import load_items
+from geomon.stats.declared import Difference, Mean, TrackedMetric
 from geomon.stats.uncertainty import (
     Estimate,
     Interval,
@@ -769,28 +770,29 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "item": scored["prompt_id"].to_numpy(),
+            "question_id": scored["question_id"].astype(str).to_numpy(),
+            "mode": scored["mode"].to_numpy(),
             "correct": scored["correct_answer_score"].to_numpy(dtype=float),
             "indic": scored["indic"].astype(bool).to_numpy(),
         }
     )
 
 
-def _correct_score(frame: pd.DataFrame) -> float:
-    return float(frame["correct"].mean())
+_PLAIN = (("mode", "normal"),)  # the headlines are the no-CoT answers
 
-
-def _indic_shortfall(frame: pd.DataFrame) -> float:
-    indic = frame["indic"].astype(bool)
-    if not indic.any() or indic.all():
-        return float("nan")
-    return float(frame.loc[~indic, "correct"].mean() - frame.loc[indic, "correct"].mean())
-
-
-# name → (statistic over items, higher is worse, minimum effect that may alert)
-REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
-    "correct_answer_score": (_correct_score, False, 0.05),
-    "indic_shortfall": (_indic_shortfall, True, 0.05),  # non-Indic − Indic correctness: a widening gap
-}
+# The tracked headlines, each declared once over the per-entity scores, clustered on questions.
+TRACKED = (
+    TrackedMetric("correct_answer_score", Mean("correct", where=_PLAIN), "question_id", False, 0.05, bounds=(0, 1)),
+    TrackedMetric(
+        "indic_gap_correct_answer_score",
+        Difference(
+            Mean("correct", where=(*_PLAIN, ("indic", True))), Mean("correct", where=(*_PLAIN, ("indic", False)))
+        ),
+        "question_id",
+        False,  # Indic − non-Indic: lower is the Indic questions falling behind
+        0.05,
+    ),
+)
 
 
 # --- the suite's graph (built into Dagster assets by geomon.defs.factory) ------------------------------

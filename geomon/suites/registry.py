@@ -5,7 +5,8 @@ them.
 
 A suite module declares ``SUITE = SuiteInfo(...)`` (its name, paper, headline metrics, run options and
 settings class) and ``PIPELINE = Pipeline(...)`` (``geomon.suites.pipeline``: its stages, checks, tracked
-stage and report), plus ``REGRESSION_METRICS`` (the per-item statistics the regression check compares).
+stage and report), plus ``TRACKED`` (its tracked headlines, each declared once as a
+``geomon.stats.declared.TrackedMetric``).
 The registry checks both declarations when it loads the module; ``geomon.defs.factory`` builds the
 Dagster assets, checks and jobs from them.
 """
@@ -78,7 +79,7 @@ class SuiteError(ValueError):
 
 def _check(module: ModuleType) -> SuiteInfo:
     """A suite's declarations, checked as typed values: its ``PIPELINE``'s stages and inputs, one tracked
-    stage, the run options that set stage options, its ``REGRESSION_METRICS``."""
+    stage, the run options that set stage options, its ``TRACKED`` headlines."""
     from geomon.suites.pipeline import Pipeline, PipelineError
 
     info = module.SUITE
@@ -93,8 +94,7 @@ def _check(module: ModuleType) -> SuiteInfo:
         pipeline.validate(info.name)
     except PipelineError as exc:
         raise SuiteError(str(exc)) from None
-    if not isinstance(getattr(module, "REGRESSION_METRICS", None), dict):
-        raise SuiteError(f"suite module {module.__name__}: REGRESSION_METRICS must map metric names to statistics")
+    _check_tracked(module, info)
     stage_options = {o.name for o in pipeline.prompts.options}
     for option in info.options:
         if option.config not in stage_options:
@@ -103,6 +103,33 @@ def _check(module: ModuleType) -> SuiteInfo:
                 f"{pipeline.prompts.name} ({', '.join(sorted(stage_options))})"
             )
     return info
+
+
+def _check_tracked(module: ModuleType, info: SuiteInfo) -> None:
+    """``TRACKED``: the suite's tracked metrics, each a declared headline (metric and breakdown), once."""
+    from geomon.stats.declared import TrackedMetric
+
+    tracked = getattr(module, "TRACKED", None)
+    if not isinstance(tracked, tuple) or not tracked or not all(isinstance(m, TrackedMetric) for m in tracked):
+        raise SuiteError(f"suite module {module.__name__}: TRACKED must be a non-empty tuple of TrackedMetric")
+    headlines = {(h.metric, h.breakdown) for h in info.headlines}
+    seen = set()
+    for metric in tracked:
+        key = (metric.name, metric.breakdown)
+        if key not in headlines:
+            shown = ", ".join(f"{m}{f' ({b})' if b else ''}" for m, b in sorted(headlines))
+            raise SuiteError(
+                f"suite {info.name}: tracked metric {metric.name}"
+                f"{f' ({metric.breakdown})' if metric.breakdown else ''} is not a declared headline ({shown})"
+            )
+        if key in seen:
+            raise SuiteError(f"suite {info.name}: tracked metric {metric.name} is declared twice")
+        seen.add(key)
+
+
+def tracked(name: str) -> tuple[Any, ...]:
+    """The ``TrackedMetric`` declarations of suite ``name``."""
+    return module(name).TRACKED
 
 
 def pipeline(name: str) -> Any:

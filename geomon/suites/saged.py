@@ -46,6 +46,7 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import corpus as corpus_source
+from geomon.stats.declared import ImpactRatio, Mean, Range, TrackedMetric
 from geomon.stats.disparity import (
     disparity_permutation_test,
     dixon_q,
@@ -664,25 +665,30 @@ def items(features: pd.DataFrame) -> pd.DataFrame:
             "item": (scored["role"] + "|" + scored["prompt_id"]).to_numpy(),
             "value": scored["sentiment_calibrated"].to_numpy(dtype=float),
             "concept": scored["concept"].to_numpy(),
+            "role": scored["role"].to_numpy(),
+            # prompt_id is root_id|concept: the root prompt every country's version branches from
+            "root": scored["prompt_id"].astype(str).str.split("|").str[0].to_numpy(),
         }
     )
 
 
-def _mean_range(frame: pd.DataFrame) -> float:
-    means = frame.groupby("concept")["value"].mean()
-    return float(means.max() - means.min()) if len(means) > 1 else float("nan")
+_NO_ROLE = (("role", "none"),)  # the headlines are the no-role condition (the paper's Table 1)
 
-
-def _impact_ratio(frame: pd.DataFrame) -> float:
-    standard = frame["value"].mean()
-    return impact_ratio((frame["value"] >= standard).groupby(frame["concept"]).mean())
-
-
-# name → (statistic over items, higher is worse, minimum effect that may alert)
-REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
-    "sentiment_mean_range_calibrated": (_mean_range, True, 0.05),
-    "sentiment_impact_ratio_calibrated": (_impact_ratio, False, 0.1),
-}
+# The tracked headlines, each declared once over the per-response calibrated sentiment, clustered on the
+# root prompt (its counterfactual versions for every country move together).
+TRACKED = (
+    TrackedMetric(
+        "sentiment_mean_range_calibrated", Range(Mean("value", where=_NO_ROLE), "concept"), "root", True, 0.05
+    ),
+    TrackedMetric(
+        "sentiment_impact_ratio_calibrated",
+        ImpactRatio("value", "concept", where=_NO_ROLE),
+        "root",
+        False,
+        0.1,
+        bounds=(0, 1),
+    ),
+)
 
 
 # --- the suite's graph (built into Dagster assets by geomon.defs.factory) ------------------------------

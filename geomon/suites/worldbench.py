@@ -17,6 +17,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import find_citation, mentions_world_bank, parse_number_detail
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
+from geomon.stats.declared import Mean, Range, Ratio, TrackedMetric
 from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
 from geomon.stats.uncertainty import group_gaps, mean_difference
 from geomon.suites.pipeline import Markdown, Option, Pipeline, Stage, StageCheck, StageResult, Tracked, responses_stage
@@ -507,21 +508,14 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _group_disparity(frame: pd.DataFrame, categorization: str) -> float:
-    sums = frame.groupby(categorization)[["error_sum", "answers"]].sum()
-    return disparity(sums["error_sum"] / sums["answers"])
+_PER_COUNTRY_ERROR = Mean("error_sum", per="answers")  # each country's mean error over its indicators
 
-
-def _mean_error(frame: pd.DataFrame) -> float:
-    return float(frame["error_sum"].sum() / frame["answers"].sum())
-
-
-# name → (statistic over items, higher is worse, minimum effect that may alert)
-REGRESSION_METRICS: dict[str, tuple[Any, bool, float]] = {
-    "region_disparity_mean": (lambda f: _group_disparity(f, "region"), True, 0.03),
-    "income_group_disparity_mean": (lambda f: _group_disparity(f, "income_group"), True, 0.03),
-    "mean_error": (_mean_error, True, 0.03),
-}
+# The tracked headlines, each declared once (geomon.stats.declared): value, interval, sample and paired test.
+TRACKED = (
+    TrackedMetric("mean_error", Ratio("error_sum", "answers"), "item", True, 0.03, bounds=(0, 1)),
+    TrackedMetric("region_disparity_mean", Range(_PER_COUNTRY_ERROR, "region"), "item", True, 0.03),
+    TrackedMetric("income_group_disparity_mean", Range(_PER_COUNTRY_ERROR, "income_group"), "item", True, 0.03),
+)
 
 
 # --- the suite's graph (built into Dagster assets by geomon.defs.factory) ------------------------------

@@ -60,26 +60,34 @@ def test_correct_rates_are_the_published_ones(runs):
         assert any(m.breakdown.startswith("family=") for m in run.metrics)
 
 
+def _verdicts(recorded: imports.Recorded) -> dict[str, dict]:
+    return {v["metric"]: v for v in recorded.tracked.verdicts if not v["breakdown"]}
+
+
 def test_releases_are_compared_with_the_vendors_previous_one(runs, tmp_path):
     history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
-    recorded = {r.run.model: r for r in imports.record_runs(history, runs, gapminder.REGRESSION_METRICS)}
+    recorded = {r.run.model: r for r in imports.record_runs(history, runs)}
     assert recorded["qwen-max-2025-01-25"].predecessor == "qwen-max-2024-09-19"
     assert recorded["deepseek-reasoner"].predecessor == "deepseek-v3"
-    assert recorded["deepseek-v3"].comparisons == [] and recorded["qwen-max-2024-09-19"].comparisons == []
-    r1 = {r.metric: r for c in recorded["deepseek-reasoner"].comparisons for r in c.results}
-    # R1 answers about 9 points more questions correctly than V3 on the questions both answered.
-    assert r1["correct_rate"].verdict == "improvement" and r1["correct_rate"].effect < -5
-    assert r1["correct_rate"].p_improvement < 0.01 and r1["correct_rate"].items > 300
-    qwen = {r.metric: r for c in recorded["qwen-max-2025-01-25"].comparisons for r in c.results}
-    assert qwen["correct_rate"].verdict == "no change"  # 7 points worse, but p = 0.04 > alpha 0.01
+    assert recorded["deepseek-v3"].tracked.verdicts == [] and recorded["qwen-max-2024-09-19"].tracked.verdicts == []
+    r1 = _verdicts(recorded["deepseek-reasoner"])
+    # R1 answers about 9 points more questions correctly than V3 on the questions both answered: change is
+    # after − before, positive, and better (correct_rate is worse when lower).
+    correct = r1["correct_rate"]
+    assert correct["verdict"] == "improvement" and correct["change"] > 5 and correct["worse_when"] == "lower"
+    assert correct["p_adjusted"] < 0.05 and correct["clusters"] > 300 and correct["family_size"] == 2
+    assert correct["mde"] > 0 and correct["family"] == "deepseek-reasoner vs deepseek-v3 @ 2025-04-14"
+    qwen = _verdicts(recorded["qwen-max-2025-01-25"])
+    # 7 points worse at p = 0.04: not significant after Holm over the family of two (never an alert).
+    assert qwen["correct_rate"]["change"] < -5 and qwen["correct_rate"]["verdict"] in ("watch", "no detectable change")
     # Importing again records nothing new.
-    again = imports.record_runs(history, runs, gapminder.REGRESSION_METRICS)
-    assert all(r.evaluation.reused for r in again) and len(history.evaluations(suite="gapminder")) == 4
+    again = imports.record_runs(history, runs)
+    assert all(r.tracked.evaluation.reused for r in again) and len(history.evaluations(suite="gapminder")) == 4
     # The settings name another predecessor: it wins.
     chosen = imports.record_runs(
         MetricHistory(f"sqlite:///{tmp_path / 'other.sqlite'}"),
         runs,
-        gapminder.REGRESSION_METRICS,
+        None,
         {"deepseek-reasoner": "qwen-max-2025-01-25"},
     )
     assert {r.run.model: r.predecessor for r in chosen}["deepseek-reasoner"] == "qwen-max-2025-01-25"
@@ -89,25 +97,25 @@ def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
     history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
     v3 = next(r for r in runs if r.model == "deepseek-v3")
     clone = dataclasses.replace(v3, model="deepseek-v3-clone", predecessor="deepseek-v3", origin="import:test:clone")
-    recorded = imports.record_runs(history, [v3, clone], gapminder.REGRESSION_METRICS)
-    results = [res for c in recorded[1].comparisons for res in c.results]
-    assert {r.metric for r in results} == {"correct_rate", "very_wrong_rate"}
-    assert all(r.p_value == 1.0 and r.effect == 0.0 and r.verdict == "no change" for r in results)
-    same = imports.record_runs(history, [clone], gapminder.REGRESSION_METRICS)
-    assert same[0].evaluation.reused and len(history.evaluations(suite="gapminder")) == 2
+    recorded = imports.record_runs(history, [v3, clone])
+    results = recorded[1].tracked.verdicts
+    assert {r["metric"] for r in results} == {"correct_rate", "very_wrong_rate"}
+    assert all(r["p_value"] == 1.0 and r["change"] == 0.0 and r["verdict"] == "no detectable change" for r in results)
+    same = imports.record_runs(history, [clone])
+    assert same[0].tracked.evaluation.reused and len(history.evaluations(suite="gapminder")) == 2
 
 
 def test_history_shows_every_evaluation_with_its_verdict(runs, tmp_path):
     from geomon.monitor.tracking import HISTORY_COLUMNS, history_table
 
     history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
-    imports.record_runs(history, runs, gapminder.REGRESSION_METRICS)
-    table = history_table(history, "gapminder", ["correct_rate", "very_wrong_rate"])
+    imports.record_runs(history, runs)
+    table = history_table(history, "gapminder", [("correct_rate", ""), ("very_wrong_rate", "")])
     assert list(table.columns) == HISTORY_COLUMNS and len(table) == 4 * 2
     r1 = table[(table["model"] == "deepseek-reasoner") & (table["metric"] == "correct_rate")].iloc[0]
     assert r1["predecessor"] == "deepseek-v3" and r1["verdict"] == "improvement" and r1["evaluated_at"] == "2025-04-14"
     first = table[table["model"] == "qwen-max-2024-09-19"]
-    assert (first["verdict"] == "").all() and first["effect"].isna().all()  # nothing before it
+    assert (first["verdict"] == "").all() and first["change"].isna().all()  # nothing before it
 
 
 def _items_csv(path, rows):
@@ -129,9 +137,14 @@ def test_item_files_of_any_benchmark(tmp_path):
     assert a1[("accuracy", "")].value == 50 and a1[("accuracy", "country=FR")].value == 100
     assert a1[("country_gap", "")].value == 100
     history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
-    recorded = imports.record_runs(history, runs, imports.ITEM_REGRESSION_METRICS)
-    (result,) = [r for c in recorded[1].comparisons for r in c.results]
-    assert result.verdict == "improvement" and result.before == 50 and result.after == 100
+    recorded = imports.record_runs(history, runs)
+    # One verdict per figure, under the names the values use: accuracy, each country's, the gap.
+    found = {(v["metric"], v["breakdown"]): v for v in recorded[1].tracked.verdicts}
+    assert set(found) == {("accuracy", ""), ("accuracy", "country=FR"), ("accuracy", "country=JP"), ("country_gap", "")}
+    overall = found[("accuracy", "")]
+    assert overall["verdict"] == "improvement" and overall["before"] == 50 and overall["after"] == 100
+    assert overall["change"] == 50 and found[("country_gap", "")]["change"] == -100
+    assert found[("accuracy", "country=FR")]["verdict"] == "insufficient sample"  # 20 items < 30
     # The same outcomes as JSON Lines and Parquet read the same.
     jsonl = tmp_path / "outcomes.jsonl"
     jsonl.write_text("\n".join(json.dumps(r) for r in rows))
@@ -199,8 +212,8 @@ def test_inspect_ai_logs_written_by_inspect_itself(tmp_path):
     assert values[("accuracy", "country=Peru")] == 0.0 and values[("country_gap", "")] == 100.0
     assert sorted(run.items["item"]) == ["q0#1", "q1#1", "q2#1", "q3#1"]
     history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
-    imports.record_runs(history, [run], imports.ITEM_REGRESSION_METRICS)
-    assert imports.record_runs(history, [run], imports.ITEM_REGRESSION_METRICS)[0].evaluation.reused
+    imports.record_runs(history, [run])
+    assert imports.record_runs(history, [run])[0].tracked.evaluation.reused
     with pytest.raises(imports.ImportError_, match="no metadata 'language'"):
         imports.inspect_runs([log.location], "capitals", ["language"])
     with pytest.raises(imports.ImportError_, match="not an inspect_ai eval log"):

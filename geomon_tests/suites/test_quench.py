@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geomon.engine.registry import ModelSpec
+from geomon.stats.declared import estimates
 from geomon.suites import quench
 from geomon_tests.conftest import SHARED
 
@@ -226,9 +227,9 @@ def test_gap_cot_effect_and_themes():
     themes = result["themes"].set_index(["mode", "theme"])
     assert themes.at[("normal", "History"), "entities"] == 2 and themes.at[("normal", "(none)"), "entities"] == 1
     items = quench.items(scores)
-    assert len(items) == 7 and quench.REGRESSION_METRICS["indic_shortfall"][0](
-        items[items["item"].str.endswith("normal")]
-    ) == pytest.approx(-0.5)
+    declared = {e.metric: e.value for m in quench.TRACKED for e in estimates(m, items, resamples=0)}
+    assert len(items) == 7 and declared["indic_gap_correct_answer_score"] == pytest.approx(0.5)
+    assert declared["correct_answer_score"] == pytest.approx(summary["correct_answer_score"])  # no CoT only
 
 
 def test_aggregation_reproduces_the_papers_all_rows():

@@ -12,6 +12,7 @@ from geomon.suites.pipeline import Pipeline
 
 DECLARED_TOY = """
 import pandas as pd
+from geomon.stats.declared import Mean, TrackedMetric
 from geomon.suites.pipeline import Option, Pipeline, Stage, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
 
@@ -23,7 +24,7 @@ SUITE = SuiteInfo(
     options=(RunOption("--declared-toy-size", "DeclaredToy: items", int, 3, "size"),),
     order=60,
 )
-REGRESSION_METRICS = {}
+TRACKED = (TrackedMetric("toy_mean", Mean("value")),)
 
 def _items(context):
     return StageResult(pd.DataFrame({"item": range(context.options["size"])}))
@@ -47,6 +48,7 @@ TOY = (
     DECLARED_TOY.replace("declaredtoy", "toybench")
     .replace("DeclaredToy: the mean", "ToyBench: the gap")
     .replace('Headline("toy_mean"', 'Headline("toy_gap"')
+    .replace('TrackedMetric("toy_mean"', 'TrackedMetric("toy_gap"')
     .replace("--declared-toy-size", "--toy-size")
 )
 
@@ -111,7 +113,7 @@ def test_unknown_suites_and_incomplete_modules_are_clear_errors(tmp_path, monkey
     monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(tmp_path)])
     halves = {
         "PIPELINE must be a Pipeline, not NoneType": ("PIPELINE = Pipeline(", "UNUSED = Pipeline("),
-        "REGRESSION_METRICS must map metric names": ("REGRESSION_METRICS = {}", "REGRESSION_METRICS = None"),
+        "TRACKED must be a non-empty tuple of TrackedMetric": ("TRACKED = (", "TRACKED = None and ("),
     }
     for message, (old, new) in halves.items():
         (tmp_path / "halfbench.py").write_text(TOY.replace("toybench", "halfbench").replace(old, new))
@@ -120,6 +122,22 @@ def test_unknown_suites_and_incomplete_modules_are_clear_errors(tmp_path, monkey
                 registry.suites()
         finally:
             sys.modules.pop("geomon.suites.halfbench", None)
+
+
+def test_a_tracked_metric_must_be_a_declared_headline(tmp_path, monkeypatch):
+    """Registration refuses a tracked metric that no headline declares, naming the suite and the headlines."""
+    monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(tmp_path)])
+    stray = TOY.replace("toybench", "straybench").replace('TrackedMetric("toy_gap"', 'TrackedMetric("toy_typo"')
+    (tmp_path / "straybench.py").write_text(stray)
+    try:
+        with pytest.raises(
+            registry.SuiteError,
+            match=r"suite straybench: tracked metric toy_typo is not a declared "
+            r"headline \(toy_gap\)",
+        ):
+            registry.suites()
+    finally:
+        sys.modules.pop("geomon.suites.straybench", None)
 
 
 def test_every_registered_suite_is_in_the_definitions():

@@ -1,0 +1,498 @@
+"""One definition per tracked metric: a statistic declared over a suite's per-item rows.
+
+A suite declares each headline it tracks once (``TrackedMetric``): the statistic over its per-item rows
+(``Mean``, ``Ratio``, ``Range``, ``Difference``, ``ImpactRatio``), the column it is clustered on (question,
+country, territory), which direction is worse and the smallest change worth an alert. That one declaration
+gives the headline's value, its interval (a cluster bootstrap), its sample size for the sufficiency rule
+(its clusters) and its paired test (``paired_test``: a two-sided sign-flip test over clusters on the items
+two evaluations share). The leaderboard, the history, the alerts and the trends all read these numbers.
+
+Every statistic is evaluated on *weights*: a matrix of resamples × rows. The observed value weighs every
+row 1; a bootstrap resample weighs each cluster by how often it was drawn; a sign-flip resample of two
+stacked evaluations gives each cluster's rows to one arm or the other. Means and ratios reduce to sums
+per cluster first, so thousands of resamples cost a small matrix product.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+
+class DeclarationError(ValueError):
+    """A tracked metric's declaration does not fit the rows it is given (a missing column, duplicated items)."""
+
+
+Where = tuple[tuple[str, Any], ...]
+
+
+def _mask(frame: pd.DataFrame, where: Where) -> np.ndarray:
+    mask = np.ones(len(frame), dtype=bool)
+    for column, wanted in where:
+        values = frame[column]
+        matches = values.astype(bool) == wanted if isinstance(wanted, bool) else values.eq(wanted)
+        mask &= matches.to_numpy()
+    return mask
+
+
+class Statistic(Protocol):
+    """A number from per-item rows, evaluated under weights (resamples × rows) → one value per resample."""
+
+    def columns(self) -> set[str]: ...
+
+    def weighted(self, frame: pd.DataFrame, weights: Weights) -> np.ndarray: ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Mean:
+    """The mean of ``column`` over the rows that have it (and match ``where``), × ``scale``; with ``per``, of
+    each row's ``column / per`` (a per-question rate; rows with ``per`` = 0 have none)."""
+
+    column: str
+    per: str = ""
+    where: Where = ()
+    scale: float = 1.0
+
+    def columns(self) -> set[str]:
+        return {self.column, *([self.per] if self.per else []), *(c for c, _ in self.where)}
+
+    def parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: (numerator, denominator) of the weighted mean."""
+        x = pd.to_numeric(frame[self.column], errors="coerce").to_numpy(dtype=float)
+        if self.per:
+            per = pd.to_numeric(frame[self.per], errors="coerce").to_numpy(dtype=float)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                x = np.where(per > 0, x / per, np.nan)
+        keep = np.isfinite(x) & _mask(frame, self.where)
+        return np.where(keep, x * self.scale, 0.0), keep.astype(float)
+
+    def weighted(self, frame: pd.DataFrame, weights: Weights) -> np.ndarray:
+        return _ratio_of(weights, *self.parts(frame))
+
+    def describe(self) -> str:
+        value = f"{self.column}/{self.per}" if self.per else self.column
+        scaled = f" × {self.scale:g}" if self.scale != 1 else ""
+        return f"mean of {value}{scaled}{_where_text(self.where)}"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """Σ ``numerator`` ÷ Σ ``denominator`` over the rows matching ``where``, × ``scale`` (a pooled rate)."""
+
+    numerator: str
+    denominator: str
+    where: Where = ()
+    scale: float = 1.0
+
+    def columns(self) -> set[str]:
+        return {self.numerator, self.denominator, *(c for c, _ in self.where)}
+
+    def parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        num = pd.to_numeric(frame[self.numerator], errors="coerce").to_numpy(dtype=float)
+        den = pd.to_numeric(frame[self.denominator], errors="coerce").to_numpy(dtype=float)
+        keep = np.isfinite(num) & np.isfinite(den) & _mask(frame, self.where)
+        return np.where(keep, num * self.scale, 0.0), np.where(keep, den, 0.0)
+
+    def weighted(self, frame: pd.DataFrame, weights: Weights) -> np.ndarray:
+        return _ratio_of(weights, *self.parts(frame))
+
+    def describe(self) -> str:
+        scaled = f" × {self.scale:g}" if self.scale != 1 else ""
+        return f"Σ {self.numerator} / Σ {self.denominator}{scaled}{_where_text(self.where)}"
+
+
+Pooled = Mean | Ratio
+
+
+class Weights:
+    """Resample weights of rows (resamples × rows) given per cluster: row j of resample r weighs
+    ``base[j] + sign[j] · per_cluster[r, codes[j]]``. A bootstrap draws clusters (base 0, sign 1); a sign-flip
+    of two stacked evaluations gives each cluster to one arm (base 0 / sign 1 for the rows it moves in,
+    base 1 / sign −1 for the rows it moves out). Products reduce rows to clusters first, so thousands of
+    resamples of thousands of rows cost a clusters-sized matrix product."""
+
+    def __init__(self, per_cluster: np.ndarray, codes: np.ndarray, base: np.ndarray, sign: np.ndarray) -> None:
+        self.per_cluster, self.codes, self.base, self.sign = per_cluster, codes, base, sign
+
+    @classmethod
+    def rows(cls, base: np.ndarray) -> Weights:
+        """One resample weighing row j by ``base[j]`` (the observed statistic: all ones, or one arm)."""
+        return cls(np.zeros((1, 1)), np.zeros(len(base), dtype=int), np.asarray(base, dtype=float), np.zeros(len(base)))
+
+    @property
+    def resamples(self) -> int:
+        return self.per_cluster.shape[0]
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        signed = self.sign.reshape((-1,) + (1,) * (x.ndim - 1)) * x
+        by_cluster = np.zeros((self.per_cluster.shape[1], *x.shape[1:]))
+        np.add.at(by_cluster, self.codes, signed)
+        return self.base @ x + self.per_cluster @ by_cluster
+
+    def dense(self) -> np.ndarray:
+        return self.base[None, :] + self.sign[None, :] * self.per_cluster[:, self.codes]
+
+
+def _ratio_of(weights: Weights, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    top, bottom = weights @ num, weights @ den
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
+
+
+def _group_codes(frame: pd.DataFrame, by: str) -> tuple[np.ndarray, list[str]]:
+    codes, names = pd.factorize(frame[by].astype(str), sort=True)
+    return codes, [str(n) for n in names]
+
+
+def group_values(of: Pooled, by: str, frame: pd.DataFrame, weights: Weights) -> tuple[np.ndarray, list[str]]:
+    """``of`` per group of ``by``: resamples × groups (NaN where a group has nothing), and the group names."""
+    num, den = of.parts(frame)
+    codes, names = _group_codes(frame, by)
+    onehot = np.zeros((len(frame), len(names)))
+    onehot[np.arange(len(frame)), codes] = 1.0
+    top, bottom = weights @ (num[:, None] * onehot), weights @ (den[:, None] * onehot)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan), names
+
+
+@dataclass(frozen=True)
+class Range:
+    """max − min over the groups of ``by`` of ``of`` (a disparity: the worst group's distance to the best);
+    NaN with fewer than two groups."""
+
+    of: Pooled
+    by: str
+
+    def columns(self) -> set[str]:
+        return {*self.of.columns(), self.by}
+
+    def weighted(self, frame: pd.DataFrame, weights: Weights) -> np.ndarray:
+        values, _ = group_values(self.of, self.by, frame, weights)
+        present = np.isfinite(values)
+        enough = present.sum(axis=1) >= 2
+        high = np.where(present, values, -np.inf).max(axis=1)
+        low = np.where(present, values, np.inf).min(axis=1)
+        return np.where(enough, high - low, np.nan)
+
+    def describe(self) -> str:
+        return f"max − min over {self.by} of the {self.of.describe()}"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``minuend`` − ``subtrahend`` (the Indic shortfall: non-Indic − Indic correctness)."""
+
+    minuend: Pooled
+    subtrahend: Pooled
+
+    def columns(self) -> set[str]:
+        return self.minuend.columns() | self.subtrahend.columns()
+
+    def weighted(self, frame: pd.DataFrame, weights: Weights) -> np.ndarray:
+        return self.minuend.weighted(frame, weights) - self.subtrahend.weighted(frame, weights)
+
+    def describe(self) -> str:
+        return f"({self.minuend.describe()}) − ({self.subtrahend.describe()})"
+
+
+@dataclass(frozen=True)
+class ImpactRatio:
+    """The four-fifths rule's min ÷ max over the groups of ``by`` of the selection rate: the share of a
+    group's values at or above the mean of all values (SAGED's Larger-than standard)."""
+
+    column: str
+    by: str
+    where: Where = ()
+
+    def columns(self) -> set[str]:
+        return {self.column, self.by, *(c for c, _ in self.where)}
+
+    def weighted(self, frame: pd.DataFrame, weights: Weights) -> np.ndarray:
+        x = pd.to_numeric(frame[self.column], errors="coerce").to_numpy(dtype=float)
+        keep = np.isfinite(x) & _mask(frame, self.where)
+        w = weights.dense() * keep[None, :]
+        x = np.where(keep, x, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            standard = (w @ x) / w.sum(axis=1)
+        codes, names = _group_codes(frame, self.by)
+        onehot = np.zeros((len(frame), len(names)))
+        onehot[np.arange(len(frame)), codes] = 1.0
+        selected = (x[None, :] >= standard[:, None]) * w
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rates = (selected @ onehot) / (w @ onehot)
+            high, low = np.nanmax(np.where(np.isfinite(rates), rates, np.nan), axis=1), np.nanmin(rates, axis=1)
+            return np.where(high > 0, low / np.where(high > 0, high, 1.0), np.nan)
+
+    def describe(self) -> str:
+        return f"min ÷ max over {self.by} of the share of {self.column} ≥ its mean{_where_text(self.where)}"
+
+
+def _where_text(where: Where) -> str:
+    return " where " + " and ".join(f"{c} = {v}" for c, v in where) if where else ""
+
+
+@dataclass(frozen=True)
+class TrackedMetric:
+    """One tracked headline, declared once: ``statistic`` over the per-item rows, ``cluster`` the column of
+    its independent unit (resampled and flipped together), ``higher_is_worse`` the direction of a
+    regression, ``min_effect`` the smallest change that alerts (in the metric's units), ``breakdown`` the
+    label its value carries in the history (``persona=vanilla``), ``by`` group columns whose groups are
+    also compared one by one (``country``: a drop in one country is a verdict of its own), ``bounds`` the
+    metric's possible range."""
+
+    name: str
+    statistic: Any  # Statistic
+    cluster: str = "item"
+    higher_is_worse: bool = False
+    min_effect: float = 0.0
+    breakdown: str = ""
+    by: tuple[str, ...] = ()
+    bounds: tuple[float, float] | None = None
+
+    def columns(self) -> set[str]:
+        """The columns the per-item rows must hold."""
+        return {"item", self.cluster, *self.statistic.columns(), *self.by}
+
+    @property
+    def worse(self) -> str:
+        return "higher" if self.higher_is_worse else "lower"
+
+    def check(self, frame: pd.DataFrame, where: str) -> None:
+        missing = sorted(self.columns() - set(frame.columns))
+        if missing:
+            raise DeclarationError(
+                f"{where}: tracked metric {self.name} needs column(s) {missing} in the per-item rows "
+                f"(they have {sorted(frame.columns)})"
+            )
+        duplicated = frame["item"].astype(str)
+        duplicated = sorted(duplicated[duplicated.duplicated()].unique())
+        if duplicated:
+            raise DeclarationError(
+                f"{where}: item keys appear more than once ({len(duplicated)}: {', '.join(duplicated[:5])}"
+                f"{', …' if len(duplicated) > 5 else ''}); each item must be one row to be paired"
+            )
+
+    def parts(self, frame: pd.DataFrame) -> list[tuple[str, Any]]:
+        """(breakdown, statistic) for the headline and, with ``by``, each of its groups: the group's value of
+        the statistic's pooled mean (a Range's ``of``, else the statistic itself)."""
+        out = [(self.breakdown, self.statistic)]
+        inner = self.statistic.of if isinstance(self.statistic, Range) else self.statistic
+        for column in self.by:
+            if not isinstance(inner, Mean | Ratio):
+                raise DeclarationError(f"tracked metric {self.name}: by={column} needs a Mean or Ratio inside")
+            for group in sorted(frame[column].astype(str).unique()):
+                where = inner.where + ((column, group),)
+                part = replace(inner, where=where)
+                label = f"{column}={group}"
+                out.append((f"{self.breakdown},{label}" if self.breakdown else label, part))
+        return out
+
+
+# --- estimates: value, interval, sample --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Estimate:
+    metric: str
+    breakdown: str
+    value: float
+    ci_low: float
+    ci_high: float
+    items: int
+    clusters: int  # the sample size of the sufficiency rule
+
+
+def _cluster_codes(frame: pd.DataFrame, cluster: str) -> tuple[np.ndarray, int]:
+    codes, names = pd.factorize(frame[cluster].astype(str))
+    return codes, len(names)
+
+
+def _bootstrap_weights(codes: np.ndarray, clusters: int, resamples: int, rng: np.random.Generator) -> Weights:
+    counts = rng.multinomial(clusters, np.full(clusters, 1.0 / clusters), size=resamples).astype(float)
+    return Weights(counts, codes, np.zeros(len(codes)), np.ones(len(codes)))
+
+
+def estimates(
+    metric: TrackedMetric, frame: pd.DataFrame, *, resamples: int = 1000, seed: int = 0, where: str = ""
+) -> list[Estimate]:
+    """The metric (and each of its groups with ``by``) on ``frame``: value, 95 % percentile interval from a
+    cluster bootstrap, items and clusters counted where the statistic has a value."""
+    metric.check(frame, where or metric.name)
+    if frame.empty:
+        return [Estimate(metric.name, b, math.nan, math.nan, math.nan, 0, 0) for b, _ in metric.parts(frame)]
+    codes, clusters = _cluster_codes(frame, metric.cluster)
+    draws = _bootstrap_weights(codes, clusters, resamples, np.random.default_rng(seed)) if resamples else None
+    out = []
+    for breakdown, statistic in metric.parts(frame):
+        value = float(statistic.weighted(frame, Weights.rows(np.ones(len(frame))))[0])
+        low = high = math.nan
+        if draws is not None and math.isfinite(value):
+            boot = statistic.weighted(frame, draws)
+            boot = boot[np.isfinite(boot)]
+            if boot.size >= 0.9 * resamples:  # an interval only where nearly every resample has the figure
+                low, high = (float(q) for q in np.quantile(boot, [0.025, 0.975]))
+        rows = _rows_with_value(statistic, frame)
+        out.append(
+            Estimate(metric.name, breakdown, value, low, high, int(rows.sum()), int(np.unique(codes[rows]).size))
+        )
+    return out
+
+
+def _rows_with_value(statistic: Any, frame: pd.DataFrame) -> np.ndarray:
+    """The rows a statistic uses (its pooled parts' denominators), for the sample counts."""
+    parts = [statistic] if isinstance(statistic, Mean | Ratio) else []
+    if isinstance(statistic, Range):
+        parts = [statistic.of]
+    elif isinstance(statistic, Difference):
+        parts = [statistic.minuend, statistic.subtrahend]
+    if not parts:
+        columns = [c for c in statistic.columns() if c in frame]
+        return frame[columns].notna().all(axis=1).to_numpy() if columns else np.ones(len(frame), dtype=bool)
+    used = np.zeros(len(frame), dtype=bool)
+    for part in parts:
+        used |= part.parts(frame)[1] != 0
+    return used
+
+
+# --- the paired test ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """One metric (or one of its groups) compared on the items two evaluations share. ``change`` is after −
+    before in the metric's units; ``p_value`` is two-sided (None when the statistic is undefined on either
+    side, or nothing is shared); ``se`` the standard deviation of the sign-flip null (the change's standard
+    error under no change), from which the minimum detectable effect follows."""
+
+    metric: str
+    breakdown: str
+    before: float
+    after: float
+    change: float
+    p_value: float | None
+    se: float
+    items: int
+    clusters: int
+    higher_is_worse: bool
+    min_effect: float
+    bounds: tuple[float, float] | None = None
+    note: str = ""  # why there is no p-value
+
+    @property
+    def worse(self) -> bool:
+        return self.change > 0 if self.higher_is_worse else self.change < 0
+
+
+def _aligned(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of the items both share, in the same order (item keys compared as text: a stored key may have
+    been read back as a number)."""
+    b = before.assign(item=before["item"].astype(str)).set_index("item")
+    a = after.assign(item=after["item"].astype(str)).set_index("item")
+    shared = sorted(set(b.index) & set(a.index))
+    return b.loc[shared].reset_index(), a.loc[shared].reset_index()
+
+
+def paired_test(
+    metric: TrackedMetric,
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+    *,
+    resamples: int = 4999,
+    seed: int = 0,
+    chunk: int = 1000,
+) -> list[PairedTest]:
+    """Each part of ``metric`` (the headline and, with ``by``, its groups) compared on the shared items: under
+    no change, a cluster's before and after rows are exchangeable, so flipping whole clusters between the two
+    arms gives the null distribution of the change (two-sided; identical data gives p = 1). A statistic
+    that is undefined (NaN) on either side has no p-value. Errors in the statistic are not swallowed."""
+    metric.check(before, f"{metric.name}, the earlier evaluation")
+    metric.check(after, f"{metric.name}, the later evaluation")
+    old, new = _aligned(before, after)
+    n = len(new)
+    stacked = pd.concat([old, new], ignore_index=True)
+    codes, clusters = _cluster_codes(new, metric.cluster) if n else (np.zeros(0, dtype=int), 0)
+    rng = np.random.default_rng(seed)
+    flips = rng.integers(0, 2, size=(resamples, clusters)).astype(float) if n else np.zeros((0, 0))
+    arms = np.concatenate([np.zeros(n), np.ones(n)])
+    stacked_codes = np.concatenate([codes, codes])
+    # A flipped cluster's before rows join the after arm and its after rows leave it.
+    to_after = np.concatenate([np.zeros(n), np.ones(n)]), np.concatenate([np.ones(n), -np.ones(n)])
+    to_before = np.concatenate([np.ones(n), np.zeros(n)]), np.concatenate([-np.ones(n), np.ones(n)])
+    out = []
+    for breakdown, statistic in metric.parts(stacked if n else new):
+        if n == 0:
+            out.append(_undefined(metric, breakdown, math.nan, math.nan, 0, 0, "no items in common"))
+            continue
+        b_value = float(statistic.weighted(stacked, Weights.rows(1 - arms))[0])
+        a_value = float(statistic.weighted(stacked, Weights.rows(arms))[0])
+        used = _rows_with_value(statistic, stacked)
+        used_pairs = used[:n] | used[n:]
+        items, used_clusters = int(used_pairs.sum()), int(np.unique(codes[used_pairs]).size)
+        if not (math.isfinite(b_value) and math.isfinite(a_value)):
+            side = "before" if not math.isfinite(b_value) else "after"
+            out.append(_undefined(metric, breakdown, b_value, a_value, items, used_clusters, f"undefined {side}"))
+            continue
+        change = a_value - b_value
+        null = np.empty(resamples)
+        for start in range(0, resamples, chunk):
+            flip = flips[start : start + chunk]
+            after_arm = statistic.weighted(stacked, Weights(flip, stacked_codes, *to_after))
+            before_arm = statistic.weighted(stacked, Weights(flip, stacked_codes, *to_before))
+            null[start : start + chunk] = after_arm - before_arm
+        null = null[np.isfinite(null)]
+        tolerance = 1e-9 * max(1.0, abs(change))
+        if abs(change) <= tolerance:
+            p = 1.0
+        else:
+            p = float((np.sum(np.abs(null) >= abs(change) - tolerance) + 1) / (null.size + 1))
+        out.append(
+            PairedTest(
+                metric.name,
+                breakdown,
+                b_value,
+                a_value,
+                change,
+                p,
+                float(np.std(null)) if null.size else math.nan,
+                items,
+                used_clusters,
+                metric.higher_is_worse,
+                metric.min_effect,
+                metric.bounds,
+            )
+        )
+    return out
+
+
+def _undefined(
+    metric: TrackedMetric, breakdown: str, before: float, after: float, items: int, clusters: int, note: str
+) -> PairedTest:
+    change = after - before if math.isfinite(before) and math.isfinite(after) else math.nan
+    return PairedTest(
+        metric.name,
+        breakdown,
+        before,
+        after,
+        change,
+        None,
+        math.nan,
+        items,
+        clusters,
+        metric.higher_is_worse,
+        metric.min_effect,
+        metric.bounds,
+        note,
+    )
+
+
+def with_min_effects(metrics: Sequence[TrackedMetric], overrides: Mapping[str, float]) -> list[TrackedMetric]:
+    """The metrics with the minimum effects the settings give (by metric name), the declared ones otherwise."""
+    return [replace(m, min_effect=float(overrides[m.name])) if m.name in overrides else m for m in metrics]
