@@ -22,8 +22,8 @@ $(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
 # The main job: the published Gapminder history (21 real models, 2025) into the metric history, then every
 # suite on the bundled models (ARGS as in the README for a quick look). Importing again records nothing new.
 run: setup
-	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder/results
-	$(BIN)/geomon run $(ARGS)
+	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder/results --fail-on never
+	$(BIN)/geomon run --fail-on never $(ARGS)
 
 test: setup lint
 	$(BIN)/pytest $(PYTEST_ARGS)

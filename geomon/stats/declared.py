@@ -289,7 +289,7 @@ class TrackedMetric:
             if not isinstance(inner, Mean | Ratio):
                 raise DeclarationError(f"tracked metric {self.name}: by={column} needs a Mean or Ratio inside")
             for group in sorted(frame[column].astype(str).unique()):
-                where = inner.where + ((column, group),)
+                where = (*inner.where, (column, group))
                 part = replace(inner, where=where)
                 label = f"{column}={group}"
                 out.append((f"{self.breakdown},{label}" if self.breakdown else label, part))

@@ -13,7 +13,6 @@ import pytest
 from geomon.monitor import imports
 from geomon.monitor.history import MetricHistory
 from geomon.sources import gapminder as source
-from geomon.suites import gapminder
 from geomon_tests.conftest import SHARED
 
 RESULTS = SHARED / "reference" / "gapminder" / "results"

@@ -137,7 +137,7 @@ def test_the_minimum_detectable_effect_and_the_power_it_claims():
 
 
 def test_settings_are_checked():
-    with pytest.raises(ValueError, match="verdicts.alpha: 1.5 must lie strictly between 0 and 1"):
+    with pytest.raises(ValueError, match=r"verdicts\.alpha: 1\.5 must lie strictly between 0 and 1"):
         VerdictSettings(alpha=1.5)
-    with pytest.raises(ValueError, match="verdicts.resamples: 10 is too few"):
+    with pytest.raises(ValueError, match=r"verdicts\.resamples: 10 is too few"):
         VerdictSettings(resamples=10)
