@@ -133,8 +133,14 @@ class Weights:
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=float)
         signed = self.sign.reshape((-1,) + (1,) * (x.ndim - 1)) * x
-        by_cluster = np.zeros((self.per_cluster.shape[1], *x.shape[1:]))
-        np.add.at(by_cluster, self.codes, signed)
+        clusters = self.per_cluster.shape[1]
+        if x.ndim == 1:
+            by_cluster = np.bincount(self.codes, weights=signed, minlength=clusters)
+            used = np.flatnonzero(by_cluster)  # a group's rows touch few clusters: multiply only those
+            return self.base @ x + self.per_cluster[:, used] @ by_cluster[used]
+        by_cluster = np.stack(
+            [np.bincount(self.codes, weights=column, minlength=clusters) for column in signed.T], axis=1
+        )
         return self.base @ x + self.per_cluster @ by_cluster
 
     def dense(self) -> np.ndarray:

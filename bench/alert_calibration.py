@@ -1,0 +1,275 @@
+"""How far the alerts can be trusted: the verdict engine's family-wise false-alarm rate, the uniformity of its
+null p-values, and its power against planted regressions beside the minimum detectable effect it claims.
+
+Every release compares a model with a re-draw of itself: per-item outcomes are drawn twice from the same
+per-item rates, in each suite's own per-item format, and every suite's declared tracked metrics
+(``<suite>.TRACKED``: the production declarations) are tested and decided as one family across all six
+suites (``geomon.stats.verdicts.decide``), exactly as ``geomon run`` decides a release. A release with any
+``regression`` verdict is a false alarm. Then one group (a BLEnD country, a Gapminder language's questions) is
+made worse by 5, 10 and 20 points, and the share of releases whose verdict on it is a significant worsening
+is set beside the power the stated MDE implies. Last, Gapminder's real per-question grades: a real model
+against a re-draw of itself.
+
+    .venv/bin/python bench/alert_calibration.py [--releases 2000] [--resamples 999] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from geomon.stats import verdicts
+from geomon.stats.declared import paired_test
+from geomon.suites import registry
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+Items = Callable[[np.random.Generator, dict], pd.DataFrame]
+
+# Each suite's sample at `geomon run`'s default and at the paper's full size (items per release).
+SIZES = {
+    "default": {"worldbench": 40, "borderlines": 60, "gapminder": 20, "quench": 12, "saged": 6, "blend": 8},
+    "paper": {"worldbench": 190, "borderlines": 251, "gapminder": 365, "quench": 400, "saged": 38, "blend": 500},
+}
+REGIONS = [f"region{i}" for i in range(7)]
+INCOMES = ["low", "lower middle", "upper middle", "high"]
+BLEND_COUNTRIES = [f"c{i:02d}" for i in range(16)]
+CONCEPTS = [f"country{i:02d}" for i in range(21)]
+
+
+# --- per-item rates ("the model") and re-draws of them, in each suite's items format ------------------------
+
+
+def worldbench_model(rng, n):
+    return {"n": n, "region": rng.choice(REGIONS, n), "income": rng.choice(INCOMES, n), "error": rng.beta(2, 3, n)}
+
+
+def worldbench_draw(rng, m):
+    answers = np.full(m["n"], 11)
+    errors = rng.beta(m["error"] * 8 + 0.1, (1 - m["error"]) * 8 + 0.1, (11, m["n"])).sum(axis=0)
+    return pd.DataFrame(
+        {
+            "item": [f"C{i}" for i in range(m["n"])],
+            "region": m["region"],
+            "income_group": m["income"],
+            "error_sum": errors,
+            "answers": answers,
+        }
+    )
+
+
+def borderlines_model(rng, n):
+    return {"n": n, "p": rng.beta(4, 2, (4, n))}
+
+
+def borderlines_draw(rng, m):
+    kb, con, non, cst = (rng.binomial(1, p).astype(float) for p in m["p"])
+    non = rng.binomial(3, m["p"][2]) / 3
+    cst = rng.binomial(3, m["p"][3]) / 3
+    return pd.DataFrame({"item": [f"T{i}" for i in range(m["n"])], "kb": kb, "con": con, "non": non, "cst": cst})
+
+
+def gapminder_model(rng, n, rates=None):
+    rates = rates if rates is not None else rng.beta(3, 2, n)
+    return {"n": len(rates), "p": np.asarray(rates), "answers": 10, "very_wrong": 0.3}
+
+
+def gapminder_draw(rng, m):
+    correct = rng.binomial(m["answers"], m["p"])
+    very_wrong = rng.binomial(m["answers"] - correct, m["very_wrong"])
+    return pd.DataFrame(
+        {
+            "item": [f"q{i}" for i in range(m["n"])],
+            "correct": correct,
+            "very_wrong": very_wrong,
+            "decisive": np.full(m["n"], m["answers"]),
+        }
+    )
+
+
+def quench_model(rng, n):
+    entities = 2 * n  # two masked entities per question
+    return {
+        "n": entities,
+        "q": np.repeat(np.arange(n), 2),
+        "indic": np.repeat(np.arange(n) < n / 2, 2),
+        "p": rng.beta(2, 2, entities),
+    }
+
+
+def quench_draw(rng, m):
+    rows = []
+    for mode in ("normal", "cot"):
+        votes = rng.binomial(3, m["p"]) / 3  # three judges
+        rows.append(
+            pd.DataFrame(
+                {
+                    "item": [f"e{i}|{mode}" for i in range(m["n"])],
+                    "question_id": m["q"].astype(str),
+                    "mode": mode,
+                    "correct": votes,
+                    "indic": m["indic"],
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True)
+
+
+def saged_model(rng, roots):
+    return {"roots": roots, "mean": rng.normal(0.1, 0.15, (roots, len(CONCEPTS)))}
+
+
+def saged_draw(rng, m):
+    values = m["mean"] + rng.normal(0, 0.1, m["mean"].shape)
+    root, concept = np.meshgrid(np.arange(m["roots"]), np.arange(len(CONCEPTS)), indexing="ij")
+    return pd.DataFrame(
+        {
+            "item": [f"r{r}|{CONCEPTS[c]}" for r, c in zip(root.ravel(), concept.ravel(), strict=True)],
+            "value": values.ravel(),
+            "concept": [CONCEPTS[c] for c in concept.ravel()],
+            "role": "none",
+            "root": [f"r{r}" for r in root.ravel()],
+        }
+    )
+
+
+def blend_model(rng, per_country):
+    n = per_country * len(BLEND_COUNTRIES)
+    return {"n": n, "country": np.repeat(BLEND_COUNTRIES, per_country), "p": rng.beta(2, 3, (2, n))}
+
+
+def blend_draw(rng, m, worse: str = "", by: float = 0.0):
+    frames = []
+    for k, mode in enumerate(("local", "english")):
+        p = m["p"][k].copy()
+        if worse and mode == "local":
+            p[m["country"] == worse] = np.clip(p[m["country"] == worse] - by / 100, 0, 1)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "item": [f"{c}|{i}|{mode}" for i, c in enumerate(m["country"])],
+                    "value": rng.binomial(1, p) * 100.0,
+                    "country": m["country"],
+                    "mode": mode,
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+MODELS = {
+    "worldbench": (worldbench_model, worldbench_draw),
+    "borderlines": (borderlines_model, borderlines_draw),
+    "gapminder": (gapminder_model, gapminder_draw),
+    "quench": (quench_model, quench_draw),
+    "saged": (saged_model, saged_draw),
+    "blend": (blend_model, blend_draw),
+}
+
+
+def release(rng, models, settings, draws=None, seed=0) -> list[verdicts.Verdict]:
+    """One release: every suite's tracked metrics on a re-draw of the same model, decided as one family."""
+    tests = []
+    for suite, model in models.items():
+        draw = MODELS[suite][1]
+        before, after = draw(rng, model), (draws or {}).get(suite, draw)(rng, model)
+        for metric in registry.tracked(suite):
+            tests += paired_test(metric, before, after, resamples=settings.resamples, seed=seed)
+    return verdicts.decide(tests, settings)
+
+
+def upper_95(k: int, n: int) -> float:
+    """The one-sided 95 % Clopper–Pearson upper bound of a rate k / n."""
+    return float(stats.beta.ppf(0.95, k + 1, n - k)) if k < n else 1.0
+
+
+def null_releases(size: str, releases: int, settings, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    models = {s: MODELS[s][0](rng, n) for s, n in SIZES[size].items()}
+    alarms, p_values, family = 0, [], []
+    started = time.perf_counter()
+    for r in range(releases):
+        decided = release(rng, models, settings, seed=seed + r)
+        alarms += any(v.verdict == verdicts.REGRESSION for v in decided)
+        p_values += [v.p_value for v in decided if v.p_value is not None and v.family_size]
+        family.append(decided[0].family_size if decided else 0)
+    ks = stats.kstest(p_values, "uniform")
+    sizes = ", ".join(f"{k} {v}" for k, v in SIZES[size].items())
+    print(
+        f"null releases, {size} sizes ({sizes}): {releases} releases, "
+        f"family of {np.median(family):.0f} tests; releases with any regression {alarms} = {alarms / releases:.2%} "
+        f"(95 % upper bound {upper_95(alarms, releases):.2%}); null p-values KS D = {ks.statistic:.3f} "
+        f"(share below 0.05: {np.mean(np.array(p_values) < 0.05):.3f}) [{time.perf_counter() - started:.0f} s]"
+    )
+
+
+def planted(releases: int, settings, seed: int) -> None:
+    """BLEnD at the paper's size, one country's local answers made worse; every other suite at its default."""
+    rng = np.random.default_rng(seed)
+    models = {s: MODELS[s][0](rng, n) for s, n in SIZES["default"].items()}
+    models["blend"] = blend_model(rng, SIZES["paper"]["blend"] // 5)  # 100 questions per country
+    target = f"country={BLEND_COUNTRIES[3]}"
+    for points in (5, 10, 20):
+        hits, predicted = 0, []
+        for r in range(releases):
+            draws = {"blend": lambda g, m, points=points: blend_draw(g, m, BLEND_COUNTRIES[3], points)}
+            decided = release(rng, models, settings, draws, seed=seed + r)
+            mine = next(v for v in decided if v.metric == "sem_b_local" and v.breakdown == target)
+            hits += mine.verdict in (verdicts.REGRESSION, verdicts.BELOW_THRESHOLD)
+            se = mine.mde / (
+                stats.norm.ppf(1 - settings.alpha / max(mine.family_size, 1) / 2) + stats.norm.ppf(settings.power)
+            )
+            predicted.append(verdicts.power_at(points, se, settings.alpha / max(mine.family_size, 1)))
+        print(
+            f"planted: {target} {points} points worse ({SIZES['paper']['blend'] // 5} questions per country): "
+            f"measured power {hits / releases:.2f}, power the stated MDE implies {np.nanmean(predicted):.2f} "
+            f"(MDE {np.nanmedian([p for p in predicted]) and mine.mde:.1f} points)"
+        )
+
+
+def gapminder_real(releases: int, settings, seed: int) -> None:
+    """A real model's per-question correct rates (Gapminder's published grades) against re-draws of itself."""
+    table = SHARED / "reference" / "gapminder" / "ddf--datapoints--correct_rate--by--question--model_configuration.csv"
+    frame = pd.read_csv(table)
+    config = frame["model_configuration"].value_counts().index[0]
+    rates = frame.loc[frame["model_configuration"] == config, "correct_rate"].to_numpy(dtype=float) / 100
+    rng = np.random.default_rng(seed)
+    model = gapminder_model(rng, 0, np.clip(rates, 0, 1))
+    alarms = 0
+    for r in range(releases):
+        alarms += any(
+            v.verdict == verdicts.REGRESSION for v in release(rng, {"gapminder": model}, settings, seed=seed + r)
+        )
+    print(
+        f"Gapminder's real per-question rates ({config}, {len(rates)} questions × 10 answers): {releases} re-draws, "
+        f"false alarms {alarms} = {alarms / releases:.2%} (95 % upper bound {upper_95(alarms, releases):.2%})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--releases", type=int, default=2000, help="null releases per size")
+    parser.add_argument("--planted", type=int, default=300, help="releases per planted effect size")
+    parser.add_argument("--resamples", type=int, default=999, help="sign-flip resamples per paired test")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    settings = verdicts.VerdictSettings(resamples=args.resamples)
+    started = time.perf_counter()
+    print(
+        f"alpha {settings.alpha} (Holm, family-wise), q {settings.q} (BH), power {settings.power}, "
+        f"{settings.resamples} resamples per test"
+    )
+    for size in ("default", "paper"):
+        null_releases(size, args.releases, settings, args.seed)
+    planted(args.planted, settings, args.seed)
+    gapminder_real(args.releases, settings, args.seed)
+    print(f"total {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
