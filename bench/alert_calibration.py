@@ -43,123 +43,107 @@ CONCEPTS = [f"country{i:02d}" for i in range(21)]
 
 
 # --- per-item rates ("the model") and re-draws of them, in each suite's items format ------------------------
+# A model holds its fixed columns (names, groups, clusters) and its per-item rates; a draw adds the outcomes.
 
 
 def worldbench_model(rng, n):
-    return {"n": n, "region": rng.choice(REGIONS, n), "income": rng.choice(INCOMES, n), "error": rng.beta(2, 3, n)}
+    fixed = pd.DataFrame(
+        {"item": [f"C{i}" for i in range(n)], "region": rng.choice(REGIONS, n), "income_group": rng.choice(INCOMES, n)}
+    )
+    return {"fixed": fixed, "error": rng.beta(2, 3, n)}
 
 
 def worldbench_draw(rng, m):
-    answers = np.full(m["n"], 11)
-    errors = rng.beta(m["error"] * 8 + 0.1, (1 - m["error"]) * 8 + 0.1, (11, m["n"])).sum(axis=0)
-    return pd.DataFrame(
-        {
-            "item": [f"C{i}" for i in range(m["n"])],
-            "region": m["region"],
-            "income_group": m["income"],
-            "error_sum": errors,
-            "answers": answers,
-        }
-    )
+    e = m["error"]
+    errors = rng.beta(e * 8 + 0.1, (1 - e) * 8 + 0.1, (11, e.size)).sum(axis=0)  # 11 indicators per country
+    return m["fixed"].assign(error_sum=errors, answers=11)
 
 
 def borderlines_model(rng, n):
-    return {"n": n, "p": rng.beta(4, 2, (4, n))}
+    return {"fixed": pd.DataFrame({"item": [f"T{i}" for i in range(n)]}), "p": rng.beta(4, 2, (4, n))}
 
 
 def borderlines_draw(rng, m):
-    kb, con, non, cst = (rng.binomial(1, p).astype(float) for p in m["p"])
-    non = rng.binomial(3, m["p"][2]) / 3
-    cst = rng.binomial(3, m["p"][3]) / 3
-    return pd.DataFrame({"item": [f"T{i}" for i in range(m["n"])], "kb": kb, "con": con, "non": non, "cst": cst})
+    kb, con, non, cst = m["p"]
+    return m["fixed"].assign(
+        kb=rng.binomial(1, kb).astype(float),
+        con=rng.binomial(1, con).astype(float),
+        non=rng.binomial(3, non) / 3,  # three other claimants
+        cst=rng.binomial(3, cst) / 3,
+    )
 
 
 def gapminder_model(rng, n, rates=None):
-    rates = rates if rates is not None else rng.beta(3, 2, n)
-    return {"n": len(rates), "p": np.asarray(rates), "answers": 10, "very_wrong": 0.3}
+    rates = np.asarray(rates) if rates is not None else rng.beta(3, 2, n)
+    return {"fixed": pd.DataFrame({"item": [f"q{i}" for i in range(rates.size)]}), "p": rates, "answers": 10}
 
 
 def gapminder_draw(rng, m):
     correct = rng.binomial(m["answers"], m["p"])
-    very_wrong = rng.binomial(m["answers"] - correct, m["very_wrong"])
-    return pd.DataFrame(
-        {
-            "item": [f"q{i}" for i in range(m["n"])],
-            "correct": correct,
-            "very_wrong": very_wrong,
-            "decisive": np.full(m["n"], m["answers"]),
-        }
+    return m["fixed"].assign(
+        correct=correct, very_wrong=rng.binomial(m["answers"] - correct, 0.3), decisive=m["answers"]
     )
 
 
 def quench_model(rng, n):
-    entities = 2 * n  # two masked entities per question
-    return {
-        "n": entities,
-        "q": np.repeat(np.arange(n), 2),
-        "indic": np.repeat(np.arange(n) < n / 2, 2),
-        "p": rng.beta(2, 2, entities),
-    }
+    entities = 2 * n  # two masked entities per question, half the questions Indic
+    modes = [
+        pd.DataFrame(
+            {
+                "item": [f"e{i}|{mode}" for i in range(entities)],
+                "question_id": np.repeat(np.arange(n), 2).astype(str),
+                "mode": mode,
+                "indic": np.repeat(np.arange(n) < n / 2, 2),
+            }
+        )
+        for mode in ("normal", "cot")
+    ]
+    return {"fixed": pd.concat(modes, ignore_index=True), "p": np.tile(rng.beta(2, 2, entities), 2)}
 
 
 def quench_draw(rng, m):
-    rows = []
-    for mode in ("normal", "cot"):
-        votes = rng.binomial(3, m["p"]) / 3  # three judges
-        rows.append(
-            pd.DataFrame(
-                {
-                    "item": [f"e{i}|{mode}" for i in range(m["n"])],
-                    "question_id": m["q"].astype(str),
-                    "mode": mode,
-                    "correct": votes,
-                    "indic": m["indic"],
-                }
-            )
-        )
-    return pd.concat(rows, ignore_index=True)
+    return m["fixed"].assign(correct=rng.binomial(3, m["p"]) / 3)  # three judges
 
 
 def saged_model(rng, roots):
-    return {"roots": roots, "mean": rng.normal(0.1, 0.15, (roots, len(CONCEPTS)))}
-
-
-def saged_draw(rng, m):
-    values = m["mean"] + rng.normal(0, 0.1, m["mean"].shape)
-    root, concept = np.meshgrid(np.arange(m["roots"]), np.arange(len(CONCEPTS)), indexing="ij")
-    return pd.DataFrame(
+    root, concept = np.meshgrid(np.arange(roots), np.arange(len(CONCEPTS)), indexing="ij")
+    fixed = pd.DataFrame(
         {
             "item": [f"r{r}|{CONCEPTS[c]}" for r, c in zip(root.ravel(), concept.ravel(), strict=True)],
-            "value": values.ravel(),
             "concept": [CONCEPTS[c] for c in concept.ravel()],
             "role": "none",
             "root": [f"r{r}" for r in root.ravel()],
         }
     )
+    return {"fixed": fixed, "mean": rng.normal(0.1, 0.15, roots * len(CONCEPTS))}
+
+
+def saged_draw(rng, m):
+    return m["fixed"].assign(value=m["mean"] + rng.normal(0, 0.1, m["mean"].size))
 
 
 def blend_model(rng, per_country):
-    n = per_country * len(BLEND_COUNTRIES)
-    return {"n": n, "country": np.repeat(BLEND_COUNTRIES, per_country), "p": rng.beta(2, 3, (2, n))}
+    country = np.repeat(BLEND_COUNTRIES, per_country)
+    modes = [
+        pd.DataFrame(
+            {
+                "item": [f"{c}|{i}|{mode}" for i, c in enumerate(country)],
+                "question": [f"{c}|{i}" for i, c in enumerate(country)],
+                "country": country,
+                "mode": mode,
+            }
+        )
+        for mode in ("local", "english")
+    ]
+    return {"fixed": pd.concat(modes, ignore_index=True), "p": rng.beta(2, 3, 2 * country.size)}
 
 
 def blend_draw(rng, m, worse: str = "", by: float = 0.0):
-    frames = []
-    for k, mode in enumerate(("local", "english")):
-        p = m["p"][k].copy()
-        if worse and mode == "local":
-            p[m["country"] == worse] = np.clip(p[m["country"] == worse] - by / 100, 0, 1)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "item": [f"{c}|{i}|{mode}" for i, c in enumerate(m["country"])],
-                    "value": rng.binomial(1, p) * 100.0,
-                    "country": m["country"],
-                    "mode": mode,
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
+    p = m["p"]
+    if worse:
+        hit = ((m["fixed"]["country"] == worse) & (m["fixed"]["mode"] == "local")).to_numpy()
+        p = np.where(hit, np.clip(p - by / 100, 0, 1), p)
+    return m["fixed"].assign(value=rng.binomial(1, p) * 100.0)
 
 
 MODELS = {

@@ -4,7 +4,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
-import pandas as pd
 
 from geomon.defs.automation import EAGER
 from geomon.defs.execution import model_call_options
@@ -29,17 +28,19 @@ DRIFT_SPEC = dg.AssetCheckSpec(
     group_name="monitor",
     partitions_def=api_models_partitions,
     check_specs=[DRIFT_SPEC],
-    ins={"prompts": dg.AssetIn(key=["worldbench", "prompts"])},
+    ins={"indicators": dg.AssetIn(key=["worldbank", "indicators"])},
 )
-def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, prompts: pd.DataFrame):
-    """Re-ask the probe set under a fresh cache epoch and compare with the model's baseline."""
+def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, indicators: Any):
+    """Re-ask the fixed probe set (chosen once per baseline from the whole WorldBench question bank, stored,
+    never the current run's sample) under a fresh cache epoch and compare with the model's baseline."""
     settings = geomon.settings()
     spec = settings.model(context.partition_key)
     if spec.bundled is not None:
         yield dg.Output({"skipped": "bundled"}, metadata={"probed": False, "reason": "bundled: fixed, hashed weights"})
         yield dg.AssetCheckResult(check_name=DRIFT_SPEC.name, passed=True, metadata={"probed": False})
         return
-    probes = drift.probe_set(prompts, settings.drift.probe_questions)
+    stored = settings.results_dir / "drift" / f"probe-set-baseline-{settings.drift.baseline}.txt"
+    probes = drift.fixed_probe_set(worldbench.build_prompts(indicators), settings.drift.probe_questions, stored)
     requests = worldbench.requests_for(probes, spec)
     cycle = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     verdict, cost = drift.probe(spec, requests, settings.store(), settings.drift, cycle, settings.engine)
@@ -72,7 +73,10 @@ def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, promp
             settings.alerts,
         )
         delivered = ", ".join(failures) or "sent"
-    yield dg.Output(verdict.as_dict(), metadata={**numbers, "drifted": verdict.drifted, **cost, "cycle": cycle})
+    yield dg.Output(
+        verdict.as_dict(),
+        metadata={**numbers, "drifted": verdict.drifted, **cost, "cycle": cycle, "probe_set": str(stored)},
+    )
     yield dg.AssetCheckResult(
         check_name=DRIFT_SPEC.name,
         passed=not verdict.drifted,

@@ -70,33 +70,52 @@ def dispute_revision_sensor(context: dg.SensorEvaluationContext, geomon: GeomonR
     )
 
 
+RECENT_PARTITIONS = 50  # a partitioned asset's most recent materializations whose blocking checks are read
+
+
 def blocked_by_checks(instance: dg.DagsterInstance, asset_graph: Any) -> dict[str, str]:
-    """Assets whose latest materialization has a blocking check that did not pass: not run on it (the asset
-    was materialized without its checks), failed, or still running. Automation waits on these silently;
-    this says which check and why. Checks evaluated inside a partitioned asset always run with it."""
-    blocking = [
-        key
-        for key in asset_graph.asset_check_keys
-        if asset_graph.get_check_spec(key).blocking and not asset_graph.get(key.asset_key).is_partitioned
-    ]
-    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(blocking)
+    """Assets (and partitions: a model, a table revision) whose latest materialization has a blocking check
+    that did not pass: not run on it (materialized without its checks), failed, or still running. Automation
+    waits on these silently; this says which check, which partition and why."""
+    blocking = [key for key in asset_graph.asset_check_keys if asset_graph.get_check_spec(key).blocking]
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(list(blocking))  # it empties the list
     reasons: dict[str, str] = {}
     for key in blocking:
-        records = instance.fetch_materializations(key.asset_key, limit=1).records
-        if not records:
-            continue  # never materialized: nothing waits on it yet
-        materialization = records[0]
-        record = latest.get(key)
-        evaluation = record.event.dagster_event.event_specific_data if record and record.event else None
-        target = getattr(evaluation, "target_materialization_data", None)
         name = f"{key.asset_key.to_user_string()}:{key.name}"
-        if record is None or (target is not None and target.storage_id != materialization.storage_id):
-            reasons[name] = "not run on the latest materialization (run it from the asset's Checks tab)"
-        elif record.status.value == "PLANNED":
-            reasons[name] = f"still running in run {record.run_id}"
-        elif evaluation is not None and not evaluation.passed:
-            reasons[name] = f"failed in run {record.run_id}: {evaluation.description or 'see its metadata'}"
+        if not asset_graph.get(key.asset_key).is_partitioned:
+            records = instance.fetch_materializations(key.asset_key, limit=1).records
+            if records:  # never materialized: nothing waits on it yet
+                _why(reasons, name, records[0], latest.get(key))
+            continue
+        # The check's recent executions by the materialization they checked (an in-asset check of a partitioned
+        # asset may be stored without its partition).
+        executions = instance.event_log_storage.get_asset_check_execution_history(key, limit=4 * RECENT_PARTITIONS)
+        by_target: dict[int, Any] = {}
+        for execution in executions:
+            evaluation = execution.event.dagster_event.event_specific_data if execution.event else None
+            target = getattr(evaluation, "target_materialization_data", None)
+            if target is not None:
+                by_target.setdefault(target.storage_id, execution)
+        seen: set[str] = set()
+        for materialization in instance.fetch_materializations(key.asset_key, limit=RECENT_PARTITIONS).records:
+            partition = materialization.partition_key
+            if partition is None or partition in seen:
+                continue  # an older materialization of a partition already read
+            seen.add(partition)
+            _why(reasons, f"{name} [{partition}]", materialization, by_target.get(materialization.storage_id))
     return reasons
+
+
+def _why(reasons: dict[str, str], name: str, materialization: Any, record: Any) -> None:
+    """Why the check ``record`` (its latest execution) does not clear ``materialization``, if it does not."""
+    evaluation = record.event.dagster_event.event_specific_data if record and record.event else None
+    target = getattr(evaluation, "target_materialization_data", None)
+    if record is None or (target is not None and target.storage_id != materialization.storage_id):
+        reasons[name] = "not run on the latest materialization (run it from the asset's Checks tab)"
+    elif record.status.value == "PLANNED":
+        reasons[name] = f"still running in run {record.run_id}"
+    elif evaluation is not None and not evaluation.passed:
+        reasons[name] = f"failed in run {record.run_id}: {evaluation.description or 'see its metadata'}"
 
 
 @dg.sensor(minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)

@@ -15,6 +15,7 @@ import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -52,10 +53,36 @@ class DriftVerdict:
 
 
 def probe_set(prompts: pd.DataFrame, size: int) -> pd.DataFrame:
-    """A fixed, spread-out sample of WorldBench questions (every k-th by question id)."""
+    """A spread-out sample of WorldBench questions (every k-th by question id)."""
     ordered = prompts.sort_values("question_id", ignore_index=True)
     step = max(1, len(ordered) // max(size, 1))
     return ordered.iloc[::step].head(size).reset_index(drop=True)
+
+
+class ProbeSetError(ValueError):
+    """The stored probe set names questions the current question bank no longer has."""
+
+
+def fixed_probe_set(questions: pd.DataFrame, size: int, stored: Path) -> pd.DataFrame:
+    """The probe set, chosen once per baseline and stored (``stored``: the question ids, one per line): the
+    first probe picks ``probe_set`` of the *whole* question bank and writes it; every later probe asks exactly
+    those questions, whatever sample a WorldBench run uses. A question the bank has lost is an error naming
+    it (bump ``drift.baseline`` to choose a new set)."""
+    if stored.is_file():
+        ids = [line.strip() for line in stored.read_text(encoding="utf-8").splitlines() if line.strip()]
+        known = set(questions["question_id"].astype(str))
+        lost = [i for i in ids if i not in known]
+        if lost:
+            raise ProbeSetError(
+                f"{stored}: {len(lost)} probe question(s) are not in the question bank ({', '.join(lost[:5])}); "
+                "set drift.baseline to a new value to choose a new probe set"
+            )
+        chosen = questions.set_index(questions["question_id"].astype(str)).loc[ids]
+        return chosen.reset_index(drop=True)
+    chosen = probe_set(questions, size)
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_text("".join(f"{q}\n" for q in chosen["question_id"].astype(str)), encoding="utf-8")
+    return chosen
 
 
 def _normal(text: str | None) -> str | None:

@@ -198,8 +198,10 @@ def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame 
         table["model"] = table["model"].map(lambda m: lines.get(m, m))
         table = table.sort_values(["suite", "metric", "model", "evaluated_at"], ignore_index=True)
     if comparisons is not None and len(comparisons) and len(table):
-        verdicts = comparisons[["evaluation_id", "metric", "verdict"]].drop_duplicates(["evaluation_id", "metric"])
-        table = table.merge(verdicts, on=["evaluation_id", "metric"], how="left")
+        # The stored verdict of each figure (its breakdown too: one country's drop is its own verdict).
+        keys = ["evaluation_id", "metric", *(["breakdown"] if "breakdown" in table else [])]
+        verdicts = comparisons.assign(breakdown=comparisons["breakdown"].fillna(""))[[*keys, "verdict"]]
+        table = table.merge(verdicts.drop_duplicates(keys), on=keys, how="left")
     table.to_csv(out_dir / "trends.csv", index=False)
     sections = [
         "<h1>geomon — trends</h1>",

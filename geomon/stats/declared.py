@@ -115,36 +115,49 @@ class Weights:
     """Resample weights of rows (resamples × rows) given per cluster: row j of resample r weighs
     ``base[j] + sign[j] · per_cluster[r, codes[j]]``. A bootstrap draws clusters (base 0, sign 1); a sign-flip
     of two stacked evaluations gives each cluster to one arm (base 0 / sign 1 for the rows it moves in,
-    base 1 / sign −1 for the rows it moves out). Products reduce rows to clusters first, so thousands of
-    resamples of thousands of rows cost a clusters-sized matrix product."""
+    base 1 / sign −1 for the rows it moves out). With ``mirror`` (the other arm's base) the resamples are both
+    arms at once, the first half one arm and the second the other: they share the flips, so one product serves
+    both. Products reduce rows to clusters first and multiply only the clusters a vector touches, so thousands
+    of resamples of thousands of rows cost a small matrix product."""
 
-    def __init__(self, per_cluster: np.ndarray, codes: np.ndarray, base: np.ndarray, sign: np.ndarray) -> None:
-        self.per_cluster, self.codes, self.base, self.sign = per_cluster, codes, base, sign
+    def __init__(
+        self,
+        per_cluster: np.ndarray,
+        codes: np.ndarray,
+        base: np.ndarray,
+        sign: np.ndarray,
+        mirror: np.ndarray | None = None,
+    ) -> None:
+        self.per_cluster, self.codes, self.base, self.sign, self.mirror = per_cluster, codes, base, sign, mirror
 
     @classmethod
     def rows(cls, base: np.ndarray) -> Weights:
         """One resample weighing row j by ``base[j]`` (the observed statistic: all ones, or one arm)."""
-        return cls(np.zeros((1, 1)), np.zeros(len(base), dtype=int), np.asarray(base, dtype=float), np.zeros(len(base)))
-
-    @property
-    def resamples(self) -> int:
-        return self.per_cluster.shape[0]
+        n = len(base)
+        return cls(np.zeros((1, 1)), np.zeros(n, dtype=int), np.asarray(base, dtype=float), np.zeros(n))
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=float)
-        signed = self.sign.reshape((-1,) + (1,) * (x.ndim - 1)) * x
         clusters = self.per_cluster.shape[1]
         if x.ndim == 1:
-            by_cluster = np.bincount(self.codes, weights=signed, minlength=clusters)
-            used = np.flatnonzero(by_cluster)  # a group's rows touch few clusters: multiply only those
-            return self.base @ x + self.per_cluster[:, used] @ by_cluster[used]
-        by_cluster = np.stack(
-            [np.bincount(self.codes, weights=column, minlength=clusters) for column in signed.T], axis=1
-        )
-        return self.base @ x + self.per_cluster @ by_cluster
+            by_cluster = np.bincount(self.codes, weights=self.sign * x, minlength=clusters)
+            used = np.flatnonzero(by_cluster)
+            # A group's rows touch few clusters: multiply only those (a column copy), else the whole matrix.
+            sparse = used.size < clusters // 4
+            moved = self.per_cluster[:, used] @ by_cluster[used] if sparse else self.per_cluster @ by_cluster
+        else:  # columns at once: one matrix product (groups' numerators and denominators)
+            signed = self.sign[:, None] * x
+            by_cluster = np.stack([np.bincount(self.codes, weights=c, minlength=clusters) for c in signed.T], axis=1)
+            moved = self.per_cluster @ by_cluster
+        if self.mirror is None:
+            return self.base @ x + moved
+        return np.concatenate([self.base @ x + moved, self.mirror @ x - moved])
 
     def dense(self) -> np.ndarray:
-        return self.base[None, :] + self.sign[None, :] * self.per_cluster[:, self.codes]
+        moved = self.sign[None, :] * self.per_cluster[:, self.codes]
+        if self.mirror is None:
+            return self.base[None, :] + moved
+        return np.vstack([self.base[None, :] + moved, self.mirror[None, :] - moved])
 
 
 def _ratio_of(weights: Weights, num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -164,7 +177,8 @@ def group_values(of: Pooled, by: str, frame: pd.DataFrame, weights: Weights) -> 
     codes, names = _group_codes(frame, by)
     onehot = np.zeros((len(frame), len(names)))
     onehot[np.arange(len(frame)), codes] = 1.0
-    top, bottom = weights @ (num[:, None] * onehot), weights @ (den[:, None] * onehot)
+    sums = weights @ np.hstack([num[:, None] * onehot, den[:, None] * onehot])
+    top, bottom = sums[:, : len(names)], sums[:, len(names) :]
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan), names
 
@@ -336,12 +350,15 @@ def estimates(
         return [Estimate(metric.name, b, math.nan, math.nan, math.nan, 0, 0) for b, _ in metric.parts(frame)]
     codes, clusters = _cluster_codes(frame, metric.cluster)
     draws = _bootstrap_weights(codes, clusters, resamples, np.random.default_rng(seed)) if resamples else None
+    parts = metric.parts(frame)
+    statistics = [statistic for _, statistic in parts]
+    values = evaluate(statistics, frame, Weights.rows(np.ones(len(frame))))
+    boots = evaluate(statistics, frame, draws) if draws is not None else [None] * len(parts)
     out = []
-    for breakdown, statistic in metric.parts(frame):
-        value = float(statistic.weighted(frame, Weights.rows(np.ones(len(frame))))[0])
+    for (breakdown, statistic), value, boot in zip(parts, values, boots, strict=True):
+        value = float(value[0])
         low = high = math.nan
-        if draws is not None and math.isfinite(value):
-            boot = statistic.weighted(frame, draws)
+        if boot is not None and math.isfinite(value):
             boot = boot[np.isfinite(boot)]
             if boot.size >= 0.9 * resamples:  # an interval only where nearly every resample has the figure
                 low, high = (float(q) for q in np.quantile(boot, [0.025, 0.975]))
@@ -400,8 +417,11 @@ class PairedTest:
 def _aligned(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows of the items both share, in the same order (item keys compared as text: a stored key may have
     been read back as a number)."""
-    b = before.assign(item=before["item"].astype(str)).set_index("item")
-    a = after.assign(item=after["item"].astype(str)).set_index("item")
+    b_keys, a_keys = before["item"].astype(str), after["item"].astype(str)
+    if len(b_keys) == len(a_keys) and (b_keys.to_numpy() == a_keys.to_numpy()).all():
+        return before.assign(item=b_keys).reset_index(drop=True), after.assign(item=a_keys).reset_index(drop=True)
+    b = before.assign(item=b_keys).set_index("item")
+    a = after.assign(item=a_keys).set_index("item")
     shared = sorted(set(b.index) & set(a.index))
     return b.loc[shared].reset_index(), a.loc[shared].reset_index()
 
@@ -426,19 +446,26 @@ def paired_test(
     stacked = pd.concat([old, new], ignore_index=True)
     codes, clusters = _cluster_codes(new, metric.cluster) if n else (np.zeros(0, dtype=int), 0)
     rng = np.random.default_rng(seed)
-    flips = rng.integers(0, 2, size=(resamples, clusters)).astype(float) if n else np.zeros((0, 0))
+    flips = _coin_flips(rng, resamples, clusters) if n else np.zeros((0, 0))
     arms = np.concatenate([np.zeros(n), np.ones(n)])
     stacked_codes = np.concatenate([codes, codes])
     # A flipped cluster's before rows join the after arm and its after rows leave it.
     to_after = np.concatenate([np.zeros(n), np.ones(n)]), np.concatenate([np.ones(n), -np.ones(n)])
-    to_before = np.concatenate([np.ones(n), np.zeros(n)]), np.concatenate([-np.ones(n), np.ones(n)])
+    to_before = np.concatenate([np.ones(n), np.zeros(n)]), None  # the mirror: the flips move rows the other way
+    parts = metric.parts(stacked if n else new)
+    if n == 0:
+        return [_undefined(metric, b, math.nan, math.nan, 0, 0, "no items in common") for b, _ in parts]
+    statistics = [statistic for _, statistic in parts]
+    b_values = [float(v[0]) for v in evaluate(statistics, stacked, Weights.rows(1 - arms))]
+    a_values = [float(v[0]) for v in evaluate(statistics, stacked, Weights.rows(arms))]
+    nulls = [np.empty(resamples) for _ in parts]
+    for start in range(0, resamples, chunk):
+        flip = flips[start : start + chunk]
+        both = evaluate(statistics, stacked, Weights(flip, stacked_codes, *to_after, mirror=to_before[0]))
+        for null, values in zip(nulls, both, strict=True):
+            null[start : start + chunk] = values[: len(flip)] - values[len(flip) :]
     out = []
-    for breakdown, statistic in metric.parts(stacked if n else new):
-        if n == 0:
-            out.append(_undefined(metric, breakdown, math.nan, math.nan, 0, 0, "no items in common"))
-            continue
-        b_value = float(statistic.weighted(stacked, Weights.rows(1 - arms))[0])
-        a_value = float(statistic.weighted(stacked, Weights.rows(arms))[0])
+    for (breakdown, statistic), b_value, a_value, null in zip(parts, b_values, a_values, nulls, strict=True):
         used = _rows_with_value(statistic, stacked)
         used_pairs = used[:n] | used[n:]
         items, used_clusters = int(used_pairs.sum()), int(np.unique(codes[used_pairs]).size)
@@ -447,12 +474,6 @@ def paired_test(
             out.append(_undefined(metric, breakdown, b_value, a_value, items, used_clusters, f"undefined {side}"))
             continue
         change = a_value - b_value
-        null = np.empty(resamples)
-        for start in range(0, resamples, chunk):
-            flip = flips[start : start + chunk]
-            after_arm = statistic.weighted(stacked, Weights(flip, stacked_codes, *to_after))
-            before_arm = statistic.weighted(stacked, Weights(flip, stacked_codes, *to_before))
-            null[start : start + chunk] = after_arm - before_arm
         null = null[np.isfinite(null)]
         tolerance = 1e-9 * max(1.0, abs(change))
         if abs(change) <= tolerance:
@@ -476,6 +497,30 @@ def paired_test(
             )
         )
     return out
+
+
+def evaluate(statistics: list[Any], frame: pd.DataFrame, weights: Weights) -> list[np.ndarray]:
+    """Each statistic under ``weights``; the pooled means and ratios among them (a metric's groups) in one
+    matrix product."""
+    out: list[np.ndarray | None] = [None] * len(statistics)
+    pooled = [i for i, s in enumerate(statistics) if isinstance(s, Mean | Ratio)]
+    if len(pooled) > 1:
+        parts = [statistics[i].parts(frame) for i in pooled]
+        sums = weights @ np.stack([x for pair in parts for x in pair], axis=1)
+        for k, i in enumerate(pooled):
+            top, bottom = sums[:, 2 * k], sums[:, 2 * k + 1]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[i] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
+    for i, statistic in enumerate(statistics):
+        if out[i] is None:
+            out[i] = statistic.weighted(frame, weights)
+    return out
+
+
+def _coin_flips(rng: np.random.Generator, resamples: int, clusters: int) -> np.ndarray:
+    """Resamples × clusters fair coins as 0.0 / 1.0, eight from each random byte."""
+    packed = rng.integers(0, 256, size=(resamples, (clusters + 7) // 8), dtype=np.uint8)
+    return np.unpackbits(packed, axis=1, count=clusters).astype(float)
 
 
 def _undefined(

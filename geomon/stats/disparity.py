@@ -39,9 +39,10 @@ def group_errors(per_item: pd.DataFrame, group_col: str, value_col: str = "error
 
 
 def disparity(group_values: Sequence[float] | pd.Series) -> float:
-    """max − min over groups (WorldBench's Disparity)."""
+    """max − min over groups (WorldBench's Disparity); undefined (NaN) with fewer than two groups: one group
+    has no disparity to speak of, and an undefined figure is never tested."""
     values = pd.Series(group_values, dtype=float).dropna()
-    return float(values.max() - values.min()) if len(values) else float("nan")
+    return float(values.max() - values.min()) if len(values) >= 2 else float("nan")
 
 
 def random_baseline(

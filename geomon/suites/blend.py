@@ -421,11 +421,14 @@ def local_vs_english(scored: pd.DataFrame, resamples: int = 1000, seed: int = 0)
 
 
 def items(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per scored prompt (``item`` = prompt_id): SEM-B and the country, so two runs compare on shared prompts."""
+    """Per scored prompt (``item`` = prompt_id): SEM-B, the country, the mode and the question (its cluster), so
+    two runs compare on shared prompts."""
     scored = scores[scores["status"] == "answered"]
     return pd.DataFrame(
         {
             "item": scored["prompt_id"].to_numpy(),
+            # the same question in the local language and in English: one cluster
+            "question": (scored["country"].astype(str) + "|" + scored["question_id"].astype(str)).to_numpy(),
             "value": scored["sem_b"].to_numpy(dtype=float),
             "country": scored["country"].to_numpy(),
             "mode": scored["mode"].to_numpy(),
@@ -438,8 +441,8 @@ _LOCAL = Mean("value", where=(("mode", "local"),))
 # The tracked headlines, each declared once over the per-prompt SEM-B; sem_b_local is also compared country
 # by country (a drop in one country of sixteen is a verdict of its own).
 TRACKED = (
-    TrackedMetric("sem_b_local", _LOCAL, "item", False, 5.0, by=("country",), bounds=(0, 100)),
-    TrackedMetric("country_gap_sem_b_local", Range(_LOCAL, "country"), "item", True, 10.0, bounds=(0, 100)),
+    TrackedMetric("sem_b_local", _LOCAL, "question", False, 5.0, by=("country",), bounds=(0, 100)),
+    TrackedMetric("country_gap_sem_b_local", Range(_LOCAL, "country"), "question", True, 10.0, bounds=(0, 100)),
 )
 
 

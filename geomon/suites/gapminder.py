@@ -472,7 +472,14 @@ def _rates_stage(context: Any, grades: pd.DataFrame, judgements: dict) -> StageR
         for row in result["by_family"].itertuples()
         if pd.notna(row.correct_rate)
     ]
-    scope = f"questions={grades['question_id'].nunique()},variations={grades['prompt_variation_id'].nunique()}"
+    settings = context.settings
+    judges = ",".join(j.name for j in settings.judges(settings.gapminder.jury))
+    # Runs compare only on the same sample and the same jury: a new jury grades differently, which is not the
+    # model's change.
+    scope = (
+        f"questions={grades['question_id'].nunique()},variations={grades['prompt_variation_id'].nunique()}"
+        f"|judges={judges}"
+    )
     agreement_check = jury.agreement_outcome(
         context.settings, "gapminder", context.model, kappa, ["gapminder", "rates"]
     )

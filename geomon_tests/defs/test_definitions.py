@@ -415,6 +415,8 @@ def test_gapminder_on_scripted_contestants_and_judges_gives_exact_rates(tmp_path
     history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="gapminder", metric="correct_rate")
     overall = history[history["breakdown"] == ""].set_index("model")["value"]
     assert overall.to_dict() == {"oracle": 100.0, "hedger": 0.0}
+    # Runs compare only under the same jury: a new jury's grades are not the model's change.
+    assert set(history["scope"]) == {"questions=2,variations=2|judges=judge-a,judge-b"}
 
 
 @pytest.mark.slow

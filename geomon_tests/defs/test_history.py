@@ -46,5 +46,5 @@ def test_a_new_results_file_is_observed_and_imported_once(tmp_path, wdi_snapshot
         assert tick.get_requested_partitions(dg.AssetKey(["history", "gapminder_import"])) == {None}
         metadata = imported()
         assert metadata["runs"].value == 2 and metadata["new_evaluations"].value == 1
-        assert metadata["verdicts"].value[0]["against"] == "qwen-max-2024-09-19"
+        assert metadata["verdicts"].value[0]["against"] == "predecessor qwen-max-2024-09-19"
     assert len(history.evaluations(suite="gapminder")) == 2

@@ -24,7 +24,7 @@ from geomon_tests.loopback import ScriptedModel, Webhook, serve
 PER_MODEL = declared("worldbench").plan.per_model
 materialize_worldbench = declared("worldbench").materialize
 
-SAMPLE = 14  # two countries per region
+SAMPLE = 35  # five countries per region: at least 30 clusters, enough for a verdict (stats.sufficiency)
 
 
 def _settings(tmp_path: Path, snapshot_dir: Path, models: list[dict], **extra) -> GeomonResource:
@@ -80,7 +80,8 @@ def test_a_worse_model_version_alerts_once(tmp_path, wdi_snapshot_dir, snapshot,
             # significant digits it answers with); v2 is 5× off outside Europe: |5x − x| / 5x = 0.8 there.
             board = step_output(instance, results[-1], "worldbench__leaderboard").set_index("model")
             prompts = worldbench.build_prompts(snapshot, countries=worldbench.sample_countries(snapshot, SAMPLE))
-            outside = (prompts["region"] != "Europe & Central Asia").mean()
+            # (a true value of 0 is answered 0 by both: no error there)
+            outside = ((prompts["region"] != "Europe & Central Asia") & (prompts["ground_truth"] != 0)).mean()
             assert board.loc["oracle-v1", "mean_error"] == pytest.approx(0, abs=1e-5)
             assert board.loc["oracle-v2", "mean_error"] == pytest.approx(0.8 * outside, abs=1e-5)
             assert board.loc["oracle-v2", "region_disparity_mean"] == pytest.approx(0.8, abs=1e-5)
@@ -98,11 +99,22 @@ def test_a_worse_model_version_alerts_once(tmp_path, wdi_snapshot_dir, snapshot,
                 and numbers["p_value"] < 0.01
             )
             assert check.metadata["alert"].value == "webhook: sent"
-            # Unchanged re-run: the same answers are the same evaluation: nothing new recorded, nobody paged.
+            verdicts = {r["metric"]: r for r in check.metadata["comparisons"].value}
+            region = verdicts["region_disparity_mean"]
+            assert region["verdict"] == "regression" and region["change"] == pytest.approx(0.8, abs=1e-4)
+            assert region["clusters"] == SAMPLE and region["mde"] > 0 and region["family_size"] == 3
+            # Unchanged re-run: the same answers are the same evaluation: nothing new recorded, nobody paged, and
+            # the regression stays failed until someone acknowledges it.
             again = materialize_worldbench(instance, ["oracle-v2"], config, resources=resources)
             recheck = next(c for r in again for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
-            assert recheck.passed and recheck.metadata["compared_with"].value.startswith("unchanged: the same")
+            assert not recheck.passed and recheck.metadata["evaluation_id"] == check.metadata["evaluation_id"]
+            assert recheck.metadata["alert"].value == "already alerted when this evaluation was recorded"
             assert len(hook["posts"]) == 1
+            store = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
+            store.acknowledge(check.metadata["evaluation_id"].value, "on-call")
+            acked = materialize_worldbench(instance, ["oracle-v2"], config, resources=resources)
+            final = next(c for r in acked for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
+            assert final.passed and final.metadata["acknowledged"].value >= 1 and len(hook["posts"]) == 1
         history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(
             suite="worldbench", metric="region_disparity_mean"
         )
