@@ -16,8 +16,11 @@ against a re-draw of itself.
 from __future__ import annotations
 
 import argparse
+import itertools
+import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -172,66 +175,109 @@ def upper_95(k: int, n: int) -> float:
     return float(stats.beta.ppf(0.95, k + 1, n - k)) if k < n else 1.0
 
 
-def null_releases(size: str, releases: int, settings, seed: int) -> None:
+def models_for(sizes: dict[str, int], seed: int, blend_per_country: int | None = None) -> dict:
+    """The model every release of a replay re-draws: the same in every worker (built from ``seed``)."""
     rng = np.random.default_rng(seed)
-    models = {s: MODELS[s][0](rng, n) for s, n in SIZES[size].items()}
-    alarms, p_values, family = 0, [], []
+    models = {s: MODELS[s][0](rng, n) for s, n in sizes.items()}
+    if blend_per_country is not None:
+        models["blend"] = blend_model(rng, blend_per_country)
+    return models
+
+
+def replay(job: tuple) -> list[tuple[bool, list[float], int, tuple]]:
+    """Releases ``first``…``last`` of one replay (one worker's share): per release, whether it raised a
+    regression, its p-values, its family size and, with ``planted``, the verdict on the planted group."""
+    sizes, seed, first, last, resamples, planted_points, blend_per_country, real_rates = job
+    settings = verdicts.VerdictSettings(resamples=resamples)
+    models = models_for(sizes, seed, blend_per_country)
+    if real_rates is not None:
+        models = {"gapminder": gapminder_model(None, 0, real_rates)}
+    out = []
+    for r in range(first, last):
+        rng = np.random.default_rng([seed, r])
+        draws = {}
+        if planted_points:
+            draws["blend"] = lambda g, m: blend_draw(g, m, BLEND_COUNTRIES[3], planted_points)
+        decided = release(rng, models, settings, draws, seed=r)
+        target = next(
+            (v for v in decided if v.metric == "sem_b_local" and v.breakdown == f"country={BLEND_COUNTRIES[3]}"),
+            None,
+        )
+        out.append(
+            (
+                any(v.verdict == verdicts.REGRESSION for v in decided),
+                [v.p_value for v in decided if v.p_value is not None and v.verdict != verdicts.INSUFFICIENT],
+                decided[0].family_size if decided else 0,
+                (target.verdict, target.mde, target.family_size) if target is not None else (),
+            )
+        )
+    return out
+
+
+def run_all(pool: ProcessPoolExecutor, workers: int, releases: int, **job: object) -> list:
+    bounds = np.linspace(0, releases, workers + 1).astype(int)
+    jobs = [
+        (job["sizes"], job["seed"], a, b, job["resamples"], job.get("planted", 0), job.get("blend"), job.get("real"))
+        for a, b in itertools.pairwise(bounds)
+        if b > a
+    ]
+    return [row for part in pool.map(replay, jobs) for row in part]
+
+
+def null_releases(pool, workers, size: str, releases: int, resamples: int, seed: int) -> None:
     started = time.perf_counter()
-    for r in range(releases):
-        decided = release(rng, models, settings, seed=seed + r)
-        alarms += any(v.verdict == verdicts.REGRESSION for v in decided)
-        p_values += [v.p_value for v in decided if v.p_value is not None and v.family_size]
-        family.append(decided[0].family_size if decided else 0)
+    rows = run_all(pool, workers, releases, sizes=SIZES[size], seed=seed, resamples=resamples)
+    alarms = sum(r[0] for r in rows)
+    p_values = np.array([p for r in rows for p in r[1]])
     ks = stats.kstest(p_values, "uniform")
     sizes = ", ".join(f"{k} {v}" for k, v in SIZES[size].items())
     print(
-        f"null releases, {size} sizes ({sizes}): {releases} releases, "
-        f"family of {np.median(family):.0f} tests; releases with any regression {alarms} = {alarms / releases:.2%} "
-        f"(95 % upper bound {upper_95(alarms, releases):.2%}); null p-values KS D = {ks.statistic:.3f} "
-        f"(share below 0.05: {np.mean(np.array(p_values) < 0.05):.3f}) [{time.perf_counter() - started:.0f} s]"
+        f"null releases, {size} sizes ({sizes}): {releases} releases, family of {np.median([r[2] for r in rows]):.0f} "
+        f"tests; releases with any regression {alarms} = {alarms / releases:.2%} (95 % upper bound "
+        f"{upper_95(alarms, releases):.2%}); {p_values.size} null p-values: KS D = {ks.statistic:.3f}, "
+        f"share below 0.05 {np.mean(p_values < 0.05):.3f}, below 0.01 {np.mean(p_values < 0.01):.4f} "
+        f"[{time.perf_counter() - started:.0f} s]"
     )
 
 
-def planted(releases: int, settings, seed: int) -> None:
-    """BLEnD at the paper's size, one country's local answers made worse; every other suite at its default."""
-    rng = np.random.default_rng(seed)
-    models = {s: MODELS[s][0](rng, n) for s, n in SIZES["default"].items()}
-    models["blend"] = blend_model(rng, SIZES["paper"]["blend"] // 5)  # 100 questions per country
-    target = f"country={BLEND_COUNTRIES[3]}"
+def planted(pool, workers, releases: int, resamples: int, seed: int) -> None:
+    """One BLEnD country's local answers made worse (100 questions per country); the other suites at their
+    defaults. Power: the share of releases whose verdict on that country is a significant worsening; beside
+    it, the power the MDE stated in those verdicts implies at the planted size."""
+    alpha, power = verdicts.VerdictSettings().alpha, verdicts.VerdictSettings().power
     for points in (5, 10, 20):
-        hits, predicted = 0, []
-        for r in range(releases):
-            draws = {"blend": lambda g, m, points=points: blend_draw(g, m, BLEND_COUNTRIES[3], points)}
-            decided = release(rng, models, settings, draws, seed=seed + r)
-            mine = next(v for v in decided if v.metric == "sem_b_local" and v.breakdown == target)
-            hits += mine.verdict in (verdicts.REGRESSION, verdicts.BELOW_THRESHOLD)
-            se = mine.mde / (
-                stats.norm.ppf(1 - settings.alpha / max(mine.family_size, 1) / 2) + stats.norm.ppf(settings.power)
-            )
-            predicted.append(verdicts.power_at(points, se, settings.alpha / max(mine.family_size, 1)))
+        started = time.perf_counter()
+        rows = run_all(
+            pool, workers, releases, sizes=SIZES["default"], seed=seed, resamples=resamples, planted=points, blend=100
+        )
+        targets = [r[3] for r in rows if r[3]]
+        hits = np.mean([t[0] in (verdicts.REGRESSION, verdicts.BELOW_THRESHOLD) for t in targets])
+        implied = []
+        for _, mde, family in targets:
+            family_alpha = alpha / max(family, 1)
+            se = mde / (stats.norm.ppf(1 - family_alpha / 2) + stats.norm.ppf(power))
+            implied.append(verdicts.power_at(points, se, family_alpha))
         print(
-            f"planted: {target} {points} points worse ({SIZES['paper']['blend'] // 5} questions per country): "
-            f"measured power {hits / releases:.2f}, power the stated MDE implies {np.nanmean(predicted):.2f} "
-            f"(MDE {np.nanmedian([p for p in predicted]) and mine.mde:.1f} points)"
+            f"planted: country {BLEND_COUNTRIES[3]} {points} points worse: measured power {hits:.2f}, implied by the "
+            f"stated MDE {np.nanmean(implied):.2f} (median MDE {np.median([t[1] for t in targets]):.1f} points, family "
+            f"of {np.median([t[2] for t in targets]):.0f}) over {len(targets)} releases "
+            f"[{time.perf_counter() - started:.0f} s]"
         )
 
 
-def gapminder_real(releases: int, settings, seed: int) -> None:
+def gapminder_real(pool, workers, releases: int, resamples: int, seed: int) -> None:
     """A real model's per-question correct rates (Gapminder's published grades) against re-draws of itself."""
     table = SHARED / "reference" / "gapminder" / "ddf--datapoints--correct_rate--by--question--model_configuration.csv"
     frame = pd.read_csv(table)
     config = frame["model_configuration"].value_counts().index[0]
-    rates = frame.loc[frame["model_configuration"] == config, "correct_rate"].to_numpy(dtype=float) / 100
-    rng = np.random.default_rng(seed)
-    model = gapminder_model(rng, 0, np.clip(rates, 0, 1))
-    alarms = 0
-    for r in range(releases):
-        alarms += any(
-            v.verdict == verdicts.REGRESSION for v in release(rng, {"gapminder": model}, settings, seed=seed + r)
-        )
+    rates = np.clip(frame.loc[frame["model_configuration"] == config, "correct_rate"].to_numpy(dtype=float) / 100, 0, 1)
+    started = time.perf_counter()
+    rows = run_all(pool, workers, releases, sizes={}, seed=seed, resamples=resamples, real=rates)
+    alarms = sum(r[0] for r in rows)
     print(
-        f"Gapminder's real per-question rates ({config}, {len(rates)} questions × 10 answers): {releases} re-draws, "
-        f"false alarms {alarms} = {alarms / releases:.2%} (95 % upper bound {upper_95(alarms, releases):.2%})"
+        f"Gapminder's real per-question rates ({config}, {rates.size} questions × 10 answers): {releases} re-draws, "
+        f"false alarms {alarms} = {alarms / releases:.2%} (95 % upper bound {upper_95(alarms, releases):.2%}) "
+        f"[{time.perf_counter() - started:.0f} s]"
     )
 
 
@@ -240,18 +286,20 @@ def main() -> None:
     parser.add_argument("--releases", type=int, default=2000, help="null releases per size")
     parser.add_argument("--planted", type=int, default=300, help="releases per planted effect size")
     parser.add_argument("--resamples", type=int, default=999, help="sign-flip resamples per paired test")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     settings = verdicts.VerdictSettings(resamples=args.resamples)
     started = time.perf_counter()
     print(
         f"alpha {settings.alpha} (Holm, family-wise), q {settings.q} (BH), power {settings.power}, "
-        f"{settings.resamples} resamples per test"
+        f"{settings.resamples} resamples per test, {args.workers} worker process(es)"
     )
-    for size in ("default", "paper"):
-        null_releases(size, args.releases, settings, args.seed)
-    planted(args.planted, settings, args.seed)
-    gapminder_real(args.releases, settings, args.seed)
+    with ProcessPoolExecutor(args.workers) as pool:
+        for size in ("default", "paper"):
+            null_releases(pool, args.workers, size, args.releases, args.resamples, args.seed)
+        planted(pool, args.workers, args.planted, args.resamples, args.seed)
+        gapminder_real(pool, args.workers, args.releases, args.resamples, args.seed)
     print(f"total {time.perf_counter() - started:.0f} s")
 
 

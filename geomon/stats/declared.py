@@ -146,12 +146,21 @@ class Weights:
             sparse = used.size < clusters // 4
             moved = self.per_cluster[:, used] @ by_cluster[used] if sparse else self.per_cluster @ by_cluster
         else:  # columns at once: one matrix product (groups' numerators and denominators)
-            signed = self.sign[:, None] * x
-            by_cluster = np.stack([np.bincount(self.codes, weights=c, minlength=clusters) for c in signed.T], axis=1)
+            by_cluster = self._gather() @ (self.sign[:, None] * x)
             moved = self.per_cluster @ by_cluster
         if self.mirror is None:
             return self.base @ x + moved
         return np.concatenate([self.base @ x + moved, self.mirror @ x - moved])
+
+    def _gather(self) -> Any:
+        """Clusters × rows, 1 where a row belongs to the cluster (sparse): row sums to cluster sums."""
+        if getattr(self, "_gathered", None) is None:
+            from scipy import sparse
+
+            rows = len(self.codes)
+            shape = (self.per_cluster.shape[1], rows)
+            self._gathered = sparse.csr_matrix((np.ones(rows), (self.codes, np.arange(rows))), shape=shape)
+        return self._gathered
 
     def dense(self) -> np.ndarray:
         moved = self.sign[None, :] * self.per_cluster[:, self.codes]
@@ -346,6 +355,7 @@ def estimates(
     """The metric (and each of its groups with ``by``) on ``frame``: value, 95 % percentile interval from a
     cluster bootstrap, items and clusters counted where the statistic has a value."""
     metric.check(frame, where or metric.name)
+    frame = _categorical(frame, metric.columns())
     if frame.empty:
         return [Estimate(metric.name, b, math.nan, math.nan, math.nan, 0, 0) for b, _ in metric.parts(frame)]
     codes, clusters = _cluster_codes(frame, metric.cluster)
@@ -414,6 +424,20 @@ class PairedTest:
         return self.change > 0 if self.higher_is_worse else self.change < 0
 
 
+def _categorical(frame: pd.DataFrame, columns: set[str]) -> pd.DataFrame:
+    """``frame`` with its text columns among ``columns`` as categories: the groups and filters a statistic
+    reads then compare integer codes, not strings, however many parts read them."""
+    text = [
+        c
+        for c in columns
+        if c in frame
+        and c != "item"
+        and not pd.api.types.is_numeric_dtype(frame[c])
+        and not pd.api.types.is_bool_dtype(frame[c])
+    ]
+    return frame.assign(**{c: frame[c].astype(str).astype("category") for c in text}) if text else frame
+
+
 def _aligned(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows of the items both share, in the same order (item keys compared as text: a stored key may have
     been read back as a number)."""
@@ -443,7 +467,7 @@ def paired_test(
     metric.check(after, f"{metric.name}, the later evaluation")
     old, new = _aligned(before, after)
     n = len(new)
-    stacked = pd.concat([old, new], ignore_index=True)
+    stacked = _categorical(pd.concat([old, new], ignore_index=True), metric.columns())
     codes, clusters = _cluster_codes(new, metric.cluster) if n else (np.zeros(0, dtype=int), 0)
     rng = np.random.default_rng(seed)
     flips = _coin_flips(rng, resamples, clusters) if n else np.zeros((0, 0))
