@@ -184,6 +184,14 @@ def models_for(sizes: dict[str, int], seed: int, blend_per_country: int | None =
     return models
 
 
+def one_blas_thread() -> None:
+    """Each worker process multiplies on one thread: the replay is spread over processes already, and a
+    BLAS pool per process on the same cores makes them wait on each other."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1)
+
+
 def replay(job: tuple) -> list[tuple[bool, list[float], int, tuple]]:
     """Releases ``first``…``last`` of one replay (one worker's share): per release, whether it raised a
     regression, its p-values, its family size and, with ``planted``, the verdict on the planted group."""
@@ -295,7 +303,7 @@ def main() -> None:
         f"alpha {settings.alpha} (Holm, family-wise), q {settings.q} (BH), power {settings.power}, "
         f"{settings.resamples} resamples per test, {args.workers} worker process(es)"
     )
-    with ProcessPoolExecutor(args.workers) as pool:
+    with ProcessPoolExecutor(args.workers, initializer=one_blas_thread) as pool:
         for size in ("default", "paper"):
             null_releases(pool, args.workers, size, args.releases, args.resamples, args.seed)
         planted(pool, args.workers, args.planted, args.resamples, args.seed)

@@ -35,6 +35,11 @@ def _mask(frame: pd.DataFrame, where: Where) -> np.ndarray:
     mask = np.ones(len(frame), dtype=bool)
     for column, wanted in where:
         values = frame[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):  # compare the integer code, not every string
+            categories = values.cat.categories
+            code = categories.get_loc(wanted) if wanted in categories else -2
+            mask &= values.cat.codes.to_numpy() == code
+            continue
         matches = values.astype(bool) == wanted if isinstance(wanted, bool) else values.eq(wanted)
         mask &= matches.to_numpy()
     return mask
@@ -301,8 +306,10 @@ class TrackedMetric:
                 f"{where}: tracked metric {self.name} needs column(s) {missing} in the per-item rows "
                 f"(they have {sorted(frame.columns)})"
             )
-        duplicated = frame["item"].astype(str)
-        duplicated = sorted(duplicated[duplicated.duplicated()].unique())
+        if not frame["item"].duplicated().any() and frame["item"].map(type).nunique() <= 1:
+            return
+        keys = frame["item"].astype(str)
+        duplicated = sorted(keys[keys.duplicated()].unique())
         if duplicated:
             raise DeclarationError(
                 f"{where}: item keys appear more than once ({len(duplicated)}: {', '.join(duplicated[:5])}"
@@ -435,7 +442,7 @@ def _categorical(frame: pd.DataFrame, columns: set[str]) -> pd.DataFrame:
         and not pd.api.types.is_numeric_dtype(frame[c])
         and not pd.api.types.is_bool_dtype(frame[c])
     ]
-    return frame.assign(**{c: frame[c].astype(str).astype("category") for c in text}) if text else frame
+    return frame.assign(**{c: frame[c].astype("category") for c in text}) if text else frame
 
 
 def _aligned(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
