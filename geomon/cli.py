@@ -79,7 +79,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         for suite in chosen:
             options = {option.dest: getattr(args, option.dest) for option in suite.options}
             log.info("%s for %s", suite.title, ", ".join(names))
-            ran, described = suite_runs(suite.name).run_from_options(instance, names, options, settings, level)
+            ran, described = suite_runs(suite.name).run_from_options(
+                instance, names, options, settings, level, profile=args.profile
+            )
             log.info("%s done (%s)", suite.title, described)
             results += ran
         failed = failed_checks(results)
@@ -450,6 +452,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="materialize the suites' graphs for every registered model")
     run.add_argument("--suite", default=",".join(known), help=f"comma-separated: {', '.join(known)}")
     run.add_argument("--models", help="comma-separated model names (default: all registered)")
+    run.add_argument(
+        "--profile",
+        default="default",
+        help="run profile: quick (minutes), default, paper (each paper's full size) or one geomon.yaml defines; "
+        "it sets every suite's sample, the flags below override it",
+    )
     for info in known.values():  # each suite's own options, from the registry
         group = run.add_argument_group(info.title)
         for option in info.options:

@@ -106,6 +106,20 @@ class Settings:
     gapminder_results: Path | None = None
     # Sections of suites that declare their own settings class (SuiteInfo.settings), by suite name.
     suite_sections: dict[str, Any] = field(default_factory=dict)
+    # Run profiles' overrides: profile → suite → prompts-stage option → value (suites declare their own).
+    profiles: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # The profile automation and the UI's default materialization run (docs/getting-started.md).
+    automation_profile: str = "default"
+
+    def run_options(self, suite: str, profile: str | None = None) -> dict[str, Any]:
+        """Suite ``suite``'s prompts-stage options under ``profile`` (default: the automation profile): the one
+        meaning of a profile for ``geomon run``, the UI and automation."""
+        from geomon.suites.registry import SuiteError, profile_options
+
+        try:
+            return profile_options(suite, profile or self.automation_profile, self.profiles)
+        except SuiteError as exc:
+            raise ConfigError(str(exc)) from None
 
     def __getattr__(self, name: str) -> Any:
         """A suite's own section as an attribute too (``settings.gapminder``): suites declare them."""
@@ -209,6 +223,34 @@ def _resolve(base: Path, value: str | None) -> Path | None:
     return path if path.is_absolute() else (base / path).resolve()
 
 
+def _profiles(doc: Any, path: Path | None) -> dict[str, dict[str, dict[str, Any]]]:
+    """``profiles:`` — profile → suite → prompts-stage option → value; a suite or option that does not
+    exist is an error naming the file, the profile and the name."""
+    if not doc:
+        return {}
+    from geomon.suites.registry import pipeline, suites
+
+    where = f"settings file {path}: profiles"
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: a mapping of profile name to suites")
+    known = suites()
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for profile, by_suite in doc.items():
+        if not isinstance(by_suite, dict):
+            raise ConfigError(f"{where}.{profile}: a mapping of suite name to its options")
+        for suite, values in by_suite.items():
+            if suite not in known:
+                raise ConfigError(f"{where}.{profile}: unknown suite {suite!r}; known: {', '.join(known)}")
+            options = {o.name for o in pipeline(suite).prompts.options}
+            unknown = sorted(set(values or {}) - options)
+            if unknown:
+                raise ConfigError(
+                    f"{where}.{profile}.{suite}: unknown option(s) {unknown}; known: {', '.join(sorted(options))}"
+                )
+            out.setdefault(str(profile), {})[suite] = dict(values or {})
+    return out
+
+
 def load_settings(path: str | Path | None = None) -> Settings:
     """Settings from a file (or ``GEOMON_CONFIG``, or ``./geomon.yaml``) with environment overrides."""
     path = path or os.environ.get("GEOMON_CONFIG")
@@ -237,6 +279,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "embedding_model",
         "predecessors",
         "gapminder_results",
+        "profiles",
+        "automation_profile",
     }
     from geomon.suites.registry import suites
 
@@ -306,6 +350,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         worldbank_api_url=os.environ.get("GEOMON_WORLDBANK_API_URL", wb.get("api_url", DEFAULT_API_URL)),
         engine=engine,
         predecessors=_predecessors(doc.get("predecessors"), path),
+        profiles=_profiles(doc.get("profiles"), path),
+        automation_profile=str(os.environ.get("GEOMON_AUTOMATION_PROFILE", doc.get("automation_profile", "default"))),
         gapminder_results=_resolve(base, os.environ.get("GEOMON_GAPMINDER_RESULTS", doc.get("gapminder_results"))),
         cache_epoch=str(os.environ.get("GEOMON_CACHE_EPOCH", doc.get("cache_epoch", ""))),
     )

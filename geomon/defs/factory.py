@@ -28,6 +28,7 @@ from geomon.defs.leaderboard import (
     leaderboard_metadata,
     mark_insufficient,
     with_published,
+    with_verdicts,
 )
 from geomon.defs.resources import (
     by_partition,
@@ -148,14 +149,16 @@ def _check_result(stage: Stage, outcome: CheckOutcome) -> dg.AssetCheckResult:
     )
 
 
-def _options(context: dg.AssetExecutionContext, stage: Stage) -> dict[str, Any]:
+def _options(context: dg.AssetExecutionContext, suite: str, stage: Stage, settings: Settings) -> dict[str, Any]:
     """The stage's options: what the run config sets, else what the previous materialization used (so a
-    chosen sample survives a click in the UI or automation), else the declared defaults."""
+    chosen sample survives a click in the UI or automation), else the automation profile's (``geomon.yaml``'s
+    ``automation_profile``: the same sizes ``geomon run --profile`` asks), never the full benchmark unless
+    that profile says so."""
     if not stage.options:
         return {}
     chosen = dict(context.op_execution_context.op_config or {})
     previous = {k: v for k, v in previous_options(context).items() if k in {o.name for o in stage.options}}
-    return {**{o.name: o.default for o in stage.options}, **previous, **chosen}
+    return {**settings.run_options(suite), **previous, **chosen}
 
 
 @dataclass(frozen=True)
@@ -207,7 +210,7 @@ def _stage_asset(
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
         settings = context.resources.geomon.settings()
-        options = _options(context, stage)
+        options = _options(context, info.name, stage, settings)
         model, revision = _partition(context, stage)
         stage_context = DagsterStageContext(settings, options, model, revision, context.run.run_id, code_version)
         result: StageResult = stage.run(stage_context, **inputs)
@@ -291,7 +294,9 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         # left out of the board and named, never a failure of the whole leaderboard.
         known = {str(k) for k in context.asset_partition_keys_for_input(tracked)}
         not_evaluated = sorted(known - {str(k) for k in results})
-        board = with_published(mark_insufficient(board, info.name), published)
+        board = with_published(
+            with_verdicts(mark_insufficient(board, info.name), info.name, settings.store_url), published
+        )
         report = pipeline.write_report(out, board, results, settings, **extra)
         own = board[board[ORIGIN] == "geomon"]
         series = pipeline.series_rows(own) if pipeline.series_rows is not None else own
@@ -342,11 +347,15 @@ class DeclaredSuite:
         options: dict[str, Any],
         settings: Settings,
         log_level: str,
+        profile: str | None = None,
     ) -> tuple[list[dg.JobExecutionResult], str]:
-        """``geomon run``'s options of this suite (each sets a prompts-stage option; 0 = all)."""
-        # An option left unset keeps the stage's own default (or the sample the previous run chose).
-        config = {o.config: options[o.dest] for o in self.info.options if options.get(o.dest) is not None}
-        described = ", ".join(f"{name}: {value or 'all'}" for name, value in config.items()) or "defaults"
+        """``geomon run``'s options of this suite under run ``profile`` (each flag given overrides the profile's
+        value of a prompts-stage option; 0 = all)."""
+        options, config = profile_config(self.info, options, settings, profile)
+        shown = {o.config: config.get(o.config) for o in self.info.options if o.config.startswith("sample")}
+        described = f"profile {profile or settings.automation_profile}; " + (
+            ", ".join(f"{name}: {value or 'all'}" for name, value in shown.items()) or "defaults"
+        )
         revisions = self.pipeline.revisions
         if revisions is None:
             results = self.materialize(instance, models, config, log_level=log_level, described=described)
@@ -356,6 +365,17 @@ class DeclaredSuite:
         per_revision = revisions.options(options, keys)
         results = self.materialize(instance, models, log_level=log_level, described=described, revisions=per_revision)
         return results, described
+
+
+def profile_config(
+    info: registry.SuiteInfo, flags: dict[str, Any], settings: Settings, profile: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``geomon run``'s flags of suite ``info`` over run ``profile`` (default: the automation profile): the
+    flags with the profile's values where none was given, and the prompts stage's run config."""
+    sizes = settings.run_options(info.name, profile)
+    options = {o.dest: sizes.get(o.config) if flags.get(o.dest) is None else flags[o.dest] for o in info.options}
+    config = {**sizes, **{o.config: options[o.dest] for o in info.options if options[o.dest] is not None}}
+    return options, config
 
 
 @cache

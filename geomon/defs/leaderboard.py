@@ -56,6 +56,28 @@ def leaderboard_frame(
     return board.sort_values(list(reversed(labels)), kind="stable", ignore_index=True), results
 
 
+VERDICTS = "verdicts"
+
+
+def with_verdicts(board: pd.DataFrame, suite: str, store_url: str) -> pd.DataFrame:
+    """``board`` with each geomon row's stored verdicts (its model's latest evaluation in the suite; with a
+    ``revision`` column, the evaluation of that revision): the same verdicts as the history and the alerts."""
+    from geomon.monitor.history import MetricHistory
+    from geomon.monitor.tracking import latest_verdicts
+
+    if board.empty or "model" not in board:
+        return board
+    latest = latest_verdicts(MetricHistory(store_url), suite)
+    phrases = []
+    for row in board.to_dict("records"):
+        mine = latest[latest["model"] == row["model"]]
+        if "revision" in row and len(mine):
+            mine = mine[mine["scope"].str.startswith(f"{row['revision']}|")]
+        own = row.get(ORIGIN, "geomon") == "geomon"
+        phrases.append(str(mine["verdicts"].iloc[-1]) if own and len(mine) else "")
+    return board.assign(**{VERDICTS: phrases})
+
+
 def leaderboard_metadata(
     suite: str,
     board: pd.DataFrame,
@@ -69,7 +91,7 @@ def leaderboard_metadata(
     name a row: model, or model and table version) of each of the suite's headline metrics, so the Plots tab
     draws each model's own line."""
     index = write_index(report.parent.parent)
-    shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE_NOTE) if c in board]
+    shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE_NOTE, VERDICTS) if c in board]
     rounded = board[shown].round(4)
     own = board[board[ORIGIN] == "geomon"] if ORIGIN in board else board
     return {

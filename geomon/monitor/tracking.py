@@ -334,6 +334,20 @@ def failing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, An
     return [r for r in regressions if "" not in seen and r["metric"] not in seen]
 
 
+def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
+    """Per model and scope, the stored verdicts of its latest evaluation in ``suite`` in a phrase (``1
+    regression, 3 no detectable change``; empty where nothing was compared): what a leaderboard row shows."""
+    evaluations = history.evaluations(suite=suite)
+    if evaluations.empty:
+        return pd.DataFrame(columns=["model", "scope", "verdicts"])
+    latest = evaluations.groupby(["model", "scope"], sort=False).tail(1)
+    tests = history.comparisons(latest["evaluation_id"])
+    phrases = {
+        evaluation: verdicts.summary(rows.to_dict("records")) for evaluation, rows in tests.groupby("evaluation_id")
+    }
+    return latest.assign(verdicts=[phrases.get(e, "") for e in latest["evaluation_id"]])[["model", "scope", "verdicts"]]
+
+
 HISTORY_COLUMNS = [
     "model",
     "evaluated_at",

@@ -79,15 +79,16 @@ SUITE = SuiteInfo(
         # 500 questions × 16 countries × two languages per model take hours on a laptop CPU: a seeded sample.
         RunOption(
             "--blend-questions",
-            "BLEnD: N questions per country, a seeded sample (default 8; 0 = all 500)",
+            "BLEnD: N questions per country, a seeded sample (0 = all 500; default: the profile's)",
             int,
-            8,
+            None,
             "sample_questions",
         ),
     ),
     order=6,
     settings=BlendSettings,
     sample="answered",
+    profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 8}},
 )
 
 MAX_TOKENS = 32  # "a single answer without any explanations"

@@ -39,7 +39,13 @@ SUITE = SuiteInfo(
         Headline("cst_cs_all", "BorderLines: consistency across languages, %", "persona=vanilla"),
     ),
     options=(
-        RunOption("--territories", "BorderLines: the first N territories (0 = all)", int, 0, "sample_territories"),
+        RunOption(
+            "--territories",
+            "BorderLines: the first N territories (0 = all; default: the profile's)",
+            int,
+            None,
+            "sample_territories",
+        ),
         RunOption(
             "--personas",
             "BorderLines: personas on the newest table (older tables: the first one)",
@@ -50,6 +56,7 @@ SUITE = SuiteInfo(
     ),
     order=2,
     sample="territories",
+    profiles={"quick": {"sample_territories": 10}, "default": {"sample_territories": 60}},
 )
 
 CHAT_MAX_TOKENS = 32  # the claimant is named in the first sentence; longer answers only cost time

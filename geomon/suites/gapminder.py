@@ -67,22 +67,26 @@ SUITE = SuiteInfo(
         # All 365 × 109 = 39,785 prompts per model take days on a laptop CPU: the default is a seeded sample.
         RunOption(
             "--questions",
-            "Gapminder: N questions, a seeded sample (default 20; 0 = all 365)",
+            "Gapminder: N questions, a seeded sample (0 = all 365; default: the profile's)",
             int,
-            20,
+            None,
             "sample_questions",
         ),
         RunOption(
             "--variations",
-            "Gapminder: N prompt variations per language (default 5; 0 = all)",
+            "Gapminder: N prompt variations per language (0 = all; default: the profile's)",
             int,
-            5,
+            None,
             "sample_variations",
         ),
     ),
     order=3,
     settings=GapminderSettings,
     sample="questions",
+    profiles={
+        "quick": {"sample_questions": 5, "sample_variations": 2},
+        "default": {"sample_questions": 20, "sample_variations": 5},
+    },
 )
 
 LANGUAGES = ("en-US", "zh-CN")

@@ -96,15 +96,16 @@ SUITE = SuiteInfo(
         # 400 questions × 2 modes × 3 generations + the jury take hours on a laptop CPU: a seeded sample.
         RunOption(
             "--quench-questions",
-            "QUENCH: N questions, half of them Indic (seeded; default 12; 0 = all)",
+            "QUENCH: N questions, half of them Indic (seeded; 0 = all; default: the profile's)",
             int,
-            12,
+            None,
             "sample_questions",
         ),
     ),
     order=4,
     settings=QuenchSettings,
     sample="answered",
+    profiles={"quick": {"sample_questions": 4}, "default": {"sample_questions": 12}},
 )
 
 MODES = ("normal", "cot")  # the paper's "without" and "with" chain-of-thought

@@ -63,6 +63,9 @@ class SuiteInfo:
     # The summary's sample size the headline figures rest on (questions, territories, answers): below
     # stats.sufficiency.MIN_SAMPLE they are marked ``insufficient sample``.
     sample: str = ""
+    # The prompts stage's options per run profile ("quick", "default"); the "paper" profile is the stage's
+    # declared defaults (each paper's full size). geomon.yaml's ``profiles:`` overrides them.
+    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:
@@ -96,6 +99,13 @@ def _check(module: ModuleType) -> SuiteInfo:
         raise SuiteError(str(exc)) from None
     _check_tracked(module, info)
     stage_options = {o.name for o in pipeline.prompts.options}
+    for profile, values in info.profiles.items():
+        unknown = sorted(set(values) - stage_options)
+        if unknown:
+            raise SuiteError(
+                f"suite {info.name}: profile {profile!r} sets {unknown}, not options of stage {pipeline.prompts.name} "
+                f"({', '.join(sorted(stage_options))})"
+            )
     for option in info.options:
         if option.config not in stage_options:
             raise SuiteError(
@@ -158,6 +168,20 @@ def module(name: str) -> ModuleType:
     if name not in known:
         raise SuiteError(f"unknown suite {name!r}; known: {', '.join(known)}")
     return importlib.import_module(f"geomon.suites.{name}")
+
+
+PROFILES = ("quick", "default", "paper")  # the run profiles every suite has (geomon.yaml may add others)
+
+
+def profile_options(name: str, profile: str, overrides: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> dict:
+    """The prompts-stage options of suite ``name`` under run ``profile``: the stage's declared defaults
+    (the paper's full size), the suite's own values for the profile, then geomon.yaml's ``profiles:``."""
+    info = suites()[name]
+    known = {*PROFILES, *overrides}
+    if profile not in known:
+        raise SuiteError(f"unknown run profile {profile!r}; known: {', '.join(sorted(known))}")
+    declared = {o.name: o.default for o in pipeline(name).prompts.options}
+    return {**declared, **dict(info.profiles.get(profile, {})), **dict(overrides.get(profile, {}).get(name, {}))}
 
 
 def resolve(names: str) -> list[SuiteInfo]:

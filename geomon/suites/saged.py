@@ -130,12 +130,17 @@ SUITE = SuiteInfo(
     options=(
         # Every sentence × 21 concepts × roles takes hours on a laptop CPU: a seeded sample of root prompts.
         RunOption(
-            "--saged-prompts", "SAGED: N root prompts, a seeded sample (default 6; 0 = all)", int, 6, "sample_prompts"
+            "--saged-prompts",
+            "SAGED: N root prompts, a seeded sample (0 = all; default: the profile's)",
+            int,
+            None,
+            "sample_prompts",
         ),
     ),
     order=5,
     settings=SagedSettings,
     sample="responses_answered",
+    profiles={"quick": {"sample_prompts": 2}, "default": {"sample_prompts": 6}},
 )
 PROMPT_WORDS, AFTER_VERB = 6, 3  # Ap B.2: six words, the verb, three words after it
 MAX_TOKENS = 48  # a continuation of a sentence or two

@@ -36,9 +36,9 @@ SUITE = SuiteInfo(
     options=(
         RunOption(
             "--sample",
-            "WorldBench: ask about N countries spread over the regions (0 = all)",
+            "WorldBench: ask about N countries spread over the regions (0 = all; default: the profile's)",
             int,
-            0,
+            None,
             "sample_countries",
         ),
         RunOption(
@@ -54,6 +54,7 @@ SUITE = SuiteInfo(
     ),
     order=1,
     sample="parsed",
+    profiles={"quick": {"sample_countries": 12}, "default": {"sample_countries": 40}},
 )
 
 CODE_VERSION = "worldbench-1"

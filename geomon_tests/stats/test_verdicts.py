@@ -141,3 +141,19 @@ def test_settings_are_checked():
         VerdictSettings(alpha=1.5)
     with pytest.raises(ValueError, match=r"verdicts\.resamples: 10 is too few"):
         VerdictSettings(resamples=10)
+
+
+class _Broken:
+    """A statistic with a bug: its error must reach the caller, never read as "no items in common"."""
+
+    def columns(self):
+        return {"value"}
+
+    def weighted(self, frame, weights):
+        raise ZeroDivisionError("a bug in the statistic")
+
+
+def test_an_error_in_a_statistic_is_not_swallowed():
+    frame = _frame([1.0, 0.0] * 20, ["A", "B"] * 20)
+    with pytest.raises(ZeroDivisionError, match="a bug in the statistic"):
+        paired_test(TrackedMetric("broken", _Broken()), frame, frame)
