@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import math
 import os
 import signal
 import sys
@@ -176,6 +177,62 @@ def _print_frame(frame, form: str) -> None:
             if len(frame)
             else "no evaluations"
         )
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    """What a run will ask, cost and be able to detect, per model × suite, without calling a model (beyond
+    ``--probe``'s few requests)."""
+    from geomon import plan
+    from geomon.monitor.history import MetricHistory
+    from geomon.suites.registry import resolve
+
+    settings = load_settings(args.config)
+    models = [settings.model(n) for n in args.models.split(",")] if args.models else settings.models
+    chosen = resolve(args.suites)
+    store = settings.store()
+    history = MetricHistory(settings.store_url)
+    if args.probe:
+        for spec in models:
+            if plan.pace(store, spec) is None:
+                prompts, asking = plan.build_prompts(
+                    settings, chosen[0].name, settings.run_options(chosen[0].name, args.profile)
+                )
+                plan.probe(settings, spec, asking.requests(prompts, spec, settings), store)
+    plans = plan.make_plan(settings, models, chosen, args.profile, store, history)
+    frame = plan.table(plans)
+    _print_frame(frame, args.format)
+    family = sum(len(h.headlines) for h in plans[: len(chosen)]) if plans else 0
+    total = sum(p.seconds or 0 for p in plans)
+    unknown = sorted({p.model for p in plans if p.seconds is None})
+    cost = [p.cost for p in plans if p.cost is not None]
+    print(
+        f"\nprofile {args.profile}: {sum(p.to_ask for p in plans):,} asks to make ({sum(p.stored for p in plans):,} "
+        f"already stored), about {plan.duration(total) if total or not unknown else '?'}"
+        + (f" (+ unknown for {', '.join(unknown)}: --probe measures)" if unknown else "")
+        + (f", about ${sum(cost):,.2f}" if cost else "")
+        + f"; MDE at 80 % power, α = {settings.verdicts.alpha} over a family of {family}."
+    )
+    for note in sorted({p.note for p in plans if p.note}):
+        print(f"note: {note}")
+    if args.detect:
+        print(f"\nTo detect a change of {args.detect:g} (each headline's units) at 80 % power:")
+        for info in chosen:
+            first = next(p for p in plans if p.suite == info.name)
+            for h in first.headlines:
+                need = plan.clusters_to_detect(h, args.detect, settings, family)
+                where = f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''}"
+                if need is None:
+                    print(f"  {info.name} {where}: unknown until a first comparison is stored")
+                    continue
+                scale = need / max(h.clusters, 1)
+                sizes = (
+                    ", ".join(
+                        f"{k} {math.ceil(v * scale)}" for k, v in first.options.items() if k.startswith("sample") and v
+                    )
+                    or "its full size"
+                )
+                print(f"  {info.name} {where}: {need:,} clusters (now {h.clusters:,}): {sizes} ({h.source})")
+    return 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -469,6 +526,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--fail-on", choices=FAIL_ON, default="check", help=fail_on_help)
     run.set_defaults(func=cmd_run)
+
+    planned = sub.add_parser("plan", help="what a run will ask, take, cost and detect, per model × suite")
+    planned.add_argument("--suites", default=",".join(known), help=f"comma-separated: {', '.join(known)}")
+    planned.add_argument("--models", help="comma-separated model names (default: all registered)")
+    planned.add_argument("--profile", default="default", help="run profile: quick, default, paper or geomon.yaml's")
+    planned.add_argument("--detect", type=float, help="propose the sample that detects a change of this size")
+    planned.add_argument("--probe", action="store_true", help="ask 3 requests of a model whose pace is unknown")
+    planned.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    planned.set_defaults(func=cmd_plan)
 
     history = sub.add_parser("history", help="one row per evaluation and headline metric, with its verdict")
     history.add_argument("--suite", required=True, help=f"a suite ({', '.join(known)}) or an imported benchmark")

@@ -48,6 +48,9 @@ class ModelSpec:
     rate_limit: RateLimit | None = None  # the endpoint's published limits (requests/tokens per minute)
     server: str = "auto"  # llama.cpp | vllm | auto (asked): how a continuation is scored (rank classification)
     constrain: str = "auto"  # how a judge's reply is held to its choices: auto | grammar | choice | json_schema | none
+    # What the endpoint charges, in US dollars per million tokens (geomon plan's cost estimate); None: unknown.
+    price_input_per_million: float | None = None
+    price_output_per_million: float | None = None
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name):

@@ -348,6 +348,18 @@ class ResponseStore:
             ).rowcount
         return deleted
 
+    def recent_answers(self, model: str, limit: int = 500) -> pd.DataFrame:
+        """The model's latest stored answers' latency and tokens (``geomon plan``'s measured pace)."""
+        query = (
+            sa.select(responses.c.latency_s, responses.c.prompt_tokens, responses.c.completion_tokens)
+            .where(responses.c.model == model)
+            .order_by(responses.c.created_at.desc())
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).mappings().all()
+        return pd.DataFrame(rows, columns=["latency_s", "prompt_tokens", "completion_tokens"])
+
     def count(self, model: str | None = None) -> int:
         with self.engine.connect() as conn:
             stmt = sa.select(sa.func.count()).select_from(responses)

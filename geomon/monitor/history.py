@@ -313,6 +313,18 @@ class MetricHistory:
             )
         return pd.DataFrame(rows, columns=[c.name for c in comparisons.c])
 
+    def suite_comparisons(self, suite: str, metric: str, breakdown: str = "") -> pd.DataFrame:
+        """Every stored comparison of one metric of ``suite`` (any model), oldest first."""
+        query = (
+            sa.select(comparisons)
+            .join(evaluations, comparisons.c.evaluation_id == evaluations.c.evaluation_id)
+            .where(evaluations.c.suite == suite, comparisons.c.metric == metric, comparisons.c.breakdown == breakdown)
+            .order_by(comparisons.c.id)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).mappings().all()
+        return pd.DataFrame(rows, columns=[c.name for c in comparisons.c])
+
     def set_verdicts(self, rows: list[dict[str, Any]]) -> None:
         """Update stored comparisons (by ``id``) with their family's decision."""
         if not rows:

@@ -88,6 +88,7 @@ SUITE = SuiteInfo(
     order=6,
     settings=BlendSettings,
     sample="answered",
+    unit=("country", "question_id"),
     profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 8}},
 )
 

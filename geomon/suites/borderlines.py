@@ -56,6 +56,7 @@ SUITE = SuiteInfo(
     ),
     order=2,
     sample="territories",
+    unit=("territory",),
     profiles={"quick": {"sample_territories": 10}, "default": {"sample_territories": 60}},
 )
 
@@ -838,7 +839,14 @@ def _pipeline() -> Pipeline:
                     Option("sample_territories", int, 0, "0 = every territory; N = the first N territories"),
                 ),
             ),
-            Stage("responses", _responses_stage, inputs=("prompts",), per_model=True, asks_models=True),
+            Stage(
+                "responses",
+                _responses_stage,
+                inputs=("prompts",),
+                per_model=True,
+                asks_models=True,
+                requests=lambda prompts, spec, settings: requests_for(prompts, spec)[0],
+            ),
             Stage(
                 "scores",
                 _scores_stage,

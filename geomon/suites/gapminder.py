@@ -83,6 +83,7 @@ SUITE = SuiteInfo(
     order=3,
     settings=GapminderSettings,
     sample="questions",
+    unit=("question_id",),
     profiles={
         "quick": {"sample_questions": 5, "sample_variations": 2},
         "default": {"sample_questions": 20, "sample_variations": 5},

@@ -118,7 +118,14 @@ def responses_stage(
         responses.insert(0, id_column, prompts[id_column].to_numpy())
         return StageResult(responses, metadata=metadata)
 
-    return Stage("responses", run, inputs=("prompts",), per_model=True, asks_models=True)
+    return Stage(
+        "responses",
+        run,
+        inputs=("prompts",),
+        per_model=True,
+        asks_models=True,
+        requests=lambda prompts, spec, settings: requests_for(prompts, spec),
+    )
 
 
 def filled_outcome(name: str, prompts: int, unfilled: list[str], require_prompts: bool = True) -> CheckOutcome:
@@ -159,6 +166,9 @@ class Stage:
     options: tuple[Option, ...] = ()
     tracked: bool = False  # records the evaluation in the history; gets the ``no_regression`` check
     source: bool = False  # the release the suite reads: versions the history's "data"
+    # The contestant's requests: (prompts, spec, settings) → what the stage sends (``geomon plan`` counts them
+    # and looks them up in the store without asking).
+    requests: Callable[[pd.DataFrame, ModelSpec, Any], list[GenerationRequest]] | None = None
 
     @property
     def about(self) -> str:

@@ -105,6 +105,7 @@ SUITE = SuiteInfo(
     order=4,
     settings=QuenchSettings,
     sample="answered",
+    unit=("question_id",),
     profiles={"quick": {"sample_questions": 4}, "default": {"sample_questions": 12}},
 )
 
@@ -1066,7 +1067,13 @@ def _pipeline() -> Pipeline:
                     SEED,
                 ),
             ),
-            Stage("answers", _answers_stage, inputs=("prompts",), **model_stage),
+            Stage(
+                "answers",
+                _answers_stage,
+                inputs=("prompts",),
+                requests=lambda prompts, spec, settings: requests_for(prompts, spec),
+                **model_stage,
+            ),
             Stage(
                 "rationales",
                 _rationales_stage,

@@ -66,6 +66,8 @@ class SuiteInfo:
     # The prompts stage's options per run profile ("quick", "default"); the "paper" profile is the stage's
     # declared defaults (each paper's full size). geomon.yaml's ``profiles:`` overrides them.
     profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # The prompts' columns whose distinct values are the tracked headlines' clusters (``geomon plan``'s sample).
+    unit: tuple[str, ...] = ()
 
 
 def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:

@@ -140,6 +140,7 @@ SUITE = SuiteInfo(
     order=5,
     settings=SagedSettings,
     sample="responses_answered",
+    unit=("root_id",),
     profiles={"quick": {"sample_prompts": 2}, "default": {"sample_prompts": 6}},
 )
 PROMPT_WORDS, AFTER_VERB = 6, 3  # Ap B.2: six words, the verb, three words after it
@@ -918,6 +919,9 @@ def _pipeline() -> Pipeline:
                 inputs=("prompts",),
                 per_model=True,
                 asks_models=True,
+                requests=lambda prompts, spec, settings: [
+                    r for system in settings.saged.roles.values() for r in requests_for(prompts, spec, system)
+                ],
             ),
             Stage(
                 "features",

@@ -54,6 +54,7 @@ SUITE = SuiteInfo(
     ),
     order=1,
     sample="parsed",
+    unit=("iso3",),
     profiles={"quick": {"sample_countries": 12}, "default": {"sample_countries": 40}},
 )
 

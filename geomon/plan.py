@@ -1,0 +1,282 @@
+"""What a run will ask, cost and be able to tell, before it asks anything (``geomon plan``).
+
+For each model × suite at a run profile: the prompts the suite builds (its stages up to the prompts, run
+here on the local data, no model called), the requests the contestant is sent and how many of them the
+response store already holds, the wall time and tokens those asks take at the model's measured pace (the
+store's recent answers: latency and tokens), their cost where ``geomon.yaml`` prices the model, and each
+tracked headline's minimum detectable effect at that sample (``stats.verdicts``: from the spread of the
+suite's stored comparisons, else the worst case a bounded metric allows). ``--detect`` inverts it: the
+sample each headline needs to detect a given change.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from geomon.engine.client import GenerationRequest
+from geomon.engine.registry import ModelSpec
+from geomon.stats import verdicts
+from geomon.suites import registry
+from geomon.suites.pipeline import Pipeline, Stage, StageResult
+
+
+class PlanError(ValueError):
+    """A plan that cannot be made (a suite whose data is not available offline, an unknown model)."""
+
+
+@dataclass
+class PlanContext:
+    """The ``StageContext`` of a stage run for a plan: settings and options; never a model."""
+
+    settings: Any
+    options: dict[str, Any]
+    model: str | None = None
+    revision: str | None = None
+    run_id: str = "plan"
+    code_version: str = "plan"
+
+    def spec(self) -> ModelSpec:
+        raise PlanError("a plan asks no model")
+
+    def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
+        raise PlanError(f"a plan asks no model (a prompts stage wanted to ask {spec.name})")
+
+
+@dataclass
+class Headline:
+    metric: str
+    breakdown: str
+    clusters: int
+    mde: float | None  # None: no stored comparison and no bounds to assume the worst from
+    sd: float | None  # the per-cluster spread of the change the MDE rests on
+    source: str  # "stored comparisons" | "worst case for the metric's range" | "unknown until a first run"
+
+
+@dataclass
+class SuitePlan:
+    suite: str
+    model: str
+    profile: str
+    prompts: int
+    asks: int
+    stored: int
+    seconds: float | None
+    tokens: int | None
+    cost: float | None
+    options: dict[str, Any]
+    headlines: list[Headline] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def to_ask(self) -> int:
+        return self.asks - self.stored
+
+
+def external_input(settings: Any, key: str) -> Any:
+    """An asset outside the suite that a plan reads from the local data."""
+    if key == "worldbank/indicators":
+        from geomon.sources import worldbank
+
+        if settings.worldbank_snapshot is None:
+            raise PlanError("worldbank/indicators: a plan reads the World Bank snapshot (worldbank.snapshot)")
+        return worldbank.read_snapshot(settings.worldbank_snapshot)
+    raise PlanError(f"{key}: a plan cannot read this asset outside Dagster")
+
+
+def build_prompts(settings: Any, suite: str, options: dict[str, Any]) -> tuple[pd.DataFrame, Stage]:
+    """Suite ``suite``'s prompts at ``options`` (its stages up to the prompts, run here; the newest revision
+    of a suite with revisions), and the stage that asks the contestant."""
+    pipeline: Pipeline = registry.pipeline(suite)
+    revision = pipeline.revisions.resolve(settings)[-1] if pipeline.revisions is not None else None
+    values: dict[str, Any] = {}
+    for stage in pipeline.stages:
+        if stage.per_model:
+            break
+        inputs = {}
+        for name in stage.inputs:
+            inputs[name.rsplit("/", 1)[-1]] = external_input(settings, name) if "/" in name else values[name]
+        context = PlanContext(settings, options if stage.options else {}, revision=revision)
+        result: StageResult = stage.run(context, **inputs)
+        values[stage.name] = result.value
+        if stage is pipeline.prompts:
+            asking = next((s for s in pipeline.stages if s.requests is not None), None)
+            if asking is None:
+                raise PlanError(f"suite {suite}: no stage declares the requests it sends")
+            return result.value, asking
+    raise PlanError(f"suite {suite}: no prompts stage before the per-model stages")
+
+
+def pace(store: Any, spec: ModelSpec) -> dict[str, float] | None:
+    """The model's measured pace from its recent stored answers: median latency, mean tokens per answer."""
+    recent = store.recent_answers(spec.name)
+    recent = recent[recent["latency_s"].notna()]
+    if recent.empty:
+        return None
+    return {
+        "latency_s": float(recent["latency_s"].median()),
+        "prompt_tokens": float(recent["prompt_tokens"].fillna(0).mean()),
+        "completion_tokens": float(recent["completion_tokens"].fillna(0).mean()),
+        "answers": len(recent),
+    }
+
+
+def parallelism(settings: Any, spec: ModelSpec) -> int:
+    """Requests answered at once: bundled models' llama-server processes × slots, else the client's
+    concurrency."""
+    engine = settings.engine
+    if spec.bundled is not None:
+        return max(1, (engine.servers or os.cpu_count() or 1) * engine.slots)
+    return max(1, engine.concurrency)
+
+
+def headline_spread(history: Any, suite: str, metric: str, breakdown: str) -> float | None:
+    """The per-cluster spread of a headline's change (se × √clusters) from the suite's latest stored
+    comparison of it, any model."""
+    if history is None:
+        return None
+    rows = history.suite_comparisons(suite, metric, breakdown)
+    rows = rows[rows["se"].notna() & (rows["clusters"].fillna(0) > 0) & (rows["se"] > 0)]
+    if rows.empty:
+        return None
+    last = rows.iloc[-1]
+    return float(last["se"]) * math.sqrt(float(last["clusters"]))
+
+
+def _clusters(prompts: pd.DataFrame, unit: tuple[str, ...]) -> int:
+    present = [c for c in unit if c in prompts]
+    return int(prompts[present].drop_duplicates().shape[0]) if present else len(prompts)
+
+
+def headlines(info: registry.SuiteInfo, clusters: int, settings: Any, history: Any, family: int) -> list[Headline]:
+    """Each tracked headline's MDE at ``clusters`` (the stated power, α over a family of ``family``)."""
+    alpha = settings.verdicts.alpha / max(family, 1)
+    out = []
+    for metric in registry.tracked(info.name):
+        sd = headline_spread(history, info.name, metric.name, metric.breakdown)
+        source = "stored comparisons"
+        if sd is None and metric.bounds is not None:
+            sd = (metric.bounds[1] - metric.bounds[0]) * math.sqrt(0.5)  # a coin flip per cluster, each side
+            source = "worst case for the metric's range"
+        if sd is None:
+            out.append(Headline(metric.name, metric.breakdown, clusters, None, None, "unknown until a first run"))
+            continue
+        se = sd / math.sqrt(max(clusters, 1))
+        out.append(
+            Headline(
+                metric.name,
+                metric.breakdown,
+                clusters,
+                verdicts.minimum_detectable_effect(se, alpha, settings.verdicts.power),
+                sd,
+                source,
+            )
+        )
+    return out
+
+
+def clusters_to_detect(headline: Headline, change: float, settings: Any, family: int) -> int | None:
+    """The clusters a headline needs to detect ``change`` at the stated power (α over the family)."""
+    if headline.sd is None or change <= 0:
+        return None
+    alpha = settings.verdicts.alpha / max(family, 1)
+    z = verdicts.minimum_detectable_effect(1.0, alpha, settings.verdicts.power)
+    return math.ceil((z * headline.sd / change) ** 2)
+
+
+def make_plan(
+    settings: Any, models: list[ModelSpec], suites: list[registry.SuiteInfo], profile: str, store: Any, history: Any
+) -> list[SuitePlan]:
+    """Every model × suite at ``profile``; nothing is asked."""
+    from geomon.engine.runner import model_identity
+    from geomon.engine.store import response_key
+
+    family = sum(len(registry.tracked(s.name)) for s in suites)
+    plans = []
+    for info in suites:
+        options = settings.run_options(info.name, profile)
+        prompts, asking = build_prompts(settings, info.name, options)
+        clusters = _clusters(prompts, info.unit)
+        marks = headlines(info, clusters, settings, history, family)
+        for spec in models:
+            requests = asking.requests(prompts, spec, settings)
+            identity = model_identity(spec)
+            keys = [response_key(identity, r, settings.cache_epoch) for r in requests]
+            stored = len(store.get_many(list(dict.fromkeys(keys))))
+            unique = len(set(keys))
+            measured = pace(store, spec)
+            seconds = tokens = cost = None
+            remaining = unique - stored
+            if measured is not None:
+                seconds = remaining * measured["latency_s"] / parallelism(settings, spec)
+                inputs, outputs = remaining * measured["prompt_tokens"], remaining * measured["completion_tokens"]
+                tokens = int(inputs + outputs)
+                if spec.price_input_per_million is not None and spec.price_output_per_million is not None:
+                    cost = (inputs * spec.price_input_per_million + outputs * spec.price_output_per_million) / 1e6
+            note = "" if measured else "no answers stored yet: time and tokens unknown (geomon plan --probe measures)"
+            plans.append(
+                SuitePlan(
+                    info.name,
+                    spec.name,
+                    profile,
+                    len(prompts),
+                    unique,
+                    stored,
+                    seconds,
+                    tokens,
+                    cost,
+                    options,
+                    marks,
+                    note,
+                )
+            )
+    return plans
+
+
+def probe(settings: Any, spec: ModelSpec, requests: list[GenerationRequest], store: Any, count: int = 3) -> None:
+    """Ask ``count`` of ``requests`` through the store (the answers stay: a later run does not ask them again),
+    so the plan knows the model's pace."""
+    from geomon.engine.runner import ask
+
+    ask(spec, requests[:count], store, epoch=settings.cache_epoch, options=settings.engine)
+
+
+def table(plans: list[SuitePlan]) -> pd.DataFrame:
+    """The plan as rows a person reads: one per model × suite, with the headlines' MDE."""
+    rows = []
+    for p in plans:
+        mde = "; ".join(
+            f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''} {h.mde:.3g}"
+            if h.mde is not None
+            else f"{h.metric} ?"
+            for h in p.headlines
+        )
+        rows.append(
+            {
+                "model": p.model,
+                "suite": p.suite,
+                "prompts": p.prompts,
+                "asks": p.asks,
+                "stored": p.stored,
+                "time": duration(p.seconds),
+                "tokens": p.tokens,
+                "cost_usd": None if p.cost is None else round(p.cost, 2),
+                "clusters": p.headlines[0].clusters if p.headlines else None,
+                "mde": mde,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

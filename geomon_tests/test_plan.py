@@ -1,0 +1,76 @@
+"""``geomon plan``: the asks, what the store already holds, the time and cost at the measured pace, and each
+headline's minimum detectable effect — without calling a model."""
+
+from __future__ import annotations
+
+import math
+
+from geomon import plan
+from geomon.config import load_settings
+from geomon.engine.client import GenerationResult
+from geomon.engine.runner import model_identity
+from geomon.engine.store import response_key
+from geomon.monitor.history import MetricHistory
+from geomon.stats import verdicts
+from geomon.suites import registry
+from geomon_tests.conftest import write_settings
+
+
+def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snapshot_dir):
+    path = write_settings(
+        tmp_path,
+        wdi_snapshot_dir,
+        models=[
+            {
+                "name": "paid",
+                "kind": "chat",
+                "base_url": "http://127.0.0.1:9/v1",  # never called
+                "model_id": "paid",
+                "price_input_per_million": 2.0,
+                "price_output_per_million": 8.0,
+            }
+        ],
+        include_bundled=False,
+        engine={"concurrency": 4},
+    )
+    settings = load_settings(path)
+    spec = settings.model("paid")
+    info = registry.suites()["worldbench"]
+    store = settings.store()
+    (first,) = plan.make_plan(settings, [spec], [info], "quick", store, MetricHistory(settings.store_url))
+    assert first.prompts == first.asks > 0 and first.stored == 0 and first.seconds is None and first.cost is None
+    assert first.options["sample_countries"] == 12 and first.headlines[0].clusters == 12
+    # mean_error lies in [0, 1]: the worst case is a coin flip per country on each side.
+    mean_error = next(h for h in first.headlines if h.metric == "mean_error")
+    se = math.sqrt(0.5) / math.sqrt(12)
+    family = len(registry.tracked("worldbench"))
+    assert mean_error.mde == verdicts.minimum_detectable_effect(se, settings.verdicts.alpha / family, 0.8)
+    # Ten answers stored (2 s each, 100 + 20 tokens): the plan knows the pace and what is left to ask.
+    prompts, asking = plan.build_prompts(settings, "worldbench", first.options)
+    requests = asking.requests(prompts, spec, settings)
+    for request in requests[:10]:
+        key = response_key(model_identity(spec), request, settings.cache_epoch)
+        result = GenerationResult("42", prompt_tokens=100, completion_tokens=20, latency_s=2.0)
+        store.put(key, spec.name, model_identity(spec), settings.cache_epoch, request, result, "openai")
+    (again,) = plan.make_plan(settings, [spec], [info], "quick", store, MetricHistory(settings.store_url))
+    left = again.asks - 10
+    assert again.stored == 10 and again.seconds == left * 2.0 / 4
+    assert again.tokens == left * 120 and again.cost == (left * 100 * 2.0 + left * 20 * 8.0) / 1e6
+    # The inverse: the countries a 0.05 change in mean error needs.
+    need = plan.clusters_to_detect(mean_error, 0.05, settings, family)
+    assert (
+        need > 12
+        and verdicts.minimum_detectable_effect(mean_error.sd / math.sqrt(need), settings.verdicts.alpha / family, 0.8)
+        <= 0.05
+    )
+
+
+def test_the_plan_command_prints_asks_time_and_what_a_sample_detects(tmp_path, wdi_snapshot_dir, capsys):
+    from geomon.cli import main
+
+    path = write_settings(tmp_path, wdi_snapshot_dir)
+    args = ["--config", str(path), "plan", "--suites", "worldbench,blend", "--profile", "quick", "--detect", "5"]
+    assert main([*args, "--models", "smollm2-135m-instruct"]) == 0
+    out = capsys.readouterr().out
+    assert "smollm2-135m-instruct" in out and "profile quick:" in out and "already stored" in out
+    assert "To detect a change of 5" in out and "blend sem_b_local" in out and "sample_questions" in out
