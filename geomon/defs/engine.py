@@ -63,12 +63,14 @@ def stop_when_interrupted() -> Iterator[None]:
 
 
 def ask_model(
-    settings: Settings, spec: ModelSpec, requests: list[GenerationRequest]
+    settings: Settings, spec: ModelSpec, requests: list[GenerationRequest], label: str = ""
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The answers (one row per request) and metadata: the engine's counters, the request rate, the cache
     epoch and the model's description."""
     with stop_when_interrupted():
-        responses, stats = ask(spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine)
+        responses, stats = ask(
+            spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine, label=label
+        )
     counters = stats.as_dict()
     metadata: dict[str, Any] = {
         k: dg.MetadataValue.int(v) if isinstance(v, int) else dg.MetadataValue.float(float(v))

@@ -80,6 +80,7 @@ class DagsterStageContext:
     revision: str | None = None
     run_id: str = ""
     code_version: str = ""
+    label: str = ""  # the asset key, for the progress line
 
     def spec(self) -> ModelSpec:
         if self.model is None:
@@ -87,7 +88,7 @@ class DagsterStageContext:
         return self.settings.model(self.model)
 
     def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
-        return ask_model(self.settings, spec, requests)
+        return ask_model(self.settings, spec, requests, self.label)
 
 
 def stage_key(suite: str, stage: Stage) -> list[str]:
@@ -212,7 +213,9 @@ def _stage_asset(
         settings = context.resources.geomon.settings()
         options = _options(context, info.name, stage, settings)
         model, revision = _partition(context, stage)
-        stage_context = DagsterStageContext(settings, options, model, revision, context.run.run_id, code_version)
+        stage_context = DagsterStageContext(
+            settings, options, model, revision, context.run.run_id, code_version, "/".join(key)
+        )
         result: StageResult = stage.run(stage_context, **inputs)
         if stage.tracked:
             if result.tracked is None:

@@ -146,7 +146,7 @@ def running_server(
     log_file = tempfile.NamedTemporaryFile(  # noqa: SIM115
         prefix=f"llama-server-{os.getpid()}-", suffix=".log", dir=LOG_DIR, delete=False
     )
-    log.info("starting llama-server for %s on port %d (%d slots, %d threads)", alias, port, slots, threads)
+    log.debug("starting llama-server for %s on port %d (%d slots, %d threads)", alias, port, slots, threads)
     proc = subprocess.Popen(
         cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
     )

@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import os
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -125,12 +126,23 @@ class FailedRequests(RuntimeError):
 
 
 class _Progress:
-    """Log lines a person can follow during a long generation: answers and errors counted apart."""
+    """What a person follows during a long generation, answers and errors counted apart: on a terminal, one
+    live line per suite and model (tqdm: done / total, rate, time left); elsewhere (the Dagster UI's step
+    logs, CI) a plain line every ``every_s`` seconds and at the end."""
 
-    def __init__(self, model: str, total: int, every_s: float = 10.0) -> None:
-        self.model, self.total, self.every_s = model, total, every_s
+    def __init__(self, label: str, total: int, every_s: float = 10.0) -> None:
+        self.label, self.total, self.every_s = label, total, every_s
         self.answered = self.failed = 0
         self.started = self.last = time.monotonic()
+        terminal = (
+            sys.__stderr__ is not None and sys.__stderr__.isatty() and os.environ.get("GEOMON_PROGRESS", "1") != "0"
+        )
+        self.bar = None
+        if terminal:
+            from tqdm import tqdm
+
+            # The process's own stderr: a Dagster step's captured stderr is not the terminal.
+            self.bar = tqdm(total=total, desc=label, unit="ask", file=sys.__stderr__, dynamic_ncols=True, leave=True)
 
     def tick(self, ok: bool) -> None:
         if ok:
@@ -138,13 +150,20 @@ class _Progress:
         else:
             self.failed += 1
         done = self.answered + self.failed
+        if self.bar is not None:
+            self.bar.update(1)
+            if self.failed:
+                self.bar.set_postfix(failed=self.failed, refresh=False)
+            if done == self.total:
+                self.bar.close()
         now = time.monotonic()
-        if now - self.last >= self.every_s or done == self.total:
+        every = self.every_s if self.bar is None else 6 * self.every_s  # the log keeps the counts too
+        if now - self.last >= every or done == self.total:
             rate = done / max(now - self.started, 1e-9)
             eta = (self.total - done) / rate if rate else float("inf")
             log.info(
                 "%s: %d/%d done: %d answered, %d failed (%.2f req/s, eta %.0fs)",
-                self.model,
+                self.label,
                 done,
                 self.total,
                 self.answered,
@@ -163,8 +182,10 @@ def ask(
     epoch: str = "",
     options: EngineOptions | None = None,
     client: OpenAICompatibleClient | None = None,
+    label: str = "",
 ) -> tuple[pd.DataFrame, RunStats]:
-    """Answers to ``requests`` in order (columns key, text, error, cached, ...), and what it cost.
+    """Answers to ``requests`` in order (columns key, text, error, cached, ...), and what it cost; ``label``
+    names the work in the progress line (``worldbench/responses gemma3-270m``).
 
     ``epoch`` names a cache generation: a new epoch re-asks everything on purpose (drift probes),
     while the answers of earlier epochs stay stored. ``client`` reuses an already open client.
@@ -186,7 +207,7 @@ def ask(
         """Ask the model these requests (claimed by this run), writing each answer as it arrives."""
         stats.asked += len(indices)
         asked_keys.update(keys[i] for i in indices)
-        progress = _Progress(spec.name, len(indices))
+        progress = _Progress(f"{label} {spec.name}".strip(), len(indices))
         writer = StoreWriter(store)
 
         def keep(j: int, result: GenerationResult) -> None:

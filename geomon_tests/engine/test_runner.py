@@ -195,3 +195,33 @@ def test_a_killed_parent_takes_its_llama_server_and_log_with_it(tmp_path):
 
     with running_server(bundled_model_path("smollm2-135m-instruct"), "m", slots=1):
         assert not log.exists()  # … until the next start swept it
+
+
+def test_progress_is_a_live_line_on_a_terminal_and_plain_lines_elsewhere(monkeypatch, caplog):
+    """On a terminal: one tqdm line (done / total, rate) on the process's own stderr; elsewhere (the Dagster
+    UI's step logs, CI): plain log lines with the same counts."""
+    import io
+    import logging
+    import sys
+
+    from geomon.engine.runner import _Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "__stderr__", terminal)
+    with caplog.at_level(logging.INFO, logger="geomon"):
+        live = _Progress("worldbench/responses smollm2", 3, every_s=3600)
+        for ok in (True, False, True):
+            live.tick(ok)
+    assert "worldbench/responses smollm2" in terminal.getvalue() and "3/3" in terminal.getvalue()
+    assert "3/3 done: 2 answered, 1 failed" in caplog.text  # the final count is logged too
+    monkeypatch.setattr(sys, "__stderr__", io.StringIO())  # not a terminal
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="geomon"):
+        plain = _Progress("blend/responses gemma3-270m", 2, every_s=0)
+        plain.tick(True)
+        plain.tick(True)
+    assert plain.bar is None and "1/2 done" in caplog.text and "2/2 done" in caplog.text
