@@ -63,6 +63,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     names = [s.name for s in specs]
     chosen = resolve(args.suite)
     home = _dagster_home()
+    if not confirm_plan(settings, specs, chosen, args):
+        print(
+            "geomon: not run (the plan's estimate is above confirm_above_minutes / confirm_above_usd)", file=sys.stderr
+        )
+        return 1
     from geomon.monitor import alerts
 
     if not alerts.notifiers(settings.alerts):  # said once, not per alert
@@ -179,12 +184,36 @@ def _print_frame(frame, form: str) -> None:
         )
 
 
+def confirm_plan(settings: Any, specs: list[Any], chosen: list[Any], args: argparse.Namespace) -> bool:
+    """Print what the run will ask (``geomon plan``'s totals) and, on a terminal, ask before a run estimated
+    above ``confirm_above_minutes`` or ``confirm_above_usd``; ``--yes`` (and a non-terminal) never asks."""
+    from geomon import plan
+    from geomon.monitor.history import MetricHistory
+
+    plans = plan.make_plan(settings, specs, chosen, args.profile, settings.store(), MetricHistory(settings.store_url))
+    total = plan.totals(plans)
+    minutes = total["seconds"] / 60 if total["seconds"] is not None else None
+    unknown = f" (pace unknown for {', '.join(total['pace_unknown'])})" if total["pace_unknown"] else ""
+    cost = f", about ${total['cost']:,.2f}" if total["cost"] is not None else ""
+    print(
+        f"plan: profile {args.profile}: {total['to_ask']:,} asks to make, {total['stored']:,} already stored, "
+        f"about {plan.duration(total['seconds'])}{unknown}{cost} (geomon plan shows each suite and what it can detect)"
+    )
+    over = (minutes is not None and 0 < settings.confirm_above_minutes < minutes) or (
+        total["cost"] is not None and 0 < settings.confirm_above_usd < total["cost"]
+    )
+    if not over or args.yes or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return True
+    return input("Run it? [y/N] ").strip().lower() in ("y", "yes")
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     """What a run will ask, cost and be able to detect, per model × suite, without calling a model (beyond
     ``--probe``'s few requests)."""
     from geomon import plan
     from geomon.monitor.history import MetricHistory
     from geomon.suites.registry import resolve
+    from geomon.suites.registry import tracked as registry_tracked
 
     settings = load_settings(args.config)
     models = [settings.model(n) for n in args.models.split(",")] if args.models else settings.models
@@ -201,15 +230,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plans = plan.make_plan(settings, models, chosen, args.profile, store, history)
     frame = plan.table(plans)
     _print_frame(frame, args.format)
-    family = sum(len(h.headlines) for h in plans[: len(chosen)]) if plans else 0
-    total = sum(p.seconds or 0 for p in plans)
-    unknown = sorted({p.model for p in plans if p.seconds is None})
-    cost = [p.cost for p in plans if p.cost is not None]
+    family = sum(len(registry_tracked(info.name)) for info in chosen)
+    total = plan.totals(plans)
+    unknown = total["pace_unknown"]
     print(
-        f"\nprofile {args.profile}: {sum(p.to_ask for p in plans):,} asks to make ({sum(p.stored for p in plans):,} "
-        f"already stored), about {plan.duration(total) if total or not unknown else '?'}"
+        f"\nprofile {args.profile}: {total['to_ask']:,} asks to make ({total['stored']:,} already stored), about "
+        f"{plan.duration(total['seconds'])}"
         + (f" (+ unknown for {', '.join(unknown)}: --probe measures)" if unknown else "")
-        + (f", about ${sum(cost):,.2f}" if cost else "")
+        + (f", about ${total['cost']:,.2f}" if total["cost"] is not None else "")
         + f"; MDE at 80 % power, α = {settings.verdicts.alpha} over a family of {family}."
     )
     for note in sorted({p.note for p in plans if p.note}):
@@ -525,6 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
         "default); never: always 0 — for CI gates, docs/monitoring.md"
     )
     run.add_argument("--fail-on", choices=FAIL_ON, default="check", help=fail_on_help)
+    run.add_argument("--yes", action="store_true", help="never ask before a run estimated above the limits")
     run.set_defaults(func=cmd_run)
 
     planned = sub.add_parser("plan", help="what a run will ask, take, cost and detect, per model × suite")

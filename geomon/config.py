@@ -110,6 +110,9 @@ class Settings:
     profiles: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # The profile automation and the UI's default materialization run (docs/getting-started.md).
     automation_profile: str = "default"
+    # `geomon run` on a terminal asks before a run its plan estimates above these (0: never asks).
+    confirm_above_minutes: float = 60.0
+    confirm_above_usd: float = 5.0
 
     def run_options(self, suite: str, profile: str | None = None) -> dict[str, Any]:
         """Suite ``suite``'s prompts-stage options under ``profile`` (default: the automation profile): the one
@@ -281,6 +284,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "gapminder_results",
         "profiles",
         "automation_profile",
+        "confirm_above_minutes",
+        "confirm_above_usd",
     }
     from geomon.suites.registry import suites
 
@@ -351,6 +356,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         engine=engine,
         predecessors=_predecessors(doc.get("predecessors"), path),
         profiles=_profiles(doc.get("profiles"), path),
+        confirm_above_minutes=float(doc.get("confirm_above_minutes", 60.0)),
+        confirm_above_usd=float(doc.get("confirm_above_usd", 5.0)),
         automation_profile=str(os.environ.get("GEOMON_AUTOMATION_PROFILE", doc.get("automation_profile", "default"))),
         gapminder_results=_resolve(base, os.environ.get("GEOMON_GAPMINDER_RESULTS", doc.get("gapminder_results"))),
         cache_epoch=str(os.environ.get("GEOMON_CACHE_EPOCH", doc.get("cache_epoch", ""))),

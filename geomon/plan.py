@@ -188,53 +188,81 @@ def clusters_to_detect(headline: Headline, change: float, settings: Any, family:
     return math.ceil((z * headline.sd / change) ** 2)
 
 
+def suite_plans(
+    settings: Any,
+    models: list[ModelSpec],
+    info: registry.SuiteInfo,
+    profile: str,
+    store: Any,
+    history: Any,
+    family: int,
+    prompts: pd.DataFrame | None = None,
+) -> list[SuitePlan]:
+    """One suite's plan for each model (``prompts``: already built, e.g. by the prompts asset)."""
+    from geomon.engine.runner import model_identity
+    from geomon.engine.store import response_key
+
+    options = settings.run_options(info.name, profile)
+    if prompts is None:
+        prompts, asking = build_prompts(settings, info.name, options)
+    else:
+        asking = next(s for s in registry.pipeline(info.name).stages if s.requests is not None)
+    clusters = _clusters(prompts, info.unit)
+    marks = headlines(info, clusters, settings, history, family)
+    plans = []
+    for spec in models:
+        requests = asking.requests(prompts, spec, settings)
+        identity = model_identity(spec)
+        keys = list(dict.fromkeys(response_key(identity, r, settings.cache_epoch) for r in requests))
+        stored = len(store.get_many(keys))
+        measured = pace(store, spec)
+        seconds = tokens = cost = None
+        remaining = len(keys) - stored
+        if measured is not None:
+            seconds = remaining * measured["latency_s"] / parallelism(settings, spec)
+            inputs, outputs = remaining * measured["prompt_tokens"], remaining * measured["completion_tokens"]
+            tokens = int(inputs + outputs)
+            if spec.price_input_per_million is not None and spec.price_output_per_million is not None:
+                cost = (inputs * spec.price_input_per_million + outputs * spec.price_output_per_million) / 1e6
+        note = "" if measured else "no answers stored yet: time and tokens unknown (geomon plan --probe measures)"
+        plans.append(
+            SuitePlan(
+                info.name,
+                spec.name,
+                profile,
+                len(prompts),
+                len(keys),
+                stored,
+                seconds,
+                tokens,
+                cost,
+                options,
+                marks,
+                note,
+            )
+        )
+    return plans
+
+
 def make_plan(
     settings: Any, models: list[ModelSpec], suites: list[registry.SuiteInfo], profile: str, store: Any, history: Any
 ) -> list[SuitePlan]:
     """Every model × suite at ``profile``; nothing is asked."""
-    from geomon.engine.runner import model_identity
-    from geomon.engine.store import response_key
-
     family = sum(len(registry.tracked(s.name)) for s in suites)
-    plans = []
-    for info in suites:
-        options = settings.run_options(info.name, profile)
-        prompts, asking = build_prompts(settings, info.name, options)
-        clusters = _clusters(prompts, info.unit)
-        marks = headlines(info, clusters, settings, history, family)
-        for spec in models:
-            requests = asking.requests(prompts, spec, settings)
-            identity = model_identity(spec)
-            keys = [response_key(identity, r, settings.cache_epoch) for r in requests]
-            stored = len(store.get_many(list(dict.fromkeys(keys))))
-            unique = len(set(keys))
-            measured = pace(store, spec)
-            seconds = tokens = cost = None
-            remaining = unique - stored
-            if measured is not None:
-                seconds = remaining * measured["latency_s"] / parallelism(settings, spec)
-                inputs, outputs = remaining * measured["prompt_tokens"], remaining * measured["completion_tokens"]
-                tokens = int(inputs + outputs)
-                if spec.price_input_per_million is not None and spec.price_output_per_million is not None:
-                    cost = (inputs * spec.price_input_per_million + outputs * spec.price_output_per_million) / 1e6
-            note = "" if measured else "no answers stored yet: time and tokens unknown (geomon plan --probe measures)"
-            plans.append(
-                SuitePlan(
-                    info.name,
-                    spec.name,
-                    profile,
-                    len(prompts),
-                    unique,
-                    stored,
-                    seconds,
-                    tokens,
-                    cost,
-                    options,
-                    marks,
-                    note,
-                )
-            )
-    return plans
+    return [p for info in suites for p in suite_plans(settings, models, info, profile, store, history, family)]
+
+
+def totals(plans: list[SuitePlan]) -> dict[str, Any]:
+    """What a whole run asks: asks to make, stored, seconds and cost (None where a model's pace is unknown)."""
+    known = [p.seconds for p in plans if p.seconds is not None]
+    costs = [p.cost for p in plans if p.cost is not None]
+    return {
+        "to_ask": sum(p.to_ask for p in plans),
+        "stored": sum(p.stored for p in plans),
+        "seconds": sum(known) if known else None,
+        "pace_unknown": sorted({p.model for p in plans if p.seconds is None and p.to_ask}),
+        "cost": sum(costs) if costs else None,
+    }
 
 
 def probe(settings: Any, spec: ModelSpec, requests: list[GenerationRequest], store: Any, count: int = 3) -> None:

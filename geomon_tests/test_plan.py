@@ -74,3 +74,36 @@ def test_the_plan_command_prints_asks_time_and_what_a_sample_detects(tmp_path, w
     out = capsys.readouterr().out
     assert "smollm2-135m-instruct" in out and "profile quick:" in out and "already stored" in out
     assert "To detect a change of 5" in out and "blend sem_b_local" in out and "sample_questions" in out
+
+
+def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
+    """On a terminal, a run whose plan is estimated above confirm_above_minutes waits for a yes; --yes and a
+    non-terminal never ask."""
+    import argparse
+    import io
+
+    from geomon.cli import confirm_plan
+
+    path = write_settings(tmp_path, wdi_snapshot_dir, confirm_above_minutes=0.001)
+    settings = load_settings(path)
+    spec = settings.model("smollm2-135m-instruct")
+    info = registry.suites()["worldbench"]
+    store = settings.store()
+    prompts, asking = plan.build_prompts(settings, "worldbench", settings.run_options("worldbench", "quick"))
+    request = asking.requests(prompts, spec, settings)[0]
+    result = GenerationResult("42", prompt_tokens=50, completion_tokens=5, latency_s=1.0)  # a pace is known
+    store.put("pace", spec.name, model_identity(spec), "other-epoch", request, result, "llama.cpp")
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    args = argparse.Namespace(profile="quick", yes=False)
+    monkeypatch.setattr("sys.stdin", Terminal("n\n"))
+    monkeypatch.setattr("sys.stdout", Terminal())
+    assert confirm_plan(settings, [spec], [info], args) is False
+    monkeypatch.setattr("sys.stdin", Terminal("y\n"))
+    assert confirm_plan(settings, [spec], [info], args) is True
+    assert confirm_plan(settings, [spec], [info], argparse.Namespace(profile="quick", yes=True)) is True
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: never asks
+    assert confirm_plan(settings, [spec], [info], args) is True
