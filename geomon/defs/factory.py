@@ -232,6 +232,7 @@ def _stage_asset(
             metadata = keyed_by_partition(metadata, str(context.partition_key))
         if stage.options:
             metadata.update(options_metadata_values(options))
+            metadata["plan"] = metadata_value(prompts_plan(settings, info, result.value))
         if result.data_version:
             yield versioned_output(result.value, result.data_version, metadata=metadata)
         else:
@@ -368,6 +369,20 @@ class DeclaredSuite:
         per_revision = revisions.options(options, keys)
         results = self.materialize(instance, models, log_level=log_level, described=described, revisions=per_revision)
         return results, described
+
+
+def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> pd.DataFrame:
+    """What these prompts will ask each registered model (``geomon plan``'s rows): shown on the prompts asset,
+    so the UI says what a materialization of the per-model stages costs before anyone clicks."""
+    from geomon import plan
+    from geomon.monitor.history import MetricHistory
+
+    family = len(registry.tracked(info.name))
+    history = MetricHistory(settings.store_url)
+    plans = plan.suite_plans(
+        settings, settings.models, info, settings.automation_profile, settings.store(), history, family, prompts
+    )
+    return plan.table(plans).drop(columns=["suite"])
 
 
 def profile_config(

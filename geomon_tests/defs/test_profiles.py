@@ -4,6 +4,8 @@ unless the profile says so."""
 
 from __future__ import annotations
 
+import re
+
 import dagster as dg
 import pytest
 
@@ -25,6 +27,13 @@ def _prompts_without_config(instance, settings) -> int:
         selection=dg.AssetSelection.assets(["worldbank", "economies"], ["worldbank", "indicators"], PROMPTS.path),
         resources={"geomon": GeomonResource(config_path=str(settings))},
     )
+    plan = result.asset_materializations_for_node("worldbench__prompts")[0].metadata["plan"].value
+    # The prompts asset shows what they will ask each registered model, before anyone asks.
+    asks = len(result.output_for_node("worldbench__prompts"))
+    plain = plan.replace("\\", "")  # Markdown escapes
+    assert "smollm2-135m-instruct" in plain and "gemma3-270m" in plain
+    assert len(re.findall(rf"\|\s+{asks}\s+\|", plain)) >= 2  # prompts and asks, for each model
+    assert "mean_error" in plain
     return len(result.output_for_node("worldbench__prompts"))
 
 
