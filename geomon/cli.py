@@ -63,7 +63,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     names = [s.name for s in specs]
     chosen = resolve(args.suite)
     home = _dagster_home()
-    if not confirm_plan(settings, specs, chosen, args):
+    plans = run_plan(settings, specs, chosen, args.profile)
+    if not confirm_plan(settings, plans, args):
         print(
             "geomon: not run (the plan's estimate is above confirm_above_minutes / confirm_above_usd)", file=sys.stderr
         )
@@ -99,10 +100,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             board = report.parent / "leaderboard.csv"
             if board.exists():
                 print(f"\n{suite.title}:\n{terminal_table(board, suite)}")
+            print(detectable(plans, suite.name))
             print(f"Results: {report.parent} (leaderboard.csv and per-model CSVs)\nReport:  {report}")
         page, _ = write_trends(settings)
         print(f"\nTrends (every evaluation in the history, over real dates): {page}")
         print(f"Every report: {settings.results_dir / 'index.html'}")
+        if args.profile != "paper":
+            print(
+                f"Profile {args.profile}; each paper's full size: make run PROFILE=paper "
+                "(geomon plan --profile paper says what it asks first)"
+            )
     print(f"Dagster instance: {home} — open the UI with `make ui` (dg dev, http://127.0.0.1:3000)")
     regressions = sum(c.check_name == "no_regression" for c in failed)
     blocking = sum(bool(getattr(c, "blocking", False)) for c in failed)
@@ -127,6 +134,13 @@ def terminal_table(board_csv: Path, suite: Any) -> str:
     board = pd.read_csv(board_csv)
     keys = [c for c in ("model", "revision", "persona") if c in board]
     metrics = [h.metric for h in suite.headlines if h.metric in board]
+    for metric in metrics:  # each headline with its 95 % interval where the board has one
+        low, high = f"{metric}_ci_low", f"{metric}_ci_high"
+        if low in board and high in board:
+            board[metric] = [
+                "—" if pd.isna(v) else f"{v:.3g}" + (f" [{lo:.3g}, {hi:.3g}]" if pd.notna(lo) and pd.notna(hi) else "")
+                for v, lo, hi in zip(board[metric], board[low], board[high], strict=True)
+            ]
     shown = keys[:]
     for metric in dict.fromkeys(metrics):
         text = board[[*shown, metric]].round(3).to_string(index=False)
@@ -184,13 +198,33 @@ def _print_frame(frame, form: str) -> None:
         )
 
 
-def confirm_plan(settings: Any, specs: list[Any], chosen: list[Any], args: argparse.Namespace) -> bool:
-    """Print what the run will ask (``geomon plan``'s totals) and, on a terminal, ask before a run estimated
-    above ``confirm_above_minutes`` or ``confirm_above_usd``; ``--yes`` (and a non-terminal) never asks."""
+def run_plan(settings: Any, specs: list[Any], chosen: list[Any], profile: str) -> list[Any]:
+    """``geomon plan``'s rows for a run: what it asks and what each headline can detect at its sample."""
     from geomon import plan
     from geomon.monitor.history import MetricHistory
 
-    plans = plan.make_plan(settings, specs, chosen, args.profile, settings.store(), MetricHistory(settings.store_url))
+    return plan.make_plan(settings, specs, chosen, profile, settings.store(), MetricHistory(settings.store_url))
+
+
+def detectable(plans: list[Any], suite: str) -> str:
+    """``mean_error ≥ 0.18, …``: the smallest change each headline of ``suite`` detects at this sample."""
+    first = next((p for p in plans if p.suite == suite), None)
+    if first is None:
+        return ""
+    parts = [
+        f"{h.metric} {h.mde:.3g}" if h.mde is not None else f"{h.metric} ? (after a first run)" for h in first.headlines
+    ]
+    return (
+        f"Detectable at this sample (80 % power, {first.headlines[0].clusters if first.headlines else 0} clusters): "
+        + ", ".join(parts)
+    )
+
+
+def confirm_plan(settings: Any, plans: list[Any], args: argparse.Namespace) -> bool:
+    """Print what the run will ask (``geomon plan``'s totals) and, on a terminal, ask before a run estimated
+    above ``confirm_above_minutes`` or ``confirm_above_usd``; ``--yes`` (and a non-terminal) never asks."""
+    from geomon import plan
+
     total = plan.totals(plans)
     minutes = total["seconds"] / 60 if total["seconds"] is not None else None
     unknown = f" (pace unknown for {', '.join(total['pace_unknown'])})" if total["pace_unknown"] else ""

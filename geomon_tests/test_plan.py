@@ -82,7 +82,7 @@ def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_di
     import argparse
     import io
 
-    from geomon.cli import confirm_plan
+    from geomon.cli import confirm_plan, run_plan
 
     path = write_settings(tmp_path, wdi_snapshot_dir, confirm_above_minutes=0.001)
     settings = load_settings(path)
@@ -99,11 +99,12 @@ def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_di
             return True
 
     args = argparse.Namespace(profile="quick", yes=False)
+    plans = run_plan(settings, [spec], [info], "quick")
     monkeypatch.setattr("sys.stdin", Terminal("n\n"))
     monkeypatch.setattr("sys.stdout", Terminal())
-    assert confirm_plan(settings, [spec], [info], args) is False
+    assert confirm_plan(settings, plans, args) is False
     monkeypatch.setattr("sys.stdin", Terminal("y\n"))
-    assert confirm_plan(settings, [spec], [info], args) is True
-    assert confirm_plan(settings, [spec], [info], argparse.Namespace(profile="quick", yes=True)) is True
+    assert confirm_plan(settings, plans, args) is True
+    assert confirm_plan(settings, plans, argparse.Namespace(profile="quick", yes=True)) is True
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: never asks
-    assert confirm_plan(settings, [spec], [info], args) is True
+    assert confirm_plan(settings, plans, args) is True
