@@ -1,6 +1,6 @@
 """The Definitions object that workspace.yaml loads: everything in the ``geomon/defs`` folder, found by
-Dagster's ``dg`` project layout (``[tool.dg]`` in pyproject.toml) — a new suite's ``defs/<suite>/``
-folder is picked up without being named here."""
+Dagster's ``dg`` project layout (``[tool.dg]`` in pyproject.toml). Suites need no folder there: the suite
+factory (``defs/factory.py``) builds every registered suite's assets from its declaration."""
 
 from pathlib import Path
 

@@ -1,5 +1,5 @@
 """The one suite factory, proved by BLEnD: a suite declared by a Pipeline gets its assets, checks, jobs,
-history, regression check, leaderboard and report without a ``defs/<suite>/`` folder. Scripted models on
+history, regression check, leaderboard and report from its declaration alone. Scripted models on
 loopback give exact expected results."""
 
 from __future__ import annotations
