@@ -147,9 +147,14 @@ class Weights:
         if x.ndim == 1:
             by_cluster = np.bincount(self.codes, weights=self.sign * x, minlength=clusters)
             used = np.flatnonzero(by_cluster)
-            # A group's rows touch few clusters: multiply only those (a column copy), else the whole matrix.
-            sparse = used.size < clusters // 4
-            moved = self.per_cluster[:, used] @ by_cluster[used] if sparse else self.per_cluster @ by_cluster
+            if used.size == 0:
+                moved = np.zeros(self.per_cluster.shape[0])
+            elif used[-1] - used[0] + 1 <= max(used.size * 2, clusters // 4):
+                # A group's clusters, numbered together: multiply that block (a view, no copy).
+                block = slice(used[0], used[-1] + 1)
+                moved = self.per_cluster[:, block] @ by_cluster[block]
+            else:
+                moved = self.per_cluster @ by_cluster
         else:  # columns at once: one matrix product (groups' numerators and denominators)
             by_cluster = self._gather() @ (self.sign[:, None] * x)
             moved = self.per_cluster @ by_cluster
@@ -189,12 +194,12 @@ def group_values(of: Pooled, by: str, frame: pd.DataFrame, weights: Weights) -> 
     """``of`` per group of ``by``: resamples × groups (NaN where a group has nothing), and the group names."""
     num, den = of.parts(frame)
     codes, names = _group_codes(frame, by)
-    onehot = np.zeros((len(frame), len(names)))
-    onehot[np.arange(len(frame)), codes] = 1.0
-    sums = weights @ np.hstack([num[:, None] * onehot, den[:, None] * onehot])
-    top, bottom = sums[:, : len(names)], sums[:, len(names) :]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan), names
+    # One product per group: a group's rows touch only its clusters (contiguous when the clusters are
+    # ordered by group: ``_cluster_codes``), so the groups together cost about one product over all clusters.
+    columns = [
+        _ratio_of(weights, np.where(codes == g, num, 0.0), np.where(codes == g, den, 0.0)) for g in range(len(names))
+    ]
+    return (np.stack(columns, axis=1) if columns else np.empty((weights.resamples, 0))), names
 
 
 @dataclass(frozen=True)
@@ -299,6 +304,11 @@ class TrackedMetric:
     def worse(self) -> str:
         return "higher" if self.higher_is_worse else "lower"
 
+    @property
+    def group(self) -> str:
+        """The column the metric's groups are read by (its first ``by``, a range's groups), or ""."""
+        return self.by[0] if self.by else self.statistic.by if isinstance(self.statistic, Range) else ""
+
     def check(self, frame: pd.DataFrame, where: str) -> None:
         missing = sorted(self.columns() - set(frame.columns))
         if missing:
@@ -346,8 +356,18 @@ class Estimate:
     clusters: int  # the sample size of the sufficiency rule
 
 
-def _cluster_codes(frame: pd.DataFrame, cluster: str) -> tuple[np.ndarray, int]:
+def _cluster_codes(frame: pd.DataFrame, cluster: str, group: str = "") -> tuple[np.ndarray, int]:
+    """Each row's cluster number; with ``group`` and clusters nested in its groups, clusters numbered group by
+    group, so a group's clusters are one contiguous block (its products read a slice, not a copy)."""
     codes, names = pd.factorize(frame[cluster].astype(str))
+    if group and len(names):
+        groups = frame[group].astype(str).to_numpy()
+        first = pd.Series(groups).groupby(codes).agg(["first", "nunique"])
+        if (first["nunique"] == 1).all():  # nested: renumber by (group, cluster)
+            order = np.lexsort((np.asarray(names, dtype=str), first["first"].to_numpy(dtype=str)))
+            renumber = np.empty(len(names), dtype=int)
+            renumber[order] = np.arange(len(names))
+            codes = renumber[codes]
     return codes, len(names)
 
 
@@ -365,7 +385,7 @@ def estimates(
     frame = _categorical(frame, metric.columns())
     if frame.empty:
         return [Estimate(metric.name, b, math.nan, math.nan, math.nan, 0, 0) for b, _ in metric.parts(frame)]
-    codes, clusters = _cluster_codes(frame, metric.cluster)
+    codes, clusters = _cluster_codes(frame, metric.cluster, metric.group)
     draws = _bootstrap_weights(codes, clusters, resamples, np.random.default_rng(seed)) if resamples else None
     parts = metric.parts(frame)
     statistics = [statistic for _, statistic in parts]
@@ -475,7 +495,7 @@ def paired_test(
     old, new = _aligned(before, after)
     n = len(new)
     stacked = _categorical(pd.concat([old, new], ignore_index=True), metric.columns())
-    codes, clusters = _cluster_codes(new, metric.cluster) if n else (np.zeros(0, dtype=int), 0)
+    codes, clusters = _cluster_codes(new, metric.cluster, metric.group) if n else (np.zeros(0, dtype=int), 0)
     rng = np.random.default_rng(seed)
     flips = _coin_flips(rng, resamples, clusters) if n else np.zeros((0, 0))
     arms = np.concatenate([np.zeros(n), np.ones(n)])
@@ -531,21 +551,8 @@ def paired_test(
 
 
 def evaluate(statistics: list[Any], frame: pd.DataFrame, weights: Weights) -> list[np.ndarray]:
-    """Each statistic under ``weights``; the pooled means and ratios among them (a metric's groups) in one
-    matrix product."""
-    out: list[np.ndarray | None] = [None] * len(statistics)
-    pooled = [i for i, s in enumerate(statistics) if isinstance(s, Mean | Ratio)]
-    if len(pooled) > 1:
-        parts = [statistics[i].parts(frame) for i in pooled]
-        sums = weights @ np.stack([x for pair in parts for x in pair], axis=1)
-        for k, i in enumerate(pooled):
-            top, bottom = sums[:, 2 * k], sums[:, 2 * k + 1]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[i] = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
-    for i, statistic in enumerate(statistics):
-        if out[i] is None:
-            out[i] = statistic.weighted(frame, weights)
-    return out
+    """Each statistic under ``weights``."""
+    return [statistic.weighted(frame, weights) for statistic in statistics]
 
 
 def _coin_flips(rng: np.random.Generator, resamples: int, clusters: int) -> np.ndarray:
