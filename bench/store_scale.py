@@ -30,8 +30,10 @@ import sqlalchemy as sa
 from geomon.engine.client import GenerationRequest, GenerationResult
 from geomon.engine.store import ResponseStore, StoredAnswer, response_key
 from geomon.monitor import history
-from geomon.monitor.history import MetricHistory, MetricValue
+from geomon.monitor.history import MetricHistory
 from geomon.report import trends
+from geomon.stats.values import MetricValue
+from geomon.suites import registry
 from geomon.suites.registry import suites
 
 
@@ -163,8 +165,9 @@ def main() -> None:
         timed(f"previous evaluation with its items ({suite}, one model)", lambda: hist.latest(suite, "model-050"))
 
         def report() -> None:
-            series = hist.series(only=trends.headline_keys())
-            trends.write_report(Path(tmp) / "trends", series)
+            catalog = registry.headline_catalog()
+            series = hist.series(only=trends.headline_keys(catalog))
+            trends.write_report(Path(tmp) / "trends", series, catalog=catalog)
 
         timed("geomon trends, first time (every chart drawn)", report)
         timed("geomon trends again, history unchanged (charts kept)", report)

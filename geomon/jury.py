@@ -23,6 +23,7 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
+from geomon.quality import CheckOutcome
 from geomon.stats.agreement import fleiss_kappa, pairwise_agreement
 
 INDECISIVE = "indecisive"
@@ -299,28 +300,20 @@ def agreement_metadata(agreed: Mapping[str, Any], kappa_name: str = "judge_fleis
     return {kappa_name: float(kappa) if pd.notna(kappa) else -1.0, "judge_pairs": pairs if len(pairs) else "none"}
 
 
-def agreement_outcome(settings: Any, suite: str, model: str, kappa: float, asset_key: Sequence[str]) -> Any:
+def agreement_outcome(context: Any, suite: str, kappa: float) -> CheckOutcome:
     """The ``judge_agreement_stable`` check: the judges' Fleiss' kappa against the model's previous run
-    (read before this run is recorded); a drop of ``AGREEMENT_DROP`` or more alerts, as a regression does."""
-    from geomon.monitor import alerts
-    from geomon.monitor.history import MetricHistory
-    from geomon.suites.pipeline import CheckOutcome
-
-    earlier = MetricHistory(settings.store_url).series(suite=suite, model=model, metric="judge_fleiss_kappa")
+    (read before this run is recorded, through the stage's context); a drop of ``AGREEMENT_DROP`` or more
+    alerts, as a regression does."""
+    model = context.model
+    earlier = context.history().series(suite=suite, model=model, metric="judge_fleiss_kappa")
     previous = float(earlier["value"].iloc[-1]) if len(earlier) else None
     dropped = agreement_dropped(previous, kappa)
     if dropped:
-        alerts.send(
-            alerts.Alert(
-                kind="judge_agreement",
-                title=f"{suite}: judges agree less on {model}",
-                summary=f"Fleiss' kappa {previous:.2f} → {kappa:.2f}: check the judge models before trusting grades.",
-                model=model,
-                suite=suite,
-                url=alerts.asset_url(settings.alerts.ui_url, list(asset_key), model),
-                numbers={"before": previous, "after": kappa},
-            ),
-            settings.alerts,
+        context.alert(
+            "judge_agreement",
+            f"{suite}: judges agree less on {model}",
+            f"Fleiss' kappa {previous:.2f} → {kappa:.2f}: check the judge models before trusting grades.",
+            {"before": previous, "after": kappa},
         )
     return CheckOutcome(
         "judge_agreement_stable",

@@ -39,12 +39,24 @@ class PlanContext:
     revision: str | None = None
     run_id: str = "plan"
     code_version: str = "plan"
+    _history: Any = None
 
     def spec(self) -> ModelSpec:
         raise PlanError("a plan asks no model")
 
     def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
         raise PlanError(f"a plan asks no model (a prompts stage wanted to ask {spec.name})")
+
+    def history(self) -> Any:
+        """A history of its own, in memory: a plan records nothing."""
+        from geomon.monitor.history import MetricHistory
+
+        if self._history is None:
+            self._history = MetricHistory("sqlite://")
+        return self._history
+
+    def alert(self, kind: str, title: str, summary: str, numbers: dict[str, Any]) -> list[str]:
+        return ["not sent: a plan"]
 
 
 @dataclass

@@ -11,7 +11,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -34,10 +34,18 @@ class QualityReport:
     failures: list[dict[str, Any]] = field(default_factory=list)
 
 
-def outcome(report: QualityReport, check_name: str, **metadata: Any) -> Any:
-    """A declared suite's check outcome from a quality report (the failures listed, counted)."""
-    from geomon.suites.pipeline import CheckOutcome
+@dataclass
+class CheckOutcome:
+    """What a check found: the asset check a stage of a suite (or its separate check) reports."""
 
+    name: str
+    passed: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+    severity: Literal["error", "warn"] = "error"
+
+
+def outcome(report: QualityReport, check_name: str, **metadata: Any) -> CheckOutcome:
+    """A declared suite's check outcome from a quality report (the failures listed, counted)."""
     return CheckOutcome(
         check_name,
         passed=report.success,

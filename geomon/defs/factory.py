@@ -45,6 +45,7 @@ from geomon.defs.versions import source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.monitor import tracking
+from geomon.monitor.history import MetricHistory
 from geomon.report import charts
 from geomon.suites import registry
 from geomon.suites.pipeline import CheckOutcome, Markdown, Pipeline, Stage, StageCheck, StageResult
@@ -89,6 +90,18 @@ class DagsterStageContext:
 
     def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
         return ask_model(self.settings, spec, requests, self.label)
+
+    def history(self) -> MetricHistory:
+        return MetricHistory(self.settings.store_url)
+
+    def alert(self, kind: str, title: str, summary: str, numbers: dict[str, Any]) -> list[str]:
+        from geomon.monitor import alerts
+
+        suite = self.label.split("/", 1)[0]
+        url = alerts.asset_url(self.settings.alerts.ui_url, self.label.split("/"), self.model)
+        return alerts.deliver(
+            alerts.Alert(kind, title, summary, self.model or "", suite, url, numbers), self.settings.alerts
+        )
 
 
 def stage_key(suite: str, stage: Stage) -> list[str]:
@@ -394,6 +407,12 @@ def profile_config(
     options = {o.dest: sizes.get(o.config) if flags.get(o.dest) is None else flags[o.dest] for o in info.options}
     config = {**sizes, **{o.config: options[o.dest] for o in info.options if options[o.dest] is not None}}
     return options, config
+
+
+def suite_runs(name: str) -> DeclaredSuite:
+    """How ``geomon run`` materializes a registered suite (an unknown one is an error listing the known)."""
+    registry.module(name)
+    return declared(name)
 
 
 @cache

@@ -90,7 +90,9 @@ def leaderboard_metadata(
     and link, the results index, and one series per row of ``series_rows`` (default: the board; ``labels``
     name a row: model, or model and table version) of each of the suite's headline metrics, so the Plots tab
     draws each model's own line."""
-    index = write_index(report.parent.parent)
+    from geomon.suites.registry import titles
+
+    index = write_index(report.parent.parent, titles())
     shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE_NOTE, VERDICTS) if c in board]
     rounded = board[shown].round(4)
     own = board[board[ORIGIN] == "geomon"] if ORIGIN in board else board

@@ -13,9 +13,10 @@ import pandas as pd
 from geomon.config import Settings
 from geomon.defs.resources import check_spec
 from geomon.monitor import alerts, tracking
-from geomon.monitor.history import MetricHistory, MetricValue
+from geomon.monitor.history import MetricHistory
 from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
+from geomon.stats.values import MetricValue
 
 
 def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheckSpec:

@@ -17,15 +17,6 @@ from geomon.defs.resources import models_partitions, revisions_partitions
 OPTIONS_TAG = "geomon/options"
 
 
-def suite_runs(name: str) -> Any:
-    """How ``geomon run`` materializes a registered suite (an unknown one is an error listing the known)."""
-    from geomon.defs.factory import declared
-    from geomon.suites.registry import module
-
-    module(name)
-    return declared(name)
-
-
 def _register(
     instance: dg.DagsterInstance, partitions: dg.DynamicPartitionsDefinition, keys: Sequence[str]
 ) -> list[str]:

@@ -21,6 +21,9 @@ import pandas as pd
 import sqlalchemy as sa
 
 from geomon.engine.store import make_engine
+from geomon.stats.values import MetricValue, finite
+
+__all__ = ["Evaluation", "MetricHistory", "MetricValue"]
 
 metadata = sa.MetaData()
 
@@ -128,16 +131,6 @@ values = sa.Table(
 )
 
 
-@dataclass(frozen=True)
-class MetricValue:
-    metric: str
-    value: float | None
-    breakdown: str = ""
-    ci_low: float | None = None
-    ci_high: float | None = None
-    n: int | None = None
-
-
 @dataclass
 class Evaluation:
     evaluation_id: str
@@ -156,13 +149,6 @@ class Evaluation:
     @property
     def when(self) -> datetime:
         return self.evaluated_at or self.recorded_at
-
-
-def _finite(x: Any) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return x if x == x and abs(x) != float("inf") else None
 
 
 class MetricHistory:
@@ -252,9 +238,9 @@ class MetricHistory:
                             "model": model,
                             "metric": m.metric,
                             "breakdown": m.breakdown,
-                            "value": _finite(m.value),
-                            "ci_low": _finite(m.ci_low),
-                            "ci_high": _finite(m.ci_high),
+                            "value": finite(m.value),
+                            "ci_low": finite(m.ci_low),
+                            "ci_high": finite(m.ci_high),
                             "n": m.n,
                             "recorded_at": now,
                         }
@@ -460,22 +446,3 @@ def _add_missing_columns(engine: sa.Engine) -> None:
         # verdicts grew longer than the first release's 20 characters
         with engine.begin() as conn:
             conn.execute(sa.text("ALTER TABLE metric_comparisons ALTER COLUMN verdict TYPE VARCHAR(40)"))
-
-
-def metrics_from_mapping(numbers: dict[str, Any], breakdown: str = "", n: int | None = None) -> list[MetricValue]:
-    """``{"kb_cs": 61.2, "kb_cs_ci_low": 55.0, "kb_cs_ci_high": 67.1, ...}`` → MetricValues with intervals."""
-    out = []
-    for name, value in numbers.items():
-        if name.endswith(("_ci_low", "_ci_high")) or not isinstance(value, int | float) or isinstance(value, bool):
-            continue
-        out.append(
-            MetricValue(
-                name,
-                float(value),
-                breakdown,
-                _finite(numbers.get(f"{name}_ci_low")),
-                _finite(numbers.get(f"{name}_ci_high")),
-                n,
-            )
-        )
-    return out

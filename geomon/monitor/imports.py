@@ -27,8 +27,9 @@ import numpy as np
 import pandas as pd
 
 from geomon.monitor import tracking
-from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
+from geomon.monitor.history import MetricHistory
 from geomon.stats.declared import Mean, Range, TrackedMetric
+from geomon.stats.values import MetricValue, metrics_from_mapping
 from geomon.stats.verdicts import VerdictSettings
 
 GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items

@@ -13,19 +13,15 @@ from geomon.report import charts
 from geomon.report.suite import Breakdown, breakdown_sections, headline_chart
 
 
-def paper_table(reference_dir: Path | None) -> pd.DataFrame | None:
-    """The paper's aggregated judge scores, if the reference copy is there."""
-    from geomon.suites.quench import PAPER_TABLE, read_paper_table
-
-    if reference_dir is None or not (reference_dir / PAPER_TABLE).is_file():
-        return None
-    return read_paper_table(reference_dir / PAPER_TABLE)
-
-
 def write_report(
-    out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], reference_dir: Path | None = None
+    out_dir: Path,
+    board: pd.DataFrame,
+    results: dict[str, dict[str, Any]],
+    reference: pd.DataFrame | None = None,
+    reference_gaps: pd.DataFrame | None = None,
 ) -> Path:
-    """leaderboard.csv, per-model CSVs and report.html in ``out_dir``; returns the HTML path."""
+    """leaderboard.csv, per-model CSVs and report.html in ``out_dir``; returns the HTML path. ``reference``:
+    the paper's aggregated judge scores and ``reference_gaps`` what they can show, as the suite reads them."""
     out_dir.mkdir(parents=True, exist_ok=True)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     layout = pd.concat([r["paper_layout"] for r in results.values()], ignore_index=True) if results else pd.DataFrame()
@@ -51,15 +47,15 @@ def write_report(
         "<h2>geomon's figures in the paper's layout</h2>",
         charts.html_table(layout, 3),
     ]
-    reference = paper_table(reference_dir)
     if reference is not None:
-        from geomon.suites.quench import paper_gaps
-
         sections += [
             "<h2>The paper's aggregated judge scores (reference)</h2>",
             charts.html_table(reference, 3),
+        ]
+    if reference_gaps is not None:
+        sections += [
             "<h3>What the paper's table can show: Indic − non-Indic correctness (normal approximation)</h3>",
-            charts.html_table(paper_gaps(reference), 3),
+            charts.html_table(reference_gaps, 3),
         ]
     for model, result in sorted(results.items()):
         model_dir = out_dir / model

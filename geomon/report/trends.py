@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,39 +14,31 @@ import pandas as pd
 from geomon.report import charts
 from geomon.stats import sufficiency
 
-DRIFT_HEADLINES = [("drift", "change_rate", "", "Drift probes: share of answers changed vs baseline")]
+# (suite, metric, breakdown, title, bounds) of each headline the report charts: the caller hands in the suites'
+# (``suites.registry.headline_catalog``); the report adds its own drift line and imports no suite.
+Catalog = Sequence[tuple[str, str, str, str, tuple[float, float] | None]]
+DRIFT_HEADLINES = [("drift", "change_rate", "", "Drift probes: share of answers changed vs baseline", (0.0, 1.0))]
 
 
-def headlines() -> list[tuple[str, str, str, str]]:
-    """(suite, metric, breakdown, title) of every registered suite's headline metrics, then drift's."""
-    from geomon.suites.registry import suites
-
-    return [
-        *((info.name, h.metric, h.breakdown, h.title) for info in suites().values() for h in info.headlines),
-        *DRIFT_HEADLINES,
-    ]
+def headlines(catalog: Catalog) -> list[tuple[str, str, str, str, tuple[float, float] | None]]:
+    """The suites' headlines, then drift's."""
+    return [*catalog, *DRIFT_HEADLINES]
 
 
-def _bounds() -> dict[tuple[str, str], tuple[float, float] | None]:
-    from geomon.suites.registry import suites
-
-    return {(info.name, h.metric): h.bounds for info in suites().values() for h in info.headlines}
-
-
-def headline_keys() -> list[tuple[str, str, str]]:
+def headline_keys(catalog: Catalog) -> list[tuple[str, str, str]]:
     """(suite, metric, breakdown) of every headline: what the report reads from the history."""
-    return [(suite, metric, breakdown) for suite, metric, breakdown, _ in headlines()]
+    return [(suite, metric, breakdown) for suite, metric, breakdown, _, _ in headlines(catalog)]
 
 
 TABLE_COLUMNS = ["suite", "metric", "model", "scope", "evaluated_at", "value", "ci_low", "ci_high", "evaluation_id"]
 
 
-def trend_table(series: pd.DataFrame) -> pd.DataFrame:
+def trend_table(series: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     """One row per (suite, metric, model, evaluation date) for the headline metrics: the date the model was
     evaluated (an imported run's own date), not when geomon recorded it."""
     if series.empty:
         return pd.DataFrame(columns=[*TABLE_COLUMNS, "n"])
-    wanted = {(s, m, b) for s, m, b, _ in headlines()}
+    wanted = set(headline_keys(catalog))
     keep = [(s, m, b) in wanted for s, m, b in zip(series["suite"], series["metric"], series["breakdown"], strict=True)]
     frame = series.loc[keep].copy()
     if "evaluated_at" not in frame:
@@ -185,13 +178,15 @@ def _cached_chart(cache: Path, part: pd.DataFrame, title: str) -> Path:
 CHART_VERSION = "6"  # bump when _chart draws differently, so cached charts are redrawn
 
 
-def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame | None = None) -> Path:
+def write_report(
+    out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame | None = None, *, catalog: Catalog
+) -> Path:
     """trends.csv and report.html (a chart and the latest values per headline metric). ``comparisons`` (the
     history's paired tests) join a vendor's successive releases into one line and mark regressions. Charts
     are kept in ``out_dir/charts`` by a hash of their data; charts no headline uses any more are removed."""
     cache = out_dir / "charts"
     cache.mkdir(parents=True, exist_ok=True)
-    table = trend_table(series)
+    table = trend_table(series, catalog)
     lines = release_lines(table, comparisons) if comparisons is not None else {}
     if lines:
         table["release"] = table["model"]
@@ -210,8 +205,8 @@ def write_report(out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame 
         "evaluated; bands are 95 % intervals, red crosses regressions against the predecessor.</p>",
     ]
     used = set()
-    bounds = _bounds()
-    for suite, metric, _, title in headlines():
+    bounds = {(suite, metric): bound for suite, metric, _, _, bound in headlines(catalog)}
+    for suite, metric, _, title, _ in headlines(catalog):
         part = table[(table["suite"] == suite) & (table["metric"] == metric)]
         if part.empty:
             continue

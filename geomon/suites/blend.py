@@ -35,10 +35,10 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
-from geomon.monitor.history import MetricValue, metrics_from_mapping
 from geomon.sources import blend as source
 from geomon.stats import uncertainty
 from geomon.stats.declared import Mean, Range, TrackedMetric
+from geomon.stats.values import MetricValue, metrics_from_mapping
 from geomon.suites.pipeline import (
     SEED,
     Option,

@@ -565,12 +565,12 @@ def _read_revision(settings: Any, revision: wikipedia.Revision, release: BorderL
 def _dispute_revisions_stage(context: Any, release: BorderLinesData) -> StageResult:
     """One revision of "List of territorial disputes" parsed into territories (a partition per revision)."""
     from geomon import quality
-    from geomon.monitor.history import MetricHistory, MetricValue
+    from geomon.stats.values import MetricValue
 
     revision = wikipedia.parse_revision_key(context.revision)
     disputes, origin = _read_revision(context.settings, revision, release)
     unknown = int((disputes["controller"] == UNKNOWN).sum())
-    history = MetricHistory(context.settings.store_url)
+    history = context.history()
     sizes = history.series(suite="disputes_table", metric="territories")
     earlier = sizes[sizes["scope"] < context.revision] if len(sizes) else sizes
     previous = (str(earlier["scope"].iloc[-1]), int(earlier["value"].iloc[-1])) if len(earlier) else None
@@ -697,7 +697,7 @@ def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) 
 def _concurrence_stage(context: Any, scores: pd.DataFrame, release: BorderLinesData) -> StageResult:
     """Concurrence scores (the paper's Table 4) per persona with bootstrap 95 % intervals over territories,
     per region, and per query language; recorded in the metric history and checked for regression."""
-    from geomon.monitor.history import MetricValue, metrics_from_mapping
+    from geomon.stats.values import MetricValue, metrics_from_mapping
 
     result = diagnose(scores, release.countries)
     table = result["by_persona"].set_index("persona")

@@ -464,7 +464,7 @@ def _grades_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame, 
 def _rates_stage(context: Any, grades: pd.DataFrame, judgements: dict) -> StageResult:
     """Correct, very-wrong and indecisive rates (Gapminder's formula) with a bootstrap interval, by
     language, prompt family and topic; the English − Chinese gap; judge agreement; history and regression."""
-    from geomon.monitor.history import MetricValue, metrics_from_mapping
+    from geomon.stats.values import MetricValue, metrics_from_mapping
 
     result = diagnose(grades)
     summary = result["summary"]
@@ -485,9 +485,7 @@ def _rates_stage(context: Any, grades: pd.DataFrame, judgements: dict) -> StageR
         f"questions={grades['question_id'].nunique()},variations={grades['prompt_variation_id'].nunique()}"
         f"|judges={judges}"
     )
-    agreement_check = jury.agreement_outcome(
-        context.settings, "gapminder", context.model, kappa, ["gapminder", "rates"]
-    )
+    agreement_check = jury.agreement_outcome(context, "gapminder", kappa)
     return StageResult(
         {**result, "agreement": judgements["agreement"]},
         metadata={

@@ -12,24 +12,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
+from geomon.quality import CheckOutcome
+
+__all__ = ["CheckOutcome"]  # re-exported: a suite's checks are declared with the rest of its pipeline
 
 
 class PipelineError(ValueError):
     """A suite's declaration is inconsistent (an input no stage produces, two tracked stages, …)."""
-
-
-@dataclass
-class CheckOutcome:
-    name: str
-    passed: bool
-    metadata: dict[str, Any] = field(default_factory=dict)
-    severity: Literal["error", "warn"] = "error"
 
 
 @dataclass(frozen=True)
@@ -87,6 +82,15 @@ class StageContext(Protocol):
     def spec(self) -> ModelSpec: ...
 
     def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]: ...
+
+    def history(self) -> Any:
+        """The metric history (``record``, ``series``): a suite reads and records through it, never by importing
+        the monitor above it."""
+        ...
+
+    def alert(self, kind: str, title: str, summary: str, numbers: dict[str, Any]) -> list[str]:
+        """Send an alert about this stage's asset and partition; returns what each channel did."""
+        ...
 
 
 StageFunction = Callable[..., StageResult]

@@ -987,7 +987,7 @@ def _scores_stage(
 def _disparity_stage(context: Any, scores: pd.DataFrame, judgements: dict) -> StageResult:
     """The paper's aggregated scores per subset and mode; Indic − non-Indic per score with intervals over
     questions and the smallest gap this sample can detect; the CoT effect; themes; history and regression."""
-    from geomon.monitor.history import metrics_from_mapping
+    from geomon.stats.values import metrics_from_mapping
 
     result = diagnose(scores)
     summary = result["summary"]
@@ -1033,7 +1033,11 @@ def published_rows(settings: Any) -> pd.DataFrame | None:
 def _write_report(out: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Path:
     from geomon.report.quench import write_report
 
-    return write_report(out, board, results, settings.quench.paper_results)
+    folder = settings.quench.paper_results
+    path = folder / PAPER_TABLE if folder is not None else None
+    reference = read_paper_table(path) if path is not None and path.is_file() else None
+    gaps = paper_gaps(reference) if reference is not None else None
+    return write_report(out, board, results, reference, gaps)
 
 
 def _pipeline() -> Pipeline:

@@ -149,27 +149,59 @@ def pipeline(name: str) -> Any:
     return module(name).PIPELINE
 
 
+_BROKEN: dict[str, str] = {}  # suite module → why it cannot be loaded (the last ``suites()`` found)
+_NOT_SUITES = {"registry", "pipeline"}  # the registry's own modules
+
+
 def suites() -> Mapping[str, SuiteInfo]:
-    """Every suite module in ``geomon.suites`` that declares ``SUITE``, by name (in module order)."""
+    """Every suite module in ``geomon.suites`` that declares ``SUITE``, by name (in run order). A module that
+    fails to import or declares itself wrongly breaks only itself: it is left out, and ``broken()`` and any
+    use of it by name say why."""
     import geomon.suites as package
 
     found: dict[str, SuiteInfo] = {}
+    _BROKEN.clear()
     for entry in sorted(pkgutil.iter_modules(package.__path__), key=lambda e: e.name):
-        if entry.name == "registry":
+        if entry.name in _NOT_SUITES:
             continue
-        module = importlib.import_module(f"geomon.suites.{entry.name}")
-        if hasattr(module, "SUITE"):
-            info = _check(module)
-            found[info.name] = info
+        try:
+            module = importlib.import_module(f"geomon.suites.{entry.name}")
+            if hasattr(module, "SUITE"):
+                info = _check(module)
+                found[info.name] = info
+        except SuiteError as exc:
+            _BROKEN[entry.name] = str(exc)
+        except Exception as exc:  # a suite's own bug: named, never breaking the others
+            _BROKEN[entry.name] = (
+                f"suite module geomon.suites.{entry.name} cannot be imported: {type(exc).__name__}: {exc}"
+            )
     return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
 
 
+def broken() -> dict[str, str]:
+    """Suite modules left out by the last ``suites()``, and why."""
+    return dict(_BROKEN)
+
+
 def module(name: str) -> ModuleType:
-    """The domain module of suite ``name``."""
+    """The domain module of suite ``name`` (a broken one is an error saying why)."""
     known = suites()
+    if name in _BROKEN:
+        raise SuiteError(_BROKEN[name])
     if name not in known:
         raise SuiteError(f"unknown suite {name!r}; known: {', '.join(known)}")
     return importlib.import_module(f"geomon.suites.{name}")
+
+
+def headline_catalog() -> list[tuple[str, str, str, str, tuple[float, float] | None]]:
+    """(suite, metric, breakdown, title, bounds) of every registered suite's headlines: what the trends
+    report charts (handed to it: the report layer imports no suite)."""
+    return [(info.name, h.metric, h.breakdown, h.title, h.bounds) for info in suites().values() for h in info.headlines]
+
+
+def titles() -> list[tuple[str, str]]:
+    """(name, title) of every registered suite, in run order: the results index's rows."""
+    return [(info.name, info.title) for info in suites().values()]
 
 
 PROFILES = ("quick", "default", "paper")  # the run profiles every suite has (geomon.yaml may add others)
@@ -190,6 +222,9 @@ def resolve(names: str) -> list[SuiteInfo]:
     """``"worldbench,borderlines"`` → their SuiteInfo, in the order given; unknown names are an error."""
     known = suites()
     wanted = [n.strip() for n in names.split(",") if n.strip()]
+    for name in wanted:
+        if name in _BROKEN:
+            raise SuiteError(f"--suite {name}: {_BROKEN[name]}")
     unknown = [n for n in wanted if n not in known]
     if unknown:
         raise SuiteError(f"--suite: unknown suite(s) {unknown}; known: {', '.join(known)}")

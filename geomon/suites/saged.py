@@ -864,7 +864,7 @@ def _disparity_stage(context: Any, features: pd.DataFrame) -> StageResult:
     """Per role and feature (uncalibrated and calibrated): per-country mean, selection rate, KL divergence
     and precision; range, min/max ratio, max Z-score, Dixon's Q, impact ratio with the four-fifths rule,
     intervals and a permutation p-value; history and the regression check."""
-    from geomon.monitor.history import metrics_from_mapping
+    from geomon.stats.values import metrics_from_mapping
 
     result = diagnose(features)
     numbers = {k: float(v) for k, v in result["summary"].items() if isinstance(v, int | float) and pd.notna(v)}

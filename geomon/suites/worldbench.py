@@ -599,8 +599,8 @@ def _finite(value: float) -> float | None:
 def _disparity_stage(context: Any, scores: pd.DataFrame, indicators: WorldBankSnapshot) -> StageResult:
     """Error per region and income group, disparity vs a random baseline, citations, best-matching year;
     recorded in the metric history and checked for regression."""
-    from geomon.monitor.history import MetricValue, metrics_from_mapping
     from geomon.report import charts
+    from geomon.stats.values import MetricValue, metrics_from_mapping
 
     result = diagnose(scores, indicators)
     summary = result["summary"]

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from geomon.definitions import defs
+from geomon.defs.factory import suite_runs
 from geomon.defs.resources import GeomonResource, models_partitions
-from geomon.defs.runs import failed_checks, register_models, suite_runs
+from geomon.defs.runs import failed_checks, register_models
 from geomon.defs.sensors import model_registry_sensor
 from geomon_tests.conftest import (
     SHARED,

@@ -8,9 +8,9 @@ import dagster as dg
 import pytest
 
 from geomon.definitions import defs
-from geomon.defs.factory import declared, metadata_value
+from geomon.defs.factory import declared, metadata_value, suite_runs
 from geomon.defs.resources import GeomonResource
-from geomon.defs.runs import failed_checks, register_models, suite_runs
+from geomon.defs.runs import failed_checks, register_models
 from geomon.monitor.history import MetricHistory
 from geomon.sources.blend import read_release
 from geomon.suites import blend, registry

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from geomon.monitor.history import MetricHistory, MetricValue, metrics_from_mapping
+from geomon.monitor.history import MetricHistory
+from geomon.stats.values import MetricValue, metrics_from_mapping
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+CATALOG = [("worldbench", "mean_error", "", "WorldBench: mean absolute relative error", (0.0, 1.0))]
+
 
 def test_trends_chart_with_many_models_labels_the_extremes(tmp_path):
     """A hundred models on one chart: the four highest and four lowest latest values are labelled, the rest
@@ -28,7 +30,7 @@ def test_trends_chart_with_many_models_labels_the_extremes(tmp_path):
     frame = pd.DataFrame(rows)
     assert trends.labelled_models(frame) == {f"m{m:03d}" for m in (0, 1, 2, 3, 96, 97, 98, 99)}
     assert trends.labelled_models(frame[frame["model"] < "m005"]) == {f"m{m:03d}" for m in range(5)}
-    page = trends.write_report(tmp_path, frame)
+    page = trends.write_report(tmp_path, frame, catalog=CATALOG)
     text = page.read_text()
     assert text.count("<svg") == 1 and "92 other models" in text  # the chart, inline, its legend as text
     assert "m000" in text and "m099" in text
@@ -38,9 +40,9 @@ def test_trends_chart_with_many_models_labels_the_extremes(tmp_path):
     # and the chart no headline uses any more is removed.
     (drawn,) = (tmp_path / "charts").glob("*.svg")
     stamp = drawn.stat().st_mtime_ns
-    trends.write_report(tmp_path, frame)
+    trends.write_report(tmp_path, frame, catalog=CATALOG)
     assert [p.stat().st_mtime_ns for p in (tmp_path / "charts").glob("*.svg")] == [stamp]
-    trends.write_report(tmp_path, frame.assign(value=frame["value"] + 1))
+    trends.write_report(tmp_path, frame.assign(value=frame["value"] + 1), catalog=CATALOG)
     (redrawn,) = (tmp_path / "charts").glob("*.svg")
     assert redrawn != drawn and not drawn.exists()
 

@@ -90,7 +90,7 @@ def test_a_declared_suite_gets_its_dagster_half_from_the_factory(tmp_path, monke
         with pytest.raises(
             registry.SuiteError, match="--declared-toy-size sets 'sample', not an option of stage items"
         ):
-            registry.suites()
+            registry.module("declaredtoy")
     finally:
         sys.modules.pop("geomon.suites.declaredtoy", None)
         declared.cache_clear()
@@ -98,12 +98,11 @@ def test_a_declared_suite_gets_its_dagster_half_from_the_factory(tmp_path, monke
 
 def test_a_new_suite_module_is_found_by_the_cli_and_the_trends_report(toy_suite):
     from geomon.cli import build_parser
-    from geomon.report.trends import headlines
 
     assert list(registry.suites()) == ["worldbench", "borderlines", "gapminder", "quench", "saged", "blend", "toybench"]
     args = build_parser().parse_args(["run", "--suite", "toybench", "--toy-size", "7"])
     assert [s.name for s in registry.resolve(args.suite)] == ["toybench"] and args.toy_size == 7
-    assert ("toybench", "toy_gap", "", "ToyBench: the gap") in headlines()
+    assert ("toybench", "toy_gap", "", "ToyBench: the gap", None) in registry.headline_catalog()
 
 
 def test_unknown_suites_and_incomplete_modules_are_clear_errors(tmp_path, monkeypatch):
@@ -118,10 +117,34 @@ def test_unknown_suites_and_incomplete_modules_are_clear_errors(tmp_path, monkey
     for message, (old, new) in halves.items():
         (tmp_path / "halfbench.py").write_text(TOY.replace("toybench", "halfbench").replace(old, new))
         try:
+            # A broken module breaks only itself: the others load, and using it says why.
+            assert "halfbench" not in registry.suites() and "worldbench" in registry.suites()
+            assert message in registry.broken()["halfbench"]
             with pytest.raises(registry.SuiteError, match=rf"geomon\.suites\.halfbench: {message}"):
-                registry.suites()
+                registry.module("halfbench")
         finally:
             sys.modules.pop("geomon.suites.halfbench", None)
+
+
+def test_a_suite_module_that_fails_to_import_breaks_only_itself(tmp_path, monkeypatch, wdi_snapshot_dir):
+    """Settings load and every other suite runs; the broken one is named, with its error, where it is used."""
+    from geomon.config import load_settings
+    from geomon_tests.conftest import write_settings
+
+    monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(tmp_path)])
+    (tmp_path / "crashbench.py").write_text("raise RuntimeError('a bug in the module')\n")
+    try:
+        settings = load_settings(write_settings(tmp_path, wdi_snapshot_dir, crashbench={"anything": 1}))
+        assert settings.run_options("blend", "quick")["sample_questions"] == 2
+        assert "crashbench" not in registry.suites()
+        with pytest.raises(
+            registry.SuiteError,
+            match=r"--suite crashbench: .*crashbench cannot be imported: "
+            r"RuntimeError: a bug in the module",
+        ):
+            registry.resolve("worldbench,crashbench")
+    finally:
+        sys.modules.pop("geomon.suites.crashbench", None)
 
 
 def test_a_tracked_metric_must_be_a_declared_headline(tmp_path, monkeypatch):
@@ -135,14 +158,14 @@ def test_a_tracked_metric_must_be_a_declared_headline(tmp_path, monkeypatch):
             match=r"suite straybench: tracked metric toy_typo is not a declared "
             r"headline \(toy_gap\)",
         ):
-            registry.suites()
+            registry.module("straybench")
     finally:
         sys.modules.pop("geomon.suites.straybench", None)
 
 
 def test_every_registered_suite_is_in_the_definitions():
     from geomon.definitions import defs
-    from geomon.defs.runs import suite_runs
+    from geomon.defs.factory import suite_runs
 
     prefixes = {key.path[0] for key in defs.resolve_asset_graph().get_all_asset_keys()}
     for name in registry.suites():

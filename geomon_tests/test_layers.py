@@ -1,0 +1,82 @@
+"""The house has layers, and imports run one way: down. A module imports only from its own layer or the
+layers below it (docs/architecture.md draws them), and no two modules import each other, directly or round a
+circle — deferred imports inside functions included: a circle deferred is still a circle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "geomon"
+
+# Bottom to top: each layer may import the ones before it.
+LAYERS = [
+    {"untrusted", "parsing", "stats"},  # values, statistics and text: no I/O, no model
+    {"engine"},  # talking to models, the response store
+    {"sources", "embeddings"},  # the benchmarks' data; sentence embeddings
+    {"report", "quality", "jury"},  # what suites use: reports, data-quality checks, the jury of judges
+    {"suites"},  # the benchmarks: prompts, parsing, scoring, their declarations and registry
+    {"monitor"},  # the metric history, verdicts over it, imports, drift, alerts
+    {"plan", "config"},  # what a run will ask; the settings
+    {"defs", "definitions", "cli"},  # the Dagster layer and the command line: wiring only
+]
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[1] if "." in module else module
+    return next(i for i, names in enumerate(LAYERS) if top in names)
+
+
+def _imports() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        name = ".".join(parts)
+        if name == "geomon":
+            continue
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "geomon":
+                found.add(node.module)
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("geomon."))
+        out[name] = found
+    known = set(out)
+    return {name: {t for t in targets if t in known and t != name} for name, targets in out.items()}
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in _imports() if not any(m.split(".")[1] in names for names in LAYERS)] == []
+
+
+def test_imports_run_down_the_layers():
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in _imports().items()
+        for target in sorted(targets)
+        if _layer(target) > _layer(module)
+    ]
+    assert upward == []
+
+
+def test_no_import_circles():
+    graph = _imports()
+    state: dict[str, int] = {}
+    circles: list[str] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                circles.append(" -> ".join([*path[path.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert circles == []
