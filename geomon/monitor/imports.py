@@ -108,7 +108,9 @@ def gapminder_runs(results_dir: str | Path, entities: str | Path, question_bank:
     (``sources.gapminder.read_results``: ``fail`` and empty results are indecisive); ``question_bank`` (the
     suite's ``GapminderData``) gives each prompt variation's family and each question's topic."""
     from geomon.sources.gapminder import read_results
-    from geomon.suites import gapminder
+    from geomon.suites import registry
+
+    gapminder = registry.module("gapminder")  # through the registry, as every suite is reached
 
     results_dir, entities = Path(results_dir), Path(entities)
     rows = read_results(results_dir)
