@@ -28,7 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from geomon.stats import verdicts
-from geomon.stats.declared import paired_test
+from geomon.stats.declared import paired_tests
 from geomon.suites import registry
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -165,8 +165,7 @@ def release(rng, models, settings, draws=None, seed=0) -> list[verdicts.Verdict]
     for suite, model in models.items():
         draw = MODELS[suite][1]
         before, after = draw(rng, model), (draws or {}).get(suite, draw)(rng, model)
-        for metric in registry.tracked(suite):
-            tests += paired_test(metric, before, after, resamples=settings.resamples, seed=seed)
+        tests += paired_tests(registry.tracked(suite), before, after, resamples=settings.resamples, seed=seed)
     return verdicts.decide(tests, settings)
 
 

@@ -224,59 +224,65 @@ def compare_with_baseline(
         return ""
     before, against = found
     family = family_of(evaluation, before.model)
-    rows = []
-    for metric in tracked:
-        tests = _paired(metric, before, evaluation, settings)
-        rows += [
-            {
-                "against_evaluation_id": before.evaluation_id,
-                "against": against,
-                "metric": t.metric,
-                "breakdown": t.breakdown,
-                "before": _finite(t.before),
-                "after": _finite(t.after),
-                "change": _finite(t.change),
-                "worse_when": "higher" if t.higher_is_worse else "lower",
-                "p_value": t.p_value,
-                "se": _finite(t.se),
-                "items": t.items,
-                "clusters": t.clusters,
-                "min_effect": t.min_effect,
-                "family": family,
-                "note": t.note,
-                "verdict": verdicts.UNDEFINED if t.p_value is None else "",
-            }
-            for t in tests
-        ]
+    tests = _paired(tracked, before, evaluation, settings)
+    rows = [
+        {
+            "against_evaluation_id": before.evaluation_id,
+            "against": against,
+            "metric": t.metric,
+            "breakdown": t.breakdown,
+            "before": _finite(t.before),
+            "after": _finite(t.after),
+            "change": _finite(t.change),
+            "worse_when": "higher" if t.higher_is_worse else "lower",
+            "p_value": t.p_value,
+            "se": _finite(t.se),
+            "items": t.items,
+            "clusters": t.clusters,
+            "min_effect": t.min_effect,
+            "family": family,
+            "note": t.note,
+            "verdict": verdicts.UNDEFINED if t.p_value is None else "",
+        }
+        for t in tests
+    ]
     history.record_comparisons(evaluation, rows)
     return family
 
 
 def _paired(
-    metric: TrackedMetric, before: Evaluation, after: Evaluation, settings: verdicts.VerdictSettings
+    tracked: Sequence[TrackedMetric], before: Evaluation, after: Evaluation, settings: verdicts.VerdictSettings
 ) -> list[declared.PairedTest]:
+    """The paired tests of every tracked metric (the two evaluations paired once); a metric whose columns the
+    earlier evaluation lacks (recorded by an older geomon) is undefined, saying which."""
     old = before.items if before.items is not None else pd.DataFrame(columns=["item"])
-    missing = sorted(metric.columns() - set(old.columns))
-    if missing:  # recorded by an older geomon, without a column this declaration reads
-        return [
+    testable, out = [], []
+    for metric in tracked:
+        missing = sorted(metric.columns() - set(old.columns))
+        if not missing:
+            testable.append(metric)
+            continue
+        note = f"undefined: the earlier evaluation has no {', '.join(missing)}"
+        nan = float("nan")
+        out.append(
             declared.PairedTest(
                 metric.name,
                 metric.breakdown,
-                float("nan"),
-                float("nan"),
-                float("nan"),
+                nan,
+                nan,
+                nan,
                 None,
-                float("nan"),
+                nan,
                 0,
                 0,
                 metric.higher_is_worse,
                 metric.min_effect,
                 metric.bounds,
-                f"undefined: the earlier evaluation has no {', '.join(missing)}",
+                note,
             )
-        ]
+        )
     try:
-        return declared.paired_test(metric, old, after.items, resamples=settings.resamples)
+        return declared.paired_tests(testable, old, after.items, resamples=settings.resamples) + out
     except declared.DeclarationError as exc:
         raise TrackingError(f"suite {after.suite}, {after.model}: {exc}") from None
 

@@ -16,6 +16,7 @@ per cluster first, so thousands of resamples cost a small matrix product.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -31,7 +32,30 @@ class DeclarationError(ValueError):
 Where = tuple[tuple[str, Any], ...]
 
 
+_CACHE: dict[int, dict[Any, Any]] = {}  # per frame (by id, dropped with it): columns read once per frame
+
+
+def _cached(frame: pd.DataFrame, key: Any, compute: Any) -> Any:
+    """``compute()`` once per frame and key: a statistic's parts are read for every resample chunk and group,
+    and a frame's columns do not change while it is tested."""
+    store = _CACHE.get(id(frame))
+    if store is None:
+        store = _CACHE[id(frame)] = {}
+        weakref.finalize(frame, _CACHE.pop, id(frame), None)
+    if key not in store:
+        store[key] = compute()
+    return store[key]
+
+
+def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
+    return _cached(frame, ("numbers", column), lambda: pd.to_numeric(frame[column], errors="coerce").to_numpy(float))
+
+
 def _mask(frame: pd.DataFrame, where: Where) -> np.ndarray:
+    return _cached(frame, ("mask", where), lambda: _compute_mask(frame, where))
+
+
+def _compute_mask(frame: pd.DataFrame, where: Where) -> np.ndarray:
     mask = np.ones(len(frame), dtype=bool)
     for column, wanted in where:
         values = frame[column]
@@ -70,9 +94,9 @@ class Mean:
 
     def parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Per row: (numerator, denominator) of the weighted mean."""
-        x = pd.to_numeric(frame[self.column], errors="coerce").to_numpy(dtype=float)
+        x = _numbers(frame, self.column)
         if self.per:
-            per = pd.to_numeric(frame[self.per], errors="coerce").to_numpy(dtype=float)
+            per = _numbers(frame, self.per)
             with np.errstate(invalid="ignore", divide="ignore"):
                 x = np.where(per > 0, x / per, np.nan)
         keep = np.isfinite(x) & _mask(frame, self.where)
@@ -100,8 +124,8 @@ class Ratio:
         return {self.numerator, self.denominator, *(c for c, _ in self.where)}
 
     def parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        num = pd.to_numeric(frame[self.numerator], errors="coerce").to_numpy(dtype=float)
-        den = pd.to_numeric(frame[self.denominator], errors="coerce").to_numpy(dtype=float)
+        num = _numbers(frame, self.numerator)
+        den = _numbers(frame, self.denominator)
         keep = np.isfinite(num) & np.isfinite(den) & _mask(frame, self.where)
         return np.where(keep, num * self.scale, 0.0), np.where(keep, den, 0.0)
 
@@ -186,8 +210,11 @@ def _ratio_of(weights: Weights, num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def _group_codes(frame: pd.DataFrame, by: str) -> tuple[np.ndarray, list[str]]:
-    codes, names = pd.factorize(frame[by].astype(str), sort=True)
-    return codes, [str(n) for n in names]
+    def compute() -> tuple[np.ndarray, list[str]]:
+        codes, names = pd.factorize(frame[by].astype(str), sort=True)
+        return codes, [str(n) for n in names]
+
+    return _cached(frame, ("groups", by), compute)
 
 
 def group_values(of: Pooled, by: str, frame: pd.DataFrame, weights: Weights) -> tuple[np.ndarray, list[str]]:
@@ -255,7 +282,7 @@ class ImpactRatio:
         return {self.column, self.by, *(c for c, _ in self.where)}
 
     def weighted(self, frame: pd.DataFrame, weights: Weights) -> np.ndarray:
-        x = pd.to_numeric(frame[self.column], errors="coerce").to_numpy(dtype=float)
+        x = _numbers(frame, self.column)
         keep = np.isfinite(x) & _mask(frame, self.where)
         w = weights.dense() * keep[None, :]
         x = np.where(keep, x, 0.0)
@@ -490,11 +517,43 @@ def paired_test(
     no change, a cluster's before and after rows are exchangeable, so flipping whole clusters between the two
     arms gives the null distribution of the change (two-sided; identical data gives p = 1). A statistic
     that is undefined (NaN) on either side has no p-value. Errors in the statistic are not swallowed."""
-    metric.check(before, f"{metric.name}, the earlier evaluation")
-    metric.check(after, f"{metric.name}, the later evaluation")
+    return paired_tests([metric], before, after, resamples=resamples, seed=seed, chunk=chunk)
+
+
+def paired_tests(
+    metrics: Sequence[TrackedMetric],
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+    *,
+    resamples: int = 4999,
+    seed: int = 0,
+    chunk: int = 1000,
+) -> list[PairedTest]:
+    """``paired_test`` of each metric on the same two evaluations, which are checked, paired and stacked once."""
+    for metric in metrics:
+        metric.check(before, f"{metric.name}, the earlier evaluation")
+        metric.check(after, f"{metric.name}, the later evaluation")
     old, new = _aligned(before, after)
+    columns = set().union(*(m.columns() for m in metrics)) if metrics else set()
+    stacked = _categorical(pd.concat([old, new], ignore_index=True), columns)
+    return [
+        test
+        for metric in metrics
+        for test in _paired(metric, old, new, stacked, resamples=resamples, seed=seed, chunk=chunk)
+    ]
+
+
+def _paired(
+    metric: TrackedMetric,
+    old: pd.DataFrame,
+    new: pd.DataFrame,
+    stacked: pd.DataFrame,
+    *,
+    resamples: int,
+    seed: int,
+    chunk: int,
+) -> list[PairedTest]:
     n = len(new)
-    stacked = _categorical(pd.concat([old, new], ignore_index=True), metric.columns())
     codes, clusters = _cluster_codes(new, metric.cluster, metric.group) if n else (np.zeros(0, dtype=int), 0)
     rng = np.random.default_rng(seed)
     flips = _coin_flips(rng, resamples, clusters) if n else np.zeros((0, 0))
