@@ -286,6 +286,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "automation_profile",
         "confirm_above_minutes",
         "confirm_above_usd",
+        "suite_dirs",  # read by the suite registry (suites declared in YAML files)
     }
     from geomon.suites.registry import broken, suites
 

@@ -14,9 +14,12 @@ Dagster assets, checks and jobs from them.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -150,7 +153,46 @@ def pipeline(name: str) -> Any:
 
 
 _BROKEN: dict[str, str] = {}  # suite module → why it cannot be loaded (the last ``suites()`` found)
-_NOT_SUITES = {"registry", "pipeline"}  # the registry's own modules
+_NOT_SUITES = {"registry", "pipeline", "yaml_suite"}  # the registry's own modules
+
+
+def suite_dirs() -> list[Path]:
+    """Folders of suites declared in YAML files: ``GEOMON_SUITE_DIRS`` (os.pathsep-separated) and ``suite_dirs``
+    in the settings file (``$GEOMON_CONFIG`` or ./geomon.yaml; relative to it). Read here, not through the
+    settings, which load the suites."""
+    import yaml
+
+    dirs = [Path(p) for p in os.environ.get("GEOMON_SUITE_DIRS", "").split(os.pathsep) if p]
+    config = Path(os.environ.get("GEOMON_CONFIG", "geomon.yaml"))
+    if config.is_file():
+        try:
+            doc = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError:
+            doc = {}  # the settings loader names the file and the problem
+        listed = doc.get("suite_dirs") if isinstance(doc, dict) else None
+        dirs += [config.parent / str(p) for p in listed or []]
+    return [d.resolve() for d in dirs]
+
+
+def _yaml_suites(found: dict[str, SuiteInfo]) -> None:
+    """Suites declared in YAML files (``geomon.suites.yaml_suite``), registered as modules of their own."""
+    from geomon.suites import yaml_suite
+
+    for folder in suite_dirs():
+        for path in sorted(folder.glob("*.yaml")):
+            try:
+                module = yaml_suite.load(path)
+                name = module.SUITE.name
+                existing = sys.modules.get(f"geomon.suites.{name}")
+                if name in found or (
+                    existing is not None and not str(getattr(existing, "__file__", "")).endswith(".yaml")
+                ):
+                    raise SuiteError(f"{path}: suite name {name!r} is taken")
+                sys.modules[f"geomon.suites.{name}"] = module
+                info = _check(module)
+                found[info.name] = info
+            except SuiteError as exc:
+                _BROKEN[path.stem] = str(exc)
 
 
 def suites() -> Mapping[str, SuiteInfo]:
@@ -175,6 +217,7 @@ def suites() -> Mapping[str, SuiteInfo]:
             _BROKEN[entry.name] = (
                 f"suite module geomon.suites.{entry.name} cannot be imported: {type(exc).__name__}: {exc}"
             )
+    _yaml_suites(found)
     return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
 
 
