@@ -65,8 +65,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     chosen = resolve(args.suite)
     warn_broken_suites()
     home = _dagster_home()
-    plans = run_plan(settings, specs, chosen, args.profile)
-    if not confirm_plan(settings, plans, args):
+    from geomon.plan import PlanError
+
+    try:
+        plans = run_plan(settings, specs, chosen, args.profile)
+    except PlanError as exc:  # the plan is advice: a run does not need it
+        print(f"geomon: no plan before this run ({exc})", file=sys.stderr)
+        plans = []
+    if plans and not confirm_plan(settings, plans, args):
         print(
             "geomon: not run (the plan's estimate is above confirm_above_minutes / confirm_above_usd)", file=sys.stderr
         )

@@ -52,7 +52,7 @@ class PlanContext:
         from geomon.monitor.history import MetricHistory
 
         if self._history is None:
-            self._history = MetricHistory("sqlite://")
+            self._history = MetricHistory("sqlite:///:memory:")
         return self._history
 
     def alert(self, kind: str, title: str, summary: str, numbers: dict[str, Any]) -> list[str]:

@@ -18,71 +18,13 @@ import os
 import pkgutil
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-import pandas as pd
+from geomon.suites.info import Headline, RunOption, SuiteError, SuiteInfo, status_of
 
-
-@dataclass(frozen=True)
-class Headline:
-    """A metric the trends report charts per model over time."""
-
-    metric: str
-    title: str
-    breakdown: str = ""
-    bounds: tuple[float, float] | None = None  # the metric's possible range, when it has one (a rate: 0-100)
-
-
-@dataclass(frozen=True)
-class RunOption:
-    """A ``geomon run`` option that only this suite reads (``dest`` is the key ``materialize`` gets)."""
-
-    flag: str
-    help: str
-    type: type = str
-    default: Any = None
-    config: str = ""  # the prompts stage option it sets, for a suite declared by a Pipeline
-
-    @property
-    def dest(self) -> str:
-        return self.flag.lstrip("-").replace("-", "_")
-
-
-@dataclass(frozen=True)
-class SuiteInfo:
-    name: str  # the CLI name, the Dagster group and asset-key prefix, the metric history's suite
-    title: str
-    spec: str  # the paper that defines the figures
-    headlines: tuple[Headline, ...] = ()
-    options: tuple[RunOption, ...] = field(default_factory=tuple)
-    order: int = 100  # where `geomon run` puts it among the suites (the cheaper ones first)
-    # The suite's own ``geomon.yaml`` section (a dataclass; ``Settings.suite(name)`` returns it parsed), so
-    # the settings loader never names a suite.
-    settings: type | None = None
-    # The summary's sample size the headline figures rest on (questions, territories, answers): below
-    # stats.sufficiency.MIN_SAMPLE they are marked ``insufficient sample``.
-    sample: str = ""
-    # The prompts stage's options per run profile ("quick", "default"); the "paper" profile is the stage's
-    # declared defaults (each paper's full size). geomon.yaml's ``profiles:`` overrides them.
-    profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # The prompts' columns whose distinct values are the tracked headlines' clusters (``geomon plan``'s sample).
-    unit: tuple[str, ...] = ()
-
-
-def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:
-    """The one rule of every suite, per answer: ``answered`` (a value was read), ``failed`` (the request
-    errored) or ``unanswered`` (nothing could be read). Failed and unanswered answers are excluded from
-    the scores and counted, never scored as a miss. An empty error string is no error."""
-    failed = errors.notna() & errors.astype(str).ne("")
-    return pd.Series(np.where(read.notna(), "answered", np.where(failed, "failed", "unanswered")), index=read.index)
-
-
-class SuiteError(ValueError):
-    pass
+__all__ = ["Headline", "RunOption", "SuiteError", "SuiteInfo", "status_of"]  # where every suite reads them
 
 
 def _check(module: ModuleType) -> SuiteInfo:
@@ -153,7 +95,7 @@ def pipeline(name: str) -> Any:
 
 
 _BROKEN: dict[str, str] = {}  # suite module → why it cannot be loaded (the last ``suites()`` found)
-_NOT_SUITES = {"registry", "pipeline", "yaml_suite"}  # the registry's own modules
+_NOT_SUITES = {"registry", "pipeline", "yaml_suite", "info"}  # the registry's own modules
 
 
 def suite_dirs() -> list[Path]:

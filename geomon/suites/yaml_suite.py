@@ -28,6 +28,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.stats.declared import Mean, Range, TrackedMetric, estimates
 from geomon.stats.values import MetricValue
+from geomon.suites.info import Headline, RunOption, SuiteError, SuiteInfo, status_of
 from geomon.suites.pipeline import (
     SEED,
     Option,
@@ -39,7 +40,6 @@ from geomon.suites.pipeline import (
     filled_outcome,
     responses_stage,
 )
-from geomon.suites.registry import Headline, RunOption, SuiteError, SuiteInfo, status_of
 
 SCORERS = ("exact", "normalised", "regex", "choice", "numeric")
 KNOWN = {

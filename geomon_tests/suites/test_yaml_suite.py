@@ -24,9 +24,13 @@ CAPITALS = pd.read_csv(EXAMPLES / "capitals.csv")
 
 @pytest.fixture
 def capitals(monkeypatch):
+    """The example folder named in GEOMON_SUITE_DIRS; the code location built again with it (and without it
+    after the test: ``geomon.definitions`` builds the suites the registry finds when it is imported)."""
     monkeypatch.setenv("GEOMON_SUITE_DIRS", str(EXAMPLES))
+    sys.modules.pop("geomon.definitions", None)
     yield registry.module("capitals")
     sys.modules.pop("geomon.suites.capitals", None)
+    sys.modules.pop("geomon.definitions", None)
     declared.cache_clear()
 
 
