@@ -293,7 +293,7 @@ def gapminder_real(pool, workers, releases: int, resamples: int, seed: int) -> N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--releases", type=int, default=2000, help="null releases per size")
-    parser.add_argument("--planted", type=int, default=300, help="releases per planted effect size")
+    parser.add_argument("--planted", type=int, default=200, help="releases per planted effect size")
     parser.add_argument(
         "--resamples", type=int, default=999, help="sign-flip resamples per null test (planted: the production 4,999)"
     )
