@@ -37,12 +37,12 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     spec = settings.model("paid")
     info = registry.suites()["worldbench"]
     store = settings.store()
-    (first,) = plan.make_plan(settings, [spec], [info], "quick", store, MetricHistory(settings.store_url))
+    (first,) = plan.make_plan(settings, [spec], [info], "default", store, MetricHistory(settings.store_url))
     assert first.prompts == first.asks > 0 and first.stored == 0 and first.seconds is None and first.cost is None
-    assert first.options["sample_countries"] == 12 and first.headlines[0].clusters == 12
+    assert first.options["sample_countries"] == 40 and first.headlines[0].clusters == 40
     # mean_error lies in [0, 1]: the worst case is a coin flip per country on each side.
     mean_error = next(h for h in first.headlines if h.metric == "mean_error")
-    se = math.sqrt(0.5) / math.sqrt(12)
+    se = math.sqrt(0.5) / math.sqrt(40)
     family = len(registry.tracked("worldbench"))
     assert mean_error.mde == verdicts.minimum_detectable_effect(se, settings.verdicts.alpha / family, 0.8)
     # Ten answers stored (2 s each, 100 + 20 tokens): the plan knows the pace and what is left to ask.
@@ -52,14 +52,14 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
         key = response_key(model_identity(spec), request, settings.cache_epoch)
         result = GenerationResult("42", prompt_tokens=100, completion_tokens=20, latency_s=2.0)
         store.put(key, spec.name, model_identity(spec), settings.cache_epoch, request, result, "openai")
-    (again,) = plan.make_plan(settings, [spec], [info], "quick", store, MetricHistory(settings.store_url))
+    (again,) = plan.make_plan(settings, [spec], [info], "default", store, MetricHistory(settings.store_url))
     left = again.asks - 10
     assert again.stored == 10 and again.seconds == left * 2.0 / 4
     assert again.tokens == left * 120 and again.cost == (left * 100 * 2.0 + left * 20 * 8.0) / 1e6
     # The inverse: the countries a 0.05 change in mean error needs.
     need = plan.clusters_to_detect(mean_error, 0.05, settings, family)
     assert (
-        need > 12
+        need > 40
         and verdicts.minimum_detectable_effect(mean_error.sd / math.sqrt(need), settings.verdicts.alpha / family, 0.8)
         <= 0.05
     )

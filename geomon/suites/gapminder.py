@@ -85,7 +85,7 @@ SUITE = SuiteInfo(
     sample="questions",
     unit=("question_id",),
     profiles={
-        "quick": {"sample_questions": 5, "sample_variations": 2},
+        "quick": {"sample_questions": 4, "sample_variations": 2},
         "default": {"sample_questions": 20, "sample_variations": 5},
     },
 )

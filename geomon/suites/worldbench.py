@@ -55,7 +55,7 @@ SUITE = SuiteInfo(
     order=1,
     sample="parsed",
     unit=("iso3",),
-    profiles={"quick": {"sample_countries": 12}, "default": {"sample_countries": 40}},
+    profiles={"quick": {"sample_countries": 8}, "default": {"sample_countries": 40}},
 )
 
 CODE_VERSION = "worldbench-1"
