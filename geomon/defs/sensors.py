@@ -78,7 +78,7 @@ def blocked_by_checks(instance: dg.DagsterInstance, asset_graph: Any) -> dict[st
     that did not pass: not run on it (materialized without its checks), failed, or still running. Automation
     waits on these silently; this says which check, which partition and why."""
     blocking = [key for key in asset_graph.asset_check_keys if asset_graph.get_check_spec(key).blocking]
-    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(list(blocking))  # it empties the list
+    latest = instance.event_log_storage.get_latest_asset_check_execution_by_key(blocking)
     reasons: dict[str, str] = {}
     for key in blocking:
         name = f"{key.asset_key.to_user_string()}:{key.name}"
