@@ -60,6 +60,7 @@ def track_evaluation(
         predecessor=settings.model(model).predecessor,
         dagster_run_id=context.run.run_id,
         run_started_at=started,
+        figures_declared=True,  # the factory made them, for the leaderboard's summary
     )
     current = result.evaluation
     open_regressions = tracking.failing(history, current)

@@ -52,6 +52,7 @@ class ImportedRun:
     released: date | None = None
     predecessor: str | None = None  # as the source says (an item file's column); else found by vendor
     tracked: tuple[TrackedMetric, ...] = ()  # what its paired tests compare (the suite's, or the import's)
+    figures_declared: bool = False  # ``metrics`` are already the declared figures (``tracking.declared_values``)
     answers: int = 0
     excluded: int = 0  # rows without an outcome: counted, never scored
 
@@ -304,6 +305,7 @@ def outcome_runs(
                 model=str(model),
                 evaluated_at=_date(when, f"{origin}: {model}"),
                 metrics=tracking.declared_values(suite, tracked, items),
+                figures_declared=True,
                 items=items,
                 scope=scope,
                 origin=origin,
@@ -412,6 +414,7 @@ def record_runs(
             predecessor=chosen.get(run.model),
             evaluated_at=run.evaluated_at,
             origin=run.origin,
+            figures_declared=run.figures_declared,
         )
         recorded = Recorded(run, result, chosen.get(run.model))
         out.append(recorded)

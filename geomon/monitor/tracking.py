@@ -125,13 +125,15 @@ def track(
     run_started_at: datetime | None = None,
     evaluated_at: datetime | None = None,
     origin: str = "geomon",
+    figures_declared: bool = False,
 ) -> Tracked:
     """Record this evaluation (once: ``MetricHistory.record``), compare it with its baseline, compare again
     the evaluations whose baseline it becomes, and decide the families concerned. An evaluation identical to
     one already stored (a re-run of unchanged answers, a retried step) is not compared again: its stored
-    verdicts stand, and are returned."""
+    verdicts stand, and are returned. ``figures_declared``: ``metrics`` already come from ``declared_values``."""
     tracked = declared.with_min_effects(tracked, settings.min_effects)
-    metrics = declared_values(suite, tracked, items, metrics)
+    if not figures_declared:  # the caller has not made the declared figures yet (bootstraps are not free)
+        metrics = declared_values(suite, tracked, items, metrics)
     current = history.record(
         suite,
         model,
