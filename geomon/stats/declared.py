@@ -166,35 +166,22 @@ class Weights:
         return cls(np.zeros((1, 1)), np.zeros(n, dtype=int), np.asarray(base, dtype=float), np.zeros(n))
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        """Each resample's weighted sum of the per-row vector ``x``."""
         x = np.asarray(x, dtype=float)
         clusters = self.per_cluster.shape[1]
-        if x.ndim == 1:
-            by_cluster = np.bincount(self.codes, weights=self.sign * x, minlength=clusters)
-            used = np.flatnonzero(by_cluster)
-            if used.size == 0:
-                moved = np.zeros(self.per_cluster.shape[0])
-            elif used[-1] - used[0] + 1 <= max(used.size * 2, clusters // 4):
-                # A group's clusters, numbered together: multiply that block (a view, no copy).
-                block = slice(used[0], used[-1] + 1)
-                moved = self.per_cluster[:, block] @ by_cluster[block]
-            else:
-                moved = self.per_cluster @ by_cluster
-        else:  # columns at once: one matrix product (groups' numerators and denominators)
-            by_cluster = self._gather() @ (self.sign[:, None] * x)
+        by_cluster = np.bincount(self.codes, weights=self.sign * x, minlength=clusters)
+        used = np.flatnonzero(by_cluster)
+        if used.size == 0:
+            moved = np.zeros(self.per_cluster.shape[0])
+        elif used[-1] - used[0] + 1 <= max(used.size * 2, clusters // 4):
+            # A group's clusters, numbered together: multiply that block (a view, no copy).
+            block = slice(used[0], used[-1] + 1)
+            moved = self.per_cluster[:, block] @ by_cluster[block]
+        else:
             moved = self.per_cluster @ by_cluster
         if self.mirror is None:
             return self.base @ x + moved
         return np.concatenate([self.base @ x + moved, self.mirror @ x - moved])
-
-    def _gather(self) -> Any:
-        """Clusters × rows, 1 where a row belongs to the cluster (sparse): row sums to cluster sums."""
-        if getattr(self, "_gathered", None) is None:
-            from scipy import sparse
-
-            rows = len(self.codes)
-            shape = (self.per_cluster.shape[1], rows)
-            self._gathered = sparse.csr_matrix((np.ones(rows), (self.codes, np.arange(rows))), shape=shape)
-        return self._gathered
 
     def dense(self) -> np.ndarray:
         moved = self.sign[None, :] * self.per_cluster[:, self.codes]
