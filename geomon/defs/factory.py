@@ -41,6 +41,7 @@ from geomon.defs.resources import (
     revisions_partitions,
 )
 from geomon.defs.runs import PerModelPlan, per_model_job
+from geomon.defs.sensors import revisions_sensor
 from geomon.defs.versions import source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
@@ -128,9 +129,10 @@ def input_name(name: str) -> str:
 
 def stage_partitions(pipeline: Pipeline, stage: Stage) -> Any:
     """Per model (× revision in a suite with revisions), per revision, or none."""
+    revisions = pipeline.revisions
     if stage.per_model:
-        return model_revision_partitions if pipeline.revisions is not None else models_partitions
-    return revisions_partitions if stage.per_revision else None
+        return model_revision_partitions(revisions.partitions) if revisions is not None else models_partitions
+    return revisions_partitions(revisions.partitions) if stage.per_revision and revisions is not None else None
 
 
 # A per-model × revision stage reads its revision's partition of a per-revision stage.
@@ -439,6 +441,7 @@ def declared(name: str) -> DeclaredSuite:
         leaderboard=dg.AssetSelection.assets([name, "leaderboard"]),
         prompts_op="__".join(stage_key(name, pipeline.prompts)),
         per_revision=keys(per_revision) if per_revision else None,
+        revisions=revisions_partitions(pipeline.revisions.partitions) if pipeline.revisions else None,
         # A suite with revisions: the shared sources' job is named after its source stage ("release").
         sources_stage=sources[0].name if per_revision else "prompts",
     )
@@ -460,4 +463,7 @@ def declared_suites() -> dg.Definitions:
         assets=[a for a in definitions if not isinstance(a, dg.AssetChecksDefinition)],
         asset_checks=[a for a in definitions if isinstance(a, dg.AssetChecksDefinition)],
         jobs=[j for suite in built for j in suite.jobs],
+        sensors=[
+            revisions_sensor(suite.info.name, suite.pipeline.revisions) for suite in built if suite.pipeline.revisions
+        ],
     )

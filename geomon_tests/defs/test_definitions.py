@@ -11,10 +11,12 @@ import pandas as pd
 import pytest
 
 from geomon.definitions import defs
-from geomon.defs.factory import suite_runs
+from geomon.defs.factory import declared_names, suite_runs
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models
 from geomon.defs.sensors import model_registry_sensor
+from geomon.suites import registry
+from geomon_tests import snapshot
 from geomon_tests.conftest import (
     SHARED,
     assert_readable_report,
@@ -33,67 +35,23 @@ IDEACOUN_ARTICLE = {
     "end": "D.2 Experiment",
 }
 OLD, NEW = "2021-08-31-r1041639056", "2023-05-15-r1154894956"
-EXPECTED_ASSET_KEYS = [
-    "blend/disparity",
-    "blend/leaderboard",
-    "blend/prompts",
-    "blend/question_bank",
-    "blend/responses",
-    "blend/scores",
-    "borderlines/concurrence",
-    "borderlines/leaderboard",
-    "borderlines/prompts",
-    "borderlines/release",
-    "borderlines/responses",
-    "borderlines/scores",
-    "gapminder/grades",
-    "gapminder/judgements",
-    "gapminder/leaderboard",
-    "gapminder/prompts",
-    "gapminder/question_bank",
-    "gapminder/rates",
-    "gapminder/responses",
-    "history/gapminder_import",
-    "history/gapminder_results",
-    "monitor/drift_probe",
-    "monitor/trends",
-    "quench/answers",
-    "quench/disparity",
-    "quench/judgements",
-    "quench/leaderboard",
-    "quench/prompts",
-    "quench/question_bank",
-    "quench/rationales",
-    "quench/scores",
-    "quench/similarities",
-    "saged/corpus",
-    "saged/disparity",
-    "saged/features",
-    "saged/leaderboard",
-    "saged/prompts",
-    "saged/responses",
-    "wikipedia/dispute_revisions",
-    "worldbank/economies",
-    "worldbank/indicators",
-    "worldbank/wdi_release",
-    "worldbench/disparity",
-    "worldbench/leaderboard",
-    "worldbench/prompts",
-    "worldbench/responses",
-    "worldbench/scores",
-]
 
 
-def test_asset_keys_snapshot():
-    keys = sorted(k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys())
-    assert keys == EXPECTED_ASSET_KEYS
+def test_the_definitions_match_the_reviewed_snapshot():
+    """Suites, asset keys and partitions, checks, jobs, sensors and schedules as geomon_tests/snapshots/
+    definitions.json records them: after a deliberate change, `make snapshots` regenerates it for review."""
+    now, recorded = snapshot.current(), snapshot.expected()
+    for part in recorded:
+        assert now[part] == recorded[part], f"{part} differ from {snapshot.SNAPSHOT.name}: run `make snapshots`"
 
 
 def test_the_monitoring_loop_starts_running():
     """Every sensor and schedule the README calls the monitoring loop is on in a fresh instance."""
     sensors = {s.name for s in defs.sensors if s.default_status == dg.DefaultSensorStatus.RUNNING}
     schedules = {s.name for s in defs.schedules if s.default_status == dg.DefaultScheduleStatus.RUNNING}
-    loop = {"alert_on_run_failure", "geomon_automation", "model_registry_sensor", "dispute_revision_sensor"}
+    with_revisions = {f"{name}_revisions_sensor" for name in declared_names() if registry.pipeline(name).revisions}
+    loop = {"alert_on_run_failure", "geomon_automation", "model_registry_sensor", *with_revisions}
+    assert with_revisions  # BorderLines' Wikipedia revisions at least
     assert loop <= sensors and "observe_sources_hourly" in schedules
 
 
@@ -227,17 +185,16 @@ def test_registry_sensor_adds_only_new_models(tmp_path, wdi_snapshot_dir):
 
 
 def test_revision_sensor_registers_the_configured_table_versions(tmp_path, wdi_snapshot_dir):
-    from geomon.defs.sensors import dispute_revision_sensor
-
+    sensor = defs.resolve_sensor_def("borderlines_revisions_sensor")
     resources = {"geomon": GeomonResource(config_path=str(write_settings(tmp_path, wdi_snapshot_dir)))}
     with dg.instance_for_test() as instance:
-        first = dispute_revision_sensor(dg.build_sensor_context(instance=instance, resources=resources))
+        first = sensor(dg.build_sensor_context(instance=instance, resources=resources))
+        assert first.dynamic_partitions_requests[0].partitions_def_name == "dispute_revisions"
         assert first.dynamic_partitions_requests[0].partition_keys == [OLD, NEW]
         instance.add_dynamic_partitions("dispute_revisions", [OLD, NEW])
-        again = dispute_revision_sensor(
-            dg.build_sensor_context(instance=instance, resources=resources, cursor=first.cursor)
-        )
-        assert again.dynamic_partitions_requests == [] and again.skip_reason.skip_message == "no new revisions"
+        again = sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=first.cursor))
+        assert again.dynamic_partitions_requests == []
+        assert again.skip_reason.skip_message == "no new revisions of borderlines (2 known)"
 
 
 def test_a_stage_runs_in_isolation_on_plain_python(snapshot):

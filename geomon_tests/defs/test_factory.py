@@ -151,17 +151,18 @@ def test_a_suite_with_revisions_is_partitioned_by_revision_and_model():
     reading their revision's partition; jobs and check names as the suite had them by hand."""
     from geomon.defs.resources import model_revision_partitions, revisions_partitions
 
+    per_revision, per_model = revisions_partitions("dispute_revisions"), model_revision_partitions("dispute_revisions")
     graph = defs.resolve_asset_graph()
-    assert graph.get(dg.AssetKey(["wikipedia", "dispute_revisions"])).partitions_def == revisions_partitions
-    assert graph.get(dg.AssetKey(["borderlines", "prompts"])).partitions_def == revisions_partitions
+    assert graph.get(dg.AssetKey(["wikipedia", "dispute_revisions"])).partitions_def == per_revision
+    assert graph.get(dg.AssetKey(["borderlines", "prompts"])).partitions_def == per_revision
     for stage in ("responses", "scores", "concurrence"):
-        assert graph.get(dg.AssetKey(["borderlines", stage])).partitions_def == model_revision_partitions
+        assert graph.get(dg.AssetKey(["borderlines", stage])).partitions_def == per_model
     assert graph.get(dg.AssetKey(["wikipedia", "dispute_revisions"])).group_name == "wikipedia"
     checks = {k.name for k in graph.asset_check_keys if k.asset_key.path[0] in {"borderlines", "wikipedia"}}
     assert checks == {"disputes_table_valid", "prompts_translated", "answered_above_floor", "no_regression"}
     jobs = {name: defs.resolve_job_def(f"borderlines_{name}") for name in ("release", "prompts", "per_model")}
-    assert jobs["prompts"].partitions_def == revisions_partitions
-    assert jobs["per_model"].partitions_def == model_revision_partitions
+    assert jobs["prompts"].partitions_def == per_revision
+    assert jobs["per_model"].partitions_def == per_model
     assert defs.resolve_job_def("borderlines_leaderboard")
 
 

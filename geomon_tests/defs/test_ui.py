@@ -33,7 +33,7 @@ MONITORING_LOOP = {
     "sensors": {
         "geomon_automation",
         "model_registry_sensor",
-        "dispute_revision_sensor",
+        "borderlines_revisions_sensor",
         "alert_on_run_failure",
         "blocked_automation_sensor",
     },

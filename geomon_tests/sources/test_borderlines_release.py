@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import shutil
-from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pandas as pd
@@ -12,19 +10,9 @@ import pytest
 
 from geomon.sources.borderlines import DisputesError, fetch_release, read_snapshot
 from geomon_tests.conftest import SHARED
-from geomon_tests.loopback import serve
+from geomon_tests.loopback import file_server
 
 ROOT = SHARED / "snapshots" / "borderlines"
-
-
-class QuietFiles(SimpleHTTPRequestHandler):
-    def log_message(self, *args) -> None:
-        pass
-
-
-def file_server(directory):
-    """Serve ``directory``'s files the way GitHub's raw host serves the release's."""
-    return serve(functools.partial(QuietFiles, directory=str(directory)))
 
 
 def test_fetch_release_then_read_it_like_the_snapshot(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from geomon.sources.quench import COLUMNS, QuenchError, fetch_release, load_items, read_release
 from geomon.suites.quench import paper_gaps, read_paper_table
 from geomon_tests.conftest import SHARED
-from geomon_tests.sources.test_borderlines_release import file_server
+from geomon_tests.loopback import file_server
 
 ROOT = SHARED / "snapshots" / "quench"
 PAPER_TABLE = SHARED / "reference" / "quench" / "Results" / "Aggregated Scores  - aggregated_scores.csv"

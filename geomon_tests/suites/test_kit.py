@@ -1,0 +1,132 @@
+"""The suite kit (geomon.suites.kit) and suites outside the package: the example Python suite
+(examples/suites/capital_aliases.py) registered from a folder, its scorer, the kit's readers and stages, and a
+run of both example suites on one scripted model whose answers the YAML and the Python definitions score
+differently."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from geomon.defs.factory import declared, suite_runs
+from geomon.defs.resources import GeomonResource
+from geomon.suites import kit, registry
+from geomon_tests.conftest import step_output, write_settings
+from geomon_tests.loopback import ScriptedModel, file_server, serve
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "suites"
+CAPITALS = pd.read_csv(EXAMPLES / "capitals.csv")
+
+
+@pytest.fixture
+def examples(monkeypatch):
+    """The example folder in GEOMON_SUITE_DIRS; the code location built again with it and without it after."""
+    monkeypatch.setenv("GEOMON_SUITE_DIRS", str(EXAMPLES))
+    sys.modules.pop("geomon.definitions", None)
+    yield registry.module("capital_aliases")
+    for name in ("capitals", "capital_aliases", "definitions"):
+        sys.modules.pop(f"geomon.{'suites.' if name != 'definitions' else ''}{name}", None)
+    declared.cache_clear()
+
+
+def test_a_simple_python_suite_is_at_most_60_lines(examples):
+    assert len((EXAMPLES / "capital_aliases.py").read_text().splitlines()) <= 60
+    assert "capital_aliases" in registry.suites() and not registry.broken()
+    assert [m.name for m in examples.TRACKED] == ["accuracy", "region_gap"]
+    assert registry.profile_options("capital_aliases", "quick", {})["sample"] == 20
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Kiev.", 1.0),  # any accepted name
+        ("It is KYIV", 1.0),
+        ("Lviv", 0.0),
+        ("Kyiv or Lviv", float("nan")),  # a hedge is no answer: unanswered, not right
+        ("", float("nan")),
+    ],
+)
+def test_the_python_scorer(examples, reply, expected):
+    got = examples.score(reply, {"aliases": "Kyiv|Kiev"})
+    assert got == expected or (got != got and expected != expected)
+
+
+def test_read_table_names_the_file_and_the_problem(tmp_path):
+    table = tmp_path / "q.csv"
+    table.write_text("id,country\na,France\n,Spain\n")
+    with pytest.raises(registry.SuiteError, match=r"q\.csv, line 3: column id is empty"):
+        kit.read_table(table, "id")
+    with pytest.raises(registry.SuiteError, match=r"q\.csv: no column\(s\) \['region'\]"):
+        kit.read_table(table, "id", ("region",))
+    table.write_text("id,country\na,France\na,Spain\n")
+    with pytest.raises(registry.SuiteError, match=r"q\.csv: id \['a'\] appear more than once"):
+        kit.read_table(table, "id")
+
+
+def _release_context(tmp_path: Path, **section) -> SimpleNamespace:
+    settings = SimpleNamespace(
+        suite=lambda name: kit.ReleaseSettings(**section), results_dir=tmp_path / "var" / "results"
+    )
+    return SimpleNamespace(settings=settings)
+
+
+def test_the_release_stage_reads_the_snapshot_or_fetches_the_release(tmp_path):
+    stage = kit.release_stage(
+        "toy", ("capitals.csv",), lambda d: kit.read_table(d / "capitals.csv", "question_id"), EXAMPLES
+    )
+    local = stage.run(_release_context(tmp_path))
+    assert len(local.value) == 40 and local.metadata["source"] == str(EXAMPLES)
+    with file_server(EXAMPLES) as url:
+        fetched = stage.run(_release_context(tmp_path, release_url=url))
+    assert fetched.value.equals(local.value) and fetched.data_version == local.data_version
+    assert (tmp_path / "var" / "toy-release" / "capitals.csv").is_file()
+    with pytest.raises(registry.SuiteError, match=r"suite toy: release file\(s\) missing: .*capitals\.csv"):
+        stage.run(_release_context(tmp_path, snapshot=tmp_path / "empty"))
+    with file_server(tmp_path) as url, pytest.raises(registry.SuiteError, match=r"capitals\.csv: HTTP 404"):
+        stage.run(_release_context(tmp_path / "other", release_url=url))
+
+
+def test_a_broken_python_suite_breaks_only_itself(tmp_path, monkeypatch):
+    (tmp_path / "halfdone.py").write_text("import geomon.suites.kit\nSUITE = undefined_name\n")
+    monkeypatch.setenv("GEOMON_SUITE_DIRS", str(tmp_path))
+    assert "halfdone" not in registry.suites() and "blend" in registry.suites()
+    assert "halfdone.py cannot be imported: NameError" in registry.broken()["halfdone"]
+    with pytest.raises(registry.SuiteError, match=r"halfdone\.py cannot be imported"):
+        registry.module("halfdone")
+
+
+# The model's answers where the two example suites' definitions differ: an alias (Peking, Nur-Sultan, La Paz)
+# is right only for capital_aliases; a hedge ("Lagos or Abuja") names the capital for capitals.yaml's normalised
+# scorer but is no answer for capital_aliases; Toronto is wrong for both.
+DIFFERENT = {"China": "Peking", "Kazakhstan": "Nur-Sultan", "Bolivia": "La Paz", "Nigeria": "Lagos or Abuja"}
+WRONG = {"Canada": "Toronto"}
+
+
+def test_both_example_suites_on_one_scripted_model(examples, tmp_path, wdi_snapshot_dir):
+    by_country = dict(zip(CAPITALS["country"], CAPITALS["capital"], strict=True))
+
+    def answer(messages):
+        country = messages[-1]["content"].split("capital city of ")[1].split("?")[0]
+        return {**by_country, **DIFFERENT, **WRONG}[country]
+
+    with serve(ScriptedModel, {"answer": answer, "models": ["scripted"]}) as url:
+        models = [{"name": "scripted", "kind": "chat", "base_url": f"{url}/v1", "model_id": "scripted"}]
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False)
+        resources = {"geomon": GeomonResource(config_path=str(settings))}
+        boards = {}
+        with dg.instance_for_test() as instance:
+            for suite in ("capitals", "capital_aliases"):
+                results = suite_runs(suite).materialize(instance, ["scripted"], {"sample": 0}, resources=resources)
+                assert all(r.success for r in results)
+                boards[suite] = step_output(instance, results[-1], f"{suite}__leaderboard").set_index("model")
+    yaml_row, python_row = boards["capitals"].loc["scripted"], boards["capital_aliases"].loc["scripted"]
+    # capitals.yaml: 40 answered, 36 right (the three aliases and Toronto wrong); Asia 8/10, Americas 8/10.
+    assert yaml_row["accuracy"] == 90 and yaml_row["region_gap"] == 20 and yaml_row["answered"] == 40
+    # capital_aliases: the hedge unanswered (39 answered), 38 right; Americas 9/10, the rest all right.
+    assert python_row["accuracy"] == pytest.approx(100 * 38 / 39) and python_row["answered"] == 39
+    assert python_row["region_gap"] == pytest.approx(10)
