@@ -26,8 +26,10 @@ from typing import Any
 
 import pandas as pd
 
+from geomon import jury
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
+from geomon.jury import JurySettings
 from geomon.sources.release_files import ReleaseFiles
 from geomon.stats.declared import Mean, Range, TrackedMetric, estimates
 from geomon.stats.values import MetricValue
@@ -54,6 +56,7 @@ class ReleaseSettings:
 
     snapshot: Path | None = None
     release_url: str = ""
+    jury: JurySettings = field(default_factory=lambda: JurySettings(max_tokens=16))  # a judged suite's judges
 
 
 def read_table(path: Path, id_column: str, columns: Iterable[str] = ()) -> pd.DataFrame:
@@ -226,8 +229,11 @@ class QuestionSet:
     id: str  # the column naming each question
     answer: str  # the gold column (kept beside each reply)
     prompt: str  # the chat template (``{column}``)
-    score: Score
+    score: Score | None  # None: judged by the jury with ``judge_prompt``
     groups: tuple[str, ...] = ()
+    # The jury's prompt ({column}s of the question and {reply}): each judge answers correct or incorrect; the
+    # majority (with the ``jury`` settings' quorum) is the grade, and an indecisive item is unanswered.
+    judge_prompt: str = ""
     completion_prompt: str = ""  # a base model's template (default ``Question: <prompt>\nAnswer:``)
     system: str | None = None
     max_tokens: int = 32
@@ -255,10 +261,48 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         preview = prompts[[q.id, "chat"]].head(5)
         return StageResult(prompts, metadata={"prompts": len(prompts), "preview": preview}, checks=[check])
 
-    def scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
-        """Each answer scored (0 / 100); unread and failed answers excluded and counted."""
+    def judgements_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
+        """The jury's grade of each answered question: every judge says correct or incorrect (through the
+        response store); the majority decides."""
+        settings = context.settings
+        held: JurySettings = settings.suite(q.name).jury
+        judges = settings.judges(held)
         rows = prompts.to_dict("records")
-        value = [q.score(reply, row) * 100 for reply, row in zip(responses["text"], rows, strict=True)]
+        answered = [i for i, text in enumerate(responses["text"]) if isinstance(text, str) and text.strip()]
+        try:
+            asked = [q.judge_prompt.format(**{**rows[i], "reply": responses["text"][i]}) for i in answered]
+        except (KeyError, IndexError) as exc:
+            raise SuiteError(f"suite {q.name}: judge_prompt names {exc}, not a column of the questions") from None
+        labels = ("correct", "incorrect")
+        ids = [rows[i][q.id] for i in answered]
+        task = jury.JuryTask("correct", ids, asked, lambda text: jury.parse_label(text, labels), "majority", labels)
+        ask = lambda spec, requests: context.ask(spec, requests)[0]  # noqa: E731
+        result = jury.convene(judges, [task], ask, held.max_tokens, held.quorum, held.constrain)
+        grades = result.decisions["correct"].rename(columns={"id": q.id})
+        readable, numbers = jury.readable_replies(result.verdicts)
+        return StageResult(
+            grades,
+            metadata={
+                "judges": ", ".join(j.name for j in judges),
+                "judged": len(asked),
+                "grades": grades["grade"].value_counts().to_dict(),
+                **jury.agreement_metadata(result.agreement),
+            },
+            checks=[CheckOutcome("judge_replies_readable", passed=readable, severity="warn", metadata=numbers)],
+        )
+
+    def scores_stage(
+        context: Any, prompts: pd.DataFrame, responses: pd.DataFrame, judgements: pd.DataFrame | None = None
+    ) -> StageResult:
+        """Each answer scored (0 / 100; by the jury's grade where judged); unread and failed answers (and
+        answers the jury could not decide) excluded and counted."""
+        rows = prompts.to_dict("records")
+        if judgements is None:
+            value = [q.score(reply, row) * 100 for reply, row in zip(responses["text"], rows, strict=True)]
+        else:
+            grade = dict(zip(judgements[q.id], judgements["grade"], strict=True))
+            points = {"correct": 100.0, "incorrect": 0.0}
+            value = [points.get(grade.get(row[q.id], ""), float("nan")) for row in rows]
         scores = prompts[[q.id, q.answer, *q.groups]].assign(
             reply=responses["text"].to_numpy(), value=value, error=responses["error"].to_numpy()
         )
@@ -283,6 +327,22 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         per_group = Breakdown("groups", f"{q.title}: {q.metric} per group (95 % interval)", "group", "value")
         return write_suite_report(out, q.title, q.spec, board, results, [per_group], [h.metric for h in headlines])
 
+    if (q.score is None) == (not q.judge_prompt):
+        raise SuiteError(f"suite {q.name}: give a score function or a judge_prompt (judged by the jury), not both")
+    judged = (
+        (
+            Stage(
+                "judgements",
+                judgements_stage,
+                inputs=("prompts", "responses"),
+                per_model=True,
+                versioned_by=versions,
+                checks=(StageCheck("judge_replies_readable", "Most of the judges' replies give a verdict."),),
+            ),
+        )
+        if q.judge_prompt
+        else ()
+    )
     pipeline = Pipeline(
         stages=(
             release_stage(q.name, q.files, q.read, q.data_dir, versions),
@@ -292,7 +352,9 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
                 checks=(StageCheck("prompts_filled", "Every prompt has its fields filled in.", blocking=True),),
             ),
             responses_stage(lambda prompts, spec: requests_for(prompts, spec, q.max_tokens, system=q.system), q.id),
-            Stage("scores", scores_stage, inputs=("prompts", "responses"), per_model=True, versioned_by=versions),
+            *judged,
+            Stage("scores", scores_stage, inputs=("prompts", "responses", *(s.name for s in judged)),
+                  per_model=True, versioned_by=versions),
             Stage(
                 "disparity", disparity_stage, inputs=("scores",), per_model=True, tracked=True, versioned_by=versions
             ),

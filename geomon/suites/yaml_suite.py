@@ -4,7 +4,8 @@ template, a scorer, accuracy per group with intervals and the gaps between group
 The file (``docs/adding-a-benchmark.md`` shows one whole) gives the data (a CSV beside it), the prompt, the
 scorer — ``exact``, ``normalised`` (case, accents, punctuation and articles aside, the gold as whole words of the
 answer), ``regex`` (a pattern with ``{answer}``), ``choice`` (the option named, ``parsing.parse_choice``) or
-``numeric`` (``parsing.parse_number`` within a relative tolerance) —, the group columns and the run profiles.
+``numeric`` (``parsing.parse_number`` within a relative tolerance) or ``judged`` (the jury grades each reply
+with ``judge_prompt``: correct or incorrect, the majority decides) —, the group columns and the run profiles.
 ``load`` turns it into the three declarations a Python suite makes (``SUITE``, ``PIPELINE``, ``TRACKED``), so
 the factory, the verdict engine, ``geomon run``, history and alerts treat it like any suite.
 """
@@ -26,10 +27,11 @@ from geomon import parsing
 from geomon.suites import kit
 from geomon.suites.info import SuiteError
 
-SCORERS = ("exact", "normalised", "regex", "choice", "numeric")
+SCORERS = ("exact", "normalised", "regex", "choice", "numeric", "judged")
 KNOWN = {
     "name", "title", "spec", "data", "id", "answer", "groups", "prompt", "completion_prompt", "scorer", "pattern",
     "options", "tolerance", "max_tokens", "metric", "min_effect", "gap_min_effect", "profiles", "order",
+    "judge_prompt",
 }  # fmt: skip
 
 
@@ -55,6 +57,7 @@ class Declaration:
     gap_min_effect: float
     profiles: dict[str, dict[str, Any]]
     order: int
+    judge_prompt: str
 
 
 def read(path: Path) -> Declaration:
@@ -79,6 +82,8 @@ def read(path: Path) -> Declaration:
         raise SuiteError(f"{path}: scorer {scorer!r}; one of {', '.join(SCORERS)}")
     if scorer == "regex" and "{answer}" not in str(doc.get("pattern", "")):
         raise SuiteError(f"{path}: scorer regex needs a pattern with {{answer}} (the gold, escaped)")
+    if (scorer == "judged") != bool(doc.get("judge_prompt")):
+        raise SuiteError(f"{path}: scorer judged goes with a judge_prompt (and a judge_prompt with scorer judged)")
     if scorer == "choice" and not doc.get("options"):
         raise SuiteError(f"{path}: scorer choice needs options (the columns holding the choices)")
     data = (path.parent / str(doc["data"])).resolve()
@@ -108,12 +113,13 @@ def read(path: Path) -> Declaration:
         gap_min_effect=float(doc.get("gap_min_effect", 10.0)),
         profiles={str(k): dict(v or {}) for k, v in profiles.items()},
         order=int(doc.get("order", 50)),
+        judge_prompt=str(doc.get("judge_prompt") or ""),
     )
 
 
 def read_questions(decl: Declaration, path: Path) -> pd.DataFrame:
     """The CSV, checked: the id, answer, group, option and template columns present, ids unique and filled."""
-    fields = set(re.findall(r"{(\w+)}", decl.prompt + decl.completion_prompt))
+    fields = set(re.findall(r"{(\w+)}", decl.prompt + decl.completion_prompt + decl.judge_prompt)) - {"reply"}
     return kit.read_table(path, decl.id, {decl.answer, *decl.groups, *decl.options, *fields})
 
 
@@ -161,7 +167,8 @@ def build(decl: Declaration) -> ModuleType:
         id=decl.id,
         answer=decl.answer,
         prompt=decl.prompt,
-        score=lambda reply, row: correct(decl, reply, row),
+        score=None if decl.scorer == "judged" else lambda reply, row: correct(decl, reply, row),
+        judge_prompt=decl.judge_prompt,
         groups=decl.groups,
         completion_prompt=decl.completion_prompt,
         max_tokens=decl.max_tokens,

@@ -130,3 +130,70 @@ def test_both_example_suites_on_one_scripted_model(examples, tmp_path, wdi_snaps
     # capital_aliases: the hedge unanswered (39 answered), 38 right; Americas 9/10, the rest all right.
     assert python_row["accuracy"] == pytest.approx(100 * 38 / 39) and python_row["answered"] == 39
     assert python_row["region_gap"] == pytest.approx(10)
+
+
+JUDGED = """name: judged_capitals
+title: Capitals, judged
+data: {data}
+id: question_id
+answer: capital
+groups: [region]
+prompt: "What is the capital city of {{country}}? Answer with the city's name only."
+scorer: judged
+judge_prompt: >-
+  The capital of {{country}} is {{capital}} (also called {{aliases}}).
+  Reply: {{reply}}. correct or incorrect?
+"""
+
+
+def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, monkeypatch):
+    """Three scripted judges (two accept any accepted name, one always says incorrect): the majority grades
+    the same answers as above, so aliases and the hedge naming Abuja are right: 39 of 40, a region gap of 10
+    (Toronto) — where the normalised scorer gives 90 and 20."""
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    (folder / "judged_capitals.yaml").write_text(JUDGED.format(data=EXAMPLES / "capitals.csv"))
+    monkeypatch.setenv("GEOMON_SUITE_DIRS", str(folder))
+    sys.modules.pop("geomon.definitions", None)
+    by_country = dict(zip(CAPITALS["country"], CAPITALS["capital"], strict=True))
+
+    def student(messages):
+        country = messages[-1]["content"].split("capital city of ")[1].split("?")[0]
+        return {**by_country, **DIFFERENT, **WRONG}[country]
+
+    def fair_judge(messages):
+        text = messages[-1]["content"]
+        names, reply = text.split("(also called ")[1].split(")")[0], text.split("Reply: ")[1]
+        return "correct" if any(n.lower() in reply.lower() for n in names.split("|")) else "incorrect"
+
+    try:
+        with (
+            serve(ScriptedModel, {"answer": student, "models": ["student"]}) as answers,
+            serve(ScriptedModel, {"answer": fair_judge, "models": ["fair"]}) as fair,
+            serve(ScriptedModel, {"answer": lambda m: "Incorrect.", "models": ["harsh"]}) as harsh,
+        ):
+            models = [
+                {"name": name, "kind": "chat", "base_url": f"{url}/v1", "model_id": model}
+                for name, url, model in [
+                    ("student", answers, "student"), ("judge-a", fair, "fair"), ("judge-b", fair, "fair"),
+                    ("judge-c", harsh, "harsh"),
+                ]
+            ]  # fmt: skip
+            judges = {"jury": {"judges": ["judge-a", "judge-b", "judge-c"]}}
+            settings = write_settings(
+                tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, judged_capitals=judges
+            )
+            resources = {"geomon": GeomonResource(config_path=str(settings))}
+            with dg.instance_for_test() as instance:
+                runs = suite_runs("judged_capitals").materialize(
+                    instance, ["student"], {"sample": 0}, resources=resources
+                )
+                assert all(r.success for r in runs)
+                board = step_output(instance, runs[-1], "judged_capitals__leaderboard").set_index("model")
+    finally:
+        sys.modules.pop("geomon.suites.judged_capitals", None)
+        sys.modules.pop("geomon.definitions", None)
+        declared.cache_clear()
+    row = board.loc["student"]
+    assert row["accuracy"] == pytest.approx(97.5) and row["region_gap"] == pytest.approx(10)
+    assert row["answered"] == 40
