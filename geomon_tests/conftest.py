@@ -116,17 +116,15 @@ def _declared_sections() -> dict[str, dict[str, str]]:
 
 
 def offline_sections() -> dict[str, dict[str, str]]:
-    """Every registered suite whose settings take a ``snapshot`` reads its real copy in ../shared/snapshots/
-    <suite>, where there is one (a suite added later needs no edit here); QUENCH shows the paper's scores too."""
-    import dataclasses
-
+    """Every registered suite with a real copy in ../shared/snapshots/<suite> reads it (its section's
+    ``snapshot``; a suite added later needs no edit here); QUENCH shows the paper's scores too."""
     from geomon.suites import registry
 
-    sections: dict[str, dict[str, str]] = {}
-    for name, info in registry.suites().items():
-        fields = {f.name for f in dataclasses.fields(info.settings)} if info.settings else set()
-        if "snapshot" in fields and (SHARED / "snapshots" / name).is_dir():
-            sections[name] = {"snapshot": str(SHARED / "snapshots" / name)}
+    sections = {
+        name: {"snapshot": str(SHARED / "snapshots" / name)}
+        for name in registry.suites()
+        if (SHARED / "snapshots" / name).is_dir()
+    }
     sections["quench"]["paper_results"] = str(SHARED / "reference" / "quench" / "Results")
     return sections
 
