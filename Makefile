@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test test-fast snapshots docs lint ui bench bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
+.PHONY: setup run test test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
 
 setup: $(VENV)/.installed
 
@@ -59,6 +59,10 @@ bench: setup
 # geomon's own cost in front of a fast server (bench/ask_throughput.py; uses PostgreSQL on 127.0.0.1).
 bench-ask: setup
 	$(BIN)/python bench/ask_throughput.py $(ARGS)
+
+# BLEnD's soft exact match with the paper's lemmatisers against the named variant (bench/blend_scoring.py).
+bench-blend: setup
+	$(BIN)/python bench/blend_scoring.py $(ARGS)
 
 # How long the Dagster code location takes to import (bench/code_location_import.py).
 bench-import: setup

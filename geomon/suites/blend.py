@@ -25,7 +25,7 @@ import string
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -312,8 +312,15 @@ def lemma_check(answer: str, reply: str, language: str) -> bool:
     if answer in reply or answer.replace("-", " ") in reply or answer.replace(" ", "-") in reply:
         return True
     lemmas = lemmatiser(language)[1]
-    reply_tokens = set(_normalised(lemmas(reply)))
-    return all(t in reply_tokens for t in _normalised(lemmas(answer)))
+    reply_tokens = set(_lemmatised(lemmas, reply))
+    return all(t in reply_tokens for t in _lemmatised(lemmas, answer))
+
+
+@lru_cache(maxsize=1 << 16)
+def _lemmatised(lemmas: Tokens, text: str) -> tuple[str, ...]:
+    """A text's normalised lemmas, once per lemmatiser and text: a reply is checked against every annotated
+    answer, and spaCy or Okt on each would cost the paper's scoring minutes."""
+    return tuple(_normalised(lemmas(text)))
 
 
 def valid_question(annotations: list[dict[str, Any]], idks: dict[str, int]) -> bool:
