@@ -235,6 +235,12 @@ def _stage_asset(
         if stage.tracked:
             if result.tracked is None:
                 raise ValueError(f"suite {info.name}: tracked stage {stage.name} returned nothing to record")
+            value = result.value
+            if pipeline.board_rows is None and not (isinstance(value, dict) and isinstance(value.get("summary"), dict)):
+                raise ValueError(
+                    f"suite {info.name}: tracked stage {stage.name}'s value needs a 'summary' mapping (the "
+                    "leaderboard row: each headline's value and its _ci_low/_ci_high)"
+                )
             # One definition per headline: the declared statistic's value, interval and sample replace the
             # suite's own in the history, and its interval and sample go into the leaderboard's summary.
             result.tracked.metrics = tracking.declared_values(

@@ -274,6 +274,11 @@ class Pipeline:
         for name in self.report_inputs:
             if name not in seen:
                 raise PipelineError(f"suite {suite}: the report reads {name!r}, which no stage makes")
+        if not any(s.requests is not None for s in self.stages):
+            raise PipelineError(
+                f"suite {suite}: no stage declares requests (what it sends the models, which `geomon plan` and "
+                "the prompts asset's plan count; responses_stage declares them)"
+            )
         tracked = [s for s in self.stages if s.tracked]
         if len(tracked) != 1 or not tracked[0].per_model:
             raise PipelineError(f"suite {suite}: exactly one per-model stage must be tracked, found {len(tracked)}")

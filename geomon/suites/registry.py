@@ -13,6 +13,7 @@ Dagster assets, checks and jobs from them.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
@@ -45,6 +46,18 @@ def _check(module: ModuleType) -> SuiteInfo:
         pipeline.validate(info.name)
     except PipelineError as exc:
         raise SuiteError(str(exc)) from None
+    if info.settings is not None and not (isinstance(info.settings, type) and dataclasses.is_dataclass(info.settings)):
+        raise SuiteError(f"suite {info.name}: SUITE.settings must be a dataclass (its geomon.yaml section)")
+    seen: set[tuple[str, str]] = set()
+    for headline in info.headlines:
+        key = (headline.metric, headline.breakdown)
+        if key in seen:
+            raise SuiteError(f"suite {info.name}: headline {headline.metric} {headline.breakdown} is declared twice")
+        seen.add(key)
+    for stage in pipeline.stages:
+        names = [o.name for o in stage.options]
+        if len(names) != len(set(names)):
+            raise SuiteError(f"suite {info.name}: stage {stage.name} declares option(s) twice: {names}")
     _check_tracked(module, info)
     stage_options = {o.name for o in pipeline.prompts.options}
     for profile, values in info.profiles.items():

@@ -127,8 +127,17 @@ def test_every_declared_suite_is_checked_at_registration():
     )
     with pytest.raises(PipelineError, match="reads 'responses', which no earlier stage makes"):
         bad.validate("toy")
+    asks = {"requests": lambda prompts, spec, settings: []}
+    silent = Pipeline(
+        stages=(Stage("scores", lambda context: StageResult(None), "x", per_model=True, tracked=True),),
+        write_report=lambda *a: None,
+        leaderboard_columns=(),
+        per_model_description="",
+    )
+    with pytest.raises(PipelineError, match="suite toy: no stage declares requests"):
+        silent.validate("toy")
     untracked = Pipeline(
-        stages=(Stage("responses", lambda context: StageResult(None), "x", per_model=True),),
+        stages=(Stage("responses", lambda context: StageResult(None), "x", per_model=True, **asks),),
         write_report=lambda *a: None,
         leaderboard_columns=(),
         per_model_description="",
@@ -136,7 +145,7 @@ def test_every_declared_suite_is_checked_at_registration():
     with pytest.raises(PipelineError, match="exactly one per-model stage must be tracked"):
         untracked.validate("toy")
     no_revisions = Pipeline(
-        stages=(Stage("table", lambda context: StageResult(None), "x", per_revision=True),),
+        stages=(Stage("table", lambda context: StageResult(None), "x", per_revision=True, **asks),),
         write_report=lambda *a: None,
         leaderboard_columns=(),
         per_model_description="",

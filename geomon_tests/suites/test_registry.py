@@ -38,7 +38,10 @@ def _score(context, items):
 PIPELINE = Pipeline(
     stages=(
         Stage("items", _items, "the items", options=(Option("size", int, 3),)),
-        Stage("scores", _score, "the scores", inputs=("items",), per_model=True, tracked=True),
+        Stage(
+            "scores", _score, "the scores", inputs=("items",), per_model=True, tracked=True,
+            requests=lambda items, spec, settings: [],
+        ),
     ),
     write_report=lambda out, board, results, settings: out,
     leaderboard_columns=("toy_mean",),
@@ -116,6 +119,24 @@ def test_unknown_suites_and_incomplete_modules_are_clear_errors(tmp_path, monkey
         "PIPELINE must be a Pipeline, not NoneType": ("PIPELINE = Pipeline(", "UNUSED = Pipeline("),
         "TRACKED must be a non-empty tuple of TrackedMetric": ("TRACKED = (", "TRACKED = None and ("),
     }
+    contracts = {
+        "suite halfbench: SUITE.settings must be a dataclass": ("order=60,", "order=60, settings=dict,"),
+        "suite halfbench: headline toy_gap  is declared twice": (
+            'headlines=(Headline("toy_gap", "ToyBench: the gap"),)',
+            'headlines=(Headline("toy_gap", "ToyBench: the gap"), Headline("toy_gap", "again"))',
+        ),
+        "suite halfbench: stage items declares option(s) twice": (
+            'options=(Option("size", int, 3),)',
+            'options=(Option("size", int, 3), Option("size", int, 4))',
+        ),
+    }
+    for message, (old, new) in contracts.items():
+        (tmp_path / "halfbench.py").write_text(TOY.replace("toybench", "halfbench").replace(old, new))
+        try:
+            assert "halfbench" not in registry.suites()
+            assert registry.broken()["halfbench"].startswith(message)
+        finally:
+            sys.modules.pop("geomon.suites.halfbench", None)
     for message, (old, new) in halves.items():
         (tmp_path / "halfbench.py").write_text(TOY.replace("toybench", "halfbench").replace(old, new))
         try:
@@ -174,3 +195,42 @@ def test_every_registered_suite_is_in_the_definitions():
         assert name in prefixes
         assert callable(suite_runs(name).run_from_options) and callable(suite_runs(name).materialize)
         assert defs.resolve_job_def(f"{name}_per_model")
+
+
+def test_a_tracked_value_without_a_summary_fails_naming_the_suite_stage_and_field(
+    tmp_path, monkeypatch, wdi_snapshot_dir
+):
+    import dagster as dg
+
+    from geomon.defs.factory import declared
+    from geomon.defs.resources import GeomonResource
+    from geomon.defs.runs import register_models
+    from geomon_tests.conftest import write_settings
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    no_summary = DECLARED_TOY.replace('return StageResult({"summary": {"toy_mean": 1.0}}', "return StageResult({}")
+    (folder / "declaredtoy.py").write_text(no_summary)
+    monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(folder)])
+    try:
+        built = declared("declaredtoy")
+        resources = {"geomon": GeomonResource(config_path=str(write_settings(tmp_path, wdi_snapshot_dir)))}
+        with dg.instance_for_test() as instance:
+            register_models(instance, ["smollm2-135m-instruct"])
+            items = dg.AssetSelection.assets(["declaredtoy", "items"])
+            dg.materialize(built.assets, instance=instance, resources=resources, selection=items)
+            result = dg.materialize(
+                built.assets,
+                instance=instance,
+                resources=resources,
+                partition_key="smollm2-135m-instruct",
+                selection=dg.AssetSelection.assets(["declaredtoy", "scores"]),
+                raise_on_error=False,
+            )
+        failure = next(e for e in result.all_events if e.is_step_failure)
+        assert "suite declaredtoy: tracked stage scores's value needs a 'summary' mapping" in str(
+            failure.event_specific_data.error
+        )
+    finally:
+        sys.modules.pop("geomon.suites.declaredtoy", None)
+        declared.cache_clear()
