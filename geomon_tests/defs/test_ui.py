@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from geomon.report.browser import dagster_ui
+from geomon_tests import snapshot
 from geomon_tests.conftest import write_settings
 
 REPO_WORKSPACE = ["-w", "workspace.yaml"]
@@ -33,7 +34,8 @@ MONITORING_LOOP = {
     "sensors": {
         "geomon_automation",
         "model_registry_sensor",
-        "borderlines_revisions_sensor",
+        # each suite with revisions has its own sensor (BorderLines'), as the reviewed snapshot records
+        *(s for s in snapshot.expected()["sensors"] if s.endswith("_revisions_sensor")),
         "alert_on_run_failure",
         "blocked_automation_sensor",
     },

@@ -197,3 +197,26 @@ def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, monkeypatch
     row = board.loc["student"]
     assert row["accuracy"] == pytest.approx(97.5) and row["region_gap"] == pytest.approx(10)
     assert row["answered"] == 40
+
+
+def test_geomon_run_and_history_find_a_suite_folder(examples, tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
+    """From the command line, as a person meets it: `geomon run --suite capital_aliases`, then its history."""
+    from geomon.cli import main
+
+    by_country = dict(zip(CAPITALS["country"], CAPITALS["capital"], strict=True))
+
+    def answer(messages):
+        country = messages[-1]["content"].split("capital city of ")[1].split("?")[0]
+        return {**by_country, **DIFFERENT, **WRONG}[country]
+
+    with serve(ScriptedModel, {"answer": answer, "models": ["scripted"]}) as url:
+        models = [{"name": "scripted", "kind": "chat", "base_url": f"{url}/v1", "model_id": "scripted"}]
+        settings = str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False))
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        monkeypatch.setenv("GEOMON_CONFIG", settings)
+        code = main(["--config", settings, "run", "--suite", "capital_aliases", "--models", "scripted", "--yes"])
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert main(["--config", settings, "history", "--suite", "capital_aliases"]) == 0
+    shown = capsys.readouterr().out
+    assert "accuracy" in shown and "97.4" in shown and "region_gap" in shown
