@@ -198,3 +198,18 @@ def step_output(instance: Any, result: Any, node: str) -> Any:
     if isinstance(partitions, dg.MultiPartitionsDefinition) and partition is not None:
         partition = partitions.get_partition_key_from_str(partition)
     return defs.load_asset_value(key, instance=instance, partition_key=partition)
+
+
+def board_after_run(suite: str, models: list[str], options: dict[str, Any], settings: Path) -> Any:
+    """Suite ``suite`` materialized for ``models`` on a fresh instance (every run must succeed), and its
+    leaderboard by model."""
+    import dagster as dg
+
+    from geomon.defs.factory import suite_runs
+    from geomon.defs.resources import GeomonResource
+
+    resources = {"geomon": GeomonResource(config_path=str(settings))}
+    with dg.instance_for_test() as instance:
+        results = suite_runs(suite).materialize(instance, models, options, resources=resources)
+        assert all(r.success for r in results)
+        return step_output(instance, results[-1], f"{suite}__leaderboard").set_index("model")

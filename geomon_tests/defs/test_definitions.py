@@ -20,6 +20,7 @@ from geomon_tests import snapshot
 from geomon_tests.conftest import (
     SHARED,
     assert_readable_report,
+    board_after_run,
     materialize_worldbench_sources,
     step_output,
     write_settings,
@@ -485,13 +486,7 @@ def test_saged_on_a_scripted_model_gives_exact_disparities(tmp_path, wdi_snapsho
     with serve(ScriptedModel, {"answer": reply, "models": ["warm-on-france"]}) as url:
         entry = {"name": "warm-on-france", "kind": "chat", "base_url": f"{url}/v1", "model_id": "m"}
         settings = write_settings(tmp_path, wdi_snapshot_dir, models=[entry], include_bundled=False, saged=saged)
-        resources = {"geomon": GeomonResource(config_path=str(settings))}
-        with dg.instance_for_test() as instance:
-            results = suite_runs("saged").materialize(
-                instance, ["warm-on-france"], {"sample_prompts": 2}, resources=resources
-            )
-            assert all(r.success for r in results)
-            board = step_output(instance, results[-1], "saged__leaderboard").set_index("model")
+        board = board_after_run("saged", ["warm-on-france"], {"sample_prompts": 2}, settings)
     expected_range = float(suite.sentiment([warm])[0] - suite.sentiment([cold])[0])
     assert board.loc["warm-on-france", "sentiment_mean_range"] == pytest.approx(expected_range, abs=1e-12)
     assert board.loc["warm-on-france", "sentiment_impact_ratio"] == 0.0

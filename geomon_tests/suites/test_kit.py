@@ -9,14 +9,12 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import dagster as dg
 import pandas as pd
 import pytest
 
-from geomon.defs.factory import declared, suite_runs
-from geomon.defs.resources import GeomonResource
+from geomon.defs.factory import declared
 from geomon.suites import kit, registry
-from geomon_tests.conftest import step_output, write_settings
+from geomon_tests.conftest import board_after_run, write_settings
 from geomon_tests.loopback import ScriptedModel, file_server, serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "suites"
@@ -105,25 +103,19 @@ def test_a_broken_python_suite_breaks_only_itself(tmp_path, monkeypatch):
 # scorer but is no answer for capital_aliases; Toronto is wrong for both.
 DIFFERENT = {"China": "Peking", "Kazakhstan": "Nur-Sultan", "Bolivia": "La Paz", "Nigeria": "Lagos or Abuja"}
 WRONG = {"Canada": "Toronto"}
+SCRIPTED = {**dict(zip(CAPITALS["country"], CAPITALS["capital"], strict=True)), **DIFFERENT, **WRONG}
+
+
+def answer(messages):
+    """The scripted model: every capital as written, but the answers above."""
+    return SCRIPTED[messages[-1]["content"].split("capital city of ")[1].split("?")[0]]
 
 
 def test_both_example_suites_on_one_scripted_model(examples, tmp_path, wdi_snapshot_dir):
-    by_country = dict(zip(CAPITALS["country"], CAPITALS["capital"], strict=True))
-
-    def answer(messages):
-        country = messages[-1]["content"].split("capital city of ")[1].split("?")[0]
-        return {**by_country, **DIFFERENT, **WRONG}[country]
-
     with serve(ScriptedModel, {"answer": answer, "models": ["scripted"]}) as url:
         models = [{"name": "scripted", "kind": "chat", "base_url": f"{url}/v1", "model_id": "scripted"}]
         settings = write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False)
-        resources = {"geomon": GeomonResource(config_path=str(settings))}
-        boards = {}
-        with dg.instance_for_test() as instance:
-            for suite in ("capitals", "capital_aliases"):
-                results = suite_runs(suite).materialize(instance, ["scripted"], {"sample": 0}, resources=resources)
-                assert all(r.success for r in results)
-                boards[suite] = step_output(instance, results[-1], f"{suite}__leaderboard").set_index("model")
+        boards = {s: board_after_run(s, ["scripted"], {"sample": 0}, settings) for s in ("capitals", "capital_aliases")}
     yaml_row, python_row = boards["capitals"].loc["scripted"], boards["capital_aliases"].loc["scripted"]
     # capitals.yaml: 40 answered, 36 right (the three aliases and Toronto wrong); Asia 8/10, Americas 8/10.
     assert yaml_row["accuracy"] == 90 and yaml_row["region_gap"] == 20 and yaml_row["answered"] == 40
@@ -155,11 +147,6 @@ def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, monkeypatch
     (folder / "judged_capitals.yaml").write_text(JUDGED.format(data=EXAMPLES / "capitals.csv"))
     monkeypatch.setenv("GEOMON_SUITE_DIRS", str(folder))
     sys.modules.pop("geomon.definitions", None)
-    by_country = dict(zip(CAPITALS["country"], CAPITALS["capital"], strict=True))
-
-    def student(messages):
-        country = messages[-1]["content"].split("capital city of ")[1].split("?")[0]
-        return {**by_country, **DIFFERENT, **WRONG}[country]
 
     def fair_judge(messages):
         text = messages[-1]["content"]
@@ -168,7 +155,7 @@ def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, monkeypatch
 
     try:
         with (
-            serve(ScriptedModel, {"answer": student, "models": ["student"]}) as answers,
+            serve(ScriptedModel, {"answer": answer, "models": ["student"]}) as answers,
             serve(ScriptedModel, {"answer": fair_judge, "models": ["fair"]}) as fair,
             serve(ScriptedModel, {"answer": lambda m: "Incorrect.", "models": ["harsh"]}) as harsh,
         ):
@@ -183,13 +170,7 @@ def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, monkeypatch
             settings = write_settings(
                 tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, judged_capitals=judges
             )
-            resources = {"geomon": GeomonResource(config_path=str(settings))}
-            with dg.instance_for_test() as instance:
-                runs = suite_runs("judged_capitals").materialize(
-                    instance, ["student"], {"sample": 0}, resources=resources
-                )
-                assert all(r.success for r in runs)
-                board = step_output(instance, runs[-1], "judged_capitals__leaderboard").set_index("model")
+            board = board_after_run("judged_capitals", ["student"], {"sample": 0}, settings)
     finally:
         sys.modules.pop("geomon.suites.judged_capitals", None)
         sys.modules.pop("geomon.definitions", None)
@@ -202,12 +183,6 @@ def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, monkeypatch
 def test_geomon_run_and_history_find_a_suite_folder(examples, tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
     """From the command line, as a person meets it: `geomon run --suite capital_aliases`, then its history."""
     from geomon.cli import main
-
-    by_country = dict(zip(CAPITALS["country"], CAPITALS["capital"], strict=True))
-
-    def answer(messages):
-        country = messages[-1]["content"].split("capital city of ")[1].split("?")[0]
-        return {**by_country, **DIFFERENT, **WRONG}[country]
 
     with serve(ScriptedModel, {"answer": answer, "models": ["scripted"]}) as url:
         models = [{"name": "scripted", "kind": "chat", "base_url": f"{url}/v1", "model_id": "scripted"}]
