@@ -150,7 +150,16 @@ PAPER_VERDICTS = [
     ("Hausa", "tuwon masara", "tuwo masara", True, False),  # hausastemmer: tuwon → tuwo
     ("Indonesian", "kue-kue", "kue lapis", True, False),  # nlp-id: kue-kue → kue
     ("Arabic", "الكبسة", "كبسة", True, False),  # qalsadi's lemma string, compared character by character
+    ("English", "going out for dinner", "we go out for dinner", True, True),  # spaCy: going → go
+    ("Korean", "축구를", "축구 해요", True, False),  # Okt: [축구] ⊂ [축구, 해]
+    ("Korean", "야구", "축구", False, False),
+    ("Hausa", "kwallon kafa", "kwallo kafa", True, False),  # [kwallo, kafa] both ways
+    ("Hausa", "gidajen", "gida", False, False),  # hausastemmer: gidajen → gidaje, not gida
+    ("Indonesian", "minuman", "minum teh", True, True),  # nlp-id: minuman → minum (simplemma agrees)
+    ("Indonesian", "sepak bola", "bola basket", False, False),
     ("Chinese", "春节", "中秋节", False, False),  # jieba, as the paper
+    ("Chinese", "北京烤鸭", "烤鸭，北京的最好", False, False),  # jieba keeps 北京烤鸭 one token
+    ("Chinese", "饺子", "我们吃饺子", True, True),  # the substring test
 ]
 
 
