@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -275,23 +275,29 @@ _PAPER: dict[str, tuple[str, Callable[[], Tokens] | None]] = {
 }
 _SIMPLEMMA = {"English": "en", "Spanish": "es", "Greek": "el", "Indonesian": "id", "Persian": "fa"}
 LANGUAGES = tuple(_PAPER)
-UNAVAILABLE: dict[str, str] = {}  # language → why the paper's lemmatiser could not be used (the last tried)
+
+
+class Lemmatiser(NamedTuple):
+    name: str  # what the ``lemmatiser`` column says
+    tokens: Tokens
+    unavailable: str = ""  # why the paper's lemmatiser could not be loaded, where it is on the index but failed
 
 
 @cache
-def lemmatiser(language: str) -> tuple[str, Tokens]:
-    """(name, tokens function) of ``language``'s lemmatiser: the paper's where it is installed, else the
-    named variant — simplemma's dictionary (en/es/el/id/fa) or whitespace tokens — with the reason kept in
-    ``UNAVAILABLE``."""
+def lemmatiser(language: str) -> Lemmatiser:
+    """``language``'s lemmatiser: the paper's where it is installed, else the named variant — simplemma's
+    dictionary (en/es/el/id/fa) or whitespace tokens — with the reason the paper's failed to load."""
     paper, build = _PAPER[language]
+    unavailable = ""
     if build is not None:
         try:
-            return paper, build()
+            return Lemmatiser(paper, build())
         except Exception as exc:  # not installed, no model, no JVM: the variant, named per row
-            UNAVAILABLE[language] = f"{paper}: {type(exc).__name__}: {exc}"
+            unavailable = f"{paper}: {type(exc).__name__}: {exc}"
     if language in _SIMPLEMMA:
-        return f"simplemma {_SIMPLEMMA[language]} (variant; paper: {paper})", _simplemma(_SIMPLEMMA[language])
-    return f"whitespace (variant; paper: {paper})", _whitespace
+        code = _SIMPLEMMA[language]
+        return Lemmatiser(f"simplemma {code} (variant; paper: {paper})", _simplemma(code), unavailable)
+    return Lemmatiser(f"whitespace (variant; paper: {paper})", _whitespace, unavailable)
 
 
 def _normalised(tokens: list[str]) -> list[str]:
@@ -311,7 +317,7 @@ def lemma_check(answer: str, reply: str, language: str) -> bool:
     As the reference, the substring test compares the answer as annotated (not lower-cased)."""
     if answer in reply or answer.replace("-", " ") in reply or answer.replace(" ", "-") in reply:
         return True
-    lemmas = lemmatiser(language)[1]
+    lemmas = lemmatiser(language).tokens
     reply_tokens = set(_lemmatised(lemmas, reply))
     return all(t in reply_tokens for t in _lemmatised(lemmas, answer))
 
@@ -383,7 +389,7 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, model: str) -> pd.Data
                 "sem_b": sem_b,
                 "sem_w": sem_w,
                 "status": "failed" if failed else "invalid" if not valid else "answered",
-                "lemmatiser": lemmatiser(prompt.asked_in if prompt.asked_in == "English" else prompt.language)[0],
+                "lemmatiser": lemmatiser(prompt.asked_in if prompt.asked_in == "English" else prompt.language).name,
             }
         )
     return pd.DataFrame(rows)
@@ -549,8 +555,10 @@ def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) 
             "status": scored["status"].value_counts().to_dict(),
             "matched": int((scored["sem_b"] == 100).sum()),
             "replies_cut": int(scored["reply_cut"].sum()),
-            "lemmatiser_per_language": {lang: lemmatiser(lang)[0] for lang in languages},
-            "paper_lemmatiser_unavailable": {lang: UNAVAILABLE[lang] for lang in languages if lang in UNAVAILABLE},
+            "lemmatiser_per_language": {lang: lemmatiser(lang).name for lang in languages},
+            "paper_lemmatiser_unavailable": {
+                lang: lemmatiser(lang).unavailable for lang in languages if lemmatiser(lang).unavailable
+            },
         },
     )
 

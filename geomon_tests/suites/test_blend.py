@@ -165,15 +165,15 @@ PAPER_VERDICTS = [
 
 @pytest.mark.parametrize(("language", "answer", "reply", "paper", "variant"), PAPER_VERDICTS)
 def test_the_papers_lemmatisers_give_the_papers_verdicts(language, answer, reply, paper, variant, monkeypatch):
-    name, _ = blend.lemmatiser(language)
-    assert "variant" not in name, blend.UNAVAILABLE.get(language)  # the extra is installed: the paper's own
+    name = blend.lemmatiser(language).name
+    assert "variant" not in name, blend.lemmatiser(language).unavailable  # the extra is installed: the paper's own
     assert blend.lemma_check(answer, reply, language) is paper
     # Without it, the named variant runs, and the verdict is the variant's.
     monkeypatch.setitem(blend._PAPER, language, (blend._PAPER[language][0], None))
     blend.lemmatiser.cache_clear()
     try:
         if language != "Chinese":
-            assert "variant" in blend.lemmatiser(language)[0]
+            assert "variant" in blend.lemmatiser(language).name
         assert blend.lemma_check(answer, reply, language) is variant
     finally:
         monkeypatch.undo()
@@ -187,12 +187,11 @@ def test_a_lemmatiser_that_cannot_load_is_replaced_by_the_named_variant(monkeypa
     monkeypatch.setitem(blend._PAPER, "Korean", ("konlpy Okt", broken))
     blend.lemmatiser.cache_clear()
     try:
-        assert blend.lemmatiser("Korean")[0] == "whitespace (variant; paper: konlpy Okt)"
-        assert "No module named 'konlpy'" in blend.UNAVAILABLE["Korean"]
+        assert blend.lemmatiser("Korean").name == "whitespace (variant; paper: konlpy Okt)"
+        assert "No module named 'konlpy'" in blend.lemmatiser("Korean").unavailable
     finally:
         monkeypatch.undo()
         blend.lemmatiser.cache_clear()
-        blend.UNAVAILABLE.pop("Korean", None)
 
 
 def test_soft_match_scores_sem_b_and_sem_w_as_the_paper():
