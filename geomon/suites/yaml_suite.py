@@ -177,7 +177,8 @@ def build(decl: Declaration) -> ModuleType:
         gap_min_effect=decl.gap_min_effect,
         profiles=decl.profiles,
         order=decl.order,
-        version=hashlib.sha256(decl.path.read_bytes()).hexdigest()[:12],
+        # The file and its data: evaluations of another declaration or question set are never compared.
+        version=hashlib.sha256(decl.path.read_bytes() + decl.data.read_bytes()).hexdigest()[:12],
     )
     module.SUITE, module.PIPELINE, module.TRACKED = kit.declare(questions, module)
     return module

@@ -113,3 +113,23 @@ def test_capitals_end_to_end_on_scripted_models(capitals, tmp_path, wdi_snapshot
     overall = history[history["breakdown"] == ""].set_index("model")["value"].to_dict()
     assert overall == {"oracle": 100.0, "regional": 50.0}
     assert_readable_report(tmp_path / "results" / "capitals" / "report.html")
+
+
+def test_the_scope_names_the_declaration_and_its_data(tmp_path):
+    """Evaluations are compared only within a scope: a changed question set is a new scope, not a regression."""
+    import shutil
+    from types import SimpleNamespace
+
+    for name in ("capitals.yaml", "capitals.csv"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    scores = pd.DataFrame(
+        {"question_id": ["a", "b"], "region": ["Africa", "Europe"], "value": [100.0, 0.0], "status": "answered"}
+    )
+
+    def scope() -> str:
+        stage = yaml_suite.load(tmp_path / "capitals.yaml").PIPELINE.stage("disparity")
+        return stage.run(SimpleNamespace(options={"sample": 0}), scores=scores).tracked.scope
+
+    before = scope()
+    (tmp_path / "capitals.csv").write_text((tmp_path / "capitals.csv").read_text().replace("Algiers", "Alger"))
+    assert scope() != before
