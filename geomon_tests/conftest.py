@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -213,3 +214,27 @@ def board_after_run(suite: str, models: list[str], options: dict[str, Any], sett
         results = suite_runs(suite).materialize(instance, models, options, resources=resources)
         assert all(r.success for r in results)
         return step_output(instance, results[-1], f"{suite}__leaderboard").set_index("model")
+
+
+@pytest.fixture
+def suite_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], Path]]:
+    """``suite_folder(path)`` names ``path`` in GEOMON_SUITE_DIRS, so the registry and a code location built
+    afterwards (``geomon.definitions`` is dropped) find its suites; after the test, the suites loaded from it
+    and that code location are dropped, so later tests see the bundled suites only."""
+    from geomon.defs.factory import declared
+
+    used: list[Path] = []
+
+    def point(folder: Path) -> Path:
+        monkeypatch.setenv("GEOMON_SUITE_DIRS", str(folder))
+        sys.modules.pop("geomon.definitions", None)
+        used.append(Path(folder).resolve())
+        return folder
+
+    yield point
+    for name, module in list(sys.modules.items()):
+        source = getattr(module, "__file__", None)
+        if name.startswith("geomon.suites.") and source and Path(source).resolve().parent in used:
+            del sys.modules[name]
+    sys.modules.pop("geomon.definitions", None)
+    declared.cache_clear()

@@ -4,12 +4,10 @@ BorderLines' Wikipedia revisions; a suite that claims another's partitions is re
 from __future__ import annotations
 
 import importlib
-import sys
 
 import dagster as dg
 import pytest
 
-from geomon.defs.factory import declared
 from geomon.defs.resources import GeomonResource
 from geomon.suites import registry
 from geomon_tests.conftest import write_settings
@@ -45,16 +43,10 @@ PIPELINE = Pipeline(
 
 
 @pytest.fixture
-def suite_dir(tmp_path, monkeypatch):
+def suite_dir(tmp_path, suite_folder):
     folder = tmp_path / "suites"
     folder.mkdir()
-    monkeypatch.setenv("GEOMON_SUITE_DIRS", str(folder))
-    sys.modules.pop("geomon.definitions", None)
-    yield folder
-    for name in ("editions", "copycat"):
-        sys.modules.pop(f"geomon.suites.{name}", None)
-    sys.modules.pop("geomon.definitions", None)
-    declared.cache_clear()
+    return suite_folder(folder)
 
 
 def test_a_second_versioned_suite_has_its_own_partitions_and_sensor(suite_dir, tmp_path, wdi_snapshot_dir):

@@ -5,14 +5,12 @@ differently."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
-from geomon.defs.factory import declared
 from geomon.suites import kit, registry
 from geomon_tests.conftest import board_after_run, write_settings
 from geomon_tests.loopback import ScriptedModel, file_server, serve
@@ -22,14 +20,10 @@ CAPITALS = pd.read_csv(EXAMPLES / "capitals.csv")
 
 
 @pytest.fixture
-def examples(monkeypatch):
+def examples(suite_folder):
     """The example folder in GEOMON_SUITE_DIRS; the code location built again with it and without it after."""
-    monkeypatch.setenv("GEOMON_SUITE_DIRS", str(EXAMPLES))
-    sys.modules.pop("geomon.definitions", None)
-    yield registry.module("capital_aliases")
-    for name in ("capitals", "capital_aliases", "definitions"):
-        sys.modules.pop(f"geomon.{'suites.' if name != 'definitions' else ''}{name}", None)
-    declared.cache_clear()
+    suite_folder(EXAMPLES)
+    return registry.module("capital_aliases")
 
 
 def test_a_simple_python_suite_is_at_most_60_lines(examples):
@@ -89,9 +83,9 @@ def test_the_release_stage_reads_the_snapshot_or_fetches_the_release(tmp_path):
         stage.run(_release_context(tmp_path / "other", release_url=url))
 
 
-def test_a_broken_python_suite_breaks_only_itself(tmp_path, monkeypatch):
+def test_a_broken_python_suite_breaks_only_itself(tmp_path, suite_folder):
     (tmp_path / "halfdone.py").write_text("import geomon.suites.kit\nSUITE = undefined_name\n")
-    monkeypatch.setenv("GEOMON_SUITE_DIRS", str(tmp_path))
+    suite_folder(tmp_path)
     assert "halfdone" not in registry.suites() and "blend" in registry.suites()
     assert "halfdone.py cannot be imported: NameError" in registry.broken()["halfdone"]
     with pytest.raises(registry.SuiteError, match=r"halfdone\.py cannot be imported"):
@@ -138,43 +132,37 @@ judge_prompt: >-
 """
 
 
-def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, monkeypatch):
+def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, suite_folder):
     """Three scripted judges (two accept any accepted name, one always says incorrect): the majority grades
     the same answers as above, so aliases and the hedge naming Abuja are right: 39 of 40, a region gap of 10
     (Toronto) — where the normalised scorer gives 90 and 20."""
     folder = tmp_path / "suites"
     folder.mkdir()
     (folder / "judged_capitals.yaml").write_text(JUDGED.format(data=EXAMPLES / "capitals.csv"))
-    monkeypatch.setenv("GEOMON_SUITE_DIRS", str(folder))
-    sys.modules.pop("geomon.definitions", None)
+    suite_folder(folder)
 
     def fair_judge(messages):
         text = messages[-1]["content"]
         names, reply = text.split("(also called ")[1].split(")")[0], text.split("Reply: ")[1]
         return "correct" if any(n.lower() in reply.lower() for n in names.split("|")) else "incorrect"
 
-    try:
-        with (
-            serve(ScriptedModel, {"answer": answer, "models": ["student"]}) as answers,
-            serve(ScriptedModel, {"answer": fair_judge, "models": ["fair"]}) as fair,
-            serve(ScriptedModel, {"answer": lambda m: "Incorrect.", "models": ["harsh"]}) as harsh,
-        ):
-            models = [
-                {"name": name, "kind": "chat", "base_url": f"{url}/v1", "model_id": model}
-                for name, url, model in [
-                    ("student", answers, "student"), ("judge-a", fair, "fair"), ("judge-b", fair, "fair"),
-                    ("judge-c", harsh, "harsh"),
-                ]
-            ]  # fmt: skip
-            judges = {"jury": {"judges": ["judge-a", "judge-b", "judge-c"]}}
-            settings = write_settings(
-                tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, judged_capitals=judges
-            )
-            board = board_after_run("judged_capitals", ["student"], {"sample": 0}, settings)
-    finally:
-        sys.modules.pop("geomon.suites.judged_capitals", None)
-        sys.modules.pop("geomon.definitions", None)
-        declared.cache_clear()
+    with (
+        serve(ScriptedModel, {"answer": answer, "models": ["student"]}) as answers,
+        serve(ScriptedModel, {"answer": fair_judge, "models": ["fair"]}) as fair,
+        serve(ScriptedModel, {"answer": lambda m: "Incorrect.", "models": ["harsh"]}) as harsh,
+    ):
+        models = [
+            {"name": name, "kind": "chat", "base_url": f"{url}/v1", "model_id": model}
+            for name, url, model in [
+                ("student", answers, "student"), ("judge-a", fair, "fair"), ("judge-b", fair, "fair"),
+                ("judge-c", harsh, "harsh"),
+            ]
+        ]  # fmt: skip
+        judges = {"jury": {"judges": ["judge-a", "judge-b", "judge-c"]}}
+        settings = write_settings(
+            tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, judged_capitals=judges
+        )
+        board = board_after_run("judged_capitals", ["student"], {"sample": 0}, settings)
     row = board.loc["student"]
     assert row["accuracy"] == pytest.approx(97.5) and row["region_gap"] == pytest.approx(10)
     assert row["answered"] == 40

@@ -3,14 +3,13 @@ as declared, run through the factory on scripted models with exact results, hist
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 import pytest
 
-from geomon.defs.factory import declared, suite_runs
+from geomon.defs.factory import suite_runs
 from geomon.defs.resources import GeomonResource
 from geomon.defs.runs import failed_checks
 from geomon.monitor.history import MetricHistory
@@ -23,15 +22,11 @@ CAPITALS = pd.read_csv(EXAMPLES / "capitals.csv")
 
 
 @pytest.fixture
-def capitals(monkeypatch):
+def capitals(suite_folder):
     """The example folder named in GEOMON_SUITE_DIRS; the code location built again with it (and without it
     after the test: ``geomon.definitions`` builds the suites the registry finds when it is imported)."""
-    monkeypatch.setenv("GEOMON_SUITE_DIRS", str(EXAMPLES))
-    sys.modules.pop("geomon.definitions", None)
-    yield registry.module("capitals")
-    sys.modules.pop("geomon.suites.capitals", None)
-    sys.modules.pop("geomon.definitions", None)
-    declared.cache_clear()
+    suite_folder(EXAMPLES)
+    return registry.module("capitals")
 
 
 def test_the_yaml_file_is_a_suite(capitals):
