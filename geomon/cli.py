@@ -263,9 +263,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """What a run will ask, cost and be able to detect, per model × suite, without calling a model (beyond
     ``--probe``'s few requests)."""
     from geomon import plan
+    from geomon.monitor import tracking
     from geomon.monitor.history import MetricHistory
     from geomon.suites.registry import resolve
-    from geomon.suites.registry import tracked as registry_tracked
 
     settings = load_settings(args.config)
     models = [settings.model(n) for n in args.models.split(",")] if args.models else settings.models
@@ -282,7 +282,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plans = plan.make_plan(settings, models, chosen, args.profile, store, history)
     frame = plan.table(plans)
     _print_frame(frame, args.format)
-    family = sum(len(registry_tracked(info.name)) for info in chosen)
     total = plan.totals(plans)
     unknown = total["pace_unknown"]
     print(
@@ -290,7 +289,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"{plan.duration(total['seconds'])}"
         + (f" (+ unknown for {', '.join(unknown)}: --probe measures)" if unknown else "")
         + (f", about ${total['cost']:,.2f}" if total["cost"] is not None else "")
-        + f"; MDE at 80 % power, α = {settings.verdicts.alpha} over a family of {family}."
+        + f"; MDE at {settings.verdicts.power:.0%} power, one-sided, at each suite's share of the release's "
+        f"α = {settings.verdicts.alpha} over its headlines ({tracking.release_plan(settings.verdicts).describe()})."
     )
     for note in sorted({p.note for p in plans if p.note}):
         print(f"note: {note}")
@@ -299,7 +299,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for info in chosen:
             first = next(p for p in plans if p.suite == info.name)
             for h in first.headlines:
-                need = plan.clusters_to_detect(h, args.detect, settings, family)
+                need = plan.clusters_to_detect(h, args.detect, settings, info.name)
                 where = f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''}"
                 if need is None:
                     print(f"  {info.name} {where}: unknown until a first comparison is stored")
@@ -374,12 +374,28 @@ def cmd_import(args: argparse.Namespace) -> int:
         if not args.suite:
             raise ConfigError(f"import {args.kind}: --suite NAME (the benchmark these outcomes belong to)")
         if args.kind == "inspect":
+            if args.cluster:
+                raise ConfigError(
+                    "import inspect: --cluster is for items files (inspect_ai's epochs cluster on the sample id)"
+                )
             runs = imports.inspect_runs([args.path, *args.more], args.suite, args.group, settings.verdicts)
         else:
-            runs = imports.item_runs(args.path, args.suite, args.group, settings.verdicts)
+            runs = imports.item_runs(args.path, args.suite, args.group, settings.verdicts, args.cluster)
+    from geomon.monitor import alerts, announce, tracking
+
     history = MetricHistory(settings.store_url)
     registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
-    recorded = imports.record_runs(history, runs, settings.verdicts, {**registered, **settings.predecessors})
+    if not alerts.notifiers(settings.alerts):
+        log.warning("alerts go nowhere: no channel is configured (set %s)", settings.alerts.webhook_url_env)
+    plan = tracking.release_plan(settings.verdicts)
+    recorded = imports.record_runs(
+        history,
+        runs,
+        settings.verdicts,
+        {**registered, **settings.predecessors},
+        plan=plan,
+        announcer=announce.announcer(settings.alerts),
+    )
     new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
         shown = ", ".join(verdict_text(v) for v in r.tracked.verdicts if v["verdict"] != verdicts.NO_CHANGE)
@@ -389,16 +405,24 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"{r.run.evaluated_at:%Y-%m-%d} {r.run.model}: {state}{against}{': ' + summary if summary else ''}")
         if shown:
             print(f"    {shown}")
+        for evaluation_id, told in r.tracked.told.items():
+            for line in told:
+                whose = (
+                    "" if evaluation_id == r.tracked.evaluation.evaluation_id else " (a later release decided again)"
+                )
+                print(f"    alert{whose}: {line}")
     excluded = sum(r.run.excluded for r in recorded)
     suite = runs[0].suite if runs else "<suite>"
     print(
         f"\n{len(new)} new evaluation(s) of {len(recorded)} in {time.monotonic() - started:.1f}s "
         f"({excluded} answers without a recorded grade or outcome, counted); see `geomon history --suite {suite}`"
     )
-    regressions = sum(len(r.tracked.regressions) for r in recorded)
-    if regressions:
-        print(f"geomon: {regressions} regression verdict(s) among the imported evaluations", file=sys.stderr)
-    return gate(args.fail_on, 0, regressions)
+    # Every imported evaluation's unacknowledged regressions, as finally decided (a later run may have re-decided
+    # an earlier one), one line each.
+    open_regressions = [(r.run, v) for r in recorded for v in tracking.failing(history, r.tracked.evaluation)]
+    for run, v in open_regressions:
+        print(f"geomon: {run.suite} {run.model}: {verdict_text(v)} (not acknowledged)", file=sys.stderr)
+    return gate(args.fail_on, 0, len(open_regressions))
 
 
 def cmd_alerts(args: argparse.Namespace) -> int:
@@ -440,10 +464,13 @@ def acknowledge(settings: Any, args: argparse.Namespace) -> int:
         raise ConfigError("alerts ack: --by NAME (who acknowledges; $USER is not set)")
     history = MetricHistory(settings.store_url)
     try:
-        history.acknowledge(args.evaluation, who, args.metric, args.note)
+        history.acknowledge(args.evaluation, who, args.metric, args.note, args.breakdown)
     except KeyError as exc:
         raise ConfigError(f"alerts ack: {exc.args[0]}") from None
-    print(f"acknowledged by {who}: {args.evaluation}{f' ({args.metric})' if args.metric else ' (every regression)'}")
+    what = " (every regression)"
+    if args.metric:
+        what = f" ({args.metric}, {'every breakdown' if args.breakdown == '*' else args.breakdown or 'overall'})"
+    print(f"acknowledged by {who}: {args.evaluation}{what}")
     return 0
 
 
@@ -645,6 +672,12 @@ def build_parser() -> argparse.ArgumentParser:
     imported.add_argument(
         "--group", action="append", default=[], help="items: a group column; inspect: a sample metadata key"
     )
+    imported.add_argument(
+        "--cluster",
+        default="",
+        help="items: the column whose rows are one independent unit (a question whose prompt variations or "
+        "epochs are separate rows); default: each item",
+    )
     imported.add_argument("--fail-on", choices=FAIL_ON, default="check", help=fail_on_help)
     imported.set_defaults(func=cmd_import)
 
@@ -654,6 +687,11 @@ def build_parser() -> argparse.ArgumentParser:
     alerts.add_argument("action", choices=["test", "ack"])
     alerts.add_argument("evaluation", nargs="?", help="ack: the evaluation id (geomon history --format csv)")
     alerts.add_argument("--metric", default="", help="ack: only this metric's regression (default: all)")
+    alerts.add_argument(
+        "--breakdown",
+        default="",
+        help="ack: with --metric, only this breakdown (e.g. country=Kenya; default: the overall figure; '*': all)",
+    )
     alerts.add_argument("--by", default="", help="ack: who acknowledges (default: $USER)")
     alerts.add_argument("--note", default="", help="ack: why (recorded with who and when)")
     alerts.set_defaults(func=cmd_alerts)

@@ -164,9 +164,17 @@ def _clusters(prompts: pd.DataFrame, unit: tuple[str, ...]) -> int:
     return int(prompts[present].drop_duplicates().shape[0]) if present else len(prompts)
 
 
-def headlines(info: registry.SuiteInfo, clusters: int, settings: Any, history: Any, family: int) -> list[Headline]:
-    """Each tracked headline's MDE at ``clusters`` (the stated power, α over a family of ``family``)."""
-    alpha = settings.verdicts.alpha / max(family, 1)
+def test_level(settings: Any, suite: str) -> float:
+    """The one-sided level a suite's headline is tested at in a release: the suite's share of α (the release
+    plan) over its tracked comparisons — Holm's first step, where its MDE is stated."""
+    from geomon.monitor import tracking
+
+    return tracking.release_plan(settings.verdicts).share(suite) / max(len(registry.tracked(suite)), 1)
+
+
+def headlines(info: registry.SuiteInfo, clusters: int, settings: Any, history: Any) -> list[Headline]:
+    """Each tracked headline's MDE at ``clusters`` (the stated power, at the suite's ``test_level``)."""
+    alpha = test_level(settings, info.name)
     out = []
     for metric in registry.tracked(info.name):
         sd = headline_spread(history, info.name, metric.name, metric.breakdown)
@@ -191,11 +199,11 @@ def headlines(info: registry.SuiteInfo, clusters: int, settings: Any, history: A
     return out
 
 
-def clusters_to_detect(headline: Headline, change: float, settings: Any, family: int) -> int | None:
-    """The clusters a headline needs to detect ``change`` at the stated power (α over the family)."""
+def clusters_to_detect(headline: Headline, change: float, settings: Any, suite: str) -> int | None:
+    """The clusters a headline needs to detect ``change`` at the stated power (at the suite's ``test_level``)."""
     if headline.sd is None or change <= 0:
         return None
-    alpha = settings.verdicts.alpha / max(family, 1)
+    alpha = test_level(settings, suite)
     z = verdicts.minimum_detectable_effect(1.0, alpha, settings.verdicts.power)
     return math.ceil((z * headline.sd / change) ** 2)
 
@@ -207,7 +215,6 @@ def suite_plans(
     profile: str,
     store: Any,
     history: Any,
-    family: int,
     prompts: pd.DataFrame | None = None,
 ) -> list[SuitePlan]:
     """One suite's plan for each model (``prompts``: already built, e.g. by the prompts asset)."""
@@ -220,7 +227,7 @@ def suite_plans(
     else:
         asking = next(s for s in registry.pipeline(info.name).stages if s.requests is not None)
     clusters = _clusters(prompts, info.unit)
-    marks = headlines(info, clusters, settings, history, family)
+    marks = headlines(info, clusters, settings, history)
     plans = []
     for spec in models:
         requests = asking.requests(prompts, spec, settings)
@@ -260,8 +267,7 @@ def make_plan(
     settings: Any, models: list[ModelSpec], suites: list[registry.SuiteInfo], profile: str, store: Any, history: Any
 ) -> list[SuitePlan]:
     """Every model × suite at ``profile``; nothing is asked."""
-    family = sum(len(registry.tracked(s.name)) for s in suites)
-    return [p for info in suites for p in suite_plans(settings, models, info, profile, store, history, family)]
+    return [p for info in suites for p in suite_plans(settings, models, info, profile, store, history)]
 
 
 def totals(plans: list[SuitePlan]) -> dict[str, Any]:

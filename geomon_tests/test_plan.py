@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from geomon import plan
 from geomon.config import load_settings
 from geomon.engine.client import GenerationResult
@@ -43,8 +45,10 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     # mean_error lies in [0, 1]: the worst case is a coin flip per country on each side.
     mean_error = next(h for h in first.headlines if h.metric == "mean_error")
     se = math.sqrt(0.5) / math.sqrt(40)
-    family = len(registry.tracked("worldbench"))
-    assert mean_error.mde == verdicts.minimum_detectable_effect(se, settings.verdicts.alpha / family, 0.8)
+    # One-sided at WorldBench's share of the release's α (six suites + two import slots) over its headlines.
+    level = settings.verdicts.alpha / 8 / len(registry.tracked("worldbench"))
+    assert plan.test_level(settings, "worldbench") == pytest.approx(level)
+    assert mean_error.mde == pytest.approx(verdicts.minimum_detectable_effect(se, level, 0.8))
     # Ten answers stored (2 s each, 100 + 20 tokens): the plan knows the pace and what is left to ask.
     prompts, asking = plan.build_prompts(settings, "worldbench", first.options)
     requests = asking.requests(prompts, spec, settings)
@@ -57,12 +61,8 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     assert again.stored == 10 and again.seconds == left * 2.0 / 4
     assert again.tokens == left * 120 and again.cost == (left * 100 * 2.0 + left * 20 * 8.0) / 1e6
     # The inverse: the countries a 0.05 change in mean error needs.
-    need = plan.clusters_to_detect(mean_error, 0.05, settings, family)
-    assert (
-        need > 40
-        and verdicts.minimum_detectable_effect(mean_error.sd / math.sqrt(need), settings.verdicts.alpha / family, 0.8)
-        <= 0.05
-    )
+    need = plan.clusters_to_detect(mean_error, 0.05, settings, "worldbench")
+    assert need > 40 and verdicts.minimum_detectable_effect(mean_error.sd / math.sqrt(need), level, 0.8) <= 0.05
 
 
 def test_the_plan_command_prints_asks_time_and_what_a_sample_detects(tmp_path, wdi_snapshot_dir, capsys):

@@ -398,10 +398,9 @@ def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> 
     from geomon import plan
     from geomon.monitor.history import MetricHistory
 
-    family = len(registry.tracked(info.name))
     history = MetricHistory(settings.store_url)
     plans = plan.suite_plans(
-        settings, settings.models, info, settings.automation_profile, settings.store(), history, family, prompts
+        settings, settings.models, info, settings.automation_profile, settings.store(), history, prompts
     )
     return plan.table(plans).drop(columns=["suite"])
 

@@ -10,7 +10,7 @@ import dagster as dg
 from geomon.defs.automation import EAGER
 from geomon.defs.resources import GeomonResource
 from geomon.defs.versions import source_version
-from geomon.monitor import imports
+from geomon.monitor import announce, imports
 from geomon.monitor.history import MetricHistory
 
 
@@ -70,7 +70,13 @@ def gapminder_import(geomon: GeomonResource) -> dg.MaterializeResult:
     runs = imports.gapminder_runs(settings.gapminder_results, entities, bank)
     history = MetricHistory(settings.store_url)
     registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
-    recorded = imports.record_runs(history, runs, settings.verdicts, {**registered, **settings.predecessors})
+    recorded = imports.record_runs(
+        history,
+        runs,
+        settings.verdicts,
+        {**registered, **settings.predecessors},
+        announcer=announce.announcer(settings.alerts),  # alerts exactly as `geomon import` and `geomon run` do
+    )
     verdicts = [
         {
             "model": r.run.model,
@@ -89,5 +95,6 @@ def gapminder_import(geomon: GeomonResource) -> dg.MaterializeResult:
             "new_evaluations": sum(not r.tracked.evaluation.reused for r in recorded),
             "answers": sum(r.run.answers for r in recorded),
             "verdicts": dg.MetadataValue.json(verdicts),
+            "alerts": dg.MetadataValue.json({e: told for r in recorded for e, told in r.tracked.told.items() if told}),
         }
     )

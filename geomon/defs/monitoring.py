@@ -12,8 +12,8 @@ import pandas as pd
 
 from geomon.config import Settings
 from geomon.defs.resources import check_spec
-from geomon.monitor import alerts, tracking
-from geomon.monitor.history import MetricHistory
+from geomon.monitor import alerts, announce, tracking
+from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
 from geomon.stats.values import MetricValue
@@ -26,8 +26,9 @@ def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheck
         key,
         partitions_def,
         description="The stored verdicts of this evaluation against its baseline (the model's previous run or its "
-        "predecessor): paired sign-flip tests on shared items, decided with every comparison of the release "
-        "(Holm, family-wise α); fails on an unacknowledged regression until a newer evaluation changes it.",
+        "predecessor): one-sided paired sign-flip tests on shared items, decided together by Holm at the "
+        "suite's share of the release's α; fails on an unacknowledged regression until a newer evaluation "
+        "changes it or someone acknowledges it (geomon alerts ack).",
     )
 
 
@@ -43,10 +44,17 @@ def track_evaluation(
     scope: str,
     versions: dict[str, str],
 ) -> dg.AssetCheckResult:
-    """Record, decide, alert; returns the ``no_regression`` check result with the stored verdicts."""
+    """Record, decide, tell (``tracking.track`` with ``announce``: the same path as ``geomon import``); returns
+    the ``no_regression`` check result with the stored verdicts and what was sent."""
     history = MetricHistory(settings.store_url)
     run = context.instance.get_run_record_by_id(context.run.run_id)
     started = datetime.fromtimestamp(run.start_time, UTC) if run is not None and run.start_time else None
+    partition = str(context.partition_key) if context.has_partition_key else None
+
+    def link(evaluation: Evaluation) -> str:
+        here = partition if evaluation.model == model else evaluation.model
+        return alerts.asset_url(settings.alerts.ui_url, asset_key, here)
+
     result = tracking.track(
         history,
         suite,
@@ -61,20 +69,14 @@ def track_evaluation(
         dagster_run_id=context.run.run_id,
         run_started_at=started,
         figures_declared=True,  # the factory made them, for the leaderboard's summary
+        announcer=announce.announcer(settings.alerts, link),
     )
     current = result.evaluation
     open_regressions = tracking.failing(history, current)
-    partition = context.partition_key if context.has_partition_key else None
-    delivered: list[str] = []
-    # Alert once, from the run that recorded the evaluation (a re-run of the same answers reuses it).
-    fresh = not current.reused and current.dagster_run_id == context.run.run_id
-    if open_regressions and fresh:
-        delivered = alerts.deliver(
-            regression_alert(suite, model, scope, result.against, open_regressions, asset_key, partition, settings),
-            settings.alerts,
-        )
-    elif open_regressions:
-        delivered = ["already alerted when this evaluation was recorded"]
+    told = result.told.get(current.evaluation_id, [])
+    for evaluation in result.redecided:  # a late baseline re-decided later releases: say what was sent
+        for line in result.told.get(evaluation.evaluation_id, []):
+            context.log.info(f"{suite}: {evaluation.model} decided again against {model}'s evaluation: {line}")
     acked = len(result.regressions) - len(open_regressions)
     return dg.AssetCheckResult(
         check_name="no_regression",
@@ -93,49 +95,9 @@ def track_evaluation(
             "comparisons": dg.MetadataValue.json(_json_rows(result.verdicts)),
             "regressions": len(open_regressions),
             "acknowledged": acked,
-            "alert": ", ".join(delivered) or "none (no regression)",
+            "alert": ", ".join(told) or "none (no regression)",
+            "redecided": ", ".join(e.model for e in result.redecided) or "none",
         },
-    )
-
-
-ALERT_NUMBERS = (
-    "metric",
-    "breakdown",
-    "before",
-    "after",
-    "change",
-    "p_value",
-    "p_adjusted",
-    "mde",
-    "min_effect",
-    "clusters",
-)
-
-
-def regression_alert(
-    suite: str,
-    model: str,
-    scope: str,
-    against: str,
-    regressions: list[dict[str, Any]],
-    asset_key: list[str],
-    partition: Any,
-    settings: Settings,
-) -> alerts.Alert:
-    """The alert of a regression verdict: the worst change (relative to its minimum effect) and its numbers."""
-    worst = max(regressions, key=lambda r: abs(r["change"] or 0.0) / max(r["min_effect"] or 0.0, 1e-12))
-    where = f" ({worst['breakdown']})" if worst["breakdown"] else ""
-    return alerts.Alert(
-        kind="regression",
-        title=f"{suite}: {model} regressed on {', '.join(sorted({r['metric'] for r in regressions}))}",
-        summary=f"{model} vs {against} ({scope or 'default scope'}): {worst['metric']}{where} {worst['before']:.4g} → "
-        f"{worst['after']:.4g} (change {worst['change']:+.4g}, worse when {worst['worse_when']}) over "
-        f"{worst['clusters']} clusters; p = {worst['p_value']:.3g}, Holm-adjusted {worst['p_adjusted']:.3g} in a "
-        f"family of {worst['family_size']}; minimum detectable effect {worst['mde']:.3g}.",
-        model=model,
-        suite=suite,
-        url=alerts.asset_url(settings.alerts.ui_url, asset_key, str(partition) if partition else None),
-        numbers={k: worst[k] for k in ALERT_NUMBERS},
     )
 
 

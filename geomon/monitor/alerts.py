@@ -19,7 +19,7 @@ import requests
 
 log = logging.getLogger(__name__)
 
-AlertKind = Literal["regression", "drift", "run_failed", "judge_agreement", "blocked_automation", "test"]
+AlertKind = Literal["regression", "resolved", "drift", "run_failed", "judge_agreement", "blocked_automation", "test"]
 NO_CHANNEL = "no channel configured"
 
 

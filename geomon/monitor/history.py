@@ -10,11 +10,16 @@ records one evaluation (``MetricHistory.record``).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import io
+import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -26,6 +31,7 @@ from geomon.stats.values import MetricValue, finite
 __all__ = ["Evaluation", "MetricHistory", "MetricValue"]
 
 metadata = sa.MetaData()
+_PROCESS_LOCK = threading.RLock()
 
 evaluations = sa.Table(
     "metric_evaluations",
@@ -62,22 +68,41 @@ comparisons = sa.Table(
     sa.Column("before", sa.Float),
     sa.Column("after", sa.Float),
     sa.Column("effect", sa.Float),  # rows recorded before 2026-11-25 only: signed so that positive = worse
-    sa.Column("p_value", sa.Float),  # two-sided
+    # One-sided in the direction the metric moved: the verdict's claim (rows recorded before 2026-11-26: two-sided).
+    sa.Column("p_value", sa.Float),
     sa.Column("items", sa.Integer),
     sa.Column("verdict", sa.String(40), nullable=False),  # geomon.stats.verdicts.VERDICTS
     sa.Column("breakdown", sa.String(300), nullable=False, default="", server_default=""),
     sa.Column("change", sa.Float),  # after − before, in the metric's units
     sa.Column("worse_when", sa.String(10), nullable=False, default="", server_default=""),
     sa.Column("se", sa.Float),  # the change's standard error under no change (the sign-flip null)
-    sa.Column("p_adjusted", sa.Float),  # Holm, over the family
-    sa.Column("q_value", sa.Float),  # Benjamini–Hochberg, over the family
-    sa.Column("mde", sa.Float),  # minimum detectable effect at the family's alpha and the stated power
+    sa.Column("p_adjusted", sa.Float),  # Holm, over the suite's comparisons in this evaluation
+    sa.Column("q_value", sa.Float),  # Benjamini–Hochberg, over the same
+    sa.Column("mde", sa.Float),  # minimum detectable effect at the first Holm level and the stated power
     sa.Column("clusters", sa.Integer),
     sa.Column("min_effect", sa.Float),
-    sa.Column("family", sa.String(400), nullable=False, default="", server_default=""),
-    sa.Column("family_size", sa.Integer),
+    sa.Column("family", sa.String(400), nullable=False, default="", server_default=""),  # the release
+    sa.Column("family_size", sa.Integer),  # the comparisons Holm decided together
     sa.Column("note", sa.String(500), nullable=False, default="", server_default=""),
+    sa.Column("alpha", sa.Float),  # the suite's share of the release's α
+    sa.Column("power", sa.Float),  # the chance to detect a worsening of min_effect
     sa.Index("ix_metric_comparisons_evaluation", "evaluation_id"),
+)
+# Every message sent about a comparison (a regression, or its withdrawal: "resolved"), per channel: "already
+# alerted" is read from here, never assumed.
+deliveries = sa.Table(
+    "alert_deliveries",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("evaluation_id", sa.String(36), sa.ForeignKey("metric_evaluations.evaluation_id"), nullable=False),
+    sa.Column("metric", sa.String(200), nullable=False),
+    sa.Column("breakdown", sa.String(300), nullable=False, default=""),
+    sa.Column("kind", sa.String(20), nullable=False),  # "regression" or "resolved"
+    sa.Column("channel", sa.String(300), nullable=False),  # "webhook", "e-mail to …", or "no channel configured"
+    sa.Column("outcome", sa.String(500), nullable=False),  # "sent", or "failed: …" / "not sent: …"
+    sa.Column("sent_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("message", sa.Text, nullable=False),  # what was sent (never a secret: channels hold those)
+    sa.Index("ix_alert_deliveries_evaluation", "evaluation_id"),
 )
 # An operator's acknowledgement of a regression verdict: the no_regression check passes again.
 acknowledgements = sa.Table(
@@ -86,6 +111,9 @@ acknowledgements = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("evaluation_id", sa.String(36), sa.ForeignKey("metric_evaluations.evaluation_id"), nullable=False),
     sa.Column("metric", sa.String(200), nullable=False, default=""),  # "" = every regression of the evaluation
+    # The breakdown acknowledged ("" = the overall figure); "*" = every breakdown of the metric (rows recorded
+    # before acknowledgements named breakdowns).
+    sa.Column("breakdown", sa.String(300), nullable=False, default="*", server_default="*"),
     sa.Column("acknowledged_by", sa.String(200), nullable=False),
     sa.Column("acknowledged_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("note", sa.String(1000), nullable=False, default=""),
@@ -110,7 +138,10 @@ _ADDED_COLUMNS = {
         "family": "VARCHAR(400) NOT NULL DEFAULT ''",
         "family_size": "INTEGER",
         "note": "VARCHAR(500) NOT NULL DEFAULT ''",
+        "alpha": "FLOAT",
+        "power": "FLOAT",
     },
+    "metric_acknowledgements": {"breakdown": "VARCHAR(300) NOT NULL DEFAULT '*'"},
 }
 
 values = sa.Table(
@@ -289,16 +320,6 @@ class MetricHistory:
             if rows:
                 conn.execute(comparisons.insert(), [{"evaluation_id": evaluation.evaluation_id, **r} for r in rows])
 
-    def family(self, family: str) -> pd.DataFrame:
-        """Every stored comparison of one family (one decision: a model against one baseline on one day)."""
-        with self.engine.connect() as conn:
-            rows = (
-                conn.execute(sa.select(comparisons).where(comparisons.c.family == family).order_by(comparisons.c.id))
-                .mappings()
-                .all()
-            )
-        return pd.DataFrame(rows, columns=[c.name for c in comparisons.c])
-
     def suite_comparisons(self, suite: str, metric: str, breakdown: str = "") -> pd.DataFrame:
         """Every stored comparison of one metric of ``suite`` (any model), oldest first."""
         query = (
@@ -323,9 +344,10 @@ class MetricHistory:
                     .values(**{k: v for k, v in row.items() if k != "id"})
                 )
 
-    def acknowledge(self, evaluation_id: str, by: str, metric: str = "", note: str = "") -> None:
-        """Record that ``by`` has seen the regression(s) of ``evaluation_id`` (one metric, or all): its
-        no_regression check passes again. An unknown evaluation is an error."""
+    def acknowledge(self, evaluation_id: str, by: str, metric: str = "", note: str = "", breakdown: str = "") -> None:
+        """Record that ``by`` has seen the regression(s) of ``evaluation_id``: one metric's ``breakdown`` (""
+        the overall figure, "*" every breakdown), or with no metric all of them; every gate (its no_regression
+        check, ``geomon run`` / ``import --fail-on``) passes them again. An unknown evaluation is an error."""
         with self.engine.begin() as conn:
             found = conn.execute(
                 sa.select(evaluations.c.evaluation_id).where(evaluations.c.evaluation_id == evaluation_id)
@@ -336,11 +358,55 @@ class MetricHistory:
                 acknowledgements.insert().values(
                     evaluation_id=evaluation_id,
                     metric=metric,
+                    breakdown=breakdown if metric else "*",
                     acknowledged_by=by,
                     acknowledged_at=datetime.now(UTC),
                     note=note,
                 )
             )
+
+    def record_deliveries(self, rows: list[dict[str, Any]]) -> None:
+        """Store what was sent (or tried) about comparisons: one row per comparison and channel."""
+        if rows:
+            with self.engine.begin() as conn:
+                conn.execute(deliveries.insert(), rows)
+
+    def deliveries(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:
+        query = sa.select(deliveries)
+        if evaluation_ids is not None:
+            query = query.where(deliveries.c.evaluation_id.in_(list(evaluation_ids)))
+        with self.engine.connect() as conn:
+            rows = conn.execute(query.order_by(deliveries.c.id)).mappings().all()
+        return pd.DataFrame(rows, columns=[c.name for c in deliveries.c])
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """Serialise the decisions of one suite's series across processes (two runs of one release at once
+        must not decide on half of each other's records): a PostgreSQL advisory lock, or for SQLite a lock
+        file beside the database (an in-memory database: a lock of this process)."""
+        if self.engine.dialect.name == "postgresql":
+            key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+            with self.engine.connect() as conn:
+                conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": key})
+                conn.commit()
+                try:
+                    yield
+                finally:
+                    conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+                    conn.commit()
+            return
+        database = self.engine.url.database
+        if not database or database == ":memory:":
+            with _PROCESS_LOCK:
+                yield
+            return
+        path = Path(f"{database}.lock")
+        with path.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def acknowledgements(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:
         query = sa.select(acknowledgements)

@@ -30,7 +30,7 @@ from geomon.monitor import tracking
 from geomon.monitor.history import MetricHistory
 from geomon.stats.declared import Mean, Range, TrackedMetric
 from geomon.stats.values import MetricValue, metrics_from_mapping
-from geomon.stats.verdicts import VerdictSettings
+from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 
 GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items
 
@@ -229,12 +229,18 @@ def _values(frame: pd.DataFrame, path: Path, line_offset: int) -> np.ndarray:
 
 
 def item_runs(
-    path: str | Path, suite: str, groups: Sequence[str] = (), settings: VerdictSettings | None = None
+    path: str | Path,
+    suite: str,
+    groups: Sequence[str] = (),
+    settings: VerdictSettings | None = None,
+    cluster: str = "",
 ) -> list[ImportedRun]:
     """Per-item outcomes → one evaluation per (model, evaluated_at): the mean score (× 100 for a correct /
     incorrect column, named ``accuracy``; else ``score``) with its interval over items, each group's mean,
     and the gap between groups (``<group>_gap``), for every column named in ``groups`` (e.g. country): all
-    declared once (``imported_metrics``), so the values, their tests and their verdicts share the names."""
+    declared once (``imported_metrics``), so the values, their tests and their verdicts share the names.
+    ``cluster``: the column whose rows are one independent unit (a question whose prompt variations or epochs
+    are separate rows), resampled and flipped together; each item is its own unit otherwise."""
     path = Path(path)
     frame = _read_items(path)
     line_offset = 2 if path.suffix.lower() == ".csv" else 1
@@ -245,24 +251,39 @@ def item_runs(
     missing = [g for g in groups if g not in frame]
     if missing:
         raise ImportError_(f"{path}: no group column(s) {missing}")
+    if cluster and cluster not in frame:
+        raise ImportError_(f"{path}: no cluster column {cluster!r} (it has {sorted(frame.columns)})")
+    if cluster:
+        blank = frame[cluster].astype(str).str.strip().eq("")
+        if blank.any():
+            line = int(np.flatnonzero(blank.to_numpy())[0]) + line_offset
+            raise ImportError_(f"{path}, line {line}: field {cluster}: empty (every row needs its cluster)")
+        frame = frame.assign(_cluster=frame[cluster].astype(str))
     metric = "accuracy" if scale == 100.0 else "score"
     origin = f"import:items:{path.name}"
-    return outcome_runs(frame, suite, groups, metric, f"imported items: {path.name}", origin, settings)
+    return outcome_runs(frame, suite, groups, metric, scope_of(metric), origin, settings)
+
+
+def scope_of(metric: str) -> str:
+    """An imported series' scope: the suite (its own key) and the metric, never the file it came in, so the next
+    release's file is compared with this one."""
+    return f"imported {metric}"
 
 
 def imported_metrics(
-    metric: str, groups: Sequence[str], settings: VerdictSettings | None = None
+    metric: str, groups: Sequence[str], settings: VerdictSettings | None = None, cluster: str = "item"
 ) -> tuple[TrackedMetric, ...]:
     """An imported evaluation's tracked metrics: the mean (and each group's), and each group column's gap
-    (max − min of the groups' means), with the settings' minimum effects for imported metrics."""
+    (max − min of the groups' means), with the settings' minimum effects for imported metrics, clustered on
+    ``cluster``."""
     effects = (settings or VerdictSettings()).imported_min_effects
     percent = metric == "accuracy"
     bounds = (0.0, 100.0) if percent else None
     gap_effect = effects.get("gap" if percent else "score_gap", 0.0)
     mean = Mean("value")
     return (
-        TrackedMetric(metric, mean, "item", False, effects.get(metric, 0.0), by=tuple(groups), bounds=bounds),
-        *(TrackedMetric(f"{g}_gap", Range(mean, g), "item", True, gap_effect, bounds=bounds) for g in groups),
+        TrackedMetric(metric, mean, cluster, False, effects.get(metric, 0.0), by=tuple(groups), bounds=bounds),
+        *(TrackedMetric(f"{g}_gap", Range(mean, g), cluster, True, gap_effect, bounds=bounds) for g in groups),
     )
 
 
@@ -275,10 +296,11 @@ def outcome_runs(
     origin: str,
     settings: VerdictSettings | None = None,
 ) -> list[ImportedRun]:
-    """Rows of (model, item, evaluated_at, ``_value``, group columns, optional predecessor) → one evaluation per
-    (model, evaluated_at), the same figures for every source of per-item outcomes. An item listed twice for one
-    model and date is an error naming it (two outcomes cannot be paired with one)."""
-    tracked = imported_metrics(metric, groups, settings)
+    """Rows of (model, item, evaluated_at, ``_value``, group columns, optional ``_cluster`` and predecessor) →
+    one evaluation per (model, evaluated_at), the same figures for every source of per-item outcomes. An item
+    listed twice for one model and date is an error naming it (two outcomes cannot be paired with one)."""
+    clustered = "_cluster" in frame
+    tracked = imported_metrics(metric, groups, settings, "cluster" if clustered else "item")
     runs = []
     for (model, when), part in frame.groupby(["model", "evaluated_at"], sort=True):
         keys = part["item"].astype(str)
@@ -294,6 +316,7 @@ def outcome_runs(
                 "item": scored["item"].astype(str).to_numpy(),
                 "value": scored["_value"].to_numpy(),
                 **{g: scored[g].astype(str).to_numpy() for g in groups},
+                **({"cluster": scored["_cluster"].to_numpy()} if clustered else {}),
             }
         )
         predecessor = None
@@ -348,7 +371,13 @@ def inspect_runs(
         for sample in log.samples or []:
             score = next(iter((sample.scores or {}).values()), None)
             value = float(to_float(score.value)) if score is not None else np.nan
-            row = {"model": model, "item": f"{sample.id}#{sample.epoch}", "evaluated_at": log.eval.created}
+            # Epochs of one sample are one unit: they are clustered on the sample id.
+            row = {
+                "model": model,
+                "item": f"{sample.id}#{sample.epoch}",
+                "_cluster": str(sample.id),
+                "evaluated_at": log.eval.created,
+            }
             for group in groups:
                 if group not in (sample.metadata or {}):
                     raise ImportError_(f"{path}: sample {sample.id} has no metadata {group!r}")
@@ -358,7 +387,7 @@ def inspect_runs(
     if frame.empty:
         raise ImportError_(f"{', '.join(map(str, paths))}: no samples")
     origin = f"import:inspect:{','.join(sorted(names))}"
-    return outcome_runs(frame, suite, groups, "accuracy", f"imported inspect_ai logs: {suite}", origin, settings)
+    return outcome_runs(frame, suite, groups, "accuracy", scope_of("accuracy"), origin, settings)
 
 
 # --- recording -------------------------------------------------------------------------------------
@@ -391,12 +420,16 @@ def record_runs(
     settings: VerdictSettings | None = None,
     predecessors: Mapping[str, str] | None = None,
     on_recorded: Callable[[Recorded], None] | None = None,
+    plan: ReleasePlan | None = None,
+    announcer: tracking.Announcer | None = None,
 ) -> list[Recorded]:
     """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
     settings) win over the source's own and over the vendor's previous release. An identical run already
-    recorded is reused (nothing new). Returns each run with its verdicts as finally stored (a later run may
-    have become an earlier one's baseline)."""
+    recorded is reused (nothing new). Each suite is decided at its share of the release's α (``plan``) and
+    ``announcer`` tells people, as ``geomon run`` does. Returns each run with its verdicts as finally stored (a
+    later run may have become an earlier one's baseline)."""
     settings = settings or VerdictSettings()
+    plan = plan or tracking.release_plan(settings)
     found = vendor_predecessors(runs)
     chosen = {**found, **{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
     out = []
@@ -415,10 +448,16 @@ def record_runs(
             evaluated_at=run.evaluated_at,
             origin=run.origin,
             figures_declared=run.figures_declared,
+            plan=plan,
+            announcer=announcer,
         )
         recorded = Recorded(run, result, chosen.get(run.model))
         out.append(recorded)
-    final = [Recorded(r.run, tracking.stored(history, r.tracked.evaluation), r.predecessor) for r in out]
+    final = []
+    for r in out:
+        now = tracking.stored(history, r.tracked.evaluation)
+        now.redecided, now.told = r.tracked.redecided, r.tracked.told
+        final.append(Recorded(r.run, now, r.predecessor))
     for recorded in final:
         if on_recorded is not None:
             on_recorded(recorded)

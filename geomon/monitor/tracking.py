@@ -1,4 +1,4 @@
-"""Record an evaluation and decide what changed: the one verdict engine over the metric history.
+"""Record an evaluation, decide what changed and tell people: the one verdict engine over the metric history.
 
 Each evaluation is compared with its *baseline*, in release order: the model's previous evaluation in the
 same suite and scope, or, for a model's first one there, its predecessor's (the previous release of the
@@ -6,14 +6,17 @@ same line: its latest evaluation no later than this one, else its first). When a
 order (a predecessor's after its successor's, an older run imported late) the evaluations whose baseline
 it becomes are compared again, so importing the same runs in any order gives the same history.
 
-The paired tests are the suites' declared metrics (``geomon.stats.declared``); every comparison of one
-model against one baseline model on one day is one *family*, decided together (``geomon.stats.verdicts``)
-and stored with its verdict, which every surface then reads.
+The paired tests are the suites' declared metrics (``geomon.stats.declared``). A suite's comparisons in one
+evaluation are decided together, at the suite's share of the release's α (``verdicts.ReleasePlan``), when
+the evaluation is recorded: the decision does not wait for, or change with, the release's other suites.
+Recording, deciding and announcing one suite's series happen under one lock (``MetricHistory.lock``), and
+``announce`` (``geomon.monitor.announce``) tells people about every regression a decision creates or
+withdraws, exactly once, from the record of what was sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -37,6 +40,8 @@ class Tracked:
     evaluation: Evaluation
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     against: str = ""  # "previous run", "predecessor <model>", or "" (nothing to compare with)
+    redecided: list[Evaluation] = field(default_factory=list)  # later evaluations this one became the baseline of
+    told: dict[str, list[str]] = field(default_factory=dict)  # per evaluation id: what the announcer did
 
     @property
     def regressions(self) -> list[dict[str, Any]]:
@@ -109,6 +114,16 @@ def _agree(a: float | None, b: float | None) -> bool:
     return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
 
 
+Announcer = Callable[[MetricHistory, Sequence[Evaluation]], dict[str, list[str]]]
+
+
+def release_plan(settings: verdicts.VerdictSettings) -> verdicts.ReleasePlan:
+    """The release's α-sharing over every registered suite (``verdicts.ReleasePlan``)."""
+    from geomon.suites import registry
+
+    return verdicts.ReleasePlan.of(settings, list(registry.suites()))
+
+
 def track(
     history: MetricHistory,
     suite: str,
@@ -126,34 +141,44 @@ def track(
     evaluated_at: datetime | None = None,
     origin: str = "geomon",
     figures_declared: bool = False,
+    plan: verdicts.ReleasePlan | None = None,
+    announcer: Announcer | None = None,
 ) -> Tracked:
-    """Record this evaluation (once: ``MetricHistory.record``), compare it with its baseline, compare again
-    the evaluations whose baseline it becomes, and decide the families concerned. An evaluation identical to
-    one already stored (a re-run of unchanged answers, a retried step) is not compared again: its stored
-    verdicts stand, and are returned. ``figures_declared``: ``metrics`` already come from ``declared_values``."""
+    """Record this evaluation (once: ``MetricHistory.record``), compare it with its baseline and decide it at
+    the suite's share of α (``plan``: the registered suites' by default), compare and decide again the
+    evaluations whose baseline it becomes, and let ``announcer`` tell people what those decisions changed —
+    all under the suite's lock. An evaluation identical to one already stored (a re-run of unchanged answers,
+    a retried step) is not compared again: its stored verdicts stand, and are returned (the announcer still
+    sees it: an alert that never reached anyone is tried again). ``figures_declared``: ``metrics`` already
+    come from ``declared_values``."""
     tracked = declared.with_min_effects(tracked, settings.min_effects)
     if not figures_declared:  # the caller has not made the declared figures yet (bootstraps are not free)
         metrics = declared_values(suite, tracked, items, metrics)
-    current = history.record(
-        suite,
-        model,
-        metrics,
-        scope=scope,
-        items=items,
-        versions=versions,
-        dagster_run_id=dagster_run_id,
-        run_started_at=run_started_at,
-        evaluated_at=evaluated_at,
-        origin=origin,
-        predecessor=predecessor or "",
-    )
-    if not current.reused:
-        families = {compare_with_baseline(history, current, tracked, settings)}
-        for dependent in _dependents(history, current):
-            families.add(compare_with_baseline(history, dependent, tracked, settings))
-        for family in sorted(f for f in families if f):
-            decide_family(history, family, settings)
-    return stored(history, current)
+    alpha = (plan or release_plan(settings)).share(suite)
+    with history.lock(f"geomon decisions: {suite}"):
+        current = history.record(
+            suite,
+            model,
+            metrics,
+            scope=scope,
+            items=items,
+            versions=versions,
+            dagster_run_id=dagster_run_id,
+            run_started_at=run_started_at,
+            evaluated_at=evaluated_at,
+            origin=origin,
+            predecessor=predecessor or "",
+        )
+        redecided = []
+        if not current.reused:
+            compare_and_decide(history, current, tracked, settings, alpha)
+            for dependent in _dependents(history, current):
+                compare_and_decide(history, dependent, tracked, settings, alpha)
+                redecided.append(dependent)
+        told = announcer(history, [current, *redecided]) if announcer is not None else {}
+        out = stored(history, current)
+    out.redecided, out.told = redecided, told
+    return out
 
 
 def stored(history: MetricHistory, evaluation: Evaluation) -> Tracked:
@@ -209,24 +234,30 @@ def _dependents(history: MetricHistory, evaluation: Evaluation) -> list[Evaluati
     return out + list(firsts.values())
 
 
-def family_of(evaluation: Evaluation, against_model: str) -> str:
-    """One decision: a model against one baseline model on one evaluation day (every suite run for a release
-    that day is one family)."""
-    return f"{evaluation.model} vs {against_model} @ {_key(evaluation)[0].strftime('%Y-%m-%d')}"
+def release_of(evaluation: Evaluation, against_model: str) -> str:
+    """The release a comparison belongs to: a model identity against its baseline model. Its suites are decided
+    at their shares of one α whenever they arrive, so the label only groups what people read together."""
+    return f"{evaluation.model} vs {against_model}"
 
 
-def compare_with_baseline(
-    history: MetricHistory, evaluation: Evaluation, tracked: Sequence[TrackedMetric], settings: verdicts.VerdictSettings
-) -> str:
-    """Pair ``evaluation`` with its baseline on every tracked metric and store the tests (undecided: the family
-    decides); returns the family, or "" when there is nothing to compare with."""
+def compare_and_decide(
+    history: MetricHistory,
+    evaluation: Evaluation,
+    tracked: Sequence[TrackedMetric],
+    settings: verdicts.VerdictSettings,
+    alpha: float,
+) -> None:
+    """Pair ``evaluation`` with its baseline on every tracked metric, decide the comparisons together at
+    ``alpha`` (the suite's share) and store them with their verdicts; nothing stored when there is nothing to
+    compare with."""
     found = baseline(history, evaluation)
     if found is None or evaluation.items is None:
         history.record_comparisons(evaluation, [])
-        return ""
+        return
     before, against = found
-    family = family_of(evaluation, before.model)
-    tests = _paired(tracked, before, evaluation, settings)
+    tests = _paired(tracked, before, evaluation, settings, alpha)
+    decided = verdicts.decide(tests, settings, alpha, min_sample=sufficiency.MIN_SAMPLE)
+    release = release_of(evaluation, before.model)
     rows = [
         {
             "against_evaluation_id": before.evaluation_id,
@@ -237,23 +268,32 @@ def compare_with_baseline(
             "after": _finite(t.after),
             "change": _finite(t.change),
             "worse_when": "higher" if t.higher_is_worse else "lower",
-            "p_value": t.p_value,
+            "p_value": v.p_value,
             "se": _finite(t.se),
             "items": t.items,
             "clusters": t.clusters,
             "min_effect": t.min_effect,
-            "family": family,
-            "note": t.note,
-            "verdict": verdicts.UNDEFINED if t.p_value is None else "",
+            "family": release,
+            "family_size": v.family_size,
+            "alpha": alpha,
+            "p_adjusted": v.p_adjusted,
+            "q_value": v.q_value,
+            "mde": _finite(v.mde),
+            "power": _finite(v.power),
+            "note": v.note or t.note,
+            "verdict": v.verdict,
         }
-        for t in tests
+        for t, v in zip(tests, decided, strict=True)
     ]
     history.record_comparisons(evaluation, rows)
-    return family
 
 
 def _paired(
-    tracked: Sequence[TrackedMetric], before: Evaluation, after: Evaluation, settings: verdicts.VerdictSettings
+    tracked: Sequence[TrackedMetric],
+    before: Evaluation,
+    after: Evaluation,
+    settings: verdicts.VerdictSettings,
+    alpha: float,
 ) -> list[declared.PairedTest]:
     """The paired tests of every tracked metric (the two evaluations paired once); a metric whose columns the
     earlier evaluation lacks (recorded by an older geomon) is undefined, saying which."""
@@ -283,63 +323,35 @@ def _paired(
                 note,
             )
         )
+    comparisons = sum(len(m.parts(after.items)) for m in testable)
+    precision = declared.Precision(
+        settings.exact_up_to, verdicts.holm_levels(alpha, comparisons), settings.max_resamples
+    )
     try:
-        return declared.paired_tests(testable, old, after.items, resamples=settings.resamples) + out
+        return (
+            declared.paired_tests(testable, old, after.items, resamples=settings.resamples, precision=precision) + out
+        )
     except declared.DeclarationError as exc:
         raise TrackingError(f"suite {after.suite}, {after.model}: {exc}") from None
 
 
-def decide_family(history: MetricHistory, family: str, settings: verdicts.VerdictSettings) -> None:
-    """Decide every comparison stored under ``family`` together and store the verdicts."""
-    rows = history.family(family)
-    if rows.empty:
-        return
-    tests = [
-        declared.PairedTest(
-            r["metric"],
-            r["breakdown"],
-            _nan(r["before"]),
-            _nan(r["after"]),
-            _nan(r["change"]),
-            None if pd.isna(r["p_value"]) else float(r["p_value"]),
-            _nan(r["se"]),
-            int(r["items"] or 0),
-            int(r["clusters"] or 0),
-            r["worse_when"] == "higher",
-            float(r["min_effect"] or 0.0),
-            None,
-            r["note"] or "",
-        )
-        for r in rows.to_dict("records")
-    ]
-    decided = verdicts.decide(tests, settings, min_sample=sufficiency.MIN_SAMPLE)
-    history.set_verdicts(
-        [
-            {
-                "id": int(r["id"]),
-                "verdict": v.verdict,
-                "p_adjusted": v.p_adjusted,
-                "q_value": v.q_value,
-                "mde": _finite(v.mde),
-                "family_size": v.family_size,
-                "note": v.note,
-            }
-            for r, v in zip(rows.to_dict("records"), decided, strict=True)
-        ]
-    )
-
-
-def _nan(x: Any) -> float:
-    return float("nan") if x is None or pd.isna(x) else float(x)
-
-
 def failing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, Any]]:
-    """The regressions of ``evaluation`` no operator has acknowledged: the no_regression check fails on them,
-    on every re-run, until a newer evaluation changes the verdict or someone acknowledges it."""
-    regressions = stored(history, evaluation).regressions
+    """The regressions of ``evaluation`` no operator has acknowledged: the no_regression check and the exit
+    status of ``geomon run`` / ``geomon import`` fail on them, on every re-run, until a newer evaluation
+    changes the verdict or someone acknowledges that metric and breakdown."""
     acks = history.acknowledgements([evaluation.evaluation_id])
-    seen = set(acks["metric"]) if len(acks) else set()
-    return [r for r in regressions if "" not in seen and r["metric"] not in seen]
+    return [r for r in stored(history, evaluation).regressions if not acknowledged(acks, r)]
+
+
+def acknowledged(acks: pd.DataFrame, comparison: dict[str, Any]) -> bool:
+    """Whether an acknowledgement covers this comparison: every regression of the evaluation (no metric), the
+    metric's every breakdown ("*"), or exactly its breakdown ("" the overall figure)."""
+    for ack in acks.to_dict("records"):
+        if not ack["metric"]:
+            return True
+        if ack["metric"] == comparison["metric"] and ack.get("breakdown", "*") in ("*", comparison["breakdown"]):
+            return True
+    return False
 
 
 def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
@@ -369,6 +381,7 @@ HISTORY_COLUMNS = [
     "change",
     "p_value",
     "p_adjusted",
+    "alpha",
     "mde",
     "verdict",
     "note",
@@ -386,8 +399,10 @@ def history_table(
     bounds: dict[str, tuple[float, float] | None] | None = None,
 ) -> pd.DataFrame:
     """One row per evaluation, metric and breakdown with its stored comparison: ``predecessor`` (previous run
-    or the predecessor model), ``change`` (after − before), ``p_value``, ``p_adjusted`` (Holm, over its
-    family), ``mde`` and ``verdict`` (empty where nothing was compared); ``note`` marks an insufficient sample.
+    or the predecessor model), ``change`` (after − before), ``p_value`` (one-sided, the way it moved),
+    ``p_adjusted`` (Holm, over the suite's comparisons), ``alpha`` (the suite's share of the release's α that
+    ``p_adjusted`` is compared with), ``mde`` and ``verdict`` (empty where nothing was
+    compared); ``note`` marks an insufficient sample and says why a comparison is undefined or insufficient.
 
     ``headlines`` (metric, breakdown) pairs select the rows (BorderLines' headlines are ``persona=vanilla``);
     None keeps the overall figures and whatever was compared. ``breakdowns``: True adds every breakdown of
@@ -415,17 +430,24 @@ def history_table(
         "previous run" if a == "previous run" else str(m)
         for a, m in zip(tests["against"], tests["against_model"], strict=True)
     ]
-    compared = ["predecessor", "change", "p_value", "p_adjusted", "mde", "verdict"]
+    compared = ["predecessor", "change", "p_value", "p_adjusted", "alpha", "mde", "verdict"]
     table = series.merge(
-        tests[["evaluation_id", "metric", "breakdown", *compared]],
+        tests[["evaluation_id", "metric", "breakdown", *compared, "note"]].rename(columns={"note": "why"}),
         on=["evaluation_id", "metric", "breakdown"],
         how="left",
     )
     bounds = bounds or {}
+    # The figure's own sample, and the comparison's reason (undefined, too few *shared* clusters).
     table["note"] = [
-        sufficiency.reasons(v, lo, hi, n, bounds.get(m))
-        for v, lo, hi, n, m in zip(
-            table["value"], table["ci_low"], table["ci_high"], table["n"], table["metric"], strict=True
+        "; ".join(dict.fromkeys(n for n in (sufficiency.reasons(v, lo, hi, count, bounds.get(m)), why) if n))
+        for v, lo, hi, count, m, why in zip(
+            table["value"],
+            table["ci_low"],
+            table["ci_high"],
+            table["n"],
+            table["metric"],
+            table["why"].fillna(""),
+            strict=True,
         )
     ]
     table["evaluated_at"] = pd.to_datetime(table["evaluated_at"]).dt.strftime("%Y-%m-%d")

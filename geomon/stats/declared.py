@@ -442,9 +442,12 @@ def _rows_with_value(statistic: Any, frame: pd.DataFrame) -> np.ndarray:
 @dataclass(frozen=True)
 class PairedTest:
     """One metric (or one of its groups) compared on the items two evaluations share. ``change`` is after −
-    before in the metric's units; ``p_value`` is two-sided (None when the statistic is undefined on either
-    side, or nothing is shared); ``se`` the standard deviation of the sign-flip null (the change's standard
-    error under no change), from which the minimum detectable effect follows."""
+    before in the metric's units; ``p_value`` is one-sided toward *worse* (the claim a regression alert makes:
+    the change is at least this far in the worse direction), ``p_better`` one-sided toward better (None when
+    the statistic is undefined on either side, or nothing is shared); ``se`` the standard deviation of the
+    sign-flip null (the change's standard error under no change), from which the minimum detectable effect
+    follows; ``null_size`` how many sign-flips the p-values count (2^k when ``exact``: every flip of the k
+    clusters that differ)."""
 
     metric: str
     breakdown: str
@@ -459,6 +462,9 @@ class PairedTest:
     min_effect: float
     bounds: tuple[float, float] | None = None
     note: str = ""  # why there is no p-value
+    p_better: float | None = None
+    exact: bool = False
+    null_size: int = 0
 
     @property
     def worse(self) -> bool:
@@ -499,12 +505,15 @@ def paired_test(
     resamples: int = 4999,
     seed: int = 0,
     chunk: int = 1000,
+    precision: Precision | None = None,
 ) -> list[PairedTest]:
     """Each part of ``metric`` (the headline and, with ``by``, its groups) compared on the shared items: under
     no change, a cluster's before and after rows are exchangeable, so flipping whole clusters between the two
-    arms gives the null distribution of the change (two-sided; identical data gives p = 1). A statistic
-    that is undefined (NaN) on either side has no p-value. Errors in the statistic are not swallowed."""
-    return paired_tests([metric], before, after, resamples=resamples, seed=seed, chunk=chunk)
+    arms gives the null distribution of the change (one-sided each way; identical data gives p = 1). Exact
+    (every flip enumerated) when few clusters differ, else ``resamples`` random flips, refined near the
+    decision's thresholds (``Precision``). A statistic that is undefined (NaN) on either side has no p-value.
+    Errors in the statistic are not swallowed."""
+    return paired_tests([metric], before, after, resamples=resamples, seed=seed, chunk=chunk, precision=precision)
 
 
 def paired_tests(
@@ -515,6 +524,7 @@ def paired_tests(
     resamples: int = 4999,
     seed: int = 0,
     chunk: int = 1000,
+    precision: Precision | None = None,
 ) -> list[PairedTest]:
     """``paired_test`` of each metric on the same two evaluations, which are checked, paired and stacked once."""
     for metric in metrics:
@@ -526,8 +536,23 @@ def paired_tests(
     return [
         test
         for metric in metrics
-        for test in _paired(metric, old, new, stacked, resamples=resamples, seed=seed, chunk=chunk)
+        for test in _paired(
+            metric, old, new, stacked, resamples=resamples, seed=seed, chunk=chunk, precision=precision or Precision()
+        )
     ]
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How precise a paired test's p-values must be. With at most ``exact_up_to`` clusters that differ between
+    the two evaluations every sign-flip is enumerated (2^k: the exact p-value); otherwise random flips, and a
+    p-value whose Monte Carlo error (four standard errors) straddles one of ``thresholds`` (the levels the
+    decision compares it with) is computed again with ``max_resamples``, so no verdict near a threshold
+    depends on the seed."""
+
+    exact_up_to: int = 16
+    thresholds: tuple[float, ...] = ()
+    max_resamples: int = 99_999
 
 
 def _paired(
@@ -539,28 +564,22 @@ def _paired(
     resamples: int,
     seed: int,
     chunk: int,
+    precision: Precision,
 ) -> list[PairedTest]:
     n = len(new)
     codes, clusters = _cluster_codes(new, metric.cluster, metric.group) if n else (np.zeros(0, dtype=int), 0)
-    rng = np.random.default_rng(seed)
-    flips = _coin_flips(rng, resamples, clusters) if n else np.zeros((0, 0))
-    arms = np.concatenate([np.zeros(n), np.ones(n)])
-    stacked_codes = np.concatenate([codes, codes])
-    # A flipped cluster's before rows join the after arm and its after rows leave it.
-    to_after = np.concatenate([np.zeros(n), np.ones(n)]), np.concatenate([np.ones(n), -np.ones(n)])
-    to_before = np.concatenate([np.ones(n), np.zeros(n)]), None  # the mirror: the flips move rows the other way
     parts = metric.parts(stacked if n else new)
     if n == 0:
         return [_undefined(metric, b, math.nan, math.nan, 0, 0, "no items in common") for b, _ in parts]
     statistics = [statistic for _, statistic in parts]
+    arms = np.concatenate([np.zeros(n), np.ones(n)])
     b_values = [float(v[0]) for v in evaluate(statistics, stacked, Weights.rows(1 - arms))]
     a_values = [float(v[0]) for v in evaluate(statistics, stacked, Weights.rows(arms))]
-    nulls = [np.empty(resamples) for _ in parts]
-    for start in range(0, resamples, chunk):
-        flip = flips[start : start + chunk]
-        both = evaluate(statistics, stacked, Weights(flip, stacked_codes, *to_after, mirror=to_before[0]))
-        for null, values in zip(nulls, both, strict=True):
-            null[start : start + chunk] = values[: len(flip)] - values[len(flip) :]
+    differing = _differing_clusters(metric, old, new, codes, clusters)
+    exact = differing.size <= precision.exact_up_to
+    rng = np.random.default_rng(seed)
+    flips = _every_flip(differing, clusters) if exact else _coin_flips(rng, resamples, clusters)
+    nulls = _nulls(statistics, stacked, codes, flips, chunk)
     out = []
     for (breakdown, statistic), b_value, a_value, null in zip(parts, b_values, a_values, nulls, strict=True):
         used = _rows_with_value(statistic, stacked)
@@ -572,11 +591,12 @@ def _paired(
             continue
         change = a_value - b_value
         null = null[np.isfinite(null)]
-        tolerance = 1e-9 * max(1.0, abs(change))
-        if abs(change) <= tolerance:
-            p = 1.0
-        else:
-            p = float((np.sum(np.abs(null) >= abs(change) - tolerance) + 1) / (null.size + 1))
+        p_worse, p_better = _one_sided(change, null, metric.higher_is_worse, exact)
+        if not exact and _near(min(p_worse, p_better), null.size, precision.thresholds):
+            more = _coin_flips(np.random.default_rng([seed, 1]), precision.max_resamples, clusters)
+            (null,) = _nulls([statistic], stacked, codes, more, chunk)
+            null = null[np.isfinite(null)]
+            p_worse, p_better = _one_sided(change, null, metric.higher_is_worse, exact)
         out.append(
             PairedTest(
                 metric.name,
@@ -584,16 +604,79 @@ def _paired(
                 b_value,
                 a_value,
                 change,
-                p,
+                p_worse,
                 float(np.std(null)) if null.size else math.nan,
                 items,
                 used_clusters,
                 metric.higher_is_worse,
                 metric.min_effect,
                 metric.bounds,
+                p_better=p_better,
+                exact=exact,
+                null_size=int(null.size),
             )
         )
     return out
+
+
+def _differing_clusters(
+    metric: TrackedMetric, old: pd.DataFrame, new: pd.DataFrame, codes: np.ndarray, clusters: int
+) -> np.ndarray:
+    """The clusters whose rows differ between the two evaluations in a column the statistic reads: flipping
+    any other cluster swaps identical rows and changes nothing."""
+    columns = sorted(metric.columns() - {"item"})
+    differs = (old[columns].astype(str).to_numpy() != new[columns].astype(str).to_numpy()).any(axis=1)
+    return np.unique(codes[differs]) if clusters else np.zeros(0, dtype=int)
+
+
+def _every_flip(differing: np.ndarray, clusters: int) -> np.ndarray:
+    """All 2^k flips of the ``differing`` clusters (the others never flip): the exact null distribution."""
+    k = differing.size
+    patterns = (np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1
+    flips = np.zeros((2**k, clusters))
+    flips[:, differing] = patterns
+    return flips
+
+
+def _nulls(
+    statistics: list[Any], stacked: pd.DataFrame, codes: np.ndarray, flips: np.ndarray, chunk: int
+) -> list[np.ndarray]:
+    """Each statistic's change (after arm − before arm) under each row of ``flips`` (1: the cluster's rows swap
+    arms)."""
+    n = len(codes)
+    stacked_codes = np.concatenate([codes, codes])
+    # A flipped cluster's before rows join the after arm and its after rows leave it; the mirror moves them back.
+    to_after = np.concatenate([np.zeros(n), np.ones(n)]), np.concatenate([np.ones(n), -np.ones(n)])
+    to_before = np.concatenate([np.ones(n), np.zeros(n)])
+    total = len(flips)
+    nulls = [np.empty(total) for _ in statistics]
+    for start in range(0, total, chunk):
+        flip = flips[start : start + chunk]
+        both = evaluate(statistics, stacked, Weights(flip, stacked_codes, *to_after, mirror=to_before))
+        for null, values in zip(nulls, both, strict=True):
+            null[start : start + chunk] = values[: len(flip)] - values[len(flip) :]
+    return nulls
+
+
+def _one_sided(change: float, null: np.ndarray, higher_is_worse: bool, exact: bool) -> tuple[float, float]:
+    """(p toward worse, p toward better): the share of flips at least as far in that direction as the change.
+    Exact enumeration counts the observed flip among its 2^k; random flips add it ((count + 1) / (N + 1))."""
+    tolerance = 1e-9 * max(1.0, abs(change))
+    if abs(change) <= tolerance or null.size == 0:
+        return 1.0, 1.0
+    toward_worse = null if higher_is_worse else -null
+    observed = change if higher_is_worse else -change
+    worse_count = float(np.sum(toward_worse >= observed - tolerance))
+    better_count = float(np.sum(toward_worse <= observed + tolerance))
+    if exact:
+        return worse_count / null.size, better_count / null.size
+    return (worse_count + 1) / (null.size + 1), (better_count + 1) / (null.size + 1)
+
+
+def _near(p: float, resamples: int, thresholds: Sequence[float]) -> bool:
+    """Whether a Monte Carlo p-value from ``resamples`` flips could lie on either side of a threshold."""
+    error = 4 * math.sqrt(max(p * (1 - p), 1 / resamples) / resamples)
+    return any(abs(p - t) < error for t in thresholds)
 
 
 def evaluate(statistics: list[Any], frame: pd.DataFrame, weights: Weights) -> list[np.ndarray]:

@@ -1,13 +1,25 @@
-"""One verdict engine: a release's comparisons decided together, as one family.
+"""One verdict engine: a release is one decision, and each suite's part of it is final when it arrives.
 
-A new evaluation compared with its predecessor is one decision, and every suite × metric × breakdown
-compared in it is one family of tests. Holm's step-down procedure at ``alpha`` (family-wise) decides
-``regression`` and ``improvement``; Benjamini–Hochberg at ``q`` flags ``watch`` (shown, never alerts); a
-significant worsening smaller than the metric's minimum effect is ``regression (below alert threshold)``
-(real, but it pages nobody); the rest is ``no detectable change``, stated with the minimum detectable
-effect at the family's α and the stated power. A comparison whose sample cannot carry a claim (the one
-rule of ``stats.sufficiency``) is ``insufficient sample``, and one whose statistic is undefined (NaN) is
-``undefined``: neither gets a p-value in the family.
+A *release* is a model identity compared with its baseline (its previous run, or its predecessor's
+evaluation). Its family-wise promise: the probability of *any* false regression alert over the whole release
+— every suite, import, metric and group — is at most ``alpha``. The scheme (an α-spending plan, fixed before
+any result arrives):
+
+- ``ReleasePlan`` shares α among the suites a release can hold: every registered suite a weight (1 unless
+  ``verdicts.shares`` says otherwise) and ``import_slots`` shares for imported suites geomon does not
+  register. A suite's share is α × its weight ÷ the plan's total weight.
+- When a suite's evaluation is compared with its baseline, its comparisons (metrics × groups) are decided
+  together by Holm's step-down procedure at the suite's share, on *one-sided* p-values toward worse: the
+  claim a regression alert makes. Nothing another suite does later changes that decision, so the decision
+  is final, whatever the order and the days the suites arrive on; by the union bound the release's
+  family-wise error rate is at most the sum of its suites' shares, ≤ α.
+
+``regression``: Holm-significant worsening at least the metric's minimum effect (pages); ``regression (below
+alert threshold)``: Holm-significant but smaller (shown); ``improvement``: Holm-significant one-sided toward
+better at the same share (shown, never paged); ``watch``: a worsening Benjamini–Hochberg flags at ``q``
+(shown, never paged); ``no detectable change`` with its minimum detectable effect at the test's first
+Holm level and the stated power. ``insufficient sample`` (the one rule of ``stats.sufficiency``) and
+``undefined`` (a NaN statistic) get no p-value in the family.
 """
 
 from __future__ import annotations
@@ -44,6 +56,15 @@ class VerdictSettings:
     q: float = 0.10
     power: float = 0.80
     resamples: int = 4999
+    # p-values near a decision's threshold are computed again with this many flips; with at most
+    # ``exact_up_to`` differing clusters every flip is enumerated (``declared.Precision``).
+    max_resamples: int = 99_999
+    exact_up_to: int = 16
+    # The release plan: suite name → weight in the α-sharing (registered suites default to 1; 0 takes a suite
+    # out of the plan: its comparisons are shown, never paged), and the shares kept for imported suites that
+    # geomon does not register (each such suite takes one).
+    shares: dict[str, float] = field(default_factory=dict)
+    import_slots: int = 2
     min_effects: dict[str, float] = field(default_factory=dict)
     # Evaluations imported from elsewhere (``geomon import items`` / ``inspect``): accuracy in percent, a
     # raw score (0-1), and the gap between groups in the same units.
@@ -58,6 +79,44 @@ class VerdictSettings:
                 raise ValueError(f"verdicts.{name}: {value} must lie strictly between 0 and 1")
         if self.resamples < 99:
             raise ValueError(f"verdicts.resamples: {self.resamples} is too few for a p-value (at least 99)")
+        if self.max_resamples < self.resamples:
+            raise ValueError(f"verdicts.max_resamples: {self.max_resamples} is below resamples ({self.resamples})")
+        if not 0 <= self.exact_up_to <= 20:
+            raise ValueError(f"verdicts.exact_up_to: {self.exact_up_to} must lie in 0..20 (2^20 flips at most)")
+        if self.import_slots < 0:
+            raise ValueError(f"verdicts.import_slots: {self.import_slots} must not be negative")
+        for suite, weight in self.shares.items():
+            if not (isinstance(weight, int | float) and math.isfinite(weight) and weight >= 0):
+                raise ValueError(f"verdicts.shares.{suite}: {weight!r} must be a number ≥ 0")
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """How a release's α is shared among its suites, fixed before any result arrives (module docstring)."""
+
+    alpha: float
+    weights: Mapping[str, float]  # every planned suite's weight
+    import_slots: int = 2
+
+    @classmethod
+    def of(cls, settings: VerdictSettings, registered: Sequence[str]) -> ReleasePlan:
+        weights = {name: 1.0 for name in registered} | {k: float(v) for k, v in settings.shares.items()}
+        return cls(settings.alpha, weights, settings.import_slots)
+
+    @property
+    def total(self) -> float:
+        return sum(self.weights.values()) + self.import_slots
+
+    def share(self, suite: str) -> float:
+        """The α this suite's comparisons are decided at: its weight's part of the release's α; a suite outside
+        the plan takes one import slot (0 when the plan keeps none)."""
+        weight = self.weights.get(suite, 1.0 if self.import_slots else 0.0)
+        return self.alpha * weight / self.total if self.total > 0 else 0.0
+
+    def describe(self) -> str:
+        planned = ", ".join(f"{name} {self.share(name):.4g}" for name in sorted(self.weights))
+        slots = f"; {self.import_slots} import slot(s) of {self.alpha / self.total:.4g}" if self.import_slots else ""
+        return f"α {self.alpha:g} per release: {planned}{slots}"
 
 
 @dataclass(frozen=True)
@@ -70,16 +129,18 @@ class Verdict:
     after: float
     change: float  # after − before, in the metric's own units
     worse_when: str  # "higher" or "lower"
-    p_value: float | None
-    p_adjusted: float | None  # Holm, over the family
-    q_value: float | None  # Benjamini–Hochberg, over the family
-    mde: float  # the smallest |change| detected with ``power`` at the family's α
+    p_value: float | None  # one-sided in the direction the metric moved (toward worse when it did not move)
+    p_adjusted: float | None  # Holm over the suite's comparisons, in that direction
+    q_value: float | None  # Benjamini–Hochberg, over the suite's comparisons
+    mde: float  # the smallest worsening detected with ``power`` at the test's first Holm level
     items: int
     clusters: int
     min_effect: float
     family_size: int
     verdict: str
     note: str = ""
+    alpha: float = 0.0  # the suite's share of the release's α, which Holm spends over its comparisons
+    power: float = math.nan  # the chance to detect a worsening of ``min_effect`` (at the first Holm level)
 
     @property
     def alerts(self) -> bool:
@@ -114,26 +175,36 @@ _NORMAL = NormalDist()  # the standard normal (the stdlib's: scipy's costs a mil
 
 
 def minimum_detectable_effect(se: float, alpha: float, power: float) -> float:
-    """The smallest |change| a two-sided test at ``alpha`` detects with probability ``power``, for a change
+    """The smallest worsening a one-sided test at ``alpha`` detects with probability ``power``, for a change
     whose standard error is ``se`` (the normal approximation to the sign-flip null)."""
-    if not math.isfinite(se):
+    if not math.isfinite(se) or not 0 < alpha < 1:
         return math.nan
-    return float((_NORMAL.inv_cdf(1 - alpha / 2) + _NORMAL.inv_cdf(power)) * se)
+    return float((_NORMAL.inv_cdf(1 - alpha) + _NORMAL.inv_cdf(power)) * se)
 
 
 def power_at(effect: float, se: float, alpha: float) -> float:
-    """The probability that a two-sided test at ``alpha`` detects a change of ``effect`` (``se`` as above):
+    """The probability that a one-sided test at ``alpha`` detects a worsening of ``effect`` (``se`` as above):
     what the stated minimum detectable effect claims, for the calibration bench to check."""
-    if not (math.isfinite(se) and se > 0):
+    if not (math.isfinite(se) and se > 0 and 0 < alpha < 1):
         return math.nan
-    z = _NORMAL.inv_cdf(1 - alpha / 2)
-    return float(1 - _NORMAL.cdf(z - abs(effect) / se) + _NORMAL.cdf(-z - abs(effect) / se))
+    return float(1 - _NORMAL.cdf(_NORMAL.inv_cdf(1 - alpha) - abs(effect) / se))
+
+
+def holm_levels(alpha: float, m: int) -> tuple[float, ...]:
+    """The levels Holm's steps compare p-values with (α/m, α/(m−1), …, α): where a p-value's precision
+    matters."""
+    return tuple(alpha / j for j in range(max(m, 1), 0, -1))
 
 
 def decide(
-    tests: Sequence[PairedTest], settings: VerdictSettings, min_sample: int = sufficiency.MIN_SAMPLE
+    tests: Sequence[PairedTest],
+    settings: VerdictSettings,
+    alpha: float | None = None,
+    min_sample: int = sufficiency.MIN_SAMPLE,
 ) -> list[Verdict]:
-    """The family's verdicts, in the order of ``tests``."""
+    """One suite's comparisons of one evaluation, decided together at ``alpha`` (its share of the release's α;
+    the settings' whole α when None), in the order of ``tests``."""
+    alpha = settings.alpha if alpha is None else alpha
     notes = []
     for t in tests:
         if t.p_value is None:
@@ -143,22 +214,30 @@ def decide(
         notes.append((INSUFFICIENT, why) if why else ("", ""))
     testable = [i for i, (kind, _) in enumerate(notes) if not kind]
     m = len(testable)
-    adjusted = dict(zip(testable, holm([tests[i].p_value for i in testable]), strict=True))
-    q_values = dict(zip(testable, benjamini_hochberg([tests[i].p_value for i in testable]), strict=True))
-    family_alpha = settings.alpha / max(m, 1)  # Holm's first step: what the smallest p must clear
+    worse_p = [tests[i].p_value for i in testable]
+    better_p = [1.0 if tests[i].p_better is None else tests[i].p_better for i in testable]
+    adjusted = dict(zip(testable, holm(worse_p), strict=True))
+    improved = dict(zip(testable, holm(better_p), strict=True))
+    q_values = dict(zip(testable, benjamini_hochberg(worse_p), strict=True))
+    first_level = alpha / max(m, 1)  # Holm's first step: what the smallest p must clear
     out = []
     for i, t in enumerate(tests):
         kind, note = notes[i]
         p_adj, q = adjusted.get(i), q_values.get(i)
         if kind:
             verdict = kind
-        elif p_adj < settings.alpha and t.change != 0:
-            alerting = REGRESSION if abs(t.change) >= t.min_effect else BELOW_THRESHOLD
-            verdict = alerting if t.worse else IMPROVEMENT
-        elif q < settings.q and t.change != 0:
+        elif p_adj < alpha and t.worse:
+            verdict = REGRESSION if abs(t.change) >= t.min_effect else BELOW_THRESHOLD
+        elif improved[i] < alpha and t.change != 0 and not t.worse:
+            verdict = IMPROVEMENT
+        elif q < settings.q and t.worse:
             verdict = WATCH
         else:
             verdict = NO_CHANGE
+        # What is shown is the claim the verdict makes: toward worse, or toward better for a change for the better.
+        better = not kind and t.change != 0 and not t.worse
+        shown_p = t.p_better if better else t.p_value
+        shown_adjusted = improved.get(i) if better else p_adj
         out.append(
             Verdict(
                 metric=t.metric,
@@ -167,16 +246,18 @@ def decide(
                 after=t.after,
                 change=t.change,
                 worse_when="higher" if t.higher_is_worse else "lower",
-                p_value=t.p_value,
-                p_adjusted=None if p_adj is None else float(p_adj),
+                p_value=shown_p,
+                p_adjusted=None if shown_adjusted is None else float(shown_adjusted),
                 q_value=None if q is None else float(q),
-                mde=minimum_detectable_effect(t.se, family_alpha, settings.power),
+                mde=minimum_detectable_effect(t.se, first_level, settings.power),
                 items=t.items,
                 clusters=t.clusters,
                 min_effect=t.min_effect,
                 family_size=m,
                 verdict=verdict,
                 note=note,
+                alpha=alpha,
+                power=power_at(t.min_effect, t.se, first_level) if t.min_effect > 0 else math.nan,
             )
         )
     return out

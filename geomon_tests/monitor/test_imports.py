@@ -74,8 +74,8 @@ def test_releases_are_compared_with_the_vendors_previous_one(runs, tmp_path):
     # after − before, positive, and better (correct_rate is worse when lower).
     correct = r1["correct_rate"]
     assert correct["verdict"] == "improvement" and correct["change"] > 5 and correct["worse_when"] == "lower"
-    assert correct["p_adjusted"] < 0.05 and correct["clusters"] > 300 and correct["family_size"] == 2
-    assert correct["mde"] > 0 and correct["family"] == "deepseek-reasoner vs deepseek-v3 @ 2025-04-14"
+    assert correct["p_adjusted"] < correct["alpha"] and correct["clusters"] > 300 and correct["family_size"] == 2
+    assert correct["mde"] > 0 and correct["family"] == "deepseek-reasoner vs deepseek-v3"
     qwen = _verdicts(recorded["qwen-max-2025-01-25"])
     # 7 points worse at p = 0.04: not significant after Holm over the family of two (never an alert).
     assert qwen["correct_rate"]["change"] < -5 and qwen["correct_rate"]["verdict"] in ("watch", "no detectable change")

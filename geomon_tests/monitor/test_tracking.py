@@ -54,7 +54,7 @@ def test_the_real_history_holds_the_verdicts_people_read(forward):
     assert chat["change"] == pytest.approx(-6.67, abs=0.1)  # after − before
     gains = forward[(forward["metric"] == "correct_rate") & (forward["change"] > 0)]
     assert set(gains["verdict"]) <= {verdicts.IMPROVEMENT, verdicts.WATCH, verdicts.NO_CHANGE}
-    significant = gains[gains["p_adjusted"] < 0.05]
+    significant = gains[gains["p_adjusted"] < gains["alpha"]]
     assert len(significant) >= 5 and (significant["verdict"] == verdicts.IMPROVEMENT).all()
     assert forward.loc[forward["verdict"] != "", "mde"].gt(0).all()  # every verdict states its MDE
 

@@ -4,6 +4,7 @@ engine (Holm, Benjamini–Hochberg, the minimum detectable effect, the sufficien
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from geomon.stats.declared import (
     ImpactRatio,
     Mean,
     PairedTest,
+    Precision,
     Range,
     Ratio,
     TrackedMetric,
@@ -103,25 +105,45 @@ def test_an_undefined_statistic_has_no_p_value():
     assert verdict.verdict == verdicts.UNDEFINED and verdict.family_size == 0
 
 
-def _test(p, change, *, min_effect=1.0, clusters=100, higher_is_worse=False):
-    return PairedTest("m", "", 50.0, 50.0 + change, change, p, 1.0, clusters, clusters, higher_is_worse, min_effect)
+def _test(p, change, *, min_effect=1.0, clusters=100, higher_is_worse=False, p_better=None, se=1.0):
+    """A paired test: ``p`` one-sided toward worse, ``p_better`` toward better (1 − p unless given)."""
+    better = 1.0 - p if p_better is None else p_better
+    return PairedTest(
+        "m", "", 50.0, 50.0 + change, change, p, se, clusters, clusters, higher_is_worse, min_effect, p_better=better
+    )
 
 
-def test_the_family_is_decided_by_holm_and_bh():
-    """p = 0.01 alone is a regression; in a family of ten it is not (Holm needs 0.005), but BH flags it as
-    watch when its neighbours are small too. A significant worsening smaller than the minimum effect is a
-    regression below the alert threshold; a significant improvement an improvement."""
+def test_one_suite_is_decided_by_holm_and_bh_on_one_sided_p_values():
+    """p = 0.01 toward worse alone is a regression; among ten comparisons it is not (Holm needs 0.005), but BH
+    flags it as watch when its neighbours are small too. A significant worsening smaller than the minimum
+    effect is a regression below the alert threshold; a significant change for the better an improvement,
+    shown with its own one-sided p-value."""
     settings = VerdictSettings()
     assert decide([_test(0.01, -5)], settings)[0].verdict == verdicts.REGRESSION
-    family = [_test(0.01, -5), _test(0.012, -5), _test(0.015, 5), *[_test(0.9, 0.1)] * 7]
+    family = [_test(0.01, -5), _test(0.012, -5), _test(0.99, 5, p_better=0.015), *[_test(0.5, 0.1)] * 7]
     decided = decide(family, settings)
-    assert [v.verdict for v in decided[:3]] == [verdicts.WATCH] * 3
+    assert [v.verdict for v in decided[:3]] == [verdicts.WATCH, verdicts.WATCH, verdicts.NO_CHANGE]
     assert decided[0].p_adjusted == pytest.approx(0.1) and decided[0].family_size == 10
-    small = decide([_test(0.001, -0.5, min_effect=1.0), _test(0.001, 3.0)], settings)
+    assert decided[2].p_value == 0.015  # what is shown is the claim the change makes: toward better
+    small = decide([_test(0.001, -0.5, min_effect=1.0), _test(0.999, 3.0, p_better=0.001)], settings)
     assert [v.verdict for v in small] == [verdicts.BELOW_THRESHOLD, verdicts.IMPROVEMENT]
     assert not small[0].alerts
     few = decide([_test(0.0001, -20, clusters=12)], settings)[0]
     assert few.verdict == verdicts.INSUFFICIENT and "n = 12 < 30" in few.note
+    # A worsening that is only significant toward better never pages, whatever its size.
+    assert decide([_test(0.6, -5, p_better=0.001)], settings)[0].verdict == verdicts.NO_CHANGE
+
+
+def test_holm_and_the_suites_share_of_alpha_decide():
+    """Mutations caught here: Holm removed (0.03 among five comparisons is a regression without it), and α not
+    the suite's share (0.01 is a regression at the release's 0.05, not at a share of 0.00625)."""
+    settings = VerdictSettings()
+    five = decide([_test(0.03, -5), *[_test(0.5, 0.0)] * 4], settings)
+    assert five[0].verdict == verdicts.NO_CHANGE and five[0].p_adjusted == pytest.approx(0.15)
+    assert decide([_test(0.03, -5)], settings)[0].verdict == verdicts.REGRESSION
+    shared = decide([_test(0.01, -5)], settings, alpha=0.05 / 8)[0]
+    assert shared.verdict == verdicts.WATCH and not shared.alerts and shared.alpha == 0.05 / 8
+    assert decide([_test(0.005, -5)], settings, alpha=0.05 / 8)[0].verdict == verdicts.REGRESSION
 
 
 def test_holm_matches_its_definition():
@@ -130,10 +152,65 @@ def test_holm_matches_its_definition():
     assert list(verdicts.holm(p)) == pytest.approx([0.03, 0.06, 0.06, 0.02])
 
 
-def test_the_minimum_detectable_effect_and_the_power_it_claims():
+def test_the_minimum_detectable_effect_is_one_sided_at_the_first_holm_level():
+    """Mutation caught: the MDE at the release's α, at the suite's share without Holm's first step, or
+    two-sided."""
     mde = verdicts.minimum_detectable_effect(2.0, 0.05, 0.8)
-    assert mde == pytest.approx((1.959964 + 0.841621) * 2.0, rel=1e-5)
+    assert mde == pytest.approx((1.644854 + 0.841621) * 2.0, rel=1e-5)
     assert verdicts.power_at(mde, 2.0, 0.05) == pytest.approx(0.8, abs=1e-3)
+    decided = decide([_test(0.5, 0.0, se=2.0)] * 4, VerdictSettings(), alpha=0.0125)
+    first_level = 0.0125 / 4
+    z = NormalDist().inv_cdf(1 - first_level) + NormalDist().inv_cdf(0.8)
+    assert decided[0].mde == pytest.approx(z * 2.0, rel=1e-9)
+    assert decided[0].power == pytest.approx(verdicts.power_at(1.0, 2.0, first_level), rel=1e-9)
+
+
+def test_the_release_plan_shares_alpha_among_its_suites():
+    plan = verdicts.ReleasePlan.of(VerdictSettings(shares={"blend": 2.0, "saged": 0}), ["worldbench", "blend", "saged"])
+    assert plan.total == 1 + 2 + 0 + 2  # two import slots
+    assert plan.share("blend") == pytest.approx(0.05 * 2 / 5) and plan.share("saged") == 0
+    assert plan.share("someone-elses") == pytest.approx(0.05 / 5)  # an import slot
+    full = sum(plan.share(s) for s in ["worldbench", "blend", "saged"]) + 2 * plan.share("x")
+    assert full == pytest.approx(0.05)
+    assert verdicts.ReleasePlan.of(VerdictSettings(import_slots=0), ["a"]).share("b") == 0.0
+    with pytest.raises(ValueError, match=r"verdicts\.shares\.blend: -1 must be a number ≥ 0"):
+        VerdictSettings(shares={"blend": -1})
+
+
+def _clustered(shifts, size=5):
+    """Clusters of ``size`` identical items (a shock shared by a cluster): each cluster's value moves by its
+    shift."""
+    rows = [(f"c{c}-{i}", f"c{c}", shift) for c, shift in enumerate(shifts) for i in range(size)]
+    before = pd.DataFrame({"item": [r[0] for r in rows], "cluster": [r[1] for r in rows], "value": 50.0})
+    after = before.assign(value=[50.0 + r[2] for r in rows])
+    return before, after
+
+
+def test_the_sign_flip_test_is_exact_over_clusters():
+    """Ten of twelve clusters worse: the exact one-sided p is P(Binomial(12, ½) ≥ 10) = 79/4096 over the 2^12
+    flips of whole clusters. Mutation caught: flipping items instead of clusters (60 items: p ≈ 1e-7)."""
+    before, after = _clustered([-10.0] * 10 + [10.0] * 2)
+    metric = TrackedMetric("score", Mean("value"), "cluster")
+    (test,) = paired_test(metric, before, after)
+    assert test.exact and test.null_size == 4096
+    assert test.p_value == pytest.approx(79 / 4096, abs=1e-12)
+    assert test.p_better == pytest.approx(1 - (12 + 1) / 4096, abs=1e-12)  # P(Binomial(12, ½) ≤ 10)
+    items = TrackedMetric("score", Mean("value"), "item")
+    (unclustered,) = paired_test(items, before, after)
+    assert unclustered.p_value < 0.001  # the same data with each item its own unit: wrongly confident
+
+
+def test_p_values_near_a_threshold_are_computed_again_with_more_flips():
+    rng = np.random.default_rng(3)
+    before, after = _clustered(list(rng.normal(-1.0, 5.0, 40)), size=2)
+    metric = TrackedMetric("score", Mean("value"), "cluster")
+    (coarse,) = paired_test(metric, before, after, resamples=999)
+    assert not coarse.exact and coarse.null_size == 999
+    precise = Precision(thresholds=(coarse.p_value,), max_resamples=20_000)
+    (fine,) = paired_test(metric, before, after, resamples=999, precision=precise)
+    assert fine.null_size == 20_000
+    (far,) = paired_test(metric, before, after, resamples=999, precision=Precision(thresholds=(0.9999,)))
+    assert far.null_size == 999
 
 
 def test_settings_are_checked():

@@ -1,0 +1,182 @@
+"""Everyone told, once: the messages a release's decisions owe people, read from the record of what was sent.
+
+After a suite's comparisons are decided (``tracking.track``), ``announce`` looks at each evaluation decided:
+a ``regression`` no message has reached anyone about is sent now (the decision that created it may be a
+re-decision, when a late predecessor's evaluation arrived); a regression that was sent and is a regression
+no longer (the baseline changed) sends a ``resolved`` message. Every attempt is stored per comparison and
+channel (``alert_deliveries``: channel, time, outcome, the message), so "already alerted" is read from that
+record, never assumed; an alert that reached no channel (none configured, or every one failed) is tried
+again the next time the evaluation is decided or re-run. An acknowledged regression is not sent again.
+``geomon run`` (through the Dagster layer) and ``geomon import`` call the same function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from geomon.monitor import alerts
+from geomon.monitor.history import Evaluation, MetricHistory
+from geomon.monitor.tracking import Announcer, acknowledged, stored
+
+Link = Callable[[Evaluation], str]
+
+SENT = "sent"
+ALERT_NUMBERS = (
+    "metric",
+    "breakdown",
+    "before",
+    "after",
+    "change",
+    "p_value",
+    "p_adjusted",
+    "alpha",
+    "mde",
+    "min_effect",
+    "clusters",
+)
+
+
+def announcer(settings: alerts.AlertSettings, link: Link | None = None) -> Announcer:
+    """``announce`` with these channels and links, as ``tracking.track`` calls it."""
+
+    def tell(history: MetricHistory, evaluations: Sequence[Evaluation]) -> dict[str, list[str]]:
+        return announce(history, evaluations, settings, link)
+
+    return tell
+
+
+def announce(
+    history: MetricHistory,
+    evaluations: Sequence[Evaluation],
+    settings: alerts.AlertSettings,
+    link: Link | None = None,
+) -> dict[str, list[str]]:
+    """Send what each evaluation's stored verdicts owe (module docstring); per evaluation id, one line per
+    channel and message ("webhook: sent", "already alerted: webhook at …", "resolved: webhook: sent")."""
+    out = {}
+    for evaluation in evaluations:
+        out[evaluation.evaluation_id] = _announce_one(history, evaluation, settings, link)
+    return out
+
+
+def _key(row: dict[str, Any]) -> tuple[str, str]:
+    return str(row["metric"]), str(row["breakdown"] or "")
+
+
+def _announce_one(
+    history: MetricHistory, evaluation: Evaluation, settings: alerts.AlertSettings, link: Link | None
+) -> list[str]:
+    result = stored(history, evaluation)
+    regressions = {_key(r): r for r in result.regressions}
+    record = history.deliveries([evaluation.evaluation_id])
+    sent = record[record["outcome"] == SENT]
+    told = {}  # the last kind of message that reached someone, per comparison
+    for row in sent.to_dict("records"):
+        told[(row["metric"], row["breakdown"])] = row
+    acks = history.acknowledgements([evaluation.evaluation_id])
+    new = [
+        r
+        for key, r in regressions.items()
+        if told.get(key, {}).get("kind") != "regression" and not acknowledged(acks, r)
+    ]
+    withdrawn = [row for key, row in told.items() if row["kind"] == "regression" and key not in regressions]
+    lines = []
+    url = link(evaluation) if link is not None else settings.ui_url
+    if new:
+        alert = regression_alert(evaluation, result.against, new, url)
+        lines += _send(history, evaluation, alert, "regression", [_key(r) for r in new], settings)
+    if withdrawn:
+        alert = resolved_alert(evaluation, result.against, withdrawn, result.verdicts, url)
+        keys = [(row["metric"], row["breakdown"]) for row in withdrawn]
+        lines += [f"resolved: {line}" for line in _send(history, evaluation, alert, "resolved", keys, settings)]
+    earlier = [told[key] for key in regressions if told.get(key, {}).get("kind") == "regression"]
+    if earlier:
+        first = min(earlier, key=lambda row: row["sent_at"])
+        lines.append(f"already alerted: {first['channel']} at {_when(first['sent_at'])}")
+    return lines
+
+
+def _when(moment: Any) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC") if hasattr(moment, "strftime") else str(moment)
+
+
+def _send(
+    history: MetricHistory,
+    evaluation: Evaluation,
+    alert: alerts.Alert,
+    kind: str,
+    keys: list[tuple[str, str]],
+    settings: alerts.AlertSettings,
+) -> list[str]:
+    """Deliver on every channel and store each outcome per comparison."""
+    outcomes = alerts.deliver(alert, settings)
+    now = datetime.now(UTC)
+    message = alert.text()
+    rows = []
+    for outcome in outcomes:
+        if outcome == alerts.NO_CHANNEL:
+            channel, result = "none", f"not sent: {alerts.NO_CHANNEL}"
+        else:
+            channel, _, result = outcome.partition(": ")
+        for metric, breakdown in keys:
+            rows.append(
+                {
+                    "evaluation_id": evaluation.evaluation_id,
+                    "metric": metric,
+                    "breakdown": breakdown,
+                    "kind": kind,
+                    "channel": channel,
+                    "outcome": result[:500],
+                    "sent_at": now,
+                    "message": message,
+                }
+            )
+    history.record_deliveries(rows)
+    return outcomes
+
+
+def _where(row: dict[str, Any]) -> str:
+    return f"{row['metric']} ({row['breakdown']})" if row["breakdown"] else str(row["metric"])
+
+
+def regression_alert(evaluation: Evaluation, against: str, regressions: list[dict[str, Any]], url: str) -> alerts.Alert:
+    """The alert of regression verdicts: every comparison that regressed, and the worst change (relative to its
+    minimum effect) with its numbers."""
+    worst = max(regressions, key=lambda r: abs(r["change"] or 0.0) / max(r["min_effect"] or 0.0, 1e-12))
+    suite, model = evaluation.suite, evaluation.model
+    return alerts.Alert(
+        kind="regression",
+        title=f"{suite}: {model} regressed on {', '.join(sorted({_where(r) for r in regressions}))}",
+        summary=f"{model} vs {against} ({evaluation.scope or 'default scope'}): {_where(worst)} "
+        f"{worst['before']:.4g} → {worst['after']:.4g} (change {worst['change']:+.4g}, worse when "
+        f"{worst['worse_when']}) over {worst['clusters']} clusters; one-sided p = {worst['p_value']:.3g}, "
+        f"Holm-adjusted {worst['p_adjusted']:.3g} over the suite's {worst['family_size']} comparisons, decided "
+        f"at α = {worst['alpha'] or 0:.3g} (the suite's share of the release's α); minimum detectable effect "
+        f"{worst['mde']:.3g}.",
+        model=model,
+        suite=suite,
+        url=url,
+        numbers={k: worst.get(k) for k in ALERT_NUMBERS},
+    )
+
+
+def resolved_alert(
+    evaluation: Evaluation, against: str, withdrawn: list[dict[str, Any]], now: list[dict[str, Any]], url: str
+) -> alerts.Alert:
+    """The message that withdraws regressions sent earlier: what each comparison's verdict is now."""
+    current = {_key(r): r for r in now}
+    lines = []
+    for row in withdrawn:
+        verdict = current.get((row["metric"], row["breakdown"]))
+        lines.append(f"{_where(row)}: now {verdict['verdict'] if verdict else 'not compared'}")
+    return alerts.Alert(
+        kind="resolved",
+        title=f"{evaluation.suite}: {evaluation.model} resolved on {', '.join(sorted(_where(r) for r in withdrawn))}",
+        summary=f"{evaluation.model} vs {against or 'nothing'}: the regression alerted earlier was decided again "
+        f"(its baseline changed) and is withdrawn — {'; '.join(lines)}.",
+        model=evaluation.model,
+        suite=evaluation.suite,
+        url=url,
+    )

@@ -1,0 +1,240 @@
+"""One release, one decision, and everyone told — through ``geomon import items --cluster``, the path users run:
+each suite decided at its share of α whatever the order and the days its evaluations arrive on, a late
+predecessor's regression delivered once to a real (loopback) webhook, a withdrawn one resolved, and
+acknowledgements that name the breakdown honoured by every gate."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from geomon.monitor import alerts, announce, imports, tracking
+from geomon.monitor.history import MetricHistory
+from geomon.stats import verdicts
+from geomon_tests.loopback import Webhook, serve
+
+QUESTIONS = 80
+VARIATIONS = 3
+
+
+def _items(path: Path, model: str, when: str, correct: np.ndarray, predecessor: str = "") -> Path:
+    """One model's per-item outcomes: each question asked in three prompt variations (one cluster), the
+    questions split between two countries."""
+    rows = [
+        {
+            "model": model,
+            "item": f"q{q}-v{v}",
+            "question": f"q{q}",
+            "country": "Kenya" if q % 2 else "Peru",
+            "evaluated_at": when,
+            "correct": int(correct[q, v]),
+            "predecessor": predecessor,
+        }
+        for q, v in itertools.product(range(QUESTIONS), range(VARIATIONS))
+    ]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _outcomes(seed: int, rate: float, peru_drop: float = 0.0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    rates = np.full(QUESTIONS, rate)
+    rates[::2] -= peru_drop  # Peru's questions
+    return rng.random((QUESTIONS, VARIATIONS)) < rates[:, None]
+
+
+@pytest.fixture
+def webhook(monkeypatch):
+    state: dict = {"posts": []}
+    with serve(Webhook, state) as url:
+        monkeypatch.setenv("GEOMON_TEST_HOOK", f"{url}/hook")
+        yield state, alerts.AlertSettings(webhook_url_env="GEOMON_TEST_HOOK", webhook_style="json")
+
+
+def _import(history, path, suite, plan, settings, cluster="question"):
+    runs = imports.item_runs(path, suite, ["country"], verdicts.VerdictSettings(), cluster)
+    return imports.record_runs(history, runs, plan=plan, announcer=announce.announcer(settings))
+
+
+PLAN = verdicts.ReleasePlan(0.05, {"geo-a": 1.0, "geo-b": 1.0, "geo-c": 1.0}, 0)
+
+
+def _release_files(tmp_path: Path) -> list[tuple[str, Path]]:
+    """Three suites of one release (old → new); geo-b's Peru questions much worse in the new model."""
+    out = []
+    for i, suite in enumerate(["geo-a", "geo-b", "geo-c"]):
+        old = _items(tmp_path / f"{suite}-old.csv", "old", "2026-11-20", _outcomes(10 + i, 0.9))
+        drop = 0.6 if suite == "geo-b" else 0.0
+        day = "2026-11-24" if i % 2 else "2026-11-25"  # the release's suites on two days
+        new = _items(tmp_path / f"{suite}-new.csv", "new", day, _outcomes(20 + i, 0.9, drop), predecessor="old")
+        out += [(suite, old), (suite, new)]
+    return out
+
+
+def _decisions(history: MetricHistory) -> pd.DataFrame:
+    evaluations = history.evaluations()[["evaluation_id", "suite", "model"]]
+    rows = history.comparisons().merge(evaluations, on="evaluation_id")
+    columns = ["suite", "model", "metric", "breakdown", "verdict", "p_value", "p_adjusted", "alpha", "family"]
+    return rows[columns].sort_values(["suite", "metric", "breakdown"]).reset_index(drop=True)
+
+
+def test_each_suite_is_decided_at_its_share_whatever_the_order_and_day(tmp_path, webhook):
+    """The same release imported suite by suite in three orders — forward, successors first (every
+    predecessor late), interleaved — gives the same stored decisions, each suite at its share α/3, and the
+    webhook receives the one regression (geo-b, Peru) once in every order. Mutations caught: a family split
+    by day or baseline, or a decision that depends on what has arrived (the shares, the stored p-values)."""
+    state, settings = webhook
+    files = _release_files(tmp_path)
+    orders = {
+        "forward": files,
+        "successors first": [f for f in files if "new" in f[1].name] + [f for f in files if "old" in f[1].name],
+        "interleaved": [files[1], files[2], files[5], files[0], files[4], files[3]],
+    }
+    seen = []
+    for name, order in orders.items():
+        history = MetricHistory(f"sqlite:///{tmp_path / f'{name}.sqlite'}")
+        state["posts"].clear()
+        for suite, path in order:
+            _import(history, path, suite, PLAN, settings)
+        decided = _decisions(history)
+        assert np.allclose(decided["alpha"], 0.05 / 3), name
+        assert set(decided["family"]) == {"new vs old"}, name
+        regressions = decided[decided["verdict"] == verdicts.REGRESSION]
+        assert set(zip(regressions["suite"], regressions["breakdown"], strict=True)) >= {("geo-b", "country=Peru")}
+        assert set(regressions["suite"]) == {"geo-b"}, name
+        posts = [p["body"] for p in state["posts"]]
+        assert [(p["kind"], p["suite"], p["model"]) for p in posts] == [("regression", "geo-b", "new")], name
+        assert "accuracy (country=Peru)" in posts[0]["title"]
+        seen.append(decided)
+    for other in seen[1:]:
+        pd.testing.assert_frame_equal(other, seen[0])
+
+
+def test_a_late_predecessor_alerts_once_and_a_withdrawn_regression_resolves(tmp_path, webhook, monkeypatch, capsys):
+    """The successor arrives first (nothing to compare with: nothing sent); its predecessor's evaluation
+    arrives late and makes it a regression: delivered then, once — importing either again sends nothing.
+    Then the predecessor's later evaluation, as weak as the successor, becomes the successor's baseline:
+    the regression is withdrawn and a "resolved" message is sent."""
+    state, settings = webhook
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    new = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old")
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
+    (first,) = _import(history, new, "geo-b", PLAN, settings)
+    assert first.tracked.verdicts == [] and state["posts"] == []
+    (late,) = _import(history, old, "geo-b", PLAN, settings)
+    assert [e.model for e in late.tracked.redecided] == ["new"]
+    assert [(p["body"]["kind"], p["body"]["model"]) for p in state["posts"]] == [("regression", "new")]
+    _import(history, old, "geo-b", PLAN, settings)
+    _import(history, new, "geo-b", PLAN, settings)
+    assert len(state["posts"]) == 1  # "already alerted", read from the record of what was sent
+    evaluation = history.evaluations(model="new").iloc[0]["evaluation_id"]
+    record = history.deliveries([evaluation])
+    assert set(record["kind"]) == {"regression"} and set(record["outcome"]) == {"sent"}
+    assert record["message"].str.contains("country=Peru").all()
+    # A weaker evaluation of the predecessor, between the two: the successor's baseline now, and no regression.
+    weaker = _items(tmp_path / "old2.csv", "old", "2026-11-22", _outcomes(2, 0.9, 0.6))
+    _import(history, weaker, "geo-b", PLAN, settings)
+    kinds = [(p["body"]["kind"], p["body"]["model"]) for p in state["posts"]]
+    assert kinds[1:].count(("resolved", "new")) == 1, kinds
+    assert tracking.failing(history, tracking.stored(history, late.tracked.evaluation).evaluation) == []
+    resolved = history.deliveries([evaluation])
+    assert resolved.iloc[-1]["kind"] == "resolved" and resolved.iloc[-1]["outcome"] == "sent"
+
+
+def test_an_alert_that_reached_nobody_is_tried_again(tmp_path, monkeypatch):
+    """No channel configured: the attempt is recorded as not sent, and the next decision or re-run tries again
+    (nothing claims it was alerted)."""
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    nowhere = alerts.AlertSettings(webhook_url_env="GEOMON_TEST_NO_HOOK")
+    monkeypatch.delenv("GEOMON_TEST_NO_HOOK", raising=False)
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
+    new = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old")
+    _import(history, old, "geo-b", PLAN, nowhere)
+    (recorded,) = _import(history, new, "geo-b", PLAN, nowhere)
+    told = recorded.tracked.told[recorded.tracked.evaluation.evaluation_id]
+    assert told == [alerts.NO_CHANNEL]
+    state: dict = {"posts": []}
+    with serve(Webhook, state) as url:
+        monkeypatch.setenv("GEOMON_TEST_NO_HOOK", f"{url}/hook")
+        (again,) = _import(history, new, "geo-b", PLAN, nowhere)
+    assert again.tracked.evaluation.reused and len(state["posts"]) == 1
+    outcomes = history.deliveries([again.tracked.evaluation.evaluation_id])["outcome"]
+    assert outcomes.str.startswith("not sent").any() and (outcomes == "sent").any()
+
+
+def test_acknowledgements_name_the_breakdown_and_every_gate_honours_them(tmp_path, monkeypatch, capsys):
+    """Acknowledging accuracy (country=Kenya) does not silence Peru; acknowledging Peru's makes ``geomon import
+    --fail-on regression`` exit 0 on the next import of the release, as the no_regression check passes."""
+    from geomon.cli import main
+
+    store = tmp_path / "h.sqlite"
+    monkeypatch.setenv("GEOMON_STORE_URL", f"sqlite:///{store}")
+    monkeypatch.delenv("GEOMON_ALERT_WEBHOOK_URL", raising=False)
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
+    new = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old")
+    args = ["import", "items", "--suite", "geo-b", "--group", "country", "--cluster", "question"]
+    assert main([*args, str(old), "--fail-on", "regression"]) == 0
+    assert main([*args, str(new), "--fail-on", "regression"]) == 3
+    err = capsys.readouterr().err
+    assert "geo-b new: accuracy (country=Peru) regression" in err
+    history = MetricHistory(f"sqlite:///{store}")
+    evaluation = tracking.stored(history, _evaluation(history, "new"))
+    regressions = {(r["metric"], r["breakdown"]) for r in evaluation.regressions}
+    assert ("accuracy", "country=Peru") in regressions
+    eid = evaluation.evaluation.evaluation_id
+    assert main(["alerts", "ack", eid, "--metric", "accuracy", "--breakdown", "country=Kenya", "--by", "a"]) == 0
+    assert ("accuracy", "country=Peru") in {
+        (r["metric"], r["breakdown"]) for r in tracking.failing(history, evaluation.evaluation)
+    }
+    for metric, breakdown in regressions:
+        main(["alerts", "ack", eid, "--metric", metric, "--breakdown", breakdown, "--by", "on-call"])
+    assert tracking.failing(history, evaluation.evaluation) == []
+    assert main([*args, str(new), "--fail-on", "regression"]) == 0  # the same release again: acknowledged
+
+
+def _evaluation(history: MetricHistory, model: str):
+    row = history.evaluations(model=model).iloc[-1]
+    return next(e for e in history.evaluations_of(row["suite"], row["scope"], model=model))
+
+
+def test_an_inspect_epoch_and_an_items_cluster_are_one_unit(tmp_path):
+    """``--cluster question``: three variations of a question are one cluster (40 clusters, not 120); the
+    declared metrics say so."""
+    path = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9))
+    (run,) = imports.item_runs(path, "geo-b", ["country"], None, "question")
+    assert {m.cluster for m in run.tracked} == {"cluster"}
+    overall = next(m for m in run.metrics if m.metric == "accuracy" and not m.breakdown)
+    assert overall.n == QUESTIONS
+    (flat,) = imports.item_runs(path, "geo-b", ["country"], None)
+    assert next(m for m in flat.metrics if m.metric == "accuracy" and not m.breakdown).n == QUESTIONS * VARIATIONS
+    with pytest.raises(imports.ImportError_, match=r"no cluster column 'topic'"):
+        imports.item_runs(path, "geo-b", [], None, "topic")
+
+
+@pytest.mark.postgres
+def test_one_suites_decisions_are_serialised_across_processes(postgres_url):
+    """Two recorders of one suite at once: the second waits for the first's lock (PostgreSQL advisory lock)."""
+    history = MetricHistory(postgres_url)
+    order = []
+
+    def hold() -> None:
+        with history.lock("geomon decisions: geo-b"):
+            order.append("first in")
+            time.sleep(0.5)
+            order.append("first out")
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    time.sleep(0.2)
+    with MetricHistory(postgres_url).lock("geomon decisions: geo-b"):
+        order.append("second in")
+    thread.join()
+    assert order == ["first in", "first out", "second in"]
+    with history.lock("geomon decisions: geo-a"):  # another suite's lock is not held
+        pass
