@@ -309,6 +309,12 @@ class TrackedMetric:
     breakdown: str = ""
     by: tuple[str, ...] = ()
     bounds: tuple[float, float] | None = None
+    # Which way the groups' own values are worse, where it is not the metric's (a range of sentiment is worse
+    # when higher; a country's sentiment when lower). None: the metric's.
+    groups_higher_is_worse: bool | None = None
+    # The name the groups' values carry, where it is not the metric's (a range of regions' mean errors: each
+    # region's is ``mean_error``, ``region=…``). "": the metric's.
+    groups_name: str = ""
 
     def columns(self) -> set[str]:
         """The columns the per-item rows must hold."""
@@ -317,6 +323,16 @@ class TrackedMetric:
     @property
     def worse(self) -> str:
         return "higher" if self.higher_is_worse else "lower"
+
+    def name_for(self, statistic: Any) -> str:
+        """The metric name one of its parts is recorded under: the headline's, or its groups'."""
+        return self.name if statistic is self.statistic or not self.groups_name else self.groups_name
+
+    def higher_is_worse_for(self, statistic: Any) -> bool:
+        """The direction of one of its parts: the headline's, or its groups'."""
+        if statistic is self.statistic or self.groups_higher_is_worse is None:
+            return self.higher_is_worse
+        return self.groups_higher_is_worse
 
     @property
     def group(self) -> str:
@@ -367,7 +383,7 @@ class Estimate:
     ci_low: float
     ci_high: float
     items: int
-    clusters: int  # the sample size of the sufficiency rule
+    clusters: int  # the sample size of the sufficiency rule (a group statistic: its smallest group's clusters)
 
 
 def _cluster_codes(frame: pd.DataFrame, cluster: str, group: str = "") -> tuple[np.ndarray, int]:
@@ -385,9 +401,41 @@ def _cluster_codes(frame: pd.DataFrame, cluster: str, group: str = "") -> tuple[
     return codes, len(names)
 
 
-def _bootstrap_weights(codes: np.ndarray, clusters: int, resamples: int, rng: np.random.Generator) -> Weights:
-    counts = rng.multinomial(clusters, np.full(clusters, 1.0 / clusters), size=resamples).astype(float)
+def _bootstrap_weights(
+    codes: np.ndarray, clusters: int, resamples: int, rng: np.random.Generator, strata: np.ndarray | None = None
+) -> Weights:
+    """Clusters drawn with replacement; with ``strata`` (each cluster's group), within each group, so every
+    group keeps its own number of clusters in every resample (a group statistic is never missing a group)."""
+    if strata is None:
+        counts = rng.multinomial(clusters, np.full(clusters, 1.0 / clusters), size=resamples).astype(float)
+    else:
+        counts = np.zeros((resamples, clusters))
+        for stratum in np.unique(strata):
+            members = np.flatnonzero(strata == stratum)
+            drawn = rng.multinomial(members.size, np.full(members.size, 1.0 / members.size), size=resamples)
+            counts[:, members] = drawn
     return Weights(counts, codes, np.zeros(len(codes)), np.ones(len(codes)))
+
+
+def _strata(frame: pd.DataFrame, codes: np.ndarray, clusters: int, group: str) -> np.ndarray | None:
+    """Each cluster's group, where clusters are nested in the groups of ``group`` (else None)."""
+    if not group or not clusters:
+        return None
+    groups = pd.Series(frame[group].astype(str).to_numpy()).groupby(codes).agg(["first", "nunique"])
+    if len(groups) != clusters or not (groups["nunique"] == 1).all():
+        return None
+    return pd.factorize(groups["first"])[0]
+
+
+def _smallest_group(statistic: Any, frame: pd.DataFrame, codes: np.ndarray, used: np.ndarray) -> int | None:
+    """For a statistic over groups (a range, an impact ratio), the clusters of its smallest group among the
+    rows it uses: the sample a between-group claim rests on (None for any other statistic)."""
+    by = getattr(statistic, "by", "")
+    if not by or not isinstance(statistic, Range | ImpactRatio):
+        return None
+    groups = frame[by].astype(str).to_numpy()[used]
+    counts = pd.Series(codes[used]).groupby(groups).nunique()
+    return int(counts.min()) if len(counts) else 0
 
 
 def estimates(
@@ -400,7 +448,8 @@ def estimates(
     if frame.empty:
         return [Estimate(metric.name, b, math.nan, math.nan, math.nan, 0, 0) for b, _ in metric.parts(frame)]
     codes, clusters = _cluster_codes(frame, metric.cluster, metric.group)
-    draws = _bootstrap_weights(codes, clusters, resamples, np.random.default_rng(seed)) if resamples else None
+    strata = _strata(frame, codes, clusters, metric.group)
+    draws = _bootstrap_weights(codes, clusters, resamples, np.random.default_rng(seed), strata) if resamples else None
     parts = metric.parts(frame)
     statistics = [statistic for _, statistic in parts]
     values = evaluate(statistics, frame, Weights.rows(np.ones(len(frame))))
@@ -414,9 +463,9 @@ def estimates(
             if boot.size >= 0.9 * resamples:  # an interval only where nearly every resample has the figure
                 low, high = (float(q) for q in np.quantile(boot, [0.025, 0.975]))
         rows = _rows_with_value(statistic, frame)
-        out.append(
-            Estimate(metric.name, breakdown, value, low, high, int(rows.sum()), int(np.unique(codes[rows]).size))
-        )
+        sample = _smallest_group(statistic, frame, codes, rows)
+        clustered = int(np.unique(codes[rows]).size) if sample is None else sample
+        out.append(Estimate(metric.name_for(statistic), breakdown, value, low, high, int(rows.sum()), clustered))
     return out
 
 
@@ -465,6 +514,7 @@ class PairedTest:
     p_better: float | None = None
     exact: bool = False
     null_size: int = 0
+    disparity: bool = False  # a statistic between groups (a range, gap, impact ratio): shown, never paged
 
     @property
     def worse(self) -> bool:
@@ -585,21 +635,24 @@ def _paired(
         used = _rows_with_value(statistic, stacked)
         used_pairs = used[:n] | used[n:]
         items, used_clusters = int(used_pairs.sum()), int(np.unique(codes[used_pairs]).size)
+        smallest = _smallest_group(statistic, new, codes, used_pairs)
+        used_clusters = used_clusters if smallest is None else smallest
         if not (math.isfinite(b_value) and math.isfinite(a_value)):
             side = "before" if not math.isfinite(b_value) else "after"
             out.append(_undefined(metric, breakdown, b_value, a_value, items, used_clusters, f"undefined {side}"))
             continue
         change = a_value - b_value
         null = null[np.isfinite(null)]
-        p_worse, p_better = _one_sided(change, null, metric.higher_is_worse, exact)
+        higher_is_worse = metric.higher_is_worse_for(statistic)
+        p_worse, p_better = _one_sided(change, null, higher_is_worse, exact)
         if not exact and _near(min(p_worse, p_better), null.size, precision.thresholds):
             more = _coin_flips(np.random.default_rng([seed, 1]), precision.max_resamples, clusters)
             (null,) = _nulls([statistic], stacked, codes, more, chunk)
             null = null[np.isfinite(null)]
-            p_worse, p_better = _one_sided(change, null, metric.higher_is_worse, exact)
+            p_worse, p_better = _one_sided(change, null, higher_is_worse, exact)
         out.append(
             PairedTest(
-                metric.name,
+                metric.name_for(statistic),
                 breakdown,
                 b_value,
                 a_value,
@@ -608,15 +661,38 @@ def _paired(
                 float(np.std(null)) if null.size else math.nan,
                 items,
                 used_clusters,
-                metric.higher_is_worse,
+                higher_is_worse,
                 metric.min_effect,
                 metric.bounds,
+                note=_moved(statistic, stacked, n) if change else "",
                 p_better=p_better,
                 exact=exact,
                 null_size=int(null.size),
+                disparity=is_disparity(statistic),
             )
         )
     return out
+
+
+def is_disparity(statistic: Any) -> bool:
+    """A statistic between groups: it can widen because one group got better, so its change is shown (``disparity
+    widened``), and the groups' own tests are what page."""
+    return isinstance(statistic, Range | Difference | ImpactRatio)
+
+
+def _moved(statistic: Any, stacked: pd.DataFrame, n: int) -> str:
+    """For a range, the group that moved most between the two evaluations (``country=Kenya 60 → 85``): whether
+    a gap widened because a group got worse or because another got better."""
+    if not isinstance(statistic, Range):
+        return ""
+    arms = np.concatenate([np.zeros(n), np.ones(n)])
+    before, names = group_values(statistic.of, statistic.by, stacked, Weights.rows(1 - arms))
+    after, _ = group_values(statistic.of, statistic.by, stacked, Weights.rows(arms))
+    moves = after[0] - before[0]
+    if not np.isfinite(moves).any():
+        return ""
+    g = int(np.nanargmax(np.abs(moves)))
+    return f"moved most: {statistic.by}={names[g]} {before[0][g]:.4g} → {after[0][g]:.4g}"
 
 
 def _differing_clusters(

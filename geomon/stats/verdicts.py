@@ -15,7 +15,10 @@ any result arrives):
   family-wise error rate is at most the sum of its suites' shares, ≤ α.
 
 ``regression``: Holm-significant worsening at least the metric's minimum effect (pages); ``regression (below
-alert threshold)``: Holm-significant but smaller (shown); ``improvement``: Holm-significant one-sided toward
+alert threshold)``: Holm-significant but smaller (shown); ``disparity widened``: a gap between groups (a
+range, a difference, an impact ratio) Holm-significantly wider — decided in a family of the disparities
+alone, shown and never paged, since a gap also widens when the best group improves (the groups' own tests
+page when one gets worse); ``improvement``: Holm-significant one-sided toward
 better at the same share (shown, never paged); ``watch``: a worsening Benjamini–Hochberg flags at ``q``
 (shown, never paged); ``no detectable change`` with its minimum detectable effect at the test's first
 Holm level and the stated power. ``insufficient sample`` (the one rule of ``stats.sufficiency``) and
@@ -38,11 +41,12 @@ from geomon.stats.declared import PairedTest
 REGRESSION = "regression"
 BELOW_THRESHOLD = "regression (below alert threshold)"
 IMPROVEMENT = "improvement"
+WIDENED = "disparity widened"
 WATCH = "watch"
 NO_CHANGE = "no detectable change"
 INSUFFICIENT = "insufficient sample"
 UNDEFINED = "undefined"
-VERDICTS = (REGRESSION, BELOW_THRESHOLD, IMPROVEMENT, WATCH, NO_CHANGE, INSUFFICIENT, UNDEFINED)
+VERDICTS = (REGRESSION, BELOW_THRESHOLD, WIDENED, IMPROVEMENT, WATCH, NO_CHANGE, INSUFFICIENT, UNDEFINED)
 
 
 @dataclass(frozen=True)
@@ -213,24 +217,32 @@ def decide(
         why = sufficiency.reasons(t.after, n=t.clusters, bounds=t.bounds, min_sample=min_sample)
         notes.append((INSUFFICIENT, why) if why else ("", ""))
     testable = [i for i, (kind, _) in enumerate(notes) if not kind]
-    m = len(testable)
-    worse_p = [tests[i].p_value for i in testable]
-    better_p = [1.0 if tests[i].p_better is None else tests[i].p_better for i in testable]
-    adjusted = dict(zip(testable, holm(worse_p), strict=True))
-    improved = dict(zip(testable, holm(better_p), strict=True))
-    q_values = dict(zip(testable, benjamini_hochberg(worse_p), strict=True))
-    first_level = alpha / max(m, 1)  # Holm's first step: what the smallest p must clear
+    # Two families at the same α: what can page (a metric, a group), and the disparities between groups (shown
+    # only: a gap widens when the best group improves; the groups' own tests are what page).
+    paging = [i for i in testable if not tests[i].disparity]
+    between = [i for i in testable if tests[i].disparity]
+    adjusted, improved, q_values, first_levels = {}, {}, {}, {}
+    for family in (paging, between):
+        worse_p = [tests[i].p_value for i in family]
+        better_p = [1.0 if tests[i].p_better is None else tests[i].p_better for i in family]
+        adjusted.update(zip(family, holm(worse_p), strict=True))
+        improved.update(zip(family, holm(better_p), strict=True))
+        q_values.update(zip(family, benjamini_hochberg(worse_p), strict=True))
+        first_levels.update({i: alpha / len(family) for i in family})  # Holm's first step: the smallest p's level
+    m = len(paging)
     out = []
     for i, t in enumerate(tests):
         kind, note = notes[i]
         p_adj, q = adjusted.get(i), q_values.get(i)
         if kind:
             verdict = kind
+        elif p_adj < alpha and t.worse and t.disparity:
+            verdict = WIDENED
         elif p_adj < alpha and t.worse:
             verdict = REGRESSION if abs(t.change) >= t.min_effect else BELOW_THRESHOLD
-        elif improved[i] < alpha and t.change != 0 and not t.worse:
+        elif improved.get(i, 1.0) < alpha and t.change != 0 and not t.worse:
             verdict = IMPROVEMENT
-        elif q < settings.q and t.worse:
+        elif q is not None and q < settings.q and t.worse:
             verdict = WATCH
         else:
             verdict = NO_CHANGE
@@ -249,15 +261,15 @@ def decide(
                 p_value=shown_p,
                 p_adjusted=None if shown_adjusted is None else float(shown_adjusted),
                 q_value=None if q is None else float(q),
-                mde=minimum_detectable_effect(t.se, first_level, settings.power),
+                mde=minimum_detectable_effect(t.se, first_levels.get(i, alpha), settings.power),
                 items=t.items,
                 clusters=t.clusters,
                 min_effect=t.min_effect,
-                family_size=m,
+                family_size=len(between) if t.disparity else m,
                 verdict=verdict,
                 note=note,
                 alpha=alpha,
-                power=power_at(t.min_effect, t.se, first_level) if t.min_effect > 0 else math.nan,
+                power=power_at(t.min_effect, t.se, first_levels.get(i, alpha)) if t.min_effect > 0 else math.nan,
             )
         )
     return out

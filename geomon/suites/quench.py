@@ -776,6 +776,8 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
             "mode": scored["mode"].to_numpy(),
             "correct": scored["correct_answer_score"].to_numpy(dtype=float),
             "indic": scored["indic"].astype(bool).to_numpy(),
+            # the group the questions are tested by, one by one: Indic or not
+            "questions": np.where(scored["indic"].astype(bool), "Indic", "non-Indic"),
         }
     )
 
@@ -784,7 +786,17 @@ _PLAIN = (("mode", "normal"),)  # the headlines are the no-CoT answers
 
 # The tracked headlines, each declared once over the per-entity scores, clustered on questions.
 TRACKED = (
-    TrackedMetric("correct_answer_score", Mean("correct", where=_PLAIN), "question_id", False, 0.05, bounds=(0, 1)),
+    # The Indic and the non-Indic questions are each tested too: the group that gets worse pages, by name; the
+    # paper's signed gap is a disparity (shown: it also moves when the other group improves).
+    TrackedMetric(
+        "correct_answer_score",
+        Mean("correct", where=_PLAIN),
+        "question_id",
+        False,
+        0.05,
+        by=("questions",),
+        bounds=(0, 1),
+    ),
     TrackedMetric(
         "indic_gap_correct_answer_score",
         Difference(

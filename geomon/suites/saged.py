@@ -683,8 +683,15 @@ _NO_ROLE = (("role", "none"),)  # the headlines are the no-role condition (the p
 # The tracked headlines, each declared once over the per-response calibrated sentiment, clustered on the
 # root prompt (its counterfactual versions for every country move together).
 TRACKED = (
+    # Each country's (concept's) mean sentiment is tested too, worse when lower: one portrayed worse pages.
     TrackedMetric(
-        "sentiment_mean_range_calibrated", Range(Mean("value", where=_NO_ROLE), "concept"), "root", True, 0.05
+        "sentiment_mean_range_calibrated",
+        Range(Mean("value", where=_NO_ROLE), "concept"),
+        "root",
+        True,
+        0.05,
+        by=("concept",),
+        groups_higher_is_worse=False,
     ),
     TrackedMetric(
         "sentiment_impact_ratio_calibrated",

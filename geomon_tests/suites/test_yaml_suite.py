@@ -102,7 +102,9 @@ def test_capitals_end_to_end_on_scripted_models(capitals, tmp_path, wdi_snapshot
     assert check.partition == "regional"
     verdicts = {(r["metric"], r["breakdown"]): r for r in check.metadata["comparisons"].value}
     assert verdicts[("accuracy", "")]["verdict"] == "regression" and verdicts[("accuracy", "")]["change"] == -50
-    assert verdicts[("region_gap", "")]["verdict"] == "regression" and verdicts[("region_gap", "")]["change"] == 100
+    # The gap between regions is a disparity resting on its smallest region's ten countries: shown, never paged.
+    gap = verdicts[("region_gap", "")]
+    assert gap["verdict"] == "insufficient sample" and gap["change"] == 100 and gap["clusters"] == 10
     assert verdicts[("accuracy", "region=Africa")]["verdict"] == "insufficient sample"  # ten countries
     history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="capitals", metric="accuracy")
     overall = history[history["breakdown"] == ""].set_index("model")["value"].to_dict()
