@@ -1,37 +1,76 @@
-"""How far the alerts can be trusted: the verdict engine's family-wise false-alarm rate, the uniformity of its
-null p-values, and its power against planted regressions beside the minimum detectable effect it claims.
+"""How far the alerts can be trusted, measured on the path production takes: what a webhook receives.
 
-Every release compares a model with a re-draw of itself: per-item outcomes are drawn twice from the same
-per-item rates, in each suite's own per-item format, and every suite's declared tracked metrics
-(``<suite>.TRACKED``: the production declarations) are tested and decided as one family across all six
-suites (``geomon.stats.verdicts.decide``), exactly as ``geomon run`` decides a release. A release with any
-``regression`` verdict is a false alarm. Then one group (a BLEnD country, a Gapminder language's questions) is
-made worse by 5, 10 and 20 points, and the share of releases whose verdict on it is a significant worsening
-is set beside the power the stated MDE implies. Last, Gapminder's real per-question grades: a real model
-against a re-draw of itself.
+Every release is a predecessor ``m<r>-old`` and its successor ``m<r>-new`` (whose predecessor it names). Each
+suite's evaluation of each model is recorded with ``geomon.monitor.tracking.track`` — what ``geomon run``
+calls — with the release plan built once (``tracking.release_plan``: every suite decided at its share of
+α), in a SQLite metric history (one file per worker job; model names are unique per release), and with the
+announcer ``geomon run`` uses (``announce.announcer``) pointed at a loopback webhook (json style). The
+evaluations arrive as they do in production: the release's suites in shuffled order, dated across midnight
+(each evaluation at day D 23:50 or D+1 00:10), and in about a third of the releases the predecessor's
+evaluations are recorded after the successor's (the engine then decides the successor again when its
+baseline arrives, and must deliver then). What is counted is what the webhook received: a release is a
+false alarm when the webhook received a ``regression`` message about its successor.
 
-    .venv/bin/python bench/alert_calibration.py [--releases 2000] [--resamples 999] [--seed 0]
+- Registered suites, null (a): both models' per-item outcomes are independent re-draws from the same
+  per-item rates, in each suite's own per-item format, at ``geomon run``'s default sample sizes and at the
+  paper's (``SIZES``); each suite's production declarations (``registry.tracked``) are tested.
+- Imported suites (three suites geomon does not register, each taking an import slot), written as per-item
+  CSV files (a question answered in several prompt variations, one row each, a language group) and
+  recorded suite by suite with ``imports.item_runs(..., cluster="question")`` and ``imports.record_runs`` —
+  what ``geomon import items --cluster question`` calls. Null (a): independent re-draws; null (b), a
+  clustered null: in every draw each question's rate is shifted by a shock shared by its variations (drawn
+  afresh for each model). The same files are imported again without a cluster (each row its own unit, the
+  question ignored): under (b) that test is too confident and should alarm more — the bench can tell a
+  clustered test from an unclustered one.
+- Planted: one BLEnD country's local answers made worse (``--points`` before clipping at 0; the change
+  expected after clipping is computed from the clipped rates) with the other suites as in null (a); the
+  measured power (the share of releases whose webhook received a regression naming ``sem_b_local
+  (country=…)`` about the successor) beside the power the stated MDE claims (``verdicts.power_at`` of the
+  expected change, at the stored comparison's ``se`` and its first Holm level ``alpha / family_size``).
+- Gapminder's real per-question correct rates (its published grades), a model against re-draws of itself
+  (only the gapminder suite in the release), when the reference table is there.
+
+Each rate is printed as k/n with its one-sided 95 % Clopper–Pearson upper bound (power: a two-sided 95 %
+interval), and every tier also counts what would show a broken delivery path: regressions stored for the
+successor that the webhook did not receive (or the reverse), alerts about predecessors and ``resolved``
+messages.
+
+    .venv/bin/python bench/alert_calibration.py [--releases 200] [--paper 10] [--planted 40] [--points 24]
+        [--imported 80] [--real 40] [--workers 2] [--seed 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import itertools
 import os
+import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from geomon.monitor import announce, imports, tracking
+from geomon.monitor.alerts import AlertSettings
+from geomon.monitor.history import MetricHistory
 from geomon.stats import verdicts
-from geomon.stats.declared import paired_tests
 from geomon.suites import registry
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the loopback webhook of the tests
+    sys.path.insert(0, str(ROOT))
+from geomon_tests.loopback import Webhook, serve  # noqa: E402
+
+SHARED = ROOT.parent / "shared"
 Items = Callable[[np.random.Generator, dict], pd.DataFrame]
 
 # Each suite's sample at `geomon run`'s default and at the paper's full size (items per release).
@@ -43,6 +82,19 @@ REGIONS = [f"region{i}" for i in range(7)]
 INCOMES = ["low", "lower middle", "upper middle", "high"]
 BLEND_COUNTRIES = [f"c{i:02d}" for i in range(16)]
 CONCEPTS = [f"country{i:02d}" for i in range(21)]
+
+WEBHOOK_ENV = "GEOMON_CALIBRATION_WEBHOOK_URL"  # the loopback webhook's URL, set in each worker job
+ALERTS = AlertSettings(webhook_url_env=WEBHOOK_ENV, webhook_style="json")
+SCOPE = "calibration"
+ORIGIN = "calibration"
+DAYS = (datetime(2025, 3, 1, 23, 50, tzinfo=UTC), datetime(2025, 3, 2, 0, 10, tzinfo=UTC))  # across midnight
+LATE_SHARE = 1 / 3  # releases whose predecessor's evaluations are recorded after the successor's
+PLANTED_COUNTRY = BLEND_COUNTRIES[3]
+PLANTED_PER_COUNTRY = 100  # BLEnD questions per country in the planted tier (the default's 8 are too few)
+IMPORTED = ("imported_a", "imported_b", "imported_c")  # suites no module registers: each takes an import slot
+QUESTIONS, VARIATIONS = 80, 6  # per imported suite: questions, each asked in this many prompt variations
+LANGUAGES = ("en", "local")  # the imported suites' group column (a gap and each language's accuracy)
+SHOCK = 1.5  # the clustered null: sd of a question's shared shift of its log-odds, drawn afresh per draw
 
 
 # --- per-item rates ("the model") and re-draws of them, in each suite's items format ------------------------
@@ -159,23 +211,193 @@ MODELS = {
 }
 
 
-def release(rng, models, settings, draws=None, seed=0) -> list[verdicts.Verdict]:
-    """One release: every suite's tracked metrics on a re-draw of the same model, decided as one family."""
-    tests = []
-    for suite, model in models.items():
+def imported_model(rng: np.random.Generator) -> dict:
+    """An imported suite's per-row rates: each question's log-odds, and a fixed offset per prompt variation."""
+    question = np.repeat(np.arange(QUESTIONS), VARIATIONS)
+    fixed = pd.DataFrame(
+        {
+            "item": [f"q{q}|v{v}" for q, v in zip(question, np.tile(np.arange(VARIATIONS), QUESTIONS), strict=True)],
+            "question": [f"q{q}" for q in question],
+            "language": [LANGUAGES[q % 2] for q in question],
+        }
+    )
+    logit = rng.normal(0.5, 1.2, QUESTIONS)[question] + rng.normal(0, 0.3, question.size)
+    return {"fixed": fixed, "question": question, "logit": logit}
+
+
+def imported_draw(rng: np.random.Generator, m: dict, shock: float = 0.0) -> pd.DataFrame:
+    """Correct (1) or not per row; with ``shock``, each question's log-odds shifted in this draw by a normal
+    shock its variations share (the clustered null)."""
+    logit = m["logit"] + (rng.normal(0, shock, QUESTIONS)[m["question"]] if shock else 0.0)
+    return m["fixed"].assign(correct=rng.binomial(1, 1 / (1 + np.exp(-logit))))
+
+
+# --- one release through the production path ----------------------------------------------------------------
+
+
+def schedule(rng: np.random.Generator, suites: list[str]) -> tuple[bool, list[tuple[str, str]], dict]:
+    """How a release's evaluations arrive: (late, [(role, suite)] in recording order, {(role, suite): date}).
+    The twelve (or six) evaluations in shuffled order; within each suite the predecessor's first, except in a
+    late release, where each suite's successor evaluation is recorded before its predecessor's."""
+    late = bool(rng.random() < LATE_SHARE)
+    events = [(role, s) for role in ("old", "new") for s in suites]
+    order = [events[i] for i in rng.permutation(len(events))]
+    first = "new" if late else "old"
+    for suite in suites:  # put each suite's pair in the release's order, keeping the positions shuffled
+        i, j = sorted(k for k, e in enumerate(order) if e[1] == suite)
+        second = "old" if first == "new" else "new"
+        order[i], order[j] = (first, suite), (second, suite)
+    when = {e: DAYS[int(rng.integers(2))] for e in events}
+    return late, order, when
+
+
+@functools.cache
+def tracked(suite: str) -> tuple:
+    """The suite's production declarations (``registry.tracked``), read once: the registry reads every suite
+    file again on each call."""
+    return tuple(registry.tracked(suite))
+
+
+def names(r: int, prefix: str = "m") -> dict[str, str]:
+    return {"old": f"{prefix}{r}-old", "new": f"{prefix}{r}-new"}
+
+
+def registered_release(
+    history: MetricHistory,
+    r: int,
+    models: dict,
+    settings: verdicts.VerdictSettings,
+    plan: verdicts.ReleasePlan,
+    tell: tracking.Announcer,
+    rng: np.random.Generator,
+    worse: tuple[str, float] | None = None,
+) -> bool:
+    """Release ``r``: every suite's evaluation of both models recorded with ``tracking.track`` as ``geomon run``
+    records it (its metrics computed there from the declarations); ``worse``: the successor's BLEnD answers of
+    one country's local questions made worse by that many points. Returns whether its predecessor was late."""
+    late, order, when = schedule(rng, list(models))
+    model = names(r)
+    for role, suite in order:
         draw = MODELS[suite][1]
-        before, after = draw(rng, model), (draws or {}).get(suite, draw)(rng, model)
-        tests += paired_tests(registry.tracked(suite), before, after, resamples=settings.resamples, seed=seed)
-    return verdicts.decide(tests, settings)
+        if worse and suite == "blend" and role == "new":
+            items = blend_draw(rng, models[suite], *worse)
+        else:
+            items = draw(rng, models[suite])
+        tracking.track(
+            history,
+            suite,
+            model[role],
+            [],
+            items,
+            tracked(suite),
+            settings,
+            scope=SCOPE,
+            predecessor=model["old"] if role == "new" else None,
+            evaluated_at=when[(role, suite)],
+            origin=ORIGIN,
+            plan=plan,
+            announcer=tell,
+        )
+    return late
 
 
-def upper_95(k: int, n: int) -> float:
-    """The one-sided 95 % Clopper–Pearson upper bound of a rate k / n."""
-    return float(stats.beta.ppf(0.95, k + 1, n - k)) if k < n else 1.0
+def imported_files(r: int, models: dict, rng: np.random.Generator, shock: float, folder: Path) -> tuple:
+    """Release ``r`` of the imported suites as per-item CSV files, one per suite and model (what a harness
+    writes: model, item, question, language, evaluated_at, correct, predecessor); returns (late, [(role, suite,
+    path)] in the order they are imported)."""
+    late, order, when = schedule(rng, list(models))
+    model = names(r)
+    out = []
+    for role, suite in order:
+        frame = imported_draw(rng, models[suite], shock).assign(
+            model=model[role],
+            evaluated_at=when[(role, suite)].strftime("%Y-%m-%dT%H:%M:%S"),
+            predecessor=model["old"] if role == "new" else "",
+        )
+        path = folder / f"{suite}-{model[role]}.csv"
+        frame[["model", "item", "question", "language", "evaluated_at", "correct", "predecessor"]].to_csv(
+            path, index=False
+        )
+        out.append((role, suite, path))
+    return late, out
+
+
+def import_release(
+    history: MetricHistory,
+    files: list[tuple[str, str, Path]],
+    settings: verdicts.VerdictSettings,
+    plan: verdicts.ReleasePlan,
+    tell: tracking.Announcer,
+    cluster: str,
+) -> None:
+    """The files imported one by one, as ``geomon import items <file> --suite <suite> --group language
+    [--cluster question]`` imports them."""
+    for _, suite, path in files:
+        runs = imports.item_runs(path, suite, ["language"], settings, cluster=cluster)
+        imports.record_runs(history, runs, settings, plan=plan, announcer=tell)
+
+
+# --- what the webhook received ------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def webhook() -> Iterator[list[dict]]:
+    """A loopback webhook for the announcer (its URL in ``WEBHOOK_ENV`` while it runs); yields its posts."""
+    state: dict[str, Any] = {"posts": []}
+    before = os.environ.get(WEBHOOK_ENV)
+    with serve(Webhook, state) as url:
+        os.environ[WEBHOOK_ENV] = url
+        try:
+            yield state["posts"]
+        finally:
+            if before is None:
+                os.environ.pop(WEBHOOK_ENV, None)
+            else:
+                os.environ[WEBHOOK_ENV] = before
+
+
+def outcome(
+    history: MetricHistory, posts: list[dict], r: int, late: bool, target: tuple[str, str] | None = None
+) -> dict:
+    """What release ``r`` delivered (``posts``: the webhook's posts while it was recorded) beside what the
+    history stored for it; ``target`` (suite, breakdown of sem_b_local): the planted comparison's numbers."""
+    model = names(r)
+    bodies = [p["body"] for p in posts]
+    alerts = [b for b in bodies if b["kind"] == "regression" and b["model"] == model["new"]]
+    suite_of = history.evaluations(model=model["new"]).set_index("evaluation_id")["suite"]
+    stored = history.comparisons(suite_of.index)
+    stored = stored.assign(suite=suite_of.reindex(stored["evaluation_id"]).to_numpy())
+    stored_suites = set(stored.loc[stored["verdict"] == verdicts.REGRESSION, "suite"])
+    delivered = {b["suite"] for b in alerts}
+    row = {
+        "late": late,
+        "alarm": bool(alerts),
+        "suites": sorted(delivered),
+        "titles": [b["title"] for b in alerts],
+        "undelivered": len(stored_suites - delivered),
+        "unstored": len(delivered - stored_suites),
+        "about_old": sum(b["model"] == model["old"] for b in bodies),
+        "resolved": sum(b["kind"] == "resolved" for b in bodies),
+        "family_sizes": {s: int(g["family_size"].max()) for s, g in stored.groupby("suite")},
+    }
+    if target is not None:
+        suite, breakdown = target
+        label = f"sem_b_local ({breakdown})"
+        hit = stored[(stored["metric"] == "sem_b_local") & (stored["breakdown"] == breakdown)]
+        t = hit.iloc[0]
+        row |= {
+            "target_alerted": any(label in b["title"] for b in alerts if b["suite"] == suite),
+            "target_verdict": t["verdict"],
+            "target": {k: float(t[k]) for k in ("se", "family_size", "alpha", "change", "mde")},
+        }
+    return row
+
+
+# --- worker jobs --------------------------------------------------------------------------------------------
 
 
 def models_for(sizes: dict[str, int], seed: int, blend_per_country: int | None = None) -> dict:
-    """The model every release of a replay re-draws: the same in every worker (built from ``seed``)."""
+    """The model every release of a tier re-draws: the same in every worker (built from ``seed``)."""
     rng = np.random.default_rng(seed)
     models = {s: MODELS[s][0](rng, n) for s, n in sizes.items()}
     if blend_per_country is not None:
@@ -183,135 +405,233 @@ def models_for(sizes: dict[str, int], seed: int, blend_per_country: int | None =
     return models
 
 
+def real_gapminder_rates() -> tuple[str, np.ndarray] | None:
+    table = SHARED / "reference" / "gapminder" / "ddf--datapoints--correct_rate--by--question--model_configuration.csv"
+    if not table.is_file():
+        return None
+    frame = pd.read_csv(table)
+    config = frame["model_configuration"].value_counts().index[0]
+    rates = frame.loc[frame["model_configuration"] == config, "correct_rate"].to_numpy(dtype=float) / 100
+    return str(config), np.clip(rates, 0, 1)
+
+
 def one_blas_thread() -> None:
-    """Each worker process multiplies on one thread: the replay is spread over processes already, and a
-    BLAS pool per process on the same cores makes them wait on each other."""
+    """Each worker process multiplies on one thread: the tiers are spread over processes already."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
 
 
-def replay(job: tuple) -> list[tuple[bool, list[float], int, tuple]]:
-    """Releases ``first``…``last`` of one replay (one worker's share): per release, whether it raised a
-    regression, its p-values, its family size and, with ``planted``, the verdict on the planted group."""
-    sizes, seed, first, last, resamples, planted_points, blend_per_country, real_rates = job
+def run_job(job: dict) -> tuple[list[dict], float]:
+    """Releases ``first``…``last`` of one tier in a fresh history and with a fresh webhook; per release its
+    ``outcome`` (imported tiers: one per way of importing), and the job's seconds."""
+    started = time.perf_counter()
+    kind, seed, resamples = job["kind"], job["seed"], job["resamples"]
     settings = verdicts.VerdictSettings(resamples=resamples)
-    models = models_for(sizes, seed, blend_per_country)
-    if real_rates is not None:
-        models = {"gapminder": gapminder_model(None, 0, real_rates)}
-    out = []
-    for r in range(first, last):
-        rng = np.random.default_rng([seed, r])
-        draws = {}
-        if planted_points:
-            draws["blend"] = lambda g, m: blend_draw(g, m, BLEND_COUNTRIES[3], planted_points)
-        decided = release(rng, models, settings, draws, seed=r)
-        target = next(
-            (v for v in decided if v.metric == "sem_b_local" and v.breakdown == f"country={BLEND_COUNTRIES[3]}"),
-            None,
-        )
-        out.append(
-            (
-                any(v.verdict == verdicts.REGRESSION for v in decided),
-                [v.p_value for v in decided if v.p_value is not None and v.verdict != verdicts.INSUFFICIENT],
-                decided[0].family_size if decided else 0,
-                (target.verdict, target.mde, target.family_size) if target is not None else (),
-            )
-        )
-    return out
+    plan = tracking.release_plan(settings)  # once, as `geomon run` and `geomon import` build it
+    tell = announce.announcer(ALERTS)
+    rows = []
+    with tempfile.TemporaryDirectory() as folder, webhook() as posts:
+        folder = Path(folder)
+        if kind == "imported":
+            rng = np.random.default_rng([seed, 7])
+            models = {s: imported_model(rng) for s in IMPORTED}
+            histories = {c: MetricHistory(f"sqlite:///{folder}/{c or 'rows'}.db") for c in job["clusters"]}
+            for r in range(job["first"], job["last"]):
+                rng = np.random.default_rng([seed, 7, r])
+                late, files = imported_files(r, models, rng, job["shock"], folder)
+                out = {}
+                for cluster, history in histories.items():
+                    start = len(posts)
+                    import_release(history, files, settings, plan, tell, cluster)
+                    out[cluster] = outcome(history, posts[start:], r, late)
+                rows.append(out)
+                for _, _, path in files:
+                    path.unlink()
+            return rows, time.perf_counter() - started
+        history = MetricHistory(f"sqlite:///{folder}/history.db")
+        if kind == "real":
+            models = {"gapminder": gapminder_model(None, 0, job["rates"])}
+        else:
+            models = models_for(SIZES[job["size"]], seed, job.get("blend"))
+            models = {s: m for s, m in models.items() if s in job.get("suites", models)}
+        worse = (PLANTED_COUNTRY, job["points"]) if job.get("points") else None
+        target = ("blend", f"country={PLANTED_COUNTRY}") if worse else None
+        for r in range(job["first"], job["last"]):
+            rng = np.random.default_rng([seed, r])
+            start = len(posts)
+            late = registered_release(history, r, models, settings, plan, tell, rng, worse)
+            rows.append(outcome(history, posts[start:], r, late, target))
+    return rows, time.perf_counter() - started
 
 
-def run_all(pool: ProcessPoolExecutor, workers: int, releases: int, **job: object) -> list:
-    bounds = np.linspace(0, releases, workers + 1).astype(int)
-    jobs = [
-        (job["sizes"], job["seed"], a, b, job["resamples"], job.get("planted", 0), job.get("blend"), job.get("real"))
-        for a, b in itertools.pairwise(bounds)
-        if b > a
-    ]
-    return [row for part in pool.map(replay, jobs) for row in part]
+# --- the figures --------------------------------------------------------------------------------------------
 
 
-def null_releases(pool, workers, size: str, releases: int, resamples: int, seed: int) -> None:
-    started = time.perf_counter()
-    rows = run_all(pool, workers, releases, sizes=SIZES[size], seed=seed, resamples=resamples)
-    alarms = sum(r[0] for r in rows)
-    p_values = np.array([p for r in rows for p in r[1]])
-    ks = stats.kstest(p_values, "uniform")
-    sizes = ", ".join(f"{k} {v}" for k, v in SIZES[size].items())
-    print(
-        f"null releases, {size} sizes ({sizes}): {releases} releases, family of {np.median([r[2] for r in rows]):.0f} "
-        f"tests; releases with any regression {alarms} = {alarms / releases:.2%} (95 % upper bound "
-        f"{upper_95(alarms, releases):.2%}); {p_values.size} null p-values: KS D = {ks.statistic:.3f}, "
-        f"share below 0.05 {np.mean(p_values < 0.05):.3f}, below 0.01 {np.mean(p_values < 0.01):.4f} "
-        f"[{time.perf_counter() - started:.0f} s]"
+def upper_95(k: int, n: int) -> float:
+    """The one-sided 95 % Clopper–Pearson upper bound of a rate k / n."""
+    return float(stats.beta.ppf(0.95, k + 1, n - k)) if k < n else 1.0
+
+
+def interval_95(k: int, n: int) -> tuple[float, float]:
+    """The two-sided 95 % Clopper–Pearson interval of a rate k / n."""
+    low = float(stats.beta.ppf(0.025, k, n - k + 1)) if k > 0 else 0.0
+    high = float(stats.beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
+    return low, high
+
+
+def rate(k: int, n: int) -> str:
+    return f"{k}/{n} = {k / max(n, 1):.2%} (95 % upper bound {upper_95(k, n):.2%})"
+
+
+def delivery(rows: list[dict]) -> str:
+    """What would show a broken delivery path (all zero when the webhook received what the history stored)."""
+    late = [r for r in rows if r["late"]]
+    return (
+        f"{len(late)} with a late predecessor, {sum(r['alarm'] for r in late)} of whose alarms came from the "
+        f"re-decision; stored regressions not delivered {sum(r['undelivered'] for r in rows)}, delivered but not "
+        f"stored {sum(r['unstored'] for r in rows)}, alerts about predecessors {sum(r['about_old'] for r in rows)}, "
+        f"resolved messages {sum(r['resolved'] for r in rows)}"
     )
 
 
-def planted(pool, workers, releases: int, resamples: int, seed: int) -> None:
-    """One BLEnD country's local answers made worse (100 questions per country); the other suites at their
-    defaults. Power: the share of releases whose verdict on that country is a significant worsening; beside
-    it, the power the MDE stated in those verdicts implies at the planted size."""
-    alpha, power = verdicts.VerdictSettings().alpha, verdicts.VerdictSettings().power
-    for points in (5, 10, 20):
-        started = time.perf_counter()
-        # Power at the production engine's resolution (verdicts.resamples): a coarser p-value loses power
-        # near the family's threshold that the stated MDE does not claim to lose.
-        rows = run_all(
-            pool, workers, releases, sizes=SIZES["default"], seed=seed, resamples=resamples, planted=points, blend=100
-        )
-        targets = [r[3] for r in rows if r[3]]
-        hits = np.mean([t[0] in (verdicts.REGRESSION, verdicts.BELOW_THRESHOLD) for t in targets])
-        implied = []
-        for _, mde, family in targets:
-            family_alpha = alpha / max(family, 1)
-            se = mde / (stats.norm.ppf(1 - family_alpha / 2) + stats.norm.ppf(power))
-            implied.append(verdicts.power_at(points, se, family_alpha))
-        print(
-            f"planted: country {BLEND_COUNTRIES[3]} {points} points worse: measured power {hits:.2f}, implied by the "
-            f"stated MDE {np.nanmean(implied):.2f} (median MDE {np.median([t[1] for t in targets]):.1f} points, family "
-            f"of {np.median([t[2] for t in targets]):.0f}) over {len(targets)} releases "
-            f"[{time.perf_counter() - started:.0f} s]"
-        )
+def families(rows: list[dict]) -> str:
+    sizes: dict[str, list[int]] = {}
+    for r in rows:
+        for suite, m in r["family_sizes"].items():
+            sizes.setdefault(suite, []).append(m)
+    return ", ".join(f"{s} {int(np.median(v))}" for s, v in sorted(sizes.items()))
 
 
-def gapminder_real(pool, workers, releases: int, resamples: int, seed: int) -> None:
-    """A real model's per-question correct rates (Gapminder's published grades) against re-draws of itself."""
-    table = SHARED / "reference" / "gapminder" / "ddf--datapoints--correct_rate--by--question--model_configuration.csv"
-    frame = pd.read_csv(table)
-    config = frame["model_configuration"].value_counts().index[0]
-    rates = np.clip(frame.loc[frame["model_configuration"] == config, "correct_rate"].to_numpy(dtype=float) / 100, 0, 1)
-    started = time.perf_counter()
-    rows = run_all(pool, workers, releases, sizes={}, seed=seed, resamples=resamples, real=rates)
-    alarms = sum(r[0] for r in rows)
+def expected_drop(models: dict, points: float) -> float:
+    """The planted country's sem_b_local change in expectation (points), from the clipped rates: a rate below
+    the planted drop cannot fall below 0."""
+    blend = models["blend"]
+    hit = ((blend["fixed"]["country"] == PLANTED_COUNTRY) & (blend["fixed"]["mode"] == "local")).to_numpy()
+    p = blend["p"][hit]
+    return float(np.mean(np.clip(p - points / 100, 0, 1) - p) * 100)
+
+
+def report_null(title: str, rows: list[dict], seconds: float) -> None:
+    k = sum(r["alarm"] for r in rows)
+    suites: dict[str, int] = {}
+    for r in rows:
+        for s in r["suites"]:
+            suites[s] = suites.get(s, 0) + 1
+    by_suite = ", ".join(f"{s} {n}" for s, n in sorted(suites.items())) or "none"
     print(
-        f"Gapminder's real per-question rates ({config}, {rates.size} questions × 10 answers): {releases} re-draws, "
-        f"false alarms {alarms} = {alarms / releases:.2%} (95 % upper bound {upper_95(alarms, releases):.2%}) "
-        f"[{time.perf_counter() - started:.0f} s]"
+        f"{title}: false regression alerts received by the webhook, per release: {rate(k, len(rows))}; by suite: "
+        f"{by_suite}; testable comparisons per suite (median): {families(rows)}; {delivery(rows)} "
+        f"[{seconds:.0f} core-s]"
     )
 
 
-def main() -> None:
+def report_planted(rows: list[dict], points: float, change: float, seconds: float) -> None:
+    n = len(rows)
+    if not n:
+        return
+    k = sum(r["target_alerted"] for r in rows)
+    stored_k = sum(r["target_verdict"] == verdicts.REGRESSION for r in rows)
+    low, high = interval_95(k, n)
+    targets = [r["target"] for r in rows]
+    claimed = [verdicts.power_at(change, t["se"], t["alpha"] / t["family_size"]) for t in targets]
+    others = sum(any(s != "blend" for s in r["suites"]) for r in rows)
+    print(
+        f"planted: blend {PLANTED_COUNTRY}'s local answers {points:g} points worse before clipping (expected "
+        f"change {change:+.2f} points after clipping at 0), {PLANTED_PER_COUNTRY} questions per country: measured "
+        f"power (webhook received a regression naming sem_b_local (country={PLANTED_COUNTRY})) {k}/{n} = "
+        f"{k / n:.2f} (95 % interval {low:.2f}–{high:.2f}; stored regression verdicts {stored_k}); claimed by the "
+        f"stated MDE {np.nanmean(claimed):.2f} (mean power_at(expected change, se, alpha / family_size); median "
+        f"se {np.median([t['se'] for t in targets]):.2f}, family {np.median([t['family_size'] for t in targets]):.0f}"
+        f", alpha {np.median([t['alpha'] for t in targets]):.4g}, stated MDE "
+        f"{np.median([t['mde'] for t in targets]):.1f} points; mean observed change "
+        f"{np.mean([t['change'] for t in targets]):+.2f}); releases also alarming on another suite {others}; "
+        f"{delivery(rows)} [{seconds:.0f} core-s]"
+    )
+
+
+def jobs_of(tier: str, releases: int, chunks: int, **job: Any) -> list[dict]:
+    bounds = np.linspace(0, releases, max(1, min(chunks, releases)) + 1).astype(int)
+    return [{"tier": tier, "first": int(a), "last": int(b), **job} for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--releases", type=int, default=2000, help="null releases per size")
-    parser.add_argument("--planted", type=int, default=200, help="releases per planted effect size")
-    parser.add_argument(
-        "--resamples", type=int, default=999, help="sign-flip resamples per null test (planted: the production 4,999)"
-    )
+    parser.add_argument("--releases", type=int, default=200, help="null releases at the default sizes")
+    parser.add_argument("--paper", type=int, default=10, help="null releases at the paper's sizes")
+    parser.add_argument("--planted", type=int, default=40, help="releases with the planted drop")
+    parser.add_argument("--points", type=float, default=24.0, help="the planted drop before clipping (points)")
+    parser.add_argument("--imported", type=int, default=80, help="releases of the imported suites, per null")
+    parser.add_argument("--real", type=int, default=40, help="re-draws of Gapminder's real rates (0: none)")
+    parser.add_argument("--resamples", type=int, default=verdicts.VerdictSettings().resamples)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    settings = verdicts.VerdictSettings(resamples=args.resamples)
+    args = parser.parse_args(argv)
     started = time.perf_counter()
+    settings = verdicts.VerdictSettings(resamples=args.resamples)
+    print("command:", " ".join([".venv/bin/python", "bench/alert_calibration.py", *(argv or sys.argv[1:])]))
     print(
-        f"alpha {settings.alpha} (Holm, family-wise), q {settings.q} (BH), power {settings.power}, "
-        f"{settings.resamples} resamples per test, {args.workers} worker process(es)"
+        f"{tracking.release_plan(settings).describe()}; Holm within a suite on one-sided p-values; "
+        f"{settings.resamples} sign-flip resamples per test (p-values near a threshold refined to "
+        f"{settings.max_resamples}, exact with ≤ {settings.exact_up_to} differing clusters: the verdicts do not "
+        f"hinge on the resamples, and lowering them only makes more p-values need refining); {args.workers} "
+        "worker process(es); every figure is what the loopback webhook received"
     )
+    base = {"seed": args.seed, "resamples": args.resamples}
+    chunks = 2 * args.workers
+    real = real_gapminder_rates() if args.real else None
+    tiers: dict[str, list[dict]] = {
+        "paper": jobs_of("paper", args.paper, chunks, kind="registered", size="paper", **base),
+        "planted": jobs_of(
+            "planted",
+            args.planted,
+            chunks,
+            kind="registered",
+            size="default",
+            blend=PLANTED_PER_COUNTRY,
+            points=args.points,
+            **base,
+        ),
+        "default": jobs_of("default", args.releases, chunks, kind="registered", size="default", **base),
+        "imported (a)": jobs_of(
+            "imported (a)", args.imported, chunks, kind="imported", shock=0.0, clusters=("question", ""), **base
+        ),
+        "imported (b)": jobs_of(
+            "imported (b)", args.imported, chunks, kind="imported", shock=SHOCK, clusters=("question", ""), **base
+        ),
+    }
+    if real is not None:
+        tiers["real"] = jobs_of("real", args.real, chunks, kind="real", rates=real[1], **base)
+    results: dict[str, list] = {tier: [] for tier in tiers}
+    seconds = dict.fromkeys(tiers, 0.0)
     with ProcessPoolExecutor(args.workers, initializer=one_blas_thread) as pool:
-        for size in ("default", "paper"):
-            null_releases(pool, args.workers, size, args.releases, args.resamples, args.seed)
-        planted(pool, args.workers, args.planted, verdicts.VerdictSettings().resamples, args.seed)
-        gapminder_real(pool, args.workers, args.releases, args.resamples, args.seed)
-    print(f"total {time.perf_counter() - started:.0f} s")
+        futures = [(job["tier"], pool.submit(run_job, job)) for jobs in tiers.values() for job in jobs]
+        for tier, future in futures:
+            rows, spent = future.result()
+            results[tier] += rows
+            seconds[tier] += spent
+    for size in ("default", "paper"):
+        sizes = ", ".join(f"{k} {v}" for k, v in SIZES[size].items())
+        report_null(f"registered suites, null (a), {size} sizes ({sizes})", results[size], seconds[size])
+    for tier, what in (
+        ("imported (a)", "independent re-draws"),
+        ("imported (b)", f"clustered null: a shock of sd {SHOCK:g} (log-odds) shared by a question's variations"),
+    ):
+        for cluster, how in (("question", 'cluster="question"'), ("", "without a cluster (each row its own unit)")):
+            title = (
+                f"imported {', '.join(IMPORTED)} ({QUESTIONS} questions × {VARIATIONS} variations, suite by suite), "
+                f"null {tier[-3:]} {what}, imported {how}"
+            )
+            report_null(title, [r[cluster] for r in results[tier]], seconds[tier] / 2)
+    models = models_for(SIZES["default"], args.seed, PLANTED_PER_COUNTRY)
+    report_planted(results["planted"], args.points, expected_drop(models, args.points), seconds["planted"])
+    if real is not None:
+        report_null(
+            f"Gapminder's real per-question rates ({real[0]}, {real[1].size} questions × 10 answers), gapminder only",
+            results["real"],
+            seconds["real"],
+        )
+    print(f"total {time.perf_counter() - started:.0f} s wall")
 
 
 if __name__ == "__main__":

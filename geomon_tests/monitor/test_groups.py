@@ -120,7 +120,7 @@ def test_a_gap_rests_on_its_smallest_group_and_is_bootstrapped_within_groups():
         {
             "item": [f"c{i}" for i in range(62)],
             "region": ["small"] * 2 + ["big"] * 60,
-            "value": [0.9, 0.8] + list(np.linspace(0.1, 0.3, 60)),
+            "value": [0.9, 0.8, *np.linspace(0.1, 0.3, 60)],
         }
     )
     (gap,) = estimates(TrackedMetric("gap", Range(Mean("value"), "region"), higher_is_worse=True), frame, resamples=500)
