@@ -273,16 +273,26 @@ def scope_of(metric: str) -> str:
 def imported_metrics(
     metric: str, groups: Sequence[str], settings: VerdictSettings | None = None, cluster: str = "item"
 ) -> tuple[TrackedMetric, ...]:
-    """An imported evaluation's tracked metrics: the mean (and each group's), and each group column's gap
-    (max − min of the groups' means), with the settings' minimum effects for imported metrics, clustered on
-    ``cluster``."""
+    """An imported evaluation's tracked metrics: the mean (and each group's), the answer rate (and each group's:
+    a row without an outcome is an unanswered item), and each group column's gap (max − min of the groups'
+    means), with the settings' minimum effects for imported metrics, clustered on ``cluster``."""
     effects = (settings or VerdictSettings()).imported_min_effects
     percent = metric == "accuracy"
     bounds = (0.0, 100.0) if percent else None
     gap_effect = effects.get("gap" if percent else "score_gap", 0.0)
     mean = Mean("value")
+    answered = Mean("answered", scale=100)  # a row without an outcome is an unanswered item, never dropped
     return (
         TrackedMetric(metric, mean, cluster, False, effects.get(metric, 0.0), by=tuple(groups), bounds=bounds),
+        TrackedMetric(
+            "answered_rate",
+            answered,
+            cluster,
+            False,
+            effects.get("answered_rate", 5.0),
+            by=tuple(groups),
+            bounds=(0, 100),
+        ),
         *(TrackedMetric(f"{g}_gap", Range(mean, g), cluster, True, gap_effect, bounds=bounds) for g in groups),
     )
 
@@ -310,13 +320,13 @@ def outcome_runs(
                 f"{origin}: {model} at {when}: item(s) {', '.join(twice[:5])} appear more than once; each item "
                 "needs one outcome per model and date"
             )
-        scored = part[part["_value"].notna()]
         items = pd.DataFrame(
             {
-                "item": scored["item"].astype(str).to_numpy(),
-                "value": scored["_value"].to_numpy(),
-                **{g: scored[g].astype(str).to_numpy() for g in groups},
-                **({"cluster": scored["_cluster"].to_numpy()} if clustered else {}),
+                "item": part["item"].astype(str).to_numpy(),
+                "value": part["_value"].to_numpy(),
+                "answered": part["_value"].notna().astype(float).to_numpy(),
+                **{g: part[g].astype(str).to_numpy() for g in groups},
+                **({"cluster": part["_cluster"].to_numpy()} if clustered else {}),
             }
         )
         predecessor = None

@@ -16,8 +16,9 @@ withdraws, exactly once, from the record of what was sent.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -255,7 +256,7 @@ def compare_and_decide(
         history.record_comparisons(evaluation, [])
         return
     before, against = found
-    tests = _paired(tracked, before, evaluation, settings, alpha)
+    tests = _planned(_paired(tracked, before, evaluation, settings, alpha), tracked, before)
     decided = verdicts.decide(tests, settings, alpha, min_sample=sufficiency.MIN_SAMPLE)
     release = release_of(evaluation, before.model)
     rows = [
@@ -286,6 +287,33 @@ def compare_and_decide(
         for t, v in zip(tests, decided, strict=True)
     ]
     history.record_comparisons(evaluation, rows)
+
+
+def _planned(
+    tests: list[declared.PairedTest], tracked: Sequence[TrackedMetric], before: Evaluation
+) -> list[declared.PairedTest]:
+    """A comparison in which no cluster changed has a sign-flip null of zero spread: its MDE would read 0 ("we
+    would have seen anything"). Its MDE is planned instead from what the baseline allows: the baseline's
+    bootstrap standard error × √2 (two independent evaluations), or for a bounded metric whose baseline does not
+    vary, the worst case of a coin flip per cluster on each side."""
+    flat = {i for i, t in enumerate(tests) if t.p_value is not None and not (t.se > 0)}
+    if not flat or before.items is None:
+        return tests
+    spread = {}
+    for metric in tracked:
+        if metric.columns() <= set(before.items.columns):
+            for e in declared.estimates(metric, before.items, resamples=200, seed=0):
+                spread[(e.metric, e.breakdown)] = e.se
+    out = []
+    for i, t in enumerate(tests):
+        if i in flat:
+            se = spread.get((t.metric, t.breakdown), math.nan) * math.sqrt(2)
+            if not se > 0 and t.bounds is not None and t.clusters:
+                se = (t.bounds[1] - t.bounds[0]) * math.sqrt(0.5) / math.sqrt(t.clusters)
+            why = "MDE planned from the baseline's spread: no cluster changed" if se > 0 else "MDE unknown"
+            t = replace(t, se=se if se > 0 else math.nan, note=t.note or why)
+        out.append(t)
+    return out
 
 
 def _paired(

@@ -384,6 +384,7 @@ class Estimate:
     ci_high: float
     items: int
     clusters: int  # the sample size of the sufficiency rule (a group statistic: its smallest group's clusters)
+    se: float = math.nan  # the bootstrap standard error
 
 
 def _cluster_codes(frame: pd.DataFrame, cluster: str, group: str = "") -> tuple[np.ndarray, int]:
@@ -457,15 +458,16 @@ def estimates(
     out = []
     for (breakdown, statistic), value, boot in zip(parts, values, boots, strict=True):
         value = float(value[0])
-        low = high = math.nan
+        low = high = se = math.nan
         if boot is not None and math.isfinite(value):
             boot = boot[np.isfinite(boot)]
             if boot.size >= 0.9 * resamples:  # an interval only where nearly every resample has the figure
                 low, high = (float(q) for q in np.quantile(boot, [0.025, 0.975]))
+                se = float(np.std(boot))
         rows = _rows_with_value(statistic, frame)
         sample = _smallest_group(statistic, frame, codes, rows)
         clustered = int(np.unique(codes[rows]).size) if sample is None else sample
-        out.append(Estimate(metric.name_for(statistic), breakdown, value, low, high, int(rows.sum()), clustered))
+        out.append(Estimate(metric.name_for(statistic), breakdown, value, low, high, int(rows.sum()), clustered, se))
     return out
 
 

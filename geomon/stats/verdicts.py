@@ -73,7 +73,7 @@ class VerdictSettings:
     # Evaluations imported from elsewhere (``geomon import items`` / ``inspect``): accuracy in percent, a
     # raw score (0-1), and the gap between groups in the same units.
     imported_min_effects: dict[str, float] = field(
-        default_factory=lambda: {"accuracy": 5.0, "score": 0.05, "gap": 5.0, "score_gap": 0.05}
+        default_factory=lambda: {"accuracy": 5.0, "score": 0.05, "gap": 5.0, "score_gap": 0.05, "answered_rate": 5.0}
     )
 
     def __post_init__(self) -> None:

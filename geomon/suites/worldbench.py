@@ -32,6 +32,7 @@ SUITE = SuiteInfo(
         Headline("income_group_disparity_mean", "WorldBench: income-group disparity"),
         Headline("mean_error", "WorldBench: mean absolute relative error", bounds=(0, 1)),
         Headline("best_matching_year", "WorldBench: best-matching data year (knowledge recency)"),
+        Headline("parse_rate", "WorldBench: share of questions answered with a number", bounds=(0, 1)),
     ),
     options=(
         RunOption(
@@ -498,12 +499,18 @@ def sample_countries(snapshot: WorldBankSnapshot, n: int, seed: int = 0) -> list
 
 
 def items(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per country (``item``): summed error and parsed answers, so group means can be recomputed exactly."""
-    valid = scores.dropna(subset=["error"])
+    """Per country (``item``): summed error and the answers it is over, so group means can be recomputed exactly,
+    and the questions asked and answered (a number read): a country the model stops answering is never dropped,
+    its answer rate falls."""
+    frame = scores.assign(_answered=(scores["status"] == "answered").astype(int))
     out = (
-        valid.groupby(["iso3", "region", "income_group"], dropna=False)["error"]
-        .agg(["sum", "count"])
-        .rename(columns={"sum": "error_sum", "count": "answers"})
+        frame.groupby(["iso3", "region", "income_group"], dropna=False)
+        .agg(
+            error_sum=("error", "sum"),
+            answers=("error", "count"),
+            answered=("_answered", "sum"),
+            asked=("_answered", "size"),
+        )
         .reset_index()
         .rename(columns={"iso3": "item"})
     )
@@ -515,6 +522,17 @@ _PER_COUNTRY_ERROR = Mean("error_sum", per="answers")  # each country's mean err
 # The tracked headlines, each declared once (geomon.stats.declared): value, interval, sample and paired test.
 TRACKED = (
     TrackedMetric("mean_error", Ratio("error_sum", "answers"), "item", True, 0.03, bounds=(0, 1)),
+    # Whether the model still answers, overall and per region and income group: one that stops answering a
+    # region's questions pages (its error is over the answers it still gives, so it would look no worse).
+    TrackedMetric(
+        "parse_rate",
+        Ratio("answered", "asked"),
+        "item",
+        False,
+        0.05,
+        by=("region", "income_group"),
+        bounds=(0, 1),
+    ),
     # The gaps are shown; each region's and income group's mean error (``mean_error``, ``region=…``: the mean of
     # its countries' errors, as the suite reports it) is tested too, and a group that gets worse pages by name.
     TrackedMetric(

@@ -17,15 +17,17 @@ from geomon_tests.loopback import Webhook, serve
 REGIONS = [f"R{i}" for i in range(4)]
 
 
-def _worldbench(shift: dict[str, float]) -> pd.DataFrame:
-    """40 countries per region, 11 answers each; region i's countries err 0.1 + 0.1 i on average, moved by
-    ``shift``."""
+def _worldbench(shift: dict[str, float], silent: str = "") -> pd.DataFrame:
+    """40 countries per region, 11 questions each; region i's countries err 0.1 + 0.1 i on average, moved by
+    ``shift``; the ``silent`` region's questions go unanswered (no number read)."""
     rows = []
     for r, region in enumerate(REGIONS):
         for c in range(40):
             error = 0.1 + 0.1 * r + 0.002 * c + shift.get(region, 0.0)
-            rows.append((f"{region}-{c}", region, ["low", "high"][c % 2], error * 11, 11))
-    return pd.DataFrame(rows, columns=["item", "region", "income_group", "error_sum", "answers"])
+            answered = 0 if region == silent else 11
+            rows.append((f"{region}-{c}", region, ["low", "high"][c % 2], error * answered, answered, answered, 11))
+    columns = ["item", "region", "income_group", "error_sum", "answers", "answered", "asked"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _quench(indic_drop: float = 0.0) -> pd.DataFrame:
@@ -81,6 +83,7 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
     ("suite", "tracked", "before", "after", "paged"),
     [
         ("worldbench", worldbench.TRACKED, _worldbench({}), _worldbench({"R1": 0.15}), ("mean_error", "region=R1")),
+        ("worldbench", worldbench.TRACKED, _worldbench({}), _worldbench({}, silent="R2"), ("parse_rate", "region=R2")),
         ("quench", quench.TRACKED, _quench(), _quench(0.5), ("correct_answer_score", "questions=Indic")),
         ("saged", saged.TRACKED, _saged(), _saged("Peru", 0.1), ("sentiment_mean_range_calibrated", "concept=Peru")),
         ("blend", blend.TRACKED, _blend(), _blend("PE", 30), ("sem_b_local", "country=PE")),
@@ -126,3 +129,18 @@ def test_a_gap_rests_on_its_smallest_group_and_is_bootstrapped_within_groups():
     (gap,) = estimates(TrackedMetric("gap", Range(Mean("value"), "region"), higher_is_worse=True), frame, resamples=500)
     assert gap.clusters == 2  # the small region's two countries, not 62
     assert gap.ci_low > 0.5  # both regions in every resample: the gap never collapses to NaN or 0
+
+
+def test_an_unchanged_metric_never_states_an_mde_of_zero(tmp_path):
+    """Temperature-0 answers that do not change: the sign-flip null has no spread, so the MDE is planned from
+    the baseline (its bootstrap spread, or the worst case of a bounded metric). Mutation caught: the MDE read off
+    the null alone (0)."""
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    settings = verdicts.VerdictSettings(resamples=199)
+    same = _blend()
+    tracking.track(history, "blend", "old", [], same, blend.TRACKED, settings)
+    out = tracking.track(history, "blend", "new", [], same.copy(), blend.TRACKED, settings, predecessor="old")
+    decided = {(v["metric"], v["breakdown"]): v for v in out.verdicts}
+    overall = decided[("sem_b_local", "")]
+    assert overall["verdict"] == verdicts.NO_CHANGE and overall["p_value"] == 1.0
+    assert overall["mde"] > 5 and "planned from the baseline" in overall["note"]

@@ -139,7 +139,9 @@ def test_item_files_of_any_benchmark(tmp_path):
     recorded = imports.record_runs(history, runs)
     # One verdict per figure, under the names the values use: accuracy, each country's, the gap.
     found = {(v["metric"], v["breakdown"]): v for v in recorded[1].tracked.verdicts}
-    assert set(found) == {("accuracy", ""), ("accuracy", "country=FR"), ("accuracy", "country=JP"), ("country_gap", "")}
+    by_country = {"", "country=FR", "country=JP"}
+    expected = {(m, b) for m in ("accuracy", "answered_rate") for b in by_country} | {("country_gap", "")}
+    assert set(found) == expected
     overall = found[("accuracy", "")]
     assert overall["verdict"] == "improvement" and overall["before"] == 50 and overall["after"] == 100
     assert overall["change"] == 50 and found[("country_gap", "")]["change"] == -100
@@ -153,6 +155,24 @@ def test_item_files_of_any_benchmark(tmp_path):
         assert [m.value for m in imports.item_runs(other, "mybench", ["country"])[0].metrics] == [
             m.value for m in runs[0].metrics
         ]
+
+
+def test_a_model_that_stops_answering_a_country_pages(tmp_path):
+    """b-2 leaves Japan's 40 questions without an outcome: its accuracy over what it answered is unchanged (it
+    would look no worse), the rows are counted as unanswered items, and Japan's answer rate is a regression."""
+    rows = [
+        {"model": m, "item": f"q{i}", "country": c, "correct": "" if m == "b-2" and c == "JP" else int(i % 3 > 0)}
+        | {"evaluated_at": day, "predecessor": pred}
+        for m, day, pred in (("b-1", "2025-01-10", ""), ("b-2", "2025-03-01", "b-1"))
+        for i, c in enumerate(["FR", "JP"] * 40)
+    ]
+    runs = imports.item_runs(_items_csv(tmp_path / "outcomes.csv", rows), "mybench", ["country"])
+    assert runs[1].excluded == 40 and len(runs[1].items) == 80
+    recorded = imports.record_runs(MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}"), runs)
+    found = {(v["metric"], v["breakdown"]): v for v in recorded[1].tracked.verdicts}
+    assert found[("answered_rate", "country=JP")]["verdict"] == "regression"
+    assert found[("answered_rate", "country=JP")]["change"] == -100
+    assert found[("accuracy", "country=FR")]["verdict"] == "no detectable change"
 
 
 def test_item_file_errors_name_the_file_line_and_field(tmp_path):
