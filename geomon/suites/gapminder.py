@@ -349,15 +349,27 @@ def diagnose(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict
 
 
 def items(graded: pd.DataFrame) -> pd.DataFrame:
-    """Per question (``item``): correct, very wrong and decisive answers, so rates are recomputed exactly."""
+    """Per question (``item``): correct, very wrong and decisive answers, so rates are recomputed exactly, and
+    its topic (SDG), by which the correct rate is tested group by group."""
     per_q = _per_question(graded, ["model"])
-    return per_q[["question_id", "correct", "very_wrong", "decisive"]].rename(columns={"question_id": "item"})
+    out = per_q[["question_id", "correct", "very_wrong", "decisive"]].rename(columns={"question_id": "item"})
+    topics = graded.drop_duplicates("question_id").set_index("question_id")["topic"] if "topic" in graded else {}
+    return out.assign(topic=[str(topics.get(q, "unknown")) for q in out["item"]])
 
 
 # The tracked headlines, each declared once over the per-question counts (geomon.stats.declared): the mean
 # over questions of each question's rate among its decisive answers.
 TRACKED = (
-    TrackedMetric("correct_rate", Mean("correct", per="decisive", scale=100), "item", False, 5.0, bounds=(0, 100)),
+    # Each topic's (SDG's) correct rate is tested too: a topic the model gets worse on pages by name.
+    TrackedMetric(
+        "correct_rate",
+        Mean("correct", per="decisive", scale=100),
+        "item",
+        False,
+        5.0,
+        by=("topic",),
+        bounds=(0, 100),
+    ),
     TrackedMetric("very_wrong_rate", Mean("very_wrong", per="decisive", scale=100), "item", True, 5.0, bounds=(0, 100)),
 )
 

@@ -74,7 +74,8 @@ def test_releases_are_compared_with_the_vendors_previous_one(runs, tmp_path):
     # after − before, positive, and better (correct_rate is worse when lower).
     correct = r1["correct_rate"]
     assert correct["verdict"] == "improvement" and correct["change"] > 5 and correct["worse_when"] == "lower"
-    assert correct["p_adjusted"] < correct["alpha"] and correct["clusters"] > 300 and correct["family_size"] == 2
+    # Decided with the suite's other comparisons (very_wrong_rate, the topics with 30 questions or more).
+    assert correct["p_adjusted"] < correct["alpha"] and correct["clusters"] > 300 and correct["family_size"] >= 2
     assert correct["mde"] > 0 and correct["family"] == "deepseek-reasoner vs deepseek-v3"
     qwen = _verdicts(recorded["qwen-max-2025-01-25"])
     # 7 points worse at p = 0.04: not significant after Holm over the family of two (never an alert).
@@ -99,7 +100,10 @@ def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
     recorded = imports.record_runs(history, [v3, clone])
     results = recorded[1].tracked.verdicts
     assert {r["metric"] for r in results} == {"correct_rate", "very_wrong_rate"}
-    assert all(r["p_value"] == 1.0 and r["change"] == 0.0 and r["verdict"] == "no detectable change" for r in results)
+    # (a topic with fewer than 30 questions is an insufficient sample: no finding either way)
+    assert all(abs(r["change"]) < 1e-9 for r in results)
+    assert all(r["p_value"] == 1.0 and r["verdict"] == "no detectable change" for r in results if r["clusters"] >= 30)
+    assert {r["verdict"] for r in results if r["clusters"] < 30} <= {"insufficient sample"}
     same = imports.record_runs(history, [clone])
     assert same[0].tracked.evaluation.reused and len(history.evaluations(suite="gapminder")) == 2
 
