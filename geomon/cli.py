@@ -290,16 +290,28 @@ def cmd_plan(args: argparse.Namespace) -> int:
         + (f" (+ unknown for {', '.join(unknown)}: --probe measures)" if unknown else "")
         + (f", about ${total['cost']:,.2f}" if total["cost"] is not None else "")
         + f"; MDE at {settings.verdicts.power:.0%} power, one-sided, at each suite's share of the release's "
-        f"α = {settings.verdicts.alpha} over its headlines ({tracking.release_plan(settings.verdicts).describe()})."
+        f"α = {settings.verdicts.alpha} over its decidable comparisons "
+        f"({tracking.release_plan(settings.verdicts).describe()})."
     )
     for note in sorted({p.note for p in plans if p.note}):
         print(f"note: {note}")
+    for info in chosen:  # the same sample for every model: said once per suite
+        first = next((p for p in plans if p.suite == info.name), None)
+        blind = [c for c in first.comparisons if not c.decidable] if first else []
+        if blind:
+            shown = "; ".join(f"{c.name}: {c.why}" for c in blind[:12])
+            more = f"; and {len(blind) - 12} more" if len(blind) > 12 else ""
+            print(
+                f"{info.name}: {len(blind)} of {len(first.comparisons)} comparisons not decidable at profile "
+                f"{args.profile} ({shown}{more})"
+            )
     if args.detect:
         print(f"\nTo detect a change of {args.detect:g} (each headline's units) at 80 % power:")
         for info in chosen:
             first = next(p for p in plans if p.suite == info.name)
             for h in first.headlines:
-                need = plan.clusters_to_detect(h, args.detect, settings, info.name)
+                paging = sum(c.decidable and not c.disparity for c in first.comparisons)
+                need = plan.clusters_to_detect(h, args.detect, settings, info.name, paging)
                 where = f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''}"
                 if need is None:
                     print(f"  {info.name} {where}: unknown until a first comparison is stored")

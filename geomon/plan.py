@@ -20,7 +20,7 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
-from geomon.stats import verdicts
+from geomon.stats import sufficiency, verdicts
 from geomon.suites import registry
 from geomon.suites.pipeline import Pipeline, Stage, StageResult
 
@@ -70,6 +70,63 @@ class Headline:
 
 
 @dataclass
+class Comparison:
+    """One comparison production will make for a suite at this sample: a tracked metric or one of its groups."""
+
+    metric: str
+    breakdown: str
+    clusters: int | None  # None: its groups are known only once the answers are scored
+    disparity: bool  # shown, never paged: decided in a family of its own
+
+    @property
+    def decidable(self) -> bool:
+        return self.clusters is not None and self.clusters >= sufficiency.MIN_SAMPLE
+
+    @property
+    def why(self) -> str:
+        if self.clusters is None:
+            return "its groups are known once the answers are scored"
+        return "" if self.decidable else f"{self.clusters} clusters < {sufficiency.MIN_SAMPLE}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.metric}{f' ({self.breakdown})' if self.breakdown else ''}"
+
+
+def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame) -> list[Comparison]:
+    """Every comparison production makes for this suite on these prompts — each tracked metric and each of its
+    groups — with the clusters it rests on (a statistic between groups: its smallest group's)."""
+    from geomon.stats.declared import is_disparity
+
+    unit = [c for c in info.unit if c in prompts]
+
+    def clusters(rows: pd.DataFrame) -> int:
+        return int(rows[unit].drop_duplicates().shape[0]) if unit else len(rows)
+
+    out = []
+    for metric in registry.tracked(info.name):
+        group = metric.group
+        if is_disparity(metric.statistic) and group:
+            sizes = [clusters(part) for _, part in prompts.groupby(group)] if group in prompts else None
+            out.append(Comparison(metric.name, metric.breakdown, min(sizes) if sizes else None, True))
+        else:
+            out.append(Comparison(metric.name, metric.breakdown, clusters(prompts), is_disparity(metric.statistic)))
+        for column in metric.by:
+            name = metric.groups_name or metric.name
+            if column not in prompts:
+                out.append(Comparison(name, f"{column}=…", None, False))
+                continue
+            for value, part in prompts.groupby(column):
+                label = f"{column}={value}"
+                out.append(
+                    Comparison(
+                        name, f"{metric.breakdown},{label}" if metric.breakdown else label, clusters(part), False
+                    )
+                )
+    return out
+
+
+@dataclass
 class SuitePlan:
     suite: str
     model: str
@@ -83,6 +140,7 @@ class SuitePlan:
     options: dict[str, Any]
     headlines: list[Headline] = field(default_factory=list)
     note: str = ""
+    comparisons: list[Comparison] = field(default_factory=list)
 
     @property
     def to_ask(self) -> int:
@@ -164,17 +222,21 @@ def _clusters(prompts: pd.DataFrame, unit: tuple[str, ...]) -> int:
     return int(prompts[present].drop_duplicates().shape[0]) if present else len(prompts)
 
 
-def test_level(settings: Any, suite: str) -> float:
+def test_level(settings: Any, suite: str, paging: int | None = None) -> float:
     """The one-sided level a suite's headline is tested at in a release: the suite's share of α (the release
-    plan) over its tracked comparisons — Holm's first step, where its MDE is stated."""
+    plan) over the comparisons that can page (``paging``; its tracked metrics when not counted) — Holm's first
+    step, where its MDE is stated."""
     from geomon.monitor import tracking
 
-    return tracking.release_plan(settings.verdicts).share(suite) / max(len(registry.tracked(suite)), 1)
+    count = paging if paging is not None else len(registry.tracked(suite))
+    return tracking.release_plan(settings.verdicts).share(suite) / max(count, 1)
 
 
-def headlines(info: registry.SuiteInfo, clusters: int, settings: Any, history: Any) -> list[Headline]:
+def headlines(
+    info: registry.SuiteInfo, clusters: int, settings: Any, history: Any, paging: int | None = None
+) -> list[Headline]:
     """Each tracked headline's MDE at ``clusters`` (the stated power, at the suite's ``test_level``)."""
-    alpha = test_level(settings, info.name)
+    alpha = test_level(settings, info.name, paging)
     out = []
     for metric in registry.tracked(info.name):
         sd = headline_spread(history, info.name, metric.name, metric.breakdown)
@@ -199,11 +261,13 @@ def headlines(info: registry.SuiteInfo, clusters: int, settings: Any, history: A
     return out
 
 
-def clusters_to_detect(headline: Headline, change: float, settings: Any, suite: str) -> int | None:
+def clusters_to_detect(
+    headline: Headline, change: float, settings: Any, suite: str, paging: int | None = None
+) -> int | None:
     """The clusters a headline needs to detect ``change`` at the stated power (at the suite's ``test_level``)."""
     if headline.sd is None or change <= 0:
         return None
-    alpha = test_level(settings, suite)
+    alpha = test_level(settings, suite, paging)
     z = verdicts.minimum_detectable_effect(1.0, alpha, settings.verdicts.power)
     return math.ceil((z * headline.sd / change) ** 2)
 
@@ -227,7 +291,9 @@ def suite_plans(
     else:
         asking = next(s for s in registry.pipeline(info.name).stages if s.requests is not None)
     clusters = _clusters(prompts, info.unit)
-    marks = headlines(info, clusters, settings, history)
+    planned = comparisons(info, prompts)
+    paging = sum(c.decidable and not c.disparity for c in planned)
+    marks = headlines(info, clusters, settings, history, paging)
     plans = []
     for spec in models:
         requests = asking.requests(prompts, spec, settings)
@@ -258,6 +324,7 @@ def suite_plans(
                 options,
                 marks,
                 note,
+                planned,
             )
         )
     return plans
@@ -312,6 +379,7 @@ def table(plans: list[SuitePlan]) -> pd.DataFrame:
                 "tokens": p.tokens,
                 "cost_usd": None if p.cost is None else round(p.cost, 2),
                 "clusters": p.headlines[0].clusters if p.headlines else None,
+                "decidable": f"{sum(c.decidable for c in p.comparisons)} of {len(p.comparisons)}",
                 "mde": mde,
             }
         )

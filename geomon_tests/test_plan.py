@@ -45,9 +45,13 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     # mean_error lies in [0, 1]: the worst case is a coin flip per country on each side.
     mean_error = next(h for h in first.headlines if h.metric == "mean_error")
     se = math.sqrt(0.5) / math.sqrt(40)
-    # One-sided at WorldBench's share of the release's α (six suites + two import slots) over its headlines.
-    level = settings.verdicts.alpha / 8 / len(registry.tracked("worldbench"))
-    assert plan.test_level(settings, "worldbench") == pytest.approx(level)
+    # One-sided at WorldBench's share of the release's α (six suites + two import slots) over the comparisons
+    # that can page and be decided at this sample: 40 countries make mean_error and parse_rate decidable, but
+    # no region or income group (each under 30 countries), and the gaps are shown, never paged.
+    decidable = [c.name for c in first.comparisons if c.decidable]
+    assert decidable == ["mean_error", "parse_rate"] and first.comparisons[2].why.endswith("clusters < 30")
+    level = settings.verdicts.alpha / 8 / 2
+    assert plan.test_level(settings, "worldbench", 2) == pytest.approx(level)
     assert mean_error.mde == pytest.approx(verdicts.minimum_detectable_effect(se, level, 0.8))
     # Ten answers stored (2 s each, 100 + 20 tokens): the plan knows the pace and what is left to ask.
     prompts, asking = plan.build_prompts(settings, "worldbench", first.options)
@@ -61,7 +65,7 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     assert again.stored == 10 and again.seconds == left * 2.0 / 4
     assert again.tokens == left * 120 and again.cost == (left * 100 * 2.0 + left * 20 * 8.0) / 1e6
     # The inverse: the countries a 0.05 change in mean error needs.
-    need = plan.clusters_to_detect(mean_error, 0.05, settings, "worldbench")
+    need = plan.clusters_to_detect(mean_error, 0.05, settings, "worldbench", 2)
     assert need > 40 and verdicts.minimum_detectable_effect(mean_error.sd / math.sqrt(need), level, 0.8) <= 0.05
 
 
@@ -74,6 +78,9 @@ def test_the_plan_command_prints_asks_time_and_what_a_sample_detects(tmp_path, w
     out = capsys.readouterr().out
     assert "smollm2-135m-instruct" in out and "profile quick:" in out and "already stored" in out
     assert "To detect a change of 5" in out and "blend sem_b_local" in out and "sample_questions" in out
+    # Every comparison production makes is counted, and those the quick sample cannot decide are named, with why.
+    assert "comparisons not decidable at profile quick" in out and "sem_b_local (country=" in out
+    assert "clusters < 30" in out
 
 
 def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
