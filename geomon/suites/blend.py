@@ -497,6 +497,7 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
             "value": scored["sem_b"].to_numpy(dtype=float),
             "country": scored["country"].to_numpy(),
             "mode": scored["mode"].to_numpy(),
+            "asked_in": scored["asked_in"].to_numpy(),
         }
     )
 
@@ -507,6 +508,17 @@ _LOCAL = Mean("value", where=(("mode", "local"),))
 # by country (a drop in one country of sixteen is a verdict of its own).
 TRACKED = (
     TrackedMetric("sem_b_local", _LOCAL, "question", False, 5.0, by=("country",), bounds=(0, 100)),
+    # The same questions asked in English (the paper's second view): a country whose English answers get worse
+    # pages too.
+    TrackedMetric(
+        "sem_b_english",
+        Mean("value", where=(("asked_in", "English"),)),
+        "question",
+        False,
+        5.0,
+        by=("country",),
+        bounds=(0, 100),
+    ),
     TrackedMetric("country_gap_sem_b_local", Range(_LOCAL, "country"), "question", True, 10.0, bounds=(0, 100)),
 )
 

@@ -57,8 +57,11 @@ def _blend(worse: str = "", drop: int = 0) -> pd.DataFrame:
             right = 100.0 if q % 4 else 0.0
             if country == worse and q % 4 and q < drop:
                 right = 0.0
-            rows.append((f"{country}|{q}|local", f"{country}|{q}", right, country, "local"))
-    return pd.DataFrame(rows, columns=["item", "question", "value", "country", "mode"])
+            rows.append((f"{country}|{q}|local", f"{country}|{q}", right, country, "local", "local language"))
+            rows.append(
+                (f"{country}|{q}|english", f"{country}|{q}", 100.0 if q % 4 else 0.0, country, "english", "English")
+            )
+    return pd.DataFrame(rows, columns=["item", "question", "value", "country", "mode", "asked_in"])
 
 
 @pytest.fixture

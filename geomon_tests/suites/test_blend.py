@@ -254,7 +254,14 @@ def test_scores_and_diagnosis_on_scripted_replies(release):
     assert (paired["insufficient_sample"] == (paired["questions"] < blend.MIN_VALID_QUESTIONS)).all()
     assert paired["questions"].max() <= 30
     items = blend.items(scores)
-    assert len(items) == len(valid) and set(items.columns) == {"item", "question", "value", "country", "mode"}
+    assert len(items) == len(valid) and set(items.columns) == {
+        "item",
+        "question",
+        "value",
+        "country",
+        "mode",
+        "asked_in",
+    }
 
 
 def test_failed_requests_are_excluded_and_counted(release):
