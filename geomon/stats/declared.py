@@ -467,8 +467,29 @@ def estimates(
         rows = _rows_with_value(statistic, frame)
         sample = _smallest_group(statistic, frame, codes, rows)
         clustered = int(np.unique(codes[rows]).size) if sample is None else sample
+        if isinstance(statistic, Mean | Ratio) and metric.bounds is not None and math.isfinite(value):
+            low, high = _no_narrower_than_wilson(value, low, high, clustered, metric.bounds)
         out.append(Estimate(metric.name_for(statistic), breakdown, value, low, high, int(rows.sum()), clustered, se))
     return out
+
+
+def _no_narrower_than_wilson(
+    value: float, low: float, high: float, clusters: int, bounds: tuple[float, float]
+) -> tuple[float, float]:
+    """A bounded mean's interval widened to at least the Wilson score interval of a proportion over its
+    clusters: a small group whose answers were all right (or all wrong) has a percentile bootstrap interval of
+    zero width, narrower than its few clusters allow."""
+    if clusters <= 0:
+        return low, high
+    lo, hi = bounds
+    p = min(max((value - lo) / (hi - lo), 0.0), 1.0)
+    z, n = 1.959964, clusters
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    w_low, w_high = lo + (centre - half) * (hi - lo), lo + (centre + half) * (hi - lo)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return w_low, w_high
+    return min(low, w_low), max(high, w_high)
 
 
 def _rows_with_value(statistic: Any, frame: pd.DataFrame) -> np.ndarray:

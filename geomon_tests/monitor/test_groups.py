@@ -147,3 +147,13 @@ def test_an_unchanged_metric_never_states_an_mde_of_zero(tmp_path):
     overall = decided[("sem_b_local", "")]
     assert overall["verdict"] == verdicts.NO_CHANGE and overall["p_value"] == 1.0
     assert overall["mde"] > 5 and "planned from the baseline" in overall["note"]
+
+
+def test_a_small_groups_interval_is_never_narrower_than_its_clusters_allow():
+    """Five questions, all answered right: the percentile bootstrap says [100, 100]; the interval is at least
+    the Wilson interval over five clusters (about [57, 100])."""
+    from geomon.stats.declared import Mean, TrackedMetric, estimates
+
+    frame = pd.DataFrame({"item": [f"q{i}" for i in range(5)], "value": [100.0] * 5})
+    (small,) = estimates(TrackedMetric("acc", Mean("value"), bounds=(0, 100)), frame)
+    assert small.value == 100 and small.ci_high == pytest.approx(100) and 50 < small.ci_low < 60
