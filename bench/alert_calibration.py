@@ -35,8 +35,8 @@ interval), and every tier also counts what would show a broken delivery path: re
 successor that the webhook did not receive (or the reverse), alerts about predecessors and ``resolved``
 messages.
 
-    .venv/bin/python bench/alert_calibration.py [--releases 200] [--paper 10] [--planted 40] [--points 24]
-        [--imported 80] [--real 40] [--workers 2] [--seed 0]
+    .venv/bin/python bench/alert_calibration.py [--releases 140] [--paper 10] [--planted 30] [--points 24]
+        [--imported 60] [--real 40] [--workers 2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -105,13 +105,15 @@ def worldbench_model(rng, n):
     fixed = pd.DataFrame(
         {"item": [f"C{i}" for i in range(n)], "region": rng.choice(REGIONS, n), "income_group": rng.choice(INCOMES, n)}
     )
-    return {"fixed": fixed, "error": rng.beta(2, 3, n)}
+    return {"fixed": fixed, "error": rng.beta(2, 3, n), "answer_rate": rng.beta(30, 1.5, n)}
 
 
 def worldbench_draw(rng, m):
     e = m["error"]
-    errors = rng.beta(e * 8 + 0.1, (1 - e) * 8 + 0.1, (11, e.size)).sum(axis=0)  # 11 indicators per country
-    return m["fixed"].assign(error_sum=errors, answers=11)
+    answered = rng.binomial(11, m["answer_rate"])  # 11 indicators asked per country, some not answered
+    errors = rng.beta(e * 8 + 0.1, (1 - e) * 8 + 0.1, (11, e.size))
+    errors = np.where(np.arange(11)[:, None] < answered, errors, 0.0).sum(axis=0)
+    return m["fixed"].assign(error_sum=errors, answers=answered, answered=answered, asked=11)
 
 
 def borderlines_model(rng, n):
@@ -130,7 +132,10 @@ def borderlines_draw(rng, m):
 
 def gapminder_model(rng, n, rates=None):
     rates = np.asarray(rates) if rates is not None else rng.beta(3, 2, n)
-    return {"fixed": pd.DataFrame({"item": [f"q{i}" for i in range(rates.size)]}), "p": rates, "answers": 10}
+    fixed = pd.DataFrame(
+        {"item": [f"q{i}" for i in range(rates.size)], "topic": [f"sdg{i % 17 + 1}" for i in range(rates.size)]}
+    )
+    return {"fixed": fixed, "p": rates, "answers": 10}
 
 
 def gapminder_draw(rng, m):
@@ -149,6 +154,7 @@ def quench_model(rng, n):
                 "question_id": np.repeat(np.arange(n), 2).astype(str),
                 "mode": mode,
                 "indic": np.repeat(np.arange(n) < n / 2, 2),
+                "questions": np.repeat(np.where(np.arange(n) < n / 2, "Indic", "non-Indic"), 2),
             }
         )
         for mode in ("normal", "cot")
@@ -186,6 +192,7 @@ def blend_model(rng, per_country):
                 "question": [f"{c}|{i}" for i, c in enumerate(country)],
                 "country": country,
                 "mode": mode,
+                "asked_in": "English" if mode == "english" else [f"language of {c}" for c in country],
             }
         )
         for mode in ("local", "english")
@@ -211,24 +218,24 @@ MODELS = {
 }
 
 
-def imported_model(rng: np.random.Generator) -> dict:
+def imported_model(rng: np.random.Generator, questions: int = QUESTIONS, variations: int = VARIATIONS) -> dict:
     """An imported suite's per-row rates: each question's log-odds, and a fixed offset per prompt variation."""
-    question = np.repeat(np.arange(QUESTIONS), VARIATIONS)
+    question = np.repeat(np.arange(questions), variations)
     fixed = pd.DataFrame(
         {
-            "item": [f"q{q}|v{v}" for q, v in zip(question, np.tile(np.arange(VARIATIONS), QUESTIONS), strict=True)],
+            "item": [f"q{q}|v{v}" for q, v in zip(question, np.tile(np.arange(variations), questions), strict=True)],
             "question": [f"q{q}" for q in question],
             "language": [LANGUAGES[q % 2] for q in question],
         }
     )
-    logit = rng.normal(0.5, 1.2, QUESTIONS)[question] + rng.normal(0, 0.3, question.size)
-    return {"fixed": fixed, "question": question, "logit": logit}
+    logit = rng.normal(0.5, 1.2, questions)[question] + rng.normal(0, 0.3, question.size)
+    return {"fixed": fixed, "question": question, "logit": logit, "questions": questions}
 
 
 def imported_draw(rng: np.random.Generator, m: dict, shock: float = 0.0) -> pd.DataFrame:
     """Correct (1) or not per row; with ``shock``, each question's log-odds shifted in this draw by a normal
     shock its variations share (the clustered null)."""
-    logit = m["logit"] + (rng.normal(0, shock, QUESTIONS)[m["question"]] if shock else 0.0)
+    logit = m["logit"] + (rng.normal(0, shock, m["questions"])[m["question"]] if shock else 0.0)
     return m["fixed"].assign(correct=rng.binomial(1, 1 / (1 + np.exp(-logit))))
 
 
@@ -435,7 +442,8 @@ def run_job(job: dict) -> tuple[list[dict], float]:
         folder = Path(folder)
         if kind == "imported":
             rng = np.random.default_rng([seed, 7])
-            models = {s: imported_model(rng) for s in IMPORTED}
+            shape = job.get("questions", QUESTIONS), job.get("variations", VARIATIONS)
+            models = {s: imported_model(rng, *shape) for s in IMPORTED}
             histories = {c: MetricHistory(f"sqlite:///{folder}/{c or 'rows'}.db") for c in job["clusters"]}
             for r in range(job["first"], job["last"]):
                 rng = np.random.default_rng([seed, 7, r])
@@ -557,11 +565,11 @@ def jobs_of(tier: str, releases: int, chunks: int, **job: Any) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--releases", type=int, default=200, help="null releases at the default sizes")
+    parser.add_argument("--releases", type=int, default=140, help="null releases at the default sizes")
     parser.add_argument("--paper", type=int, default=10, help="null releases at the paper's sizes")
-    parser.add_argument("--planted", type=int, default=40, help="releases with the planted drop")
+    parser.add_argument("--planted", type=int, default=30, help="releases with the planted drop")
     parser.add_argument("--points", type=float, default=24.0, help="the planted drop before clipping (points)")
-    parser.add_argument("--imported", type=int, default=80, help="releases of the imported suites, per null")
+    parser.add_argument("--imported", type=int, default=60, help="releases of the imported suites, per null")
     parser.add_argument("--real", type=int, default=40, help="re-draws of Gapminder's real rates (0: none)")
     parser.add_argument("--resamples", type=int, default=verdicts.VerdictSettings().resamples)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)

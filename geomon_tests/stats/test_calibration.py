@@ -2,22 +2,17 @@
 (``tracking.track`` for the registered suites; per-item CSV files through ``imports.item_runs`` and
 ``imports.record_runs`` for imported ones), each suite decided at its share of the release's α, the
 announcer posting to a loopback webhook: what the webhook receives is what is counted. A release's
-false-alarm promise is α = 0.05 (each suite spends α/8 of it); the count over a few dozen null releases
-stays within a bound consistent with that, and the same releases decided at the full α per suite exceed it
-(the bench can tell the plan's shares from their absence)."""
+false-alarm promise is α = 0.05 (each suite spends α/8 of it): the count over a few dozen null releases
+stays within a bound consistent with that (24 releases: ≤ 2; P(X > 2) < 12 % even at α itself, the suites
+here spend 3α/8), and a clustered null imported with its cluster ignored (the mutation) exceeds it: the
+bench tells a clustered test from an unclustered one."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
 
-import pytest
-
-from geomon.stats import verdicts
-
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "alert_calibration.py"
-RELEASES = 32
-BOUND = 3  # false alarms allowed in RELEASES null releases: 5 % of 32 is 1.6, P(X > 3) < 8 % even at α itself
 
 
 def _bench():
@@ -55,34 +50,27 @@ def test_registered_null_releases_rarely_alarm():
     assert alarms <= 2, f"{alarms} of 24 null releases delivered a regression alert"
 
 
-@pytest.fixture(scope="module")
-def imported_job():
+def test_imported_clustered_null_stays_within_alpha_and_ignoring_the_cluster_would_not():
+    """Three imported suites, CSV files imported suite by suite on two days, some with the predecessor after
+    the successor, under a clustered null (a question's eight prompt variations share a shock in each draw).
+    Imported with ``cluster="question"`` the webhook gets at most the bound; the same files imported without
+    the cluster (the mutation: clustering ignored, each row its own unit) exceed it."""
     bench = _bench()
     job = {
         "kind": "imported",
-        "shock": bench.SHOCK,  # the clustered null: a question's variations share a shock in each draw
-        "clusters": ("question",),
+        "shock": 3.0,
+        "questions": 60,
+        "variations": 8,
+        "clusters": ("question", ""),
         "seed": 11,
         "resamples": 4999,
         "first": 0,
-        "last": RELEASES,
+        "last": 12,
     }
-    return bench, job
-
-
-def test_imported_null_releases_stay_within_alpha_and_would_not_at_full_alpha(imported_job, monkeypatch):
-    """Three imported suites, suite by suite, on two days, some with the predecessor after the successor: the
-    clustered null stays within the bound; decided at the full α per suite (the mutation: no α-sharing) the
-    same releases exceed it."""
-    bench, job = imported_job
     rows, _ = bench.run_job(job)
-    shared = [r["question"] for r in rows]
-    _clean(shared)
-    alarms = sum(r["alarm"] for r in shared)
-    assert alarms <= BOUND, f"{alarms} of {RELEASES} null releases delivered a regression alert"
-
-    monkeypatch.setattr(verdicts.ReleasePlan, "share", lambda plan, suite: plan.alpha)
-    rows, _ = bench.run_job(job)
-    mutated = sum(r["question"]["alarm"] for r in rows)
-    assert mutated > BOUND, f"at the full α per suite only {mutated} of {RELEASES} releases alarmed"
-    assert mutated > alarms
+    clustered, flat = [r["question"] for r in rows], [r[""] for r in rows]
+    _clean(clustered)
+    _clean(flat)
+    alarms, mutated = sum(r["alarm"] for r in clustered), sum(r["alarm"] for r in flat)
+    assert alarms <= 2, f"{alarms} of 12 clustered null releases delivered a regression alert"
+    assert mutated > 2 and mutated > alarms, f"ignoring the cluster alarmed in only {mutated} of 12 releases"
