@@ -320,6 +320,17 @@ class MetricHistory:
             if rows:
                 conn.execute(comparisons.insert(), [{"evaluation_id": evaluation.evaluation_id, **r} for r in rows])
 
+    def release_suites(self, release: str) -> set[str]:
+        """The suites with comparisons decided at a share of α (α > 0) in one release."""
+        query = (
+            sa.select(evaluations.c.suite)
+            .join(comparisons, comparisons.c.evaluation_id == evaluations.c.evaluation_id)
+            .where(comparisons.c.family == release, comparisons.c.alpha > 0)
+            .distinct()
+        )
+        with self.engine.connect() as conn:
+            return {row[0] for row in conn.execute(query)}
+
     def suite_comparisons(self, suite: str, metric: str, breakdown: str = "") -> pd.DataFrame:
         """Every stored comparison of one metric of ``suite`` (any model), oldest first."""
         query = (

@@ -155,7 +155,7 @@ def track(
     tracked = declared.with_min_effects(tracked, settings.min_effects)
     if not figures_declared:  # the caller has not made the declared figures yet (bootstraps are not free)
         metrics = declared_values(suite, tracked, items, metrics)
-    alpha = (plan or release_plan(settings)).share(suite)
+    plan = plan or release_plan(settings)
     with history.lock(f"geomon decisions: {suite}"):
         current = history.record(
             suite,
@@ -172,9 +172,9 @@ def track(
         )
         redecided = []
         if not current.reused:
-            compare_and_decide(history, current, tracked, settings, alpha)
+            compare_and_decide(history, current, tracked, settings, plan)
             for dependent in _dependents(history, current):
-                compare_and_decide(history, dependent, tracked, settings, alpha)
+                compare_and_decide(history, dependent, tracked, settings, plan)
                 redecided.append(dependent)
         told = announcer(history, [current, *redecided]) if announcer is not None else {}
         out = stored(history, current)
@@ -235,6 +235,25 @@ def _dependents(history: MetricHistory, evaluation: Evaluation) -> list[Evaluati
     return out + list(firsts.values())
 
 
+def suite_alpha(history: MetricHistory, plan: verdicts.ReleasePlan, suite: str, release: str) -> tuple[float, str]:
+    """The α a suite's comparisons in ``release`` are decided at, and why it is 0 when it is: a planned suite's
+    share; a suite outside the plan (an import geomon does not register) takes one of the release's import
+    slots while one is free — the slots are taken in the order such suites arrive, so a release never spends
+    more than its α."""
+    if suite in plan.weights:
+        share = plan.share(suite)
+        return share, "" if share > 0 else "its weight in verdicts.shares is 0: shown, never paged"
+    if not plan.import_slots:
+        return 0.0, "not in the release plan, which keeps no import slots: shown, never paged"
+    holders = sorted(s for s in history.release_suites(release) if s != suite and s not in plan.weights)
+    if len(holders) >= plan.import_slots:
+        return 0.0, (
+            f"no α left: the release's {plan.import_slots} import slot(s) are taken by {', '.join(holders)}; name "
+            "this suite in verdicts.shares to page on it"
+        )
+    return plan.share(suite), ""
+
+
 def release_of(evaluation: Evaluation, against_model: str) -> str:
     """The release a comparison belongs to: a model identity against its baseline model. Its suites are decided
     at their shares of one α whenever they arrive, so the label only groups what people read together."""
@@ -246,19 +265,20 @@ def compare_and_decide(
     evaluation: Evaluation,
     tracked: Sequence[TrackedMetric],
     settings: verdicts.VerdictSettings,
-    alpha: float,
+    plan: verdicts.ReleasePlan,
 ) -> None:
-    """Pair ``evaluation`` with its baseline on every tracked metric, decide the comparisons together at
-    ``alpha`` (the suite's share) and store them with their verdicts; nothing stored when there is nothing to
-    compare with."""
+    """Pair ``evaluation`` with its baseline on every tracked metric, decide the comparisons together at the
+    suite's share of the release's α (``suite_alpha``) and store them with their verdicts; nothing stored when
+    there is nothing to compare with."""
     found = baseline(history, evaluation)
     if found is None or evaluation.items is None:
         history.record_comparisons(evaluation, [])
         return
     before, against = found
+    release = release_of(evaluation, before.model)
+    alpha, why = suite_alpha(history, plan, evaluation.suite, release)
     tests = _planned(_paired(tracked, before, evaluation, settings, alpha), tracked, before)
     decided = verdicts.decide(tests, settings, alpha, min_sample=sufficiency.MIN_SAMPLE)
-    release = release_of(evaluation, before.model)
     rows = [
         {
             "against_evaluation_id": before.evaluation_id,
@@ -281,7 +301,7 @@ def compare_and_decide(
             "q_value": v.q_value,
             "mde": _finite(v.mde),
             "power": _finite(v.power),
-            "note": v.note or t.note,
+            "note": v.note or t.note or why,
             "verdict": v.verdict,
         }
         for t, v in zip(tests, decided, strict=True)
@@ -353,7 +373,7 @@ def _paired(
         )
     comparisons = sum(len(m.parts(after.items)) for m in testable)
     precision = declared.Precision(
-        settings.exact_up_to, verdicts.holm_levels(alpha, comparisons), settings.max_resamples
+        settings.exact_up_to, verdicts.holm_levels(alpha, comparisons), settings.max_resamples, sufficiency.MIN_SAMPLE
     )
     try:
         return (

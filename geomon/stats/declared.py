@@ -626,6 +626,7 @@ class Precision:
     exact_up_to: int = 16
     thresholds: tuple[float, ...] = ()
     max_resamples: int = 99_999
+    min_clusters: int = 0  # below it a comparison is an insufficient sample, never decided: no refinement
 
 
 def _paired(
@@ -650,8 +651,10 @@ def _paired(
     a_values = [float(v[0]) for v in evaluate(statistics, stacked, Weights.rows(arms))]
     differing = _differing_clusters(metric, old, new, codes, clusters)
     exact = differing.size <= precision.exact_up_to
-    rng = np.random.default_rng(seed)
-    flips = _every_flip(differing, clusters) if exact else _coin_flips(rng, resamples, clusters)
+    if exact:
+        flips = _Flips.every(differing, clusters)
+    else:
+        flips = _Flips.coins(np.random.default_rng(seed), resamples, clusters)
     nulls = _nulls(statistics, stacked, codes, flips, chunk)
     out = []
     for (breakdown, statistic), b_value, a_value, null in zip(parts, b_values, a_values, nulls, strict=True):
@@ -668,8 +671,9 @@ def _paired(
         null = null[np.isfinite(null)]
         higher_is_worse = metric.higher_is_worse_for(statistic)
         p_worse, p_better = _one_sided(change, null, higher_is_worse, exact)
-        if not exact and _near(min(p_worse, p_better), null.size, precision.thresholds):
-            more = _coin_flips(np.random.default_rng([seed, 1]), precision.max_resamples, clusters)
+        decidable = used_clusters >= precision.min_clusters  # an insufficient sample is never decided
+        if not exact and decidable and _near(min(p_worse, p_better), null.size, precision.thresholds):
+            more = _Flips.coins(np.random.default_rng([seed, 1]), precision.max_resamples, clusters)
             (null,) = _nulls([statistic], stacked, codes, more, chunk)
             null = null[np.isfinite(null)]
             p_worse, p_better = _one_sided(change, null, higher_is_worse, exact)
@@ -728,29 +732,43 @@ def _differing_clusters(
     return np.unique(codes[differs]) if clusters else np.zeros(0, dtype=int)
 
 
-def _every_flip(differing: np.ndarray, clusters: int) -> np.ndarray:
-    """All 2^k flips of the ``differing`` clusters (the others never flip): the exact null distribution."""
-    k = differing.size
-    patterns = (np.arange(2**k)[:, None] >> np.arange(k)[None, :]) & 1
-    flips = np.zeros((2**k, clusters))
-    flips[:, differing] = patterns
-    return flips
+class _Flips:
+    """Sign-flips (1: a cluster's rows swap arms), made a chunk at a time so that 99,999 flips of thousands of
+    clusters never sit in memory at once: every flip of the clusters that differ (exact), or fair coins."""
+
+    def __init__(self, total: int, clusters: int, make: Any) -> None:
+        self.total, self.clusters, self.make = total, clusters, make
+
+    @classmethod
+    def every(cls, differing: np.ndarray, clusters: int) -> _Flips:
+        k = differing.size
+
+        def make(start: int, size: int) -> np.ndarray:
+            patterns = (np.arange(start, start + size)[:, None] >> np.arange(k)[None, :]) & 1
+            flips = np.zeros((size, clusters))
+            flips[:, differing] = patterns
+            return flips
+
+        return cls(2**k, clusters, make)
+
+    @classmethod
+    def coins(cls, rng: np.random.Generator, resamples: int, clusters: int) -> _Flips:
+        return cls(resamples, clusters, lambda start, size: _coin_flips(rng, size, clusters))
 
 
 def _nulls(
-    statistics: list[Any], stacked: pd.DataFrame, codes: np.ndarray, flips: np.ndarray, chunk: int
+    statistics: list[Any], stacked: pd.DataFrame, codes: np.ndarray, flips: _Flips, chunk: int
 ) -> list[np.ndarray]:
-    """Each statistic's change (after arm − before arm) under each row of ``flips`` (1: the cluster's rows swap
-    arms)."""
+    """Each statistic's change (after arm − before arm) under each of ``flips``, drawn a chunk at a time."""
     n = len(codes)
     stacked_codes = np.concatenate([codes, codes])
     # A flipped cluster's before rows join the after arm and its after rows leave it; the mirror moves them back.
     to_after = np.concatenate([np.zeros(n), np.ones(n)]), np.concatenate([np.ones(n), -np.ones(n)])
     to_before = np.concatenate([np.ones(n), np.zeros(n)])
-    total = len(flips)
+    total = flips.total
     nulls = [np.empty(total) for _ in statistics]
     for start in range(0, total, chunk):
-        flip = flips[start : start + chunk]
+        flip = flips.make(start, min(chunk, total - start))
         both = evaluate(statistics, stacked, Weights(flip, stacked_codes, *to_after, mirror=to_before))
         for null, values in zip(nulls, both, strict=True):
             null[start : start + chunk] = values[: len(flip)] - values[len(flip) :]

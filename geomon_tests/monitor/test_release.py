@@ -238,3 +238,23 @@ def test_one_suites_decisions_are_serialised_across_processes(postgres_url):
     assert order == ["first in", "first out", "second in"]
     with history.lock("geomon decisions: geo-a"):  # another suite's lock is not held
         pass
+
+
+def test_a_release_never_spends_more_than_its_alpha_on_unplanned_imports(tmp_path, webhook):
+    """Three imported suites the plan does not name, each much worse, and two import slots: the first two to
+    arrive take the slots and page; the third is decided at α = 0 — shown, with a note saying how to plan it —
+    so the release's α is never overspent (mutation caught: every unplanned suite its own slot share)."""
+    state, settings = webhook
+    plan = verdicts.ReleasePlan(0.05, {"registered": 1.0}, 2)
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    for i, suite in enumerate(["imp-x", "imp-y", "imp-z"]):
+        old = _items(tmp_path / f"{suite}-old.csv", "old", "2026-11-20", _outcomes(30 + i, 0.9))
+        new = _items(tmp_path / f"{suite}-new.csv", "new", "2026-11-25", _outcomes(40 + i, 0.9, 0.6), "old")
+        _import(history, old, suite, plan, settings)
+        _import(history, new, suite, plan, settings)
+    decided = _decisions(history)
+    alphas = decided.groupby("suite")["alpha"].max().to_dict()
+    assert alphas == {"imp-x": pytest.approx(0.05 / 3), "imp-y": pytest.approx(0.05 / 3), "imp-z": 0.0}
+    assert sorted({p["body"]["suite"] for p in state["posts"]}) == ["imp-x", "imp-y"]
+    notes = history.comparisons()["note"]
+    assert notes.str.contains("no α left: the release's 2 import slot").any()
