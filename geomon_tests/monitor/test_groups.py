@@ -115,6 +115,11 @@ def test_the_best_group_improving_pages_nobody(tmp_path, told):
     assert decided[("mean_error", "region=R0")]["verdict"] == verdicts.IMPROVEMENT
     assert not [v for v in decided.values() if v["verdict"] == verdicts.REGRESSION]
     assert state["posts"] == []
+    # `geomon history` shows the comparison's note beside the figure (which group moved).
+    history = MetricHistory(f"sqlite:///{tmp_path / 'worldbench.sqlite'}")
+    table = tracking.history_table(history, "worldbench", [("region_disparity_mean", "")])
+    row = table[table["model"] == "new"].iloc[0]
+    assert row["verdict"] == verdicts.WIDENED and "moved most: region=R0" in row["note"] and row["alpha"] > 0
 
 
 def test_a_gap_rests_on_its_smallest_group_and_is_bootstrapped_within_groups():
