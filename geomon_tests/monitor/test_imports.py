@@ -237,6 +237,19 @@ def test_inspect_ai_logs_written_by_inspect_itself(tmp_path):
     history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
     imports.record_runs(history, [run])
     assert imports.record_runs(history, [run])[0].tracked.evaluation.reused
+    assert list(run.items["cluster"]) == ["q0", "q1", "q2", "q3"]  # a sample's epochs are one unit
+    twice = [ModelOutput.from_content(model="mockllm/model", content=t) for t in ("Paris", "Bamako") * 4]
+    for output in twice:
+        output.usage = ModelUsage(input_tokens=5, output_tokens=1, total_tokens=6)
+    (epochs,) = inspect_eval(
+        Task(dataset=samples, solver=generate(), scorer=includes(), epochs=2),
+        model=get_model("mockllm/model", custom_outputs=twice),
+        log_dir=str(tmp_path / "epochs"),
+        display="none",
+    )
+    (two,) = imports.inspect_runs([epochs.location], "capitals", [])
+    overall = next(m for m in two.metrics if m.metric == "accuracy" and not m.breakdown)
+    assert len(two.items) == 8 and overall.n == 4  # eight rows, four samples: four clusters
     with pytest.raises(imports.ImportError_, match="no metadata 'language'"):
         imports.inspect_runs([log.location], "capitals", ["language"])
     with pytest.raises(imports.ImportError_, match="not an inspect_ai eval log"):
