@@ -35,8 +35,8 @@ interval), and every tier also counts what would show a broken delivery path: re
 successor that the webhook did not receive (or the reverse), alerts about predecessors and ``resolved``
 messages.
 
-    .venv/bin/python bench/alert_calibration.py [--releases 140] [--paper 10] [--planted 30] [--points 24]
-        [--imported 60] [--real 40] [--workers 2] [--seed 0]
+    .venv/bin/python bench/alert_calibration.py [--releases 300] [--paper 30] [--planted 60] [--points 24]
+        [--imported 100] [--real 200] [--workers 2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -565,12 +565,12 @@ def jobs_of(tier: str, releases: int, chunks: int, **job: Any) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--releases", type=int, default=140, help="null releases at the default sizes")
-    parser.add_argument("--paper", type=int, default=10, help="null releases at the paper's sizes")
-    parser.add_argument("--planted", type=int, default=30, help="releases with the planted drop")
+    parser.add_argument("--releases", type=int, default=300, help="null releases at the default sizes")
+    parser.add_argument("--paper", type=int, default=30, help="null releases at the paper's sizes")
+    parser.add_argument("--planted", type=int, default=60, help="releases with the planted drop")
     parser.add_argument("--points", type=float, default=24.0, help="the planted drop before clipping (points)")
-    parser.add_argument("--imported", type=int, default=60, help="releases of the imported suites, per null")
-    parser.add_argument("--real", type=int, default=40, help="re-draws of Gapminder's real rates (0: none)")
+    parser.add_argument("--imported", type=int, default=100, help="releases of the imported suites, per null")
+    parser.add_argument("--real", type=int, default=200, help="re-draws of Gapminder's real rates (0: none)")
     parser.add_argument("--resamples", type=int, default=verdicts.VerdictSettings().resamples)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=0)
