@@ -383,12 +383,16 @@ class MetricHistory:
                 conn.execute(deliveries.insert(), rows)
 
     def deliveries(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:
-        query = sa.select(deliveries)
+        return self._of_evaluations(deliveries, evaluation_ids)
+
+    def _of_evaluations(self, table: sa.Table, evaluation_ids: Iterable[str] | None) -> pd.DataFrame:
+        """A table's rows (of these evaluations), in the order they were stored."""
+        query = sa.select(table)
         if evaluation_ids is not None:
-            query = query.where(deliveries.c.evaluation_id.in_(list(evaluation_ids)))
+            query = query.where(table.c.evaluation_id.in_(list(evaluation_ids)))
         with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(deliveries.c.id)).mappings().all()
-        return pd.DataFrame(rows, columns=[c.name for c in deliveries.c])
+            rows = conn.execute(query.order_by(table.c.id)).mappings().all()
+        return pd.DataFrame(rows, columns=[c.name for c in table.c])
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:
@@ -420,12 +424,7 @@ class MetricHistory:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def acknowledgements(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:
-        query = sa.select(acknowledgements)
-        if evaluation_ids is not None:
-            query = query.where(acknowledgements.c.evaluation_id.in_(list(evaluation_ids)))
-        with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(acknowledgements.c.id)).mappings().all()
-        return pd.DataFrame(rows, columns=[c.name for c in acknowledgements.c])
+        return self._of_evaluations(acknowledgements, evaluation_ids)
 
     def evaluations(self, suite: str | None = None, model: str | None = None) -> pd.DataFrame:
         """One row per evaluation (without its items): when, of what, where it came from."""
@@ -441,12 +440,7 @@ class MetricHistory:
         return pd.DataFrame(rows, columns=[c.name for c in columns])
 
     def comparisons(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:
-        query = sa.select(comparisons)
-        if evaluation_ids is not None:
-            query = query.where(comparisons.c.evaluation_id.in_(list(evaluation_ids)))
-        with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(comparisons.c.id)).mappings().all()
-        return pd.DataFrame(rows, columns=[c.name for c in comparisons.c])
+        return self._of_evaluations(comparisons, evaluation_ids)
 
     def series(
         self,
