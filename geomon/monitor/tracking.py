@@ -306,7 +306,35 @@ def compare_and_decide(
         }
         for t, v in zip(tests, decided, strict=True)
     ]
-    history.record_comparisons(evaluation, rows)
+    history.record_comparisons(evaluation, _one_look(history, evaluation, before, rows))
+
+
+REBASED_NOTE = (
+    "decided again against a baseline that arrived later: the suite's share of the release's α was spent by its "
+    "first decision, so a regression found only now is shown, not paged"
+)
+
+
+def _one_look(
+    history: MetricHistory, evaluation: Evaluation, before: Evaluation, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A suite's decision in a release pages once. When a later-arriving baseline re-decides an evaluation that was
+    already decided against another, a regression the first decision had (and paged) stays a regression — so a
+    withdrawal is announced as resolved — but one found only now is ``regression (baseline changed)``: shown,
+    never paged, so a release gets no second chance to alert falsely."""
+    prior = history.comparisons([evaluation.evaluation_id])
+    if prior.empty or (prior["against_evaluation_id"] == before.evaluation_id).all():
+        return rows
+    paged = {
+        (m, b)
+        for m, b, v in zip(prior["metric"], prior["breakdown"], prior["verdict"], strict=True)
+        if v == verdicts.REGRESSION
+    }
+    for row in rows:
+        if row["verdict"] == verdicts.REGRESSION and (row["metric"], row["breakdown"]) not in paged:
+            row["verdict"] = verdicts.REBASED
+            row["note"] = "; ".join(n for n in (row["note"], REBASED_NOTE) if n)
+    return rows
 
 
 def _planned(

@@ -40,13 +40,14 @@ from geomon.stats.declared import PairedTest
 
 REGRESSION = "regression"
 BELOW_THRESHOLD = "regression (below alert threshold)"
+REBASED = "regression (baseline changed)"  # found only when a late baseline re-decided it: shown, never paged
 IMPROVEMENT = "improvement"
 WIDENED = "disparity widened"
 WATCH = "watch"
 NO_CHANGE = "no detectable change"
 INSUFFICIENT = "insufficient sample"
 UNDEFINED = "undefined"
-VERDICTS = (REGRESSION, BELOW_THRESHOLD, WIDENED, IMPROVEMENT, WATCH, NO_CHANGE, INSUFFICIENT, UNDEFINED)
+VERDICTS = (REGRESSION, BELOW_THRESHOLD, REBASED, WIDENED, IMPROVEMENT, WATCH, NO_CHANGE, INSUFFICIENT, UNDEFINED)
 
 
 @dataclass(frozen=True)

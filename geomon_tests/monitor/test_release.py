@@ -258,3 +258,25 @@ def test_a_release_never_spends_more_than_its_alpha_on_unplanned_imports(tmp_pat
     assert sorted({p["body"]["suite"] for p in state["posts"]}) == ["imp-x", "imp-y"]
     notes = history.comparisons()["note"]
     assert notes.str.contains("no α left: the release's 2 import slot").any()
+
+
+def test_a_baseline_that_changes_again_gives_no_second_chance_to_page(tmp_path, webhook):
+    """The successor is decided against its predecessor's first evaluation (nothing worse: nothing sent). A
+    stronger evaluation of the predecessor, dated between the two, then becomes its baseline, and against it the
+    successor is worse: ``regression (baseline changed)`` — shown, never paged, failing no gate — since the
+    suite's share was spent by the first decision. Mutation caught: every re-decision pages at the full share."""
+    state, settings = webhook
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    weak = _outcomes(1, 0.9, 0.6)
+    _import(history, _items(tmp_path / "old.csv", "old", "2026-11-20", weak), "geo-b", PLAN, settings)
+    new = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old")
+    (first,) = _import(history, new, "geo-b", PLAN, settings)
+    assert not first.tracked.regressions and state["posts"] == []
+    strong = _items(tmp_path / "old2.csv", "old", "2026-11-22", _outcomes(3, 0.9))
+    _import(history, strong, "geo-b", PLAN, settings)
+    now = tracking.stored(history, first.tracked.evaluation)
+    rebased = [v for v in now.verdicts if v["verdict"] == verdicts.REBASED]
+    assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in rebased}
+    assert "share of the release's α was spent" in rebased[0]["note"]
+    assert [p["body"]["model"] for p in state["posts"] if p["body"]["kind"] == "regression"] == []
+    assert tracking.failing(history, now.evaluation) == []
