@@ -474,7 +474,25 @@ def acknowledge(settings: Any, args: argparse.Namespace) -> int:
     who = args.by or os.environ.get("USER") or os.environ.get("USERNAME") or ""
     if not who:
         raise ConfigError("alerts ack: --by NAME (who acknowledges; $USER is not set)")
+    if args.breakdown and not args.metric:
+        raise ConfigError("alerts ack: --breakdown needs --metric (without both, every regression is acknowledged)")
     history = MetricHistory(settings.store_url)
+    if args.evaluation not in set(history.evaluations()["evaluation_id"]):
+        raise ConfigError(f"alerts ack: no evaluation {args.evaluation!r} in the metric history")
+    if args.metric:
+        import pandas as pd
+
+        from geomon.monitor import tracking
+
+        regressions = history.comparisons([args.evaluation])
+        regressions = regressions[regressions["verdict"] == "regression"]
+        wanted = {"metric": args.metric, "breakdown": args.breakdown}
+        if not any(tracking.acknowledged(pd.DataFrame([wanted]), r) for r in regressions.to_dict("records")):
+            found = ", ".join(verdict_text(r) for r in regressions.to_dict("records")) or "none"
+            raise ConfigError(
+                f"alerts ack: evaluation {args.evaluation} has no regression on {args.metric}"
+                f"{f' ({args.breakdown})' if args.breakdown else ''}; its regressions: {found}"
+            )
     try:
         history.acknowledge(args.evaluation, who, args.metric, args.note, args.breakdown)
     except KeyError as exc:

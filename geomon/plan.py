@@ -362,10 +362,10 @@ def table(plans: list[SuitePlan]) -> pd.DataFrame:
     """The plan as rows a person reads: one per model × suite, with the headlines' MDE."""
     rows = []
     for p in plans:
+        blind = {(c.metric, c.breakdown) for c in p.comparisons if not c.decidable}
         mde = "; ".join(
-            f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''} {h.mde:.3g}"
-            if h.mde is not None
-            else f"{h.metric} ?"
+            f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''} "
+            + ("not decidable" if (h.metric, h.breakdown) in blind else "?" if h.mde is None else f"{h.mde:.3g}")
             for h in p.headlines
         )
         rows.append(

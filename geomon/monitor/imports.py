@@ -252,12 +252,14 @@ def item_runs(
     if missing:
         raise ImportError_(f"{path}: no group column(s) {missing}")
     if cluster and cluster not in frame:
-        raise ImportError_(f"{path}: no cluster column {cluster!r} (it has {sorted(frame.columns)})")
-    if cluster:
-        blank = frame[cluster].astype(str).str.strip().eq("")
+        columns = sorted(c for c in frame.columns if not c.startswith("_"))
+        raise ImportError_(f"{path}: no cluster column {cluster!r} (it has {columns})")
+    for column, what in [*((g, "group") for g in groups), *([(cluster, "cluster")] if cluster else [])]:
+        blank = frame[column].isna() | frame[column].astype(str).str.strip().eq("")
         if blank.any():
             line = int(np.flatnonzero(blank.to_numpy())[0]) + line_offset
-            raise ImportError_(f"{path}, line {line}: field {cluster}: empty (every row needs its cluster)")
+            raise ImportError_(f"{path}, line {line}: field {column}: empty (every row needs its {what})")
+    if cluster:
         frame = frame.assign(_cluster=frame[cluster].astype(str))
     metric = "accuracy" if scale == 100.0 else "score"
     origin = f"import:items:{path.name}"

@@ -692,6 +692,7 @@ TRACKED = (
         0.05,
         by=("concept",),
         groups_higher_is_worse=False,
+        groups_name="sentiment_mean_calibrated",
     ),
     TrackedMetric(
         "sentiment_impact_ratio_calibrated",

@@ -88,7 +88,7 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
         ("worldbench", worldbench.TRACKED, _worldbench({}), _worldbench({"R1": 0.15}), ("mean_error", "region=R1")),
         ("worldbench", worldbench.TRACKED, _worldbench({}), _worldbench({}, silent="R2"), ("parse_rate", "region=R2")),
         ("quench", quench.TRACKED, _quench(), _quench(0.5), ("correct_answer_score", "questions=Indic")),
-        ("saged", saged.TRACKED, _saged(), _saged("Peru", 0.1), ("sentiment_mean_range_calibrated", "concept=Peru")),
+        ("saged", saged.TRACKED, _saged(), _saged("Peru", 0.1), ("sentiment_mean_calibrated", "concept=Peru")),
         ("blend", blend.TRACKED, _blend(), _blend("PE", 30), ("sem_b_local", "country=PE")),
     ],
 )

@@ -179,6 +179,22 @@ def test_a_model_that_stops_answering_a_country_pages(tmp_path):
     assert found[("accuracy", "country=FR")]["verdict"] == "no detectable change"
 
 
+def test_an_empty_group_or_cluster_is_an_error_naming_its_line(tmp_path):
+    rows = [
+        {"model": "a", "item": f"q{i}", "correct": 1, "evaluated_at": "2025-01-10", "country": "FR"} for i in range(3)
+    ]
+    rows[1]["country"] = ""
+    with pytest.raises(
+        imports.ImportError_, match=r"groups\.csv, line 3: field country: empty \(every row needs its group\)"
+    ):
+        imports.item_runs(_items_csv(tmp_path / "groups.csv", rows), "mybench", ["country"])
+    nulls = tmp_path / "nulls.jsonl"
+    records = [{**r, "country": "FR", "question": None if i == 2 else "q"} for i, r in enumerate(rows)]
+    nulls.write_text("\n".join(json.dumps(r) for r in records))
+    with pytest.raises(imports.ImportError_, match=r"nulls\.jsonl, line 3: field question: empty"):
+        imports.item_runs(nulls, "mybench", [], None, "question")
+
+
 def test_item_file_errors_name_the_file_line_and_field(tmp_path):
     good = {"model": "a", "item": "q1", "correct": "yes", "evaluated_at": "2025-01-10"}
     bad = _items_csv(tmp_path / "bad.csv", [good, {**good, "item": "q2", "correct": "maybe"}])

@@ -169,8 +169,9 @@ def test_an_alert_that_reached_nobody_is_tried_again(tmp_path, monkeypatch):
 
 
 def test_acknowledgements_name_the_breakdown_and_every_gate_honours_them(tmp_path, monkeypatch, capsys):
-    """Acknowledging accuracy (country=Kenya) does not silence Peru; acknowledging Peru's makes ``geomon import
-    --fail-on regression`` exit 0 on the next import of the release, as the no_regression check passes."""
+    """An acknowledgement names a regression: a breakdown without its metric, or a metric with no regression, is
+    refused; acknowledging the overall accuracy does not silence Peru's; acknowledging every regression makes
+    ``geomon import --fail-on regression`` exit 0 on the next import of the release, as the check passes."""
     from geomon.cli import main
 
     store = tmp_path / "h.sqlite"
@@ -188,7 +189,17 @@ def test_acknowledgements_name_the_breakdown_and_every_gate_honours_them(tmp_pat
     regressions = {(r["metric"], r["breakdown"]) for r in evaluation.regressions}
     assert ("accuracy", "country=Peru") in regressions
     eid = evaluation.evaluation.evaluation_id
-    assert main(["alerts", "ack", eid, "--metric", "accuracy", "--breakdown", "country=Kenya", "--by", "a"]) == 0
+    capsys.readouterr()
+    # A breakdown without its metric, or a metric and breakdown with no regression, acknowledge nothing: refused.
+    assert main(["alerts", "ack", eid, "--breakdown", "country=Peru", "--by", "a"]) == 2
+    assert main(["alerts", "ack", eid, "--metric", "acuracy", "--by", "a"]) == 2
+    err = capsys.readouterr().err
+    assert "--breakdown needs --metric" in err and "has no regression on acuracy; its regressions: accuracy" in err
+    assert main(["alerts", "ack", eid, "--metric", "accuracy", "--breakdown", "country=Kenya", "--by", "a"]) == 2
+    assert history.acknowledgements([eid]).empty
+    assert main(["alerts", "ack", eid, "--metric", "answered_rate", "--breakdown", "*", "--by", "a"]) == 2
+    # The overall figure acknowledged: Peru's own regression still fails the gates.
+    assert main(["alerts", "ack", eid, "--metric", "accuracy", "--by", "a"]) == 0
     assert ("accuracy", "country=Peru") in {
         (r["metric"], r["breakdown"]) for r in tracking.failing(history, evaluation.evaluation)
     }
