@@ -93,7 +93,8 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
             # History: an evaluation per model, with per-country breakdowns.
             history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(suite="blend")
             assert set(history["model"]) == {"oracle", "silent"}
-            uk = history[(history["model"] == "oracle") & (history["breakdown"] == "country=UK")]
+            local = (history["model"] == "oracle") & (history["metric"] == "sem_b_local")
+            uk = history[local & (history["breakdown"] == "country=UK")]
             assert uk["value"].tolist() == [100.0]
             # The sample persists: the prompts re-materialized without config keep 5 questions per country.
             again = dg.materialize(
