@@ -410,7 +410,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     )
     new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
-        shown = ", ".join(verdict_text(v) for v in r.tracked.verdicts if v["verdict"] != verdicts.NO_CHANGE)
+        quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
+        shown = ", ".join(verdict_text(v) for v in r.tracked.verdicts if v["verdict"] not in quiet)
         state = "already recorded" if r.tracked.evaluation.reused else "recorded"
         against = f" vs {r.tracked.against.removeprefix('predecessor ')}" if r.tracked.against else ""
         summary = verdicts.summary(r.tracked.verdicts) if r.tracked.verdicts else ""
