@@ -229,11 +229,19 @@ def detectable(plans: list[Any], suite: str) -> str:
     first = next((p for p in plans if p.suite == suite), None)
     if first is None:
         return ""
+    blind = {(c.metric, c.breakdown) for c in first.comparisons if not c.decidable}
     parts = [
-        f"{h.metric} {h.mde:.3g}" if h.mde is not None else f"{h.metric} ? (after a first run)" for h in first.headlines
+        f"{h.metric} not decidable"
+        if (h.metric, h.breakdown) in blind
+        else f"{h.metric} {h.mde:.3g}"
+        if h.mde is not None
+        else f"{h.metric} ? (after a first run)"
+        for h in first.headlines
     ]
+    decidable = sum(c.decidable for c in first.comparisons)
     return (
-        f"Detectable at this sample (80 % power, {first.headlines[0].clusters if first.headlines else 0} clusters): "
+        f"Detectable at this sample (80 % power, {first.headlines[0].clusters if first.headlines else 0} clusters; "
+        f"{decidable} of {len(first.comparisons)} comparisons decidable, `geomon plan` names the rest): "
         + ", ".join(parts)
     )
 
