@@ -74,9 +74,10 @@ def track_evaluation(
     current = result.evaluation
     open_regressions = tracking.failing(history, current)
     told = result.told.get(current.evaluation_id, [])
-    for evaluation in result.redecided:  # a late baseline re-decided later releases: say what was sent
+    for evaluation in result.redecided:  # a late baseline re-decided later releases: their checks say so now
         for line in result.told.get(evaluation.evaluation_id, []):
             context.log.info(f"{suite}: {evaluation.model} decided again against {model}'s evaluation: {line}")
+        redecided_check(context, history, asset_key, evaluation, model, result.told.get(evaluation.evaluation_id, []))
     acked = len(result.regressions) - len(open_regressions)
     return dg.AssetCheckResult(
         check_name="no_regression",
@@ -98,6 +99,44 @@ def track_evaluation(
             "alert": ", ".join(told) or "none (no regression)",
             "redecided": ", ".join(e.model for e in result.redecided) or "none",
         },
+    )
+
+
+def redecided_check(
+    context: dg.AssetExecutionContext,
+    history: MetricHistory,
+    asset_key: list[str],
+    evaluation: Evaluation,
+    because: str,
+    told: list[str],
+) -> None:
+    """The ``no_regression`` check of another model's partition, decided again because this run's evaluation became
+    its baseline: reported as a runless check evaluation, so that partition's check in the UI fails (or passes)
+    now, not at its next materialization."""
+    key = context.partition_key if context.has_partition_key else None
+    if isinstance(key, dg.MultiPartitionKey):
+        partition: str | None = dg.MultiPartitionKey({**key.keys_by_dimension, "model": evaluation.model})
+    else:
+        partition = evaluation.model if key is not None else None
+    now = tracking.stored(history, evaluation)
+    failing = tracking.failing(history, evaluation)
+    context.instance.report_runless_asset_event(
+        dg.AssetCheckEvaluation(
+            asset_key=dg.AssetKey(asset_key),
+            check_name="no_regression",
+            passed=not failing,
+            severity=dg.AssetCheckSeverity.ERROR,
+            partition=partition,
+            metadata={
+                "evaluation_id": evaluation.evaluation_id,
+                "compared_with": now.against,
+                "decided_again_because": f"{because}'s evaluation arrived and became its baseline",
+                "verdicts": verdicts.summary(now.verdicts) if now.verdicts else "nothing compared",
+                "comparisons": dg.MetadataValue.json(_json_rows(now.verdicts)),
+                "regressions": len(failing),
+                "alert": ", ".join(told) or "none (no regression)",
+            },
+        )
     )
 
 

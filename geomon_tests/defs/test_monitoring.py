@@ -86,6 +86,15 @@ def test_a_worse_model_version_alerts_once_when_its_late_predecessor_arrives(
             v1_check = next(c for r in late for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
             assert v1_check.passed and v1_check.metadata["redecided"].value == "oracle-v2"
             assert len(hook["posts"]) == 1
+            # oracle-v2's own check fails now, in the UI, not at its next materialization.
+            check_key = dg.AssetCheckKey(dg.AssetKey(["worldbench", "disparity"]), "no_regression")
+            records = instance.event_log_storage.get_asset_check_execution_history(check_key, limit=10)
+            latest = {}
+            for record in sorted(records, key=lambda r: r.id):
+                evaluation = record.event.dagster_event.event_specific_data
+                latest[evaluation.partition] = evaluation
+            assert latest["oracle-v2"].passed is False and latest["oracle-v1"].passed is True
+            assert "oracle-v1's evaluation arrived" in latest["oracle-v2"].metadata["decided_again_because"].value
             alert = hook["posts"][0]["body"]
             assert alert["kind"] == "regression" and alert["model"] == "oracle-v2"
             assert alert["url"] == "http://ui.test/assets/worldbench/disparity?partition=oracle-v2"
