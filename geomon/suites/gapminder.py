@@ -61,6 +61,9 @@ SUITE = SuiteInfo(
             "correct_rate", "Gapminder: correct rate (% of decisive answers, mean over questions)", bounds=(0, 100)
         ),
         Headline("very_wrong_rate", "Gapminder: very-wrong rate (%)", bounds=(0, 100)),
+        Headline(
+            "indecisive_rate", "Gapminder: indecisive rate (% of answers no option was read from)", bounds=(0, 100)
+        ),
         Headline("judge_fleiss_kappa", "Gapminder: judges' agreement (Fleiss' kappa)"),
     ),
     options=(
@@ -352,7 +355,8 @@ def items(graded: pd.DataFrame) -> pd.DataFrame:
     """Per question (``item``): correct, very wrong and decisive answers, so rates are recomputed exactly, and
     its topic (SDG), by which the correct rate is tested group by group."""
     per_q = _per_question(graded, ["model"])
-    out = per_q[["question_id", "correct", "very_wrong", "decisive"]].rename(columns={"question_id": "item"})
+    columns = ["question_id", "correct", "very_wrong", "decisive", "indecisive", "n"]
+    out = per_q[columns].rename(columns={"question_id": "item"})
     topics = graded.drop_duplicates("question_id").set_index("question_id")["topic"] if "topic" in graded else {}
     return out.assign(topic=[str(topics.get(q, "unknown")) for q in out["item"]])
 
@@ -371,6 +375,17 @@ TRACKED = (
         bounds=(0, 100),
     ),
     TrackedMetric("very_wrong_rate", Mean("very_wrong", per="decisive", scale=100), "item", True, 5.0, bounds=(0, 100)),
+    # Whether the model still commits to an option: the correct rate is over decisive answers only, so a model
+    # that stops answering the questions it gets wrong would look better; this pages, per topic too.
+    TrackedMetric(
+        "indecisive_rate",
+        Mean("indecisive", per="n", scale=100),
+        "item",
+        True,
+        5.0,
+        by=("topic",),
+        bounds=(0, 100),
+    ),
 )
 
 

@@ -11,7 +11,7 @@ import pytest
 from geomon.monitor import alerts, announce, tracking
 from geomon.monitor.history import MetricHistory
 from geomon.stats import verdicts
-from geomon.suites import blend, quench, saged, worldbench
+from geomon.suites import blend, gapminder, quench, saged, worldbench
 from geomon_tests.loopback import Webhook, serve
 
 REGIONS = [f"R{i}" for i in range(4)]
@@ -48,6 +48,17 @@ def _saged(worse: str = "", by: float = 0.0) -> pd.DataFrame:
             value = 0.2 + 0.01 * (root % 5) - (by if concept == worse else 0.0)
             rows.append((f"none|r{root}|{concept}", value, concept, "none", f"r{root}"))
     return pd.DataFrame(rows, columns=["item", "value", "concept", "role", "root"])
+
+
+def _gapminder(silent: str = "") -> pd.DataFrame:
+    """40 questions per topic, 10 answers each; in the ``silent`` topic the model commits to no option."""
+    rows = []
+    for topic in ("sdg-01", "sdg-02"):
+        for q in range(40):
+            decisive = 0 if topic == silent else 10
+            correct = decisive * (q % 3 > 0)
+            rows.append((f"{topic}-q{q}", correct, 0, decisive, 10 - decisive, 10, topic))
+    return pd.DataFrame(rows, columns=["item", "correct", "very_wrong", "decisive", "indecisive", "n", "topic"])
 
 
 def _blend(worse: str = "", drop: int = 0) -> pd.DataFrame:
@@ -90,6 +101,7 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
         ("quench", quench.TRACKED, _quench(), _quench(0.5), ("correct_answer_score", "questions=Indic")),
         ("saged", saged.TRACKED, _saged(), _saged("Peru", 0.1), ("sentiment_mean_calibrated", "concept=Peru")),
         ("blend", blend.TRACKED, _blend(), _blend("PE", 30), ("sem_b_local", "country=PE")),
+        ("gapminder", gapminder.TRACKED, _gapminder(), _gapminder("sdg-02"), ("indecisive_rate", "topic=sdg-02")),
     ],
 )
 def test_a_group_that_gets_worse_pages_by_name(tmp_path, told, suite, tracked, before, after, paged):
