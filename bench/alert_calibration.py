@@ -139,9 +139,15 @@ def gapminder_model(rng, n, rates=None):
 
 
 def gapminder_draw(rng, m):
-    correct = rng.binomial(m["answers"], m["p"])
+    indecisive = rng.binomial(m["answers"], 0.05, m["p"].size)  # no option read from the answer
+    decisive = m["answers"] - indecisive
+    correct = rng.binomial(decisive, m["p"])
     return m["fixed"].assign(
-        correct=correct, very_wrong=rng.binomial(m["answers"] - correct, 0.3), decisive=m["answers"]
+        correct=correct,
+        very_wrong=rng.binomial(decisive - correct, 0.3),
+        decisive=decisive,
+        indecisive=indecisive,
+        n=m["answers"],
     )
 
 
