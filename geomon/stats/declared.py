@@ -644,7 +644,7 @@ def _paired(
     codes, clusters = _cluster_codes(new, metric.cluster, metric.group) if n else (np.zeros(0, dtype=int), 0)
     parts = metric.parts(stacked if n else new)
     if n == 0:
-        return [_undefined(metric, b, math.nan, math.nan, 0, 0, "no items in common") for b, _ in parts]
+        return [_undefined(metric, st, b, math.nan, math.nan, 0, 0, "no items in common") for b, st in parts]
     statistics = [statistic for _, statistic in parts]
     arms = np.concatenate([np.zeros(n), np.ones(n)])
     b_values = [float(v[0]) for v in evaluate(statistics, stacked, Weights.rows(1 - arms))]
@@ -665,7 +665,10 @@ def _paired(
         used_clusters = used_clusters if smallest is None else smallest
         if not (math.isfinite(b_value) and math.isfinite(a_value)):
             side = "before" if not math.isfinite(b_value) else "after"
-            out.append(_undefined(metric, breakdown, b_value, a_value, items, used_clusters, f"undefined {side}"))
+            undefined = _undefined(
+                metric, statistic, breakdown, b_value, a_value, items, used_clusters, f"undefined {side}"
+            )
+            out.append(undefined)
             continue
         change = a_value - b_value
         null = null[np.isfinite(null)]
@@ -808,11 +811,19 @@ def _coin_flips(rng: np.random.Generator, resamples: int, clusters: int) -> np.n
 
 
 def _undefined(
-    metric: TrackedMetric, breakdown: str, before: float, after: float, items: int, clusters: int, note: str
+    metric: TrackedMetric,
+    statistic: Any,
+    breakdown: str,
+    before: float,
+    after: float,
+    items: int,
+    clusters: int,
+    note: str,
 ) -> PairedTest:
+    """A part of ``metric`` with no p-value, under the name and direction its part is recorded with."""
     change = after - before if math.isfinite(before) and math.isfinite(after) else math.nan
     return PairedTest(
-        metric.name,
+        metric.name_for(statistic),
         breakdown,
         before,
         after,
@@ -821,7 +832,7 @@ def _undefined(
         math.nan,
         items,
         clusters,
-        metric.higher_is_worse,
+        metric.higher_is_worse_for(statistic),
         metric.min_effect,
         metric.bounds,
         note,

@@ -174,3 +174,12 @@ def test_a_small_groups_interval_is_never_narrower_than_its_clusters_allow():
     frame = pd.DataFrame({"item": [f"q{i}" for i in range(5)], "value": [100.0] * 5})
     (small,) = estimates(TrackedMetric("acc", Mean("value"), bounds=(0, 100)), frame)
     assert small.value == 100 and small.ci_high == pytest.approx(100) and 50 < small.ci_low < 60
+
+
+def test_an_undefined_group_carries_its_groups_name(tmp_path, told):
+    """A region with no answers left has no mean error: its undefined comparison is recorded under the name its
+    value has (``mean_error``, ``region=R2``), not the range's."""
+    _, announcer = told
+    decided = _release(tmp_path, "worldbench", worldbench.TRACKED, _worldbench({}), _worldbench({}, "R2"), announcer)
+    assert decided[("mean_error", "region=R2")]["verdict"] == verdicts.UNDEFINED
+    assert ("region_disparity_mean", "region=R2") not in decided
