@@ -98,19 +98,15 @@ def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame) -> list[Compari
     groups — with the clusters it rests on (a statistic between groups: its smallest group's)."""
     from geomon.stats.declared import is_disparity
 
-    unit = [c for c in info.unit if c in prompts]
-
-    def clusters(rows: pd.DataFrame) -> int:
-        return int(rows[unit].drop_duplicates().shape[0]) if unit else len(rows)
-
     out = []
     for metric in registry.tracked(info.name):
         group = metric.group
         if is_disparity(metric.statistic) and group:
-            sizes = [clusters(part) for _, part in prompts.groupby(group)] if group in prompts else None
+            sizes = [_clusters(part, info.unit) for _, part in prompts.groupby(group)] if group in prompts else None
             out.append(Comparison(metric.name, metric.breakdown, min(sizes) if sizes else None, True))
         else:
-            out.append(Comparison(metric.name, metric.breakdown, clusters(prompts), is_disparity(metric.statistic)))
+            whole = _clusters(prompts, info.unit)
+            out.append(Comparison(metric.name, metric.breakdown, whole, is_disparity(metric.statistic)))
         for column in metric.by:
             name = metric.groups_name or metric.name
             if column not in prompts:
@@ -120,7 +116,10 @@ def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame) -> list[Compari
                 label = f"{column}={value}"
                 out.append(
                     Comparison(
-                        name, f"{metric.breakdown},{label}" if metric.breakdown else label, clusters(part), False
+                        name,
+                        f"{metric.breakdown},{label}" if metric.breakdown else label,
+                        _clusters(part, info.unit),
+                        False,
                     )
                 )
     return out
