@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -230,22 +229,32 @@ def test_an_inspect_epoch_and_an_items_cluster_are_one_unit(tmp_path):
 
 @pytest.mark.postgres
 def test_one_suites_decisions_are_serialised_across_processes(postgres_url):
-    """Two recorders of one suite at once: the second waits for the first's lock (PostgreSQL advisory lock)."""
+    """Two recorders of one suite at once: the second waits for the first's lock (PostgreSQL advisory lock). No
+    wall-clock ordering: the first holds the lock until told to let go, and the second cannot get in before."""
     history = MetricHistory(postgres_url)
     order = []
+    held, let_go, second_in = threading.Event(), threading.Event(), threading.Event()
 
-    def hold() -> None:
+    def first() -> None:
         with history.lock("geomon decisions: geo-b"):
             order.append("first in")
-            time.sleep(0.5)
+            held.set()
+            let_go.wait(30)
             order.append("first out")
 
-    thread = threading.Thread(target=hold)
-    thread.start()
-    time.sleep(0.2)
-    with MetricHistory(postgres_url).lock("geomon decisions: geo-b"):
-        order.append("second in")
-    thread.join()
+    def second() -> None:
+        with MetricHistory(postgres_url).lock("geomon decisions: geo-b"):
+            order.append("second in")
+            second_in.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    assert held.wait(30)
+    threads[1].start()
+    assert not second_in.wait(1.0)  # still held: the second is waiting (a slow machine only waits longer)
+    let_go.set()
+    for thread in threads:
+        thread.join(30)
     assert order == ["first in", "first out", "second in"]
     with history.lock("geomon decisions: geo-a"):  # another suite's lock is not held
         pass
