@@ -116,39 +116,80 @@ def worldbench_draw(rng, m):
     return m["fixed"].assign(error_sum=errors, answers=answered, answered=answered, asked=11)
 
 
+BORDERLINES_LANGUAGES = ("es", "fr", "zh", "ru", "ar", "hi")
+
+
 def borderlines_model(rng, n):
-    return {"fixed": pd.DataFrame({"item": [f"T{i}" for i in range(n)]}), "p": rng.beta(4, 2, (4, n))}
+    """Per territory its four values' rates; per query (its three claimants' languages and English) its rate of
+    naming the controller and of being answered: the suite's two levels of tracked rows."""
+    territories = pd.DataFrame({"item": [f"T{i}" for i in range(n)], "territory": [f"T{i}" for i in range(n)]})
+    queries = [
+        {"item": f"T{i}|{lang}", "territory": f"T{i}", "lang": lang, "claimant": lang != "en"}
+        for i in range(n)
+        for lang in (*rng.choice(BORDERLINES_LANGUAGES, 3, replace=False), "en")
+    ]
+    queries = pd.DataFrame(queries)
+    return {
+        "fixed": territories,
+        "queries": queries,
+        "p": rng.beta(4, 2, (4, n)),
+        "concurs": rng.beta(4, 2, len(queries)),
+        "answers": rng.beta(30, 1.5, len(queries)),
+    }
 
 
 def borderlines_draw(rng, m):
     kb, con, non, cst = m["p"]
-    return m["fixed"].assign(
+    territories = m["fixed"].assign(
         kb=rng.binomial(1, kb).astype(float),
         con=rng.binomial(1, con).astype(float),
         non=rng.binomial(3, non) / 3,  # three other claimants
         cst=rng.binomial(3, cst) / 3,
     )
+    answered = rng.binomial(1, m["answers"]).astype(float)
+    concurs = np.where(answered > 0, rng.binomial(1, m["concurs"]), 0.0)
+    queries = m["queries"].assign(answered=answered, concurs=np.where(m["queries"]["claimant"], concurs, np.nan))
+    return pd.concat([territories, queries.drop(columns="claimant")], ignore_index=True)
+
+
+GAPMINDER_FAMILIES = ("plain", "persona", "expert", "short", "reasoning")
 
 
 def gapminder_model(rng, n, rates=None):
     rates = np.asarray(rates) if rates is not None else rng.beta(3, 2, n)
-    fixed = pd.DataFrame(
-        {"item": [f"q{i}" for i in range(rates.size)], "topic": [f"sdg{i % 17 + 1}" for i in range(rates.size)]}
-    )
-    return {"fixed": fixed, "p": rates, "answers": 10}
+    ids = [f"q{i}" for i in range(rates.size)]
+    fixed = pd.DataFrame({"item": ids, "question": ids, "topic": [f"sdg{i % 17 + 1}" for i in range(rates.size)]})
+    return {"fixed": fixed, "p": rates, "answers": 2}  # two answers in each of five prompt families
 
 
 def gapminder_draw(rng, m):
-    indecisive = rng.binomial(m["answers"], 0.05, m["p"].size)  # no option read from the answer
+    """Each question's answers drawn family by family: the suite's two levels of tracked rows (per question, and
+    per question and prompt family)."""
+    shape = (len(GAPMINDER_FAMILIES), m["p"].size)
+    indecisive = rng.binomial(m["answers"], 0.05, shape)  # no option read from the answer
     decisive = m["answers"] - indecisive
     correct = rng.binomial(decisive, m["p"])
-    return m["fixed"].assign(
-        correct=correct,
-        very_wrong=rng.binomial(decisive - correct, 0.3),
-        decisive=decisive,
-        indecisive=indecisive,
-        n=m["answers"],
+    very_wrong = rng.binomial(decisive - correct, 0.3)
+    questions = m["fixed"].assign(
+        correct=correct.sum(axis=0),
+        very_wrong=very_wrong.sum(axis=0),
+        decisive=decisive.sum(axis=0),
+        indecisive=indecisive.sum(axis=0),
+        n=m["answers"] * len(GAPMINDER_FAMILIES),
     )
+    families = [
+        pd.DataFrame(
+            {
+                "item": [f"{q}|{family}" for q in m["fixed"]["question"]],
+                "question": m["fixed"]["question"],
+                "family": family,
+                "family_correct": correct[f],
+                "family_decisive": decisive[f],
+            }
+        )
+        for f, family in enumerate(GAPMINDER_FAMILIES)
+    ]
+    return pd.concat([questions, *families], ignore_index=True)
 
 
 def quench_model(rng, n):
@@ -169,7 +210,9 @@ def quench_model(rng, n):
 
 
 def quench_draw(rng, m):
-    return m["fixed"].assign(correct=rng.binomial(3, m["p"]) / 3)  # three judges
+    answered = rng.binomial(1, 0.97, m["p"].size).astype(float)
+    correct = np.where(answered > 0, rng.binomial(3, m["p"]) / 3, np.nan)  # three judges
+    return m["fixed"].assign(correct=correct, answered=answered)
 
 
 def saged_model(rng, roots):
@@ -186,7 +229,9 @@ def saged_model(rng, roots):
 
 
 def saged_draw(rng, m):
-    return m["fixed"].assign(value=m["mean"] + rng.normal(0, 0.1, m["mean"].size))
+    answered = rng.binomial(1, 0.97, m["mean"].size).astype(float)
+    value = np.where(answered > 0, m["mean"] + rng.normal(0, 0.1, m["mean"].size), np.nan)
+    return m["fixed"].assign(value=value, answered=answered)
 
 
 def blend_model(rng, per_country):

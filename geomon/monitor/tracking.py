@@ -309,6 +309,9 @@ def compare_and_decide(
     history.record_comparisons(evaluation, _one_look(history, evaluation, before, rows))
 
 
+# The baseline's bootstrap for the planned MDE: a standard error, not an interval's tails, needs few resamples.
+PLANNING_RESAMPLES = 200
+
 REBASED_NOTE = (
     "decided again against a baseline that arrived later: the suite's share of the release's α was spent by its "
     "first decision, so a regression found only now is shown, not paged"
@@ -340,25 +343,27 @@ def _one_look(
 def _planned(
     tests: list[declared.PairedTest], tracked: Sequence[TrackedMetric], before: Evaluation
 ) -> list[declared.PairedTest]:
-    """A comparison in which no cluster changed has a sign-flip null of zero spread: its MDE would read 0 ("we
-    would have seen anything"). Its MDE is planned instead from what the baseline allows: the baseline's
-    bootstrap standard error × √2 (two independent evaluations), or for a bounded metric whose baseline does not
-    vary, the worst case of a coin flip per cluster on each side."""
-    flat = {i for i, t in enumerate(tests) if t.p_value is not None and not (t.se > 0)}
-    if not flat or before.items is None:
-        return tests
-    spread = {}
-    for metric in tracked:
-        if metric.columns() <= set(before.items.columns):
-            for e in declared.estimates(metric, before.items, resamples=200, seed=0):
-                spread[(e.metric, e.breakdown)] = e.se
+    """Each comparison's standard error for its MDE and power, fixed before the new data: the baseline's cluster
+    bootstrap standard error × √2 (two independent evaluations of that sample), or where the baseline does not
+    vary, the worst case a bounded metric allows (a coin flip per cluster on each side). The sign-flip null
+    the p-value comes from is the new data's, so an MDE read from it would say what the result already shows:
+    0 for an unchanged metric, about its own size for a changed one."""
+    spread: dict[tuple[str, str], float] = {}
+    if before.items is not None:
+        for metric in tracked:
+            if metric.columns() <= set(before.items.columns):
+                for e in declared.estimates(metric, before.items, resamples=PLANNING_RESAMPLES, seed=0):
+                    spread[(e.metric, e.breakdown)] = e.se
     out = []
-    for i, t in enumerate(tests):
-        if i in flat:
+    for t in tests:
+        if t.p_value is not None:
             se = spread.get((t.metric, t.breakdown), math.nan) * math.sqrt(2)
+            why = ""
             if not se > 0 and t.bounds is not None and t.clusters:
                 se = (t.bounds[1] - t.bounds[0]) * math.sqrt(0.5) / math.sqrt(t.clusters)
-            why = "MDE planned from the baseline's spread: no cluster changed" if se > 0 else "MDE unknown"
+                why = "MDE planned from the worst case of the metric's range: the baseline does not vary"
+            elif not se > 0:
+                why = "MDE unknown: the baseline does not vary and the metric has no bounds"
             t = replace(t, se=se if se > 0 else math.nan, note=t.note or why)
         out.append(t)
     return out

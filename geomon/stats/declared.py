@@ -364,7 +364,8 @@ class TrackedMetric:
         for column in self.by:
             if not isinstance(inner, Mean | Ratio):
                 raise DeclarationError(f"tracked metric {self.name}: by={column} needs a Mean or Ratio inside")
-            for group in sorted(frame[column].astype(str).unique()):
+            present = frame[column][frame[column].notna()]  # rows of another level (no group) are in none
+            for group in sorted(present.astype(str).unique()):
                 where = (*inner.where, (column, group))
                 part = replace(inner, where=where)
                 label = f"{column}={group}"

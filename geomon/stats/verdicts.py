@@ -216,7 +216,9 @@ def decide(
             notes.append((UNDEFINED, t.note or "undefined"))
             continue
         why = sufficiency.reasons(t.after, n=t.clusters, bounds=t.bounds, min_sample=min_sample)
-        notes.append((INSUFFICIENT, why) if why else ("", ""))
+        # Never decided either way: the sample (the run profile's size) cannot carry a claim about this comparison.
+        blind = f"not decidable at this sample ({why.removeprefix(sufficiency.PREFIX)}; `geomon plan --detect`)"
+        notes.append((INSUFFICIENT, blind) if why else ("", ""))
     testable = [i for i, (kind, _) in enumerate(notes) if not kind]
     # Two families at the same α: what can page (a metric, a group), and the disparities between groups (shown
     # only: a gap widens when the best group improves; the groups' own tests are what page).

@@ -38,6 +38,13 @@ SUITE = SuiteInfo(
         Headline("kb_cs", "BorderLines: KB concurrence (English vs the table), %", "persona=vanilla", (0, 100)),
         Headline("delta_cs_unnormalized", "BorderLines: Con − Non concurrence (bias), pp", "persona=vanilla"),
         Headline("cst_cs_all", "BorderLines: consistency across languages, %", "persona=vanilla"),
+        Headline(
+            "claimant_concurrence",
+            "BorderLines: claimant-language answers naming the controller, %",
+            "persona=vanilla",
+            (0, 100),
+        ),
+        Headline("answered_rate", "BorderLines: queries answered with a claimant (0-1)", "persona=vanilla", (0, 1)),
     ),
     options=(
         RunOption(
@@ -493,9 +500,34 @@ def compare_tables(old: pd.DataFrame, new: pd.DataFrame) -> dict[str, Any]:
 
 
 def items(scored: pd.DataFrame, countries: dict[str, dict], persona: str = "vanilla") -> pd.DataFrame:
-    """Per territory (``item``) of one persona: the values Table 4's scores average."""
+    """The tracked rows of one persona, two levels clustered on the territory: one per territory (``item`` the
+    territory: the values Table 4's scores average) and one per query (``item`` ``territory|lang``, ``lang``
+    its language, English included): whether it was answered, and for a claimant's language whether its
+    answer names the controller (known controllers only). A query row has no territory value and a territory
+    row no ``lang``, so each statistic reads its own level."""
     subset = scored[scored["persona"] == persona] if "persona" in scored else scored
-    return per_territory(subset, countries).rename(columns={"territory": "item"})
+    territories = per_territory(subset, countries).rename(columns={"territory": "item"})
+    territories["territory"] = territories["item"]
+    queries = []
+    for territory, group in subset.groupby("territory", sort=False):
+        controller = group["controller"].iloc[0]
+        claimant = claimant_responses(group, countries)
+        for lang, answer in zip(group["lang"], group["answer"], strict=True):
+            answered = pd.notna(answer)
+            queries.append(
+                {
+                    "item": f"{territory}|{lang}",
+                    "territory": territory,
+                    "lang": lang,
+                    "answered": float(answered),
+                    # An unanswered query names no claimant, so not the controller: counted as not concurring.
+                    "concurs": float(answered and answer == controller)
+                    if lang in claimant and controller != UNKNOWN
+                    else np.nan,
+                }
+            )
+    columns = ["item", "territory", "lang", "answered", "concurs"]
+    return pd.concat([territories, pd.DataFrame(queries, columns=columns)], ignore_index=True)
 
 
 def tracked_persona(scored: pd.DataFrame) -> str:
@@ -507,13 +539,35 @@ def tracked_persona(scored: pd.DataFrame) -> str:
 TRACKED_PERSONA = "vanilla"  # the persona the regression check and the trends follow (README)
 _VANILLA = f"persona={TRACKED_PERSONA}"
 
-# The tracked headlines, each declared once over the per-territory values (geomon.stats.declared).
+# The tracked headlines, each declared once over the tracked rows (geomon.stats.declared), clustered on the
+# territory (its queries in every claimant language move together).
 TRACKED = (
-    TrackedMetric("kb_cs", Mean("kb", scale=100), "item", False, 5.0, _VANILLA, bounds=(0, 100)),
+    TrackedMetric("kb_cs", Mean("kb", scale=100), "territory", False, 5.0, _VANILLA, bounds=(0, 100)),
+    # The paper's signed gap is a disparity: shown, never paged (it also moves when the non-controllers improve).
     TrackedMetric(
-        "delta_cs_unnormalized", Difference(Mean("con", scale=100), Mean("non", scale=100)), "item", True, 5.0, _VANILLA
+        "delta_cs_unnormalized",
+        Difference(Mean("con", scale=100), Mean("non", scale=100)),
+        "territory",
+        True,
+        5.0,
+        _VANILLA,
     ),
-    TrackedMetric("cst_cs_all", Mean("cst", scale=100), "item", False, 5.0, _VANILLA, bounds=(0, 100)),
+    TrackedMetric("cst_cs_all", Mean("cst", scale=100), "territory", False, 5.0, _VANILLA, bounds=(0, 100)),
+    # Each claimant language's answers naming the controller: a language whose answers drift to another
+    # claimant pages by name.
+    TrackedMetric(
+        "claimant_concurrence",
+        Mean("concurs", scale=100),
+        "territory",
+        False,
+        5.0,
+        _VANILLA,
+        by=("lang",),
+        bounds=(0, 100),
+    ),
+    # Whether the model still answers, overall and per claimant language: the scores are over the answered
+    # queries, so a model that stops answering would otherwise look no worse.
+    TrackedMetric("answered_rate", Mean("answered"), "territory", False, 0.05, _VANILLA, by=("lang",), bounds=(0, 1)),
 )
 
 

@@ -25,7 +25,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.parsing import options_named
 from geomon.sources import gapminder as source
 from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
-from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.declared import Mean, Range, TrackedMetric
 from geomon.stats.uncertainty import group_gaps, mean_interval
 from geomon.suites.pipeline import (
     SEED,
@@ -61,6 +61,7 @@ SUITE = SuiteInfo(
             "correct_rate", "Gapminder: correct rate (% of decisive answers, mean over questions)", bounds=(0, 100)
         ),
         Headline("very_wrong_rate", "Gapminder: very-wrong rate (%)", bounds=(0, 100)),
+        Headline("family_gap_correct_rate", "Gapminder: range of the prompt families' correct rates, pp"),
         Headline(
             "indecisive_rate", "Gapminder: indecisive rate (% of answers no option was read from)", bounds=(0, 100)
         ),
@@ -352,13 +353,29 @@ def diagnose(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict
 
 
 def items(graded: pd.DataFrame) -> pd.DataFrame:
-    """Per question (``item``): correct, very wrong and decisive answers, so rates are recomputed exactly, and
-    its topic (SDG), by which the correct rate is tested group by group."""
+    """The tracked rows, two levels clustered on the question: per question (``item`` the question id): correct,
+    very wrong and decisive answers, so rates are recomputed exactly, and its topic (SDG), by which the correct
+    rate is tested group by group; and per question and prompt family (``item`` ``question|family``): its
+    ``family_correct`` and ``family_decisive`` answers, by which each family's correct rate is tested. A row
+    of one level has nothing in the other's columns."""
     per_q = _per_question(graded, ["model"])
     columns = ["question_id", "correct", "very_wrong", "decisive", "indecisive", "n"]
     out = per_q[columns].rename(columns={"question_id": "item"})
     topics = graded.drop_duplicates("question_id").set_index("question_id")["topic"] if "topic" in graded else {}
-    return out.assign(topic=[str(topics.get(q, "unknown")) for q in out["item"]])
+    out = out.assign(question=out["item"], topic=[str(topics.get(q, "unknown")) for q in out["item"]])
+    if "family" not in graded:  # no prompt families (rates published per question): their comparisons undefined
+        return out.assign(family=np.nan, family_correct=np.nan, family_decisive=np.nan)
+    per_family = _per_question(graded, ["model", "family"])
+    families = pd.DataFrame(
+        {
+            "item": per_family["question_id"].astype(str) + "|" + per_family["family"].astype(str),
+            "question": per_family["question_id"],
+            "family": per_family["family"].astype(str),
+            "family_correct": per_family["correct"],
+            "family_decisive": per_family["decisive"],
+        }
+    )
+    return pd.concat([out, families], ignore_index=True)
 
 
 # The tracked headlines, each declared once over the per-question counts (geomon.stats.declared): the mean
@@ -368,23 +385,37 @@ TRACKED = (
     TrackedMetric(
         "correct_rate",
         Mean("correct", per="decisive", scale=100),
-        "item",
+        "question",
         False,
         5.0,
         by=("topic",),
         bounds=(0, 100),
     ),
-    TrackedMetric("very_wrong_rate", Mean("very_wrong", per="decisive", scale=100), "item", True, 5.0, bounds=(0, 100)),
+    TrackedMetric(
+        "very_wrong_rate", Mean("very_wrong", per="decisive", scale=100), "question", True, 5.0, bounds=(0, 100)
+    ),
     # Whether the model still commits to an option: the correct rate is over decisive answers only, so a model
     # that stops answering the questions it gets wrong would look better; this pages, per topic too.
     TrackedMetric(
         "indecisive_rate",
         Mean("indecisive", per="n", scale=100),
-        "item",
+        "question",
         True,
         5.0,
         by=("topic",),
         bounds=(0, 100),
+    ),
+    # Each prompt family's correct rate (``correct_rate``, ``family=…``, as the suite reports it) is tested too: a
+    # wording the model gets worse under pages by name. The gap between families is shown, never paged.
+    TrackedMetric(
+        "family_gap_correct_rate",
+        Range(Mean("family_correct", per="family_decisive", scale=100), "family"),
+        "question",
+        True,
+        10.0,
+        by=("family",),
+        groups_higher_is_worse=False,
+        groups_name="correct_rate",
     ),
 )
 

@@ -88,6 +88,7 @@ SUITE = SuiteInfo(
     headlines=(
         Headline("correct_answer_score", "QUENCH: entity correctness by the jury (0-1, no CoT)", bounds=(0, 1)),
         Headline("indic_gap_correct_answer_score", "QUENCH: Indic − non-Indic entity correctness (no CoT)"),
+        Headline("answered_rate", "QUENCH: entities answered (0-1, no CoT)", bounds=(0, 1)),
         Headline(
             "pred_rationale_score", "QUENCH: rationale score for the predicted entity (1-5, no CoT)", bounds=(1, 5)
         ),
@@ -766,18 +767,19 @@ def diagnose(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict
 
 
 def items(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per (entity, mode) ``item``: the jury's correctness, the exact match and the Indic flag, so the
-    headline and the gap are recomputed exactly on the items two runs share."""
-    scored = scores[scores["correct_answer_score"].notna()]
+    """Per (entity, mode) ``item``, every one asked: the jury's correctness (NaN when not answered), whether it
+    was answered and the Indic flag, so the headline, the gap and the answer rate are recomputed exactly on
+    the items two runs share."""
     return pd.DataFrame(
         {
-            "item": scored["prompt_id"].to_numpy(),
-            "question_id": scored["question_id"].astype(str).to_numpy(),
-            "mode": scored["mode"].to_numpy(),
-            "correct": scored["correct_answer_score"].to_numpy(dtype=float),
-            "indic": scored["indic"].astype(bool).to_numpy(),
+            "item": scores["prompt_id"].to_numpy(),
+            "question_id": scores["question_id"].astype(str).to_numpy(),
+            "mode": scores["mode"].to_numpy(),
+            "correct": scores["correct_answer_score"].to_numpy(dtype=float),
+            "answered": (scores["status"] == "answered").to_numpy(dtype=float),
+            "indic": scores["indic"].astype(bool).to_numpy(),
             # the group the questions are tested by, one by one: Indic or not
-            "questions": np.where(scored["indic"].astype(bool), "Indic", "non-Indic"),
+            "questions": np.where(scores["indic"].astype(bool), "Indic", "non-Indic"),
         }
     )
 
@@ -805,6 +807,11 @@ TRACKED = (
         "question_id",
         False,  # Indic − non-Indic: lower is the Indic questions falling behind
         0.05,
+    ),
+    # Whether the model still answers, overall and for the Indic and non-Indic questions: the score is over the
+    # answered entities, so a model that stops answering the ones it gets wrong would otherwise look better.
+    TrackedMetric(
+        "answered_rate", Mean("answered", where=_PLAIN), "question_id", False, 0.05, by=("questions",), bounds=(0, 1)
     ),
 )
 

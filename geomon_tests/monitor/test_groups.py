@@ -11,7 +11,7 @@ import pytest
 from geomon.monitor import alerts, announce, tracking
 from geomon.monitor.history import MetricHistory
 from geomon.stats import verdicts
-from geomon.suites import blend, gapminder, quench, saged, worldbench
+from geomon.suites import blend, borderlines, gapminder, quench, saged, worldbench
 from geomon_tests.loopback import Webhook, serve
 
 REGIONS = [f"R{i}" for i in range(4)]
@@ -30,35 +30,74 @@ def _worldbench(shift: dict[str, float], silent: str = "") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _quench(indic_drop: float = 0.0) -> pd.DataFrame:
+def _quench(indic_drop: float = 0.0, silent: str = "") -> pd.DataFrame:
+    """80 questions, every other one Indic; ``silent`` (Indic or non-Indic) questions go unanswered."""
     rows = []
     for q in range(80):
         indic = q % 2 == 0
+        group = "Indic" if indic else "non-Indic"
         correct = 1.0 if q % 3 else 0.0
         if indic and q % 3 and q < 40 * indic_drop * 2:
             correct = 0.0
-        rows.append((f"e{q}|normal", str(q), "normal", correct, indic, "Indic" if indic else "non-Indic"))
-    return pd.DataFrame(rows, columns=["item", "question_id", "mode", "correct", "indic", "questions"])
+        answered = group != silent
+        rows.append((f"e{q}|normal", str(q), "normal", correct if answered else np.nan, float(answered), indic, group))
+    return pd.DataFrame(rows, columns=["item", "question_id", "mode", "correct", "answered", "indic", "questions"])
 
 
-def _saged(worse: str = "", by: float = 0.0) -> pd.DataFrame:
+def _saged(worse: str = "", by: float = 0.0, silent: str = "") -> pd.DataFrame:
     rows = []
     for root in range(40):
         for concept in ("Kenya", "Peru", "Japan"):
             value = 0.2 + 0.01 * (root % 5) - (by if concept == worse else 0.0)
-            rows.append((f"none|r{root}|{concept}", value, concept, "none", f"r{root}"))
-    return pd.DataFrame(rows, columns=["item", "value", "concept", "role", "root"])
+            answered = concept != silent
+            rows.append(
+                (f"none|r{root}|{concept}", value if answered else np.nan, float(answered), concept, "none", f"r{root}")
+            )
+    return pd.DataFrame(rows, columns=["item", "value", "answered", "concept", "role", "root"])
 
 
-def _gapminder(silent: str = "") -> pd.DataFrame:
-    """40 questions per topic, 10 answers each; in the ``silent`` topic the model commits to no option."""
+def _borderlines(drifts: str = "", silent: str = "") -> pd.DataFrame:
+    """60 territories, each claimed by two of three countries (languages es, fr, zh; fr controls), asked in
+    its claimants' languages and English; in the ``drifts`` language half the answers that named the controller
+    name another claimant; in the ``silent`` language nothing is answered."""
+    languages = ("es", "fr", "zh")
+    rows = []
+    for t in range(60):
+        claimants = (languages[t % 3], languages[(t + 1) % 3])
+        territory = {"item": f"T{t}", "territory": f"T{t}", "kb": 1.0, "con": 1.0, "non": 0.5, "cst": 0.5}
+        rows.append(territory)
+        for lang in (*claimants, "en"):
+            concurs = 1.0 if (t + len(lang)) % 4 else 0.0
+            if lang == drifts and concurs and t % 2:
+                concurs = 0.0
+            answered = lang != silent
+            rows.append(
+                {
+                    "item": f"T{t}|{lang}",
+                    "territory": f"T{t}",
+                    "lang": lang,
+                    "answered": float(answered),
+                    "concurs": (concurs if answered else 0.0) if lang != "en" else np.nan,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _gapminder(silent: str = "", worse_family: str = "") -> pd.DataFrame:
+    """The suite's own tracked rows (``gapminder.items``) of graded answers: 40 questions per topic, each asked
+    five times in each of two prompt families; in the ``silent`` topic the model commits to no option; under
+    the ``worse_family`` wording a third of its right answers turn wrong."""
     rows = []
     for topic in ("sdg-01", "sdg-02"):
         for q in range(40):
-            decisive = 0 if topic == silent else 10
-            correct = decisive * (q % 3 > 0)
-            rows.append((f"{topic}-q{q}", correct, 0, decisive, 10 - decisive, 10, topic))
-    return pd.DataFrame(rows, columns=["item", "correct", "very_wrong", "decisive", "indecisive", "n", "topic"])
+            for family in ("plain", "persona"):
+                for k in range(5):
+                    grade = "correct" if q % 3 else "wrong"
+                    if family == worse_family and grade == "correct" and (q + k) % 3 == 0:
+                        grade = "wrong"
+                    grade = "indecisive" if topic == silent else grade
+                    rows.append(("m", f"{topic}-q{q}", topic, family, grade))
+    return gapminder.items(pd.DataFrame(rows, columns=["model", "question_id", "topic", "family", "grade"]))
 
 
 def _blend(worse: str = "", drop: int = 0) -> pd.DataFrame:
@@ -102,6 +141,31 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
         ("saged", saged.TRACKED, _saged(), _saged("Peru", 0.1), ("sentiment_mean_calibrated", "concept=Peru")),
         ("blend", blend.TRACKED, _blend(), _blend("PE", 30), ("sem_b_local", "country=PE")),
         ("gapminder", gapminder.TRACKED, _gapminder(), _gapminder("sdg-02"), ("indecisive_rate", "topic=sdg-02")),
+        (
+            "gapminder",
+            gapminder.TRACKED,
+            _gapminder(),
+            _gapminder(worse_family="persona"),
+            ("correct_rate", "family=persona"),
+        ),
+        (
+            "borderlines",
+            borderlines.TRACKED,
+            _borderlines(),
+            _borderlines(drifts="zh"),
+            ("claimant_concurrence", "persona=vanilla,lang=zh"),
+        ),
+        # A model that stops answering one group's questions: its scores are over what it answered, so only the
+        # answer rate can tell, and it pages by name.
+        ("quench", quench.TRACKED, _quench(), _quench(silent="Indic"), ("answered_rate", "questions=Indic")),
+        ("saged", saged.TRACKED, _saged(), _saged(silent="Peru"), ("answered_rate", "concept=Peru")),
+        (
+            "borderlines",
+            borderlines.TRACKED,
+            _borderlines(),
+            _borderlines(silent="es"),
+            ("answered_rate", "persona=vanilla,lang=es"),
+        ),
     ],
 )
 def test_a_group_that_gets_worse_pages_by_name(tmp_path, told, suite, tracked, before, after, paged):
@@ -151,19 +215,25 @@ def test_a_gap_rests_on_its_smallest_group_and_is_bootstrapped_within_groups():
     assert gap.ci_low > 0.5  # both regions in every resample: the gap never collapses to NaN or 0
 
 
-def test_an_unchanged_metric_never_states_an_mde_of_zero(tmp_path):
-    """Temperature-0 answers that do not change: the sign-flip null has no spread, so the MDE is planned from
-    the baseline (its bootstrap spread, or the worst case of a bounded metric). Mutation caught: the MDE read off
-    the null alone (0)."""
-    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+def test_the_stated_mde_is_planned_from_the_baseline_not_read_off_the_result(tmp_path):
+    """Temperature-0 answers that do not change have a sign-flip null of no spread (an MDE read off it is 0), and
+    a changed release's null spreads about as far as its own change. The MDE is fixed before the new data: the
+    baseline's spread, the same for an unchanged and a changed release. Mutation caught: the MDE read off the
+    null of the new data (0 for the unchanged, different for the changed)."""
     settings = verdicts.VerdictSettings(resamples=199)
-    same = _blend()
-    tracking.track(history, "blend", "old", [], same, blend.TRACKED, settings)
-    out = tracking.track(history, "blend", "new", [], same.copy(), blend.TRACKED, settings, predecessor="old")
-    decided = {(v["metric"], v["breakdown"]): v for v in out.verdicts}
-    overall = decided[("sem_b_local", "")]
-    assert overall["verdict"] == verdicts.NO_CHANGE and overall["p_value"] == 1.0
-    assert overall["mde"] > 5 and "planned from the baseline" in overall["note"]
+    decided = []
+    for name, after in (("same", _blend()), ("changed", _blend("PE", 30))):
+        history = MetricHistory(f"sqlite:///{tmp_path / f'{name}.sqlite'}")
+        tracking.track(history, "blend", "old", [], _blend(), blend.TRACKED, settings)
+        out = tracking.track(history, "blend", "new", [], after, blend.TRACKED, settings, predecessor="old")
+        decided.append({(v["metric"], v["breakdown"]): v for v in out.verdicts})
+    same, changed = decided
+    unchanged = same[("sem_b_local", "")]
+    assert unchanged["verdict"] == verdicts.NO_CHANGE and unchanged["p_value"] == 1.0
+    assert unchanged["mde"] > 5
+    for key in (("sem_b_local", ""), ("sem_b_local", "country=PE")):
+        assert changed[key]["mde"] == pytest.approx(same[key]["mde"])
+        assert changed[key]["power"] == pytest.approx(same[key]["power"])
 
 
 def test_a_small_groups_interval_is_never_narrower_than_its_clusters_allow():

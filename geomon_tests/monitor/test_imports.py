@@ -99,7 +99,12 @@ def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
     clone = dataclasses.replace(v3, model="deepseek-v3-clone", predecessor="deepseek-v3", origin="import:test:clone")
     recorded = imports.record_runs(history, [v3, clone])
     results = recorded[1].tracked.verdicts
-    assert {r["metric"] for r in results} == {"correct_rate", "very_wrong_rate", "indecisive_rate"}
+    assert {r["metric"] for r in results} == {
+        "correct_rate",
+        "very_wrong_rate",
+        "indecisive_rate",
+        "family_gap_correct_rate",
+    }
     # (a topic with fewer than 30 questions is an insufficient sample: no finding either way)
     assert all(abs(r["change"]) < 1e-9 for r in results)
     assert all(r["p_value"] == 1.0 and r["verdict"] == "no detectable change" for r in results if r["clusters"] >= 30)
