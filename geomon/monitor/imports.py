@@ -464,6 +464,8 @@ def _sample_value(sample: dict[str, Any], metric: str, where: str) -> float:
             "the whole corpus cannot be compared item by item)"
         )
     value = float(raw)
+    if np.isinf(value):
+        raise ImportError_(f"{where}: metric {metric!r} is {raw!r}, not finite")
     if metric in LM_EVAL_ZERO_ONE and value not in (0.0, 1.0) and not np.isnan(value):
         raise ImportError_(f"{where}: metric {metric!r} is {raw!r}; it is 0 or 1 per sample")
     return value

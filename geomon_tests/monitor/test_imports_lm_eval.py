@@ -95,7 +95,7 @@ def test_a_document_field_clusters_documents(tmp_path):
     assert sorted(set(run.items["cluster"])) == ["Africa", "Americas", "Asia", "Europe"]
 
 
-def test_a_sample_without_its_metric_is_unanswered_and_counted(tmp_path):
+def test_a_sample_without_its_value_is_unanswered_and_a_value_that_is_no_score_an_error(tmp_path):
     folder = _copy(tmp_path, SMOL)
     path, samples = _samples(SMOL, "geo_countries")
     for sample in samples:
@@ -106,6 +106,18 @@ def test_a_sample_without_its_metric_is_unanswered_and_counted(tmp_path):
     assert run.excluded == 8 and run.answers == 32
     assert _values(run)[("answered_rate", "region=Asia")].value == 0.0
     assert _values(run)[("answered_rate", "")].value == 75.0
+    samples[3]["exact_match"] = float("inf")  # json writes Infinity
+    (folder / path.name).write_text("".join(json.dumps(s) + "\n" for s in samples))
+    with pytest.raises(imports.ImportError_, match=rf"{path.name}, line 4: metric 'exact_match' is inf, not finite"):
+        imports.lm_eval_runs([folder])
+    samples[3]["exact_match"] = ["Paris", "Paris"]  # what a corpus-level metric (bleu) keeps per sample
+    (folder / path.name).write_text("".join(json.dumps(s) + "\n" for s in samples))
+    with pytest.raises(imports.ImportError_, match=r"line 4: metric 'exact_match' is .*, not a number per sample"):
+        imports.lm_eval_runs([folder])
+    samples[3]["exact_match"] = 0.5
+    (folder / path.name).write_text("".join(json.dumps(s) + "\n" for s in samples))
+    with pytest.raises(imports.ImportError_, match=r"line 4: metric 'exact_match' is 0.5; it is 0 or 1 per sample"):
+        imports.lm_eval_runs([folder])
 
 
 def test_bad_output_is_an_error_naming_the_file(tmp_path, wdi_snapshot_dir, capsys):
