@@ -75,6 +75,10 @@ def test_the_second_model_is_compared_with_the_first_task_by_task(tmp_path):
     runs = imports.lm_eval_runs([RUNS], ["region"])
     recorded = imports.record_runs(history, runs, predecessors={GEMMA: SMOL})
     compared = {r.run.suite: r for r in recorded if r.run.model == GEMMA}
+    assert set(compared) == {"geo_capitals", "geo_countries"}
+    # Each region's accuracy is in the history, per model and task.
+    stored = history.series("geo_countries", SMOL, "accuracy").set_index("breakdown")["value"]
+    assert stored["region=Europe"] == 75.0 and stored["region=Asia"] == 37.5 and stored[""] == 50.0
     assert {r.run.suite for r in recorded if r.run.model == SMOL and not r.tracked.verdicts} == {
         "geo_capitals",
         "geo_countries",
