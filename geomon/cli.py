@@ -407,6 +407,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             runs = imports.item_runs(args.path, args.suite, args.group, settings.verdicts, args.cluster)
     from geomon.monitor import alerts, announce, tracking
 
+    several_suites = len({r.suite for r in runs}) > 1  # lm-eval: one evaluation per model and task
     history = MetricHistory(settings.store_url)
     registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
     if not alerts.notifiers(settings.alerts):
@@ -421,7 +422,6 @@ def cmd_import(args: argparse.Namespace) -> int:
         announcer=announce.announcer(settings.alerts),
     )
     new = [r for r in recorded if not r.tracked.evaluation.reused]
-    several_suites = len({r.run.suite for r in recorded}) > 1  # lm-eval: one evaluation per model and task
     for r in recorded:
         quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
         shown = ", ".join(verdict_text(v) for v in r.tracked.verdicts if v["verdict"] not in quiet)
