@@ -390,6 +390,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         if entities is None:
             raise ConfigError("import gapminder-results: --entities FILE (the model configurations) is needed offline")
         runs = imports.gapminder_runs(args.path, entities, bank)
+    elif args.kind == "lm-eval":
+        if args.suite:
+            raise ConfigError("import lm-eval: each task is its own suite; --suite is for items and inspect")
+        runs = imports.lm_eval_runs([args.path, *args.more], args.group, settings.verdicts, args.cluster)
     else:
         if not args.suite:
             raise ConfigError(f"import {args.kind}: --suite NAME (the benchmark these outcomes belong to)")
@@ -403,6 +407,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             runs = imports.item_runs(args.path, args.suite, args.group, settings.verdicts, args.cluster)
     from geomon.monitor import alerts, announce, tracking
 
+    several_suites = len({r.suite for r in runs}) > 1  # lm-eval: one evaluation per model and task
     history = MetricHistory(settings.store_url)
     registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
     if not alerts.notifiers(settings.alerts):
@@ -423,7 +428,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         state = "already recorded" if r.tracked.evaluation.reused else "recorded"
         against = f" vs {r.tracked.against.removeprefix('predecessor ')}" if r.tracked.against else ""
         summary = verdicts.summary(r.tracked.verdicts) if r.tracked.verdicts else ""
-        print(f"{r.run.evaluated_at:%Y-%m-%d} {r.run.model}: {state}{against}{': ' + summary if summary else ''}")
+        what = f"{r.run.suite} {r.run.model}" if several_suites else r.run.model
+        print(f"{r.run.evaluated_at:%Y-%m-%d} {what}: {state}{against}{': ' + summary if summary else ''}")
         if shown:
             print(f"    {shown}")
         for evaluation_id, told in r.tracked.told.items():
@@ -697,25 +703,29 @@ def build_parser() -> argparse.ArgumentParser:
     history.set_defaults(func=cmd_history)
 
     imported = sub.add_parser("import", help="evaluations made elsewhere, into the history")
-    imported.add_argument("kind", choices=["gapminder-results", "items", "inspect"])
+    imported.add_argument("kind", choices=["gapminder-results", "items", "inspect", "lm-eval"])
     imported.add_argument(
         "path",
         help="gapminder-results: the folder of master_output_*.csv; items: a .csv, .jsonl or .parquet file; "
-        "inspect: an inspect_ai eval log (.eval or .json)",
+        "inspect: an inspect_ai eval log (.eval or .json); lm-eval: a results_*.json of --log_samples output, or "
+        "the --output_path folder holding them",
     )
-    imported.add_argument("more", nargs="*", help="inspect: more eval logs")
+    imported.add_argument("more", nargs="*", help="inspect: more eval logs; lm-eval: more results or folders")
     imported.add_argument(
         "--entities", help="gapminder-results: the model configurations CSV (default: the snapshot's)"
     )
     imported.add_argument("--suite", help="items, inspect: the benchmark's name in the history")
     imported.add_argument(
-        "--group", action="append", default=[], help="items: a group column; inspect: a sample metadata key"
+        "--group",
+        action="append",
+        default=[],
+        help="items: a group column; inspect: a sample metadata key; lm-eval: a document field (region or doc.region)",
     )
     imported.add_argument(
         "--cluster",
         default="",
         help="items: the column whose rows are one independent unit (a question whose prompt variations or "
-        "epochs are separate rows); default: each item",
+        "epochs are separate rows); lm-eval: a document field; default: each item",
     )
     imported.add_argument("--fail-on", choices=FAIL_ON, default="check", help=fail_on_help)
     imported.set_defaults(func=cmd_import)

@@ -7,6 +7,8 @@ alerts as geomon's own runs, each marked with its origin and dated when it was m
 - A per-item outcome file of any benchmark (``item_runs``): CSV, JSONL or Parquet, one row per (model,
   item) — what a user with their own harness writes.
 - inspect_ai eval logs (``inspect_runs``), read with inspect_ai's own log reader.
+- lm-evaluation-harness's ``--log_samples`` output (``lm_eval_runs``): one evaluation per model and task, the
+  documents' fields as groups.
 
 ``record_runs`` records them and compares each, in release order (``monitor.tracking``), with its model's
 previous run or, for a model's first run, with its predecessor (the same vendor's previous release by
@@ -64,7 +66,8 @@ def _model_name(model_id: str) -> str:
 
 def _date(value: Any, where: str) -> datetime:
     text = str(value).strip()
-    for fmt in ("%Y%m%d", "%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"):
+    # The longest first: a timestamp's date alone would also parse, and lose its time of day.
+    for fmt in ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d", "%Y%m%d"):
         try:
             return datetime.strptime(text[: len(datetime(2000, 1, 1).strftime(fmt))], fmt).replace(tzinfo=UTC)
         except ValueError:
@@ -400,6 +403,163 @@ def inspect_runs(
         raise ImportError_(f"{', '.join(map(str, paths))}: no samples")
     origin = f"import:inspect:{','.join(sorted(names))}"
     return outcome_runs(frame, suite, groups, "accuracy", scope_of("accuracy"), origin, settings)
+
+
+# --- lm-evaluation-harness --log_samples output ------------------------------------------------------
+
+# lm-eval's per-sample metrics that are 1 (right) or 0 (wrong): imported as accuracy in percent; any other
+# mean-aggregated metric is imported as a score.
+LM_EVAL_ZERO_ONE = frozenset({"acc", "acc_norm", "acc_mutual_info", "exact_match"})
+
+
+def _lm_eval_results_files(paths: Sequence[str | Path]) -> list[Path]:
+    """``results_<date>.json`` files as named, or found under a folder (lm-eval's ``--output_path``)."""
+    found = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            inside = sorted(path.rglob("results_*.json"))
+            if not inside:
+                raise ImportError_(f"{path}: no results_*.json under it (lm-eval writes them with --output_path)")
+            found += inside
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise ImportError_(f"{path}: missing")
+    return found
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ImportError_(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("configs"), dict) or not data["configs"]:
+        raise ImportError_(f"{path}: not lm-evaluation-harness results (no task configs)")
+    return data
+
+
+def _doc_field(doc: Any, field: str, where: str) -> str:
+    """A document field (``region`` or ``doc.region``; dots reach into nested objects) as text; a document
+    without it, or with an empty or non-scalar value there, is an error naming ``where``."""
+    value = doc
+    for part in field.removeprefix("doc.").split("."):
+        if not isinstance(value, dict) or part not in value:
+            fields = sorted(value) if isinstance(value, dict) else type(value).__name__
+            raise ImportError_(f"{where}: doc has no field {field!r} (it has {fields})")
+        value = value[part]
+    if isinstance(value, dict | list) or value is None or str(value).strip() == "":
+        raise ImportError_(f"{where}: doc field {field!r} is {value!r}: every sample needs one text or number there")
+    return str(value)
+
+
+def _sample_value(sample: dict[str, Any], metric: str, where: str) -> float:
+    """A sample's outcome on ``metric``: NaN when it has none (unanswered: excluded and counted); a value that is
+    not a number (a corpus-level metric's raw pair) is an error."""
+    raw = sample.get(metric)
+    if raw is None:
+        return np.nan
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise ImportError_(
+            f"{where}: metric {metric!r} is {str(raw)[:60]!r}, not a number per sample (a metric aggregated over "
+            "the whole corpus cannot be compared item by item)"
+        )
+    value = float(raw)
+    if np.isinf(value):
+        raise ImportError_(f"{where}: metric {metric!r} is {raw!r}, not finite")
+    if metric in LM_EVAL_ZERO_ONE and value not in (0.0, 1.0) and not np.isnan(value):
+        raise ImportError_(f"{where}: metric {metric!r} is {raw!r}; it is 0 or 1 per sample")
+    return value
+
+
+def _lm_eval_samples(path: Path, groups: Sequence[str], cluster: str) -> tuple[str, str, list[dict[str, Any]]]:
+    """One task's samples file → its metric (the task's first), its filter (the first: lm-eval writes each
+    document once per filter), and a row per document of that filter: ``item`` (the doc_id), ``_value``, groups
+    and ``_cluster``."""
+    if not path.is_file():
+        raise ImportError_(f"{path}: missing (lm-eval writes it beside the results with --log_samples)")
+    samples = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            sample = json.loads(line)
+        except ValueError as exc:
+            raise ImportError_(f"{path}, line {number}: not JSON ({exc})") from None
+        missing = [f for f in ("doc_id", "doc", "filter", "metrics") if not isinstance(sample, dict) or f not in sample]
+        if missing:
+            raise ImportError_(f"{path}, line {number}: not an lm-eval sample (no {missing})")
+        samples.append((number, sample))
+    if not samples:
+        raise ImportError_(f"{path}: no samples")
+    metrics = samples[0][1]["metrics"]
+    if not isinstance(metrics, list) or not metrics:
+        raise ImportError_(f"{path}, line {samples[0][0]}: no metric names in 'metrics'")
+    metric, chosen = str(metrics[0]), samples[0][1]["filter"]
+    rows = []
+    for number, sample in samples:
+        if sample["filter"] != chosen:
+            continue
+        where = f"{path}, line {number}"
+        row = {"item": str(sample["doc_id"]), "_value": _sample_value(sample, metric, where)}
+        for group in groups:
+            row[group.removeprefix("doc.")] = _doc_field(sample["doc"], group, where)
+        if cluster:
+            row["_cluster"] = _doc_field(sample["doc"], cluster, where)
+        rows.append(row)
+    return metric, str(chosen), rows
+
+
+def lm_eval_runs(
+    paths: Sequence[str | Path], groups: Sequence[str] = (), settings: VerdictSettings | None = None, cluster: str = ""
+) -> list[ImportedRun]:
+    """lm-evaluation-harness's ``--log_samples`` output → one evaluation per model and task. Each
+    ``results_<date>.json`` (named, or found under a folder) gives the model (``model_name``), the date of the
+    run (``date``) and its tasks (``configs``); each task's ``samples_<task>_<date>.jsonl`` beside it gives a
+    document's outcome on the task's first metric under its first filter (a 0/1 metric such as ``acc`` or
+    ``exact_match`` as accuracy in percent, any other mean as a score). The task is the suite; ``groups`` and
+    ``cluster`` are document fields (``region`` or ``doc.region``), as for item files. A metric that is not a
+    higher-is-better mean of per-sample values is an error naming the file."""
+    runs = []
+    for results_path in _lm_eval_results_files(paths):
+        results = _json_object(results_path)
+        model = results.get("model_name")
+        if not isinstance(model, str) or not model.strip():
+            raise ImportError_(f"{results_path}: no model_name (lm-evaluation-harness 0.4.3 and later write it)")
+        try:
+            when = datetime.fromtimestamp(float(results["date"]), UTC)
+        except (KeyError, TypeError, ValueError):
+            raise ImportError_(f"{results_path}: field date: {results.get('date')!r} is not a Unix time") from None
+        date_id = results_path.stem[results_path.stem.rfind("_") + 1 :]  # as lm-eval names its files
+        for task, config in sorted(results["configs"].items()):
+            samples_path = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
+            metric, chosen, rows = _lm_eval_samples(samples_path, groups, cluster)
+            declared = next(
+                (
+                    m
+                    for m in (config or {}).get("metric_list") or []
+                    if isinstance(m, dict) and m.get("metric") == metric
+                ),
+                {},
+            )
+            if declared.get("aggregation", "mean") != "mean":
+                raise ImportError_(
+                    f"{results_path}: task {task}: metric {metric!r} is aggregated by {declared['aggregation']!r}; "
+                    "geomon compares means of per-sample scores"
+                )
+            if declared.get("higher_is_better") is False:
+                raise ImportError_(
+                    f"{results_path}: task {task}: metric {metric!r} is lower-is-better; geomon "
+                    "compares scores where higher is better"
+                )
+            zero_one = metric in LM_EVAL_ZERO_ONE
+            frame = pd.DataFrame(rows).assign(model=_model_name(model), evaluated_at=when.isoformat())
+            frame["_value"] *= 100.0 if zero_one else 1.0
+            name = "accuracy" if zero_one else "score"
+            origin = f"import:lm-eval:{results_path.name}:{task}:{metric},{chosen}"
+            runs += outcome_runs(
+                frame, task, [g.removeprefix("doc.") for g in groups], name, scope_of(name), origin, settings
+            )
+    return sorted(runs, key=lambda r: (r.evaluated_at, r.suite, r.model))
 
 
 # --- recording -------------------------------------------------------------------------------------
