@@ -43,6 +43,7 @@ def track_evaluation(
     tracked: Sequence[TrackedMetric],
     scope: str,
     versions: dict[str, str],
+    replies: pd.DataFrame | None = None,
 ) -> dg.AssetCheckResult:
     """Record, decide, tell (``tracking.track`` with ``announce``: the same path as ``geomon import``); returns
     the ``no_regression`` check result with the stored verdicts and what was sent."""
@@ -70,8 +71,10 @@ def track_evaluation(
         run_started_at=started,
         figures_declared=True,  # the factory made them, for the leaderboard's summary
         announcer=announce.announcer(settings.alerts, link),
+        replies=replies,
     )
     current = result.evaluation
+    started = tracking.new_series(history, suite).get(current.evaluation_id, "")
     open_regressions = tracking.failing(history, current)
     told = result.told.get(current.evaluation_id, [])
     for evaluation in result.redecided:  # a late baseline re-decided later releases: their checks say so now
@@ -88,7 +91,9 @@ def track_evaluation(
             "recorded_by_run": current.dagster_run_id,
             "compared_with": result.against
             or (
-                "nothing: no earlier evaluation of this model or its predecessor in this scope"
+                f"nothing: {started}, never compared with the earlier series"
+                if started and not current.reused
+                else "nothing: no earlier evaluation of this model or its predecessor in this scope"
                 if not current.reused
                 else f"unchanged: the same per-item values as evaluation {current.evaluation_id}"
             ),

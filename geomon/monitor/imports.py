@@ -29,7 +29,7 @@ import pandas as pd
 from geomon.monitor import tracking
 from geomon.monitor.history import MetricHistory
 from geomon.stats.declared import Mean, Range, TrackedMetric
-from geomon.stats.values import MetricValue, metrics_from_mapping
+from geomon.stats.values import IMPORTED, MetricValue, metrics_from_mapping, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 
 GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items
@@ -263,13 +263,14 @@ def item_runs(
         frame = frame.assign(_cluster=frame[cluster].astype(str))
     metric = "accuracy" if scale == 100.0 else "score"
     origin = f"import:items:{path.name}"
-    return outcome_runs(frame, suite, groups, metric, scope_of(metric), origin, settings)
+    return outcome_runs(frame, suite, groups, metric, origin, settings)
 
 
-def scope_of(metric: str) -> str:
-    """An imported series' scope: the suite (its own key) and the metric, never the file it came in, so the next
-    release's file is compared with this one."""
-    return f"imported {metric}"
+def scope_of(metric: str, items: Sequence[str]) -> str:
+    """An imported series' scope: the suite (its own key), the metric and the items (a hash of their sorted ids),
+    never the file it came in, so the next release's file is compared with this one; another item set is
+    another benchmark, a new series."""
+    return series_scope(f"{IMPORTED}{metric}", {"items": "\n".join(sorted(map(str, items)))})
 
 
 def imported_metrics(
@@ -304,7 +305,6 @@ def outcome_runs(
     suite: str,
     groups: Sequence[str],
     metric: str,
-    scope: str,
     origin: str,
     settings: VerdictSettings | None = None,
 ) -> list[ImportedRun]:
@@ -342,7 +342,7 @@ def outcome_runs(
                 metrics=tracking.declared_values(suite, tracked, items),
                 figures_declared=True,
                 items=items,
-                scope=scope,
+                scope=scope_of(metric, items["item"]),
                 origin=origin,
                 predecessor=predecessor,
                 tracked=tracked,
@@ -399,7 +399,7 @@ def inspect_runs(
     if frame.empty:
         raise ImportError_(f"{', '.join(map(str, paths))}: no samples")
     origin = f"import:inspect:{','.join(sorted(names))}"
-    return outcome_runs(frame, suite, groups, "accuracy", scope_of("accuracy"), origin, settings)
+    return outcome_runs(frame, suite, groups, "accuracy", origin, settings)
 
 
 # --- recording -------------------------------------------------------------------------------------

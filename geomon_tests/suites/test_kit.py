@@ -5,13 +5,15 @@ differently."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
-from geomon.suites import kit, registry
+from geomon.stats.values import series_change
+from geomon.suites import kit, registry, yaml_suite
 from geomon_tests.conftest import board_after_run, write_settings
 from geomon_tests.loopback import ScriptedModel, file_server, serve
 
@@ -44,7 +46,7 @@ def test_a_simple_python_suite_is_at_most_60_lines(examples):
     ],
 )
 def test_the_python_scorer(examples, reply, expected):
-    got = examples.score(reply, {"aliases": "Kyiv|Kiev"})
+    got = examples.score(reply, {"aliases": "Kyiv|Kiev"}).value
     assert got == expected or (got != got and expected != expected)
 
 
@@ -183,3 +185,40 @@ def test_geomon_run_and_history_find_a_suite_folder(examples, tmp_path, wdi_snap
     assert main(["--config", settings, "history", "--suite", "capital_aliases"]) == 0
     shown = capsys.readouterr().out
     assert "accuracy" in shown and "97.4" in shown and "region_gap" in shown
+
+
+def test_the_scope_holds_the_data_the_prompt_the_scorer_and_the_code(examples, tmp_path):
+    """Each part of what a figure means is in the scope: a changed one starts a new series that says which,
+    instead of old and new scoring being compared as if the model had changed; the same declaration is the same
+    series, and another sample size another line."""
+    suite_file = tmp_path / "toy.py"
+    suite_file.write_text("# version 1\n")
+    module = SimpleNamespace(__file__=str(suite_file))
+    q = kit.QuestionSet(
+        name="toy", title="Toy", spec="", files=(), read=lambda folder: CAPITALS, data_dir=None, id="question_id",
+        answer="capital", prompt="The capital of {country}?", score=examples.score, groups=("region",),
+    )  # fmt: skip
+    questions = CAPITALS.astype(str)
+    base = kit.scope_of(q, module, questions, 40)
+    edited = questions.assign(aliases=questions["aliases"].replace("Algiers", "Algiers|Alger"))
+
+    def lenient(reply, row):
+        return 1.0
+
+    reworded = dataclasses.replace(q, prompt="Which city is the capital of {country}?")
+    changed = {
+        "data": kit.scope_of(q, module, edited, 40),
+        "prompt": kit.scope_of(reworded, module, questions, 40),
+        "scorer": kit.scope_of(dataclasses.replace(q, score=lenient), module, questions, 40),
+    }
+    suite_file.write_text("# version 2: the scorer fixed\n")
+    changed["code"] = kit.scope_of(q, module, questions, 40)
+    for part, scope in changed.items():
+        assert series_change(base, scope) == f"new series: {part} changed", part
+    assert kit.scope_of(q, module, questions.sample(frac=1, random_state=1), 40) == changed["code"]  # row order aside
+    assert series_change(changed["code"], kit.scope_of(q, module, questions, 20)) == ""  # another sample: another line
+    # A YAML suite's scorer declaration: its scorer fields (and the code reading them), not its prompt.
+    decl = yaml_suite.read(EXAMPLES / "capitals.yaml")
+    declared = yaml_suite.scorer_declaration(decl)
+    assert yaml_suite.scorer_declaration(dataclasses.replace(decl, scorer="exact")) != declared
+    assert yaml_suite.scorer_declaration(dataclasses.replace(decl, prompt="Capital of {country}?")) == declared
