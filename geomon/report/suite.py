@@ -47,14 +47,16 @@ def verdict_section(out_dir: Path, board: pd.DataFrame) -> list[str]:
     if "verdicts" not in board or board.empty:
         return ["<h2>Latest verdicts</h2>", "<p>No verdicts yet: nothing in the metric history to compare.</p>"]
     labels = [c for c in ("model", "revision") if c in board]
-    rows = board[[*labels, "verdicts", *(["regressions"] if "regressions" in board else [])]].copy()
-    rows["verdicts"] = rows["verdicts"].replace("", "nothing compared yet")
+    rows = board[[*labels, "verdicts", *(["regressions"] if "regressions" in board else [])]].fillna("")
+    own = board["origin"].fillna("geomon").eq("geomon") if "origin" in board else True
+    # A published figure (a paper's row) is never compared: only geomon's own rows wait for a comparison.
+    rows["verdicts"] = rows["verdicts"].mask(own & rows["verdicts"].eq(""), "nothing compared yet")
     items = [f"items-{m}.csv" for m in board["model"]]
     rows["items"] = [
         f"<a href='{html.escape(name, quote=True)}'>{html.escape(name)}</a>" if (out_dir / name).is_file() else ""
         for name in items
     ]
-    named = rows[rows.get("regressions", pd.Series("", index=rows.index)).fillna("") != ""]
+    named = rows[rows.get("regressions", pd.Series("", index=rows.index)) != ""]
     said = [
         f"<li><b>{html.escape(' '.join(str(r[c]) for c in labels))}</b>: {html.escape(str(r['regressions']))}</li>"
         for r in named.to_dict("records")
