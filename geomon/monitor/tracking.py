@@ -522,8 +522,9 @@ def history_table(
 
     ``headlines`` (metric, breakdown) pairs select the rows (BorderLines' headlines are ``persona=vanilla``);
     None keeps the overall figures and whatever was compared — as evaluations imported from per-item outcomes
-    always do, under any suite's name (their metrics are the import's, not the suite's headlines). ``breakdowns``: True adds every
-    breakdown of those metrics (each country of sem_b_local), a text only the breakdowns containing it."""
+    always do, under any suite's name (their metrics are the import's, not the suite's headlines).
+    ``breakdowns``: True adds every breakdown of those metrics (each country of sem_b_local), a text only the
+    breakdowns containing it."""
     series = history.series(suite=suite, model=model)
     if series.empty:
         return pd.DataFrame(columns=HISTORY_COLUMNS)

@@ -227,7 +227,9 @@ class Scored(NamedTuple):
 
 
 # (reply, question row) → 1, 0, or NaN (nothing read); or a ``Scored`` that also says what it read
-SCORED = ("prompt", "reply", "parsed", "value", "error")  # what a scores row adds to its question's columns
+# What a scores row adds to its question's columns: the rest is the data the scope hashes, so a column added here
+# per model (a reply, a log-probability) must be named here, or the models' scopes would differ.
+SCORED = ("prompt", "reply", "parsed", "value", "error")
 Score = Callable[[str | None, dict[str, Any]], float | Scored]
 
 
