@@ -226,10 +226,10 @@ class Scored(NamedTuple):
     parsed: str
 
 
-# (reply, question row) → 1, 0, or NaN (nothing read); or a ``Scored`` that also says what it read
 # What a scores row adds to its question's columns: the rest is the data the scope hashes, so a column added here
 # per model (a reply, a log-probability) must be named here, or the models' scopes would differ.
 SCORED = ("prompt", "reply", "parsed", "value", "error")
+# (reply, question row) → 1, 0, or NaN (nothing read); or a ``Scored`` that also says what it read
 Score = Callable[[str | None, dict[str, Any]], float | Scored]
 
 
@@ -277,9 +277,17 @@ def scope_of(q: QuestionSet, module: ModuleType, questions: pd.DataFrame, sample
     as if the model had changed."""
     data = questions.sort_values(q.id)[sorted(questions.columns)].to_csv(index=False)
     prompt = "\n".join((q.prompt, q.completion, q.system or "", str(q.max_tokens)))
-    scorer = q.scorer or (inspect.getsource(q.score) if q.score is not None else q.judge_prompt)
+    scorer = q.scorer or (_source(q.score) if q.score is not None else q.judge_prompt)
     code = Path(str(module.__file__)).read_text(encoding="utf-8")
     return series_scope(f"{q.name}|{sample}", {"data": data, "prompt": prompt, "scorer": scorer, "code": code})
+
+
+def _source(function: Callable[..., Any]) -> str:
+    """A function's source; its qualified name where Python has no source for it (defined at a prompt)."""
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return getattr(function, "__qualname__", repr(function))
 
 
 def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tuple[TrackedMetric, ...]]:
