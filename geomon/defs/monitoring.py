@@ -74,7 +74,6 @@ def track_evaluation(
         replies=replies,
     )
     current = result.evaluation
-    started = tracking.new_series(history, suite).get(current.evaluation_id, "")
     open_regressions = tracking.failing(history, current)
     told = result.told.get(current.evaluation_id, [])
     for evaluation in result.redecided:  # a late baseline re-decided later releases: their checks say so now
@@ -91,9 +90,7 @@ def track_evaluation(
             "recorded_by_run": current.dagster_run_id,
             "compared_with": result.against
             or (
-                f"nothing: {started}, never compared with the earlier series"
-                if started and not current.reused
-                else "nothing: no earlier evaluation of this model or its predecessor in this scope"
+                "nothing: no earlier evaluation of this model or its predecessor in this scope"
                 if not current.reused
                 else f"unchanged: the same per-item values as evaluation {current.evaluation_id}"
             ),
