@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
+from geomon.monitor.history import MetricHistory
 from geomon.stats.values import series_change
 from geomon.suites import kit, registry, yaml_suite
 from geomon_tests.conftest import board_after_run, write_settings
@@ -170,6 +171,10 @@ def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, suite_folde
     row = board.loc["student"]
     assert row["accuracy"] == pytest.approx(97.5) and row["region_gap"] == pytest.approx(10)
     assert row["answered"] == 40
+    # Each item as scored keeps the jury's grade as what was read from the reply.
+    _, items = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").replies("judged_capitals", "student")
+    canada = items.set_index("item").loc["am-ca"]
+    assert (canada["reply"], canada["parsed"], canada["score"]) == ("Toronto", "incorrect", 0)
 
 
 def test_the_scope_holds_the_data_the_prompt_the_scorer_and_the_code(examples, tmp_path):
@@ -264,7 +269,8 @@ def test_geomon_items_and_the_report_show_each_item_and_the_regression(
     assert len(asia) == 3 and set(asia["region"]) == {"Asia"}
     assert main(["--config", settings, "items", "--suite", "capital_aliases", "--model", "successor"]) == 0
     table = capsys.readouterr().out
-    assert "What is the capital city of" in table and "Paris" in table  # the table form, one line per item
+    assert "What is the capital city of" in table and "Paris" in table
+    assert len(table.splitlines()) == 41 and "name only." not in table  # one line per item, long cells cut
     assert main(["--config", settings, "items", "--suite", "capital_aliases", "--model", "x", "--group", "a"]) == 2
     assert "no items stored for x" in capsys.readouterr().err
     report = (tmp_path / "results" / "capital_aliases" / "report.html").read_text()
