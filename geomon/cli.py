@@ -352,15 +352,40 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+ITEM_CELL_CHARS = 60  # a table cell of `geomon items` (csv and json give every character)
+
+
+def cmd_items(args: argparse.Namespace) -> int:
+    """Every item of a model's latest evaluation in a suite as it was scored: prompt, reply, parsed answer, gold,
+    score and status, filtered by group and outcome."""
+    from geomon.monitor import tracking
+    from geomon.monitor.history import MetricHistory
+
+    settings = load_settings(args.config)
+    try:
+        evaluation, rows, total = tracking.item_rows(
+            MetricHistory(settings.store_url), args.suite, args.model, args.group, args.score or "", args.limit
+        )
+    except tracking.TrackingError as exc:
+        raise ConfigError(f"items: {exc}") from None
+    print(
+        f"{args.suite} {args.model}: evaluation {evaluation.evaluation_id} of {evaluation.when:%Y-%m-%d %H:%M}, "
+        f"{len(rows)} of {total} items",
+        file=sys.stderr,
+    )
+    if args.format == "table":
+        # One line per cell, cut: a reply's newlines would break the table.
+        rows = rows.map(lambda v: _one_line(v, ITEM_CELL_CHARS) if isinstance(v, str) else v)
+    _print_frame(rows, args.format)
+    return 0
+
+
+def _one_line(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
 FAIL_ON = ("check", "regression", "never")
-
-
-def verdict_text(verdict: dict[str, Any]) -> str:
-    """``correct_rate (language=en) regression -17.2`` — a stored verdict in one phrase."""
-    breakdown = f" ({verdict['breakdown']})" if verdict.get("breakdown") else ""
-    change = verdict.get("change")
-    moved = f" {change:+.3g}" if isinstance(change, float) and change == change else ""
-    return f"{verdict['metric']}{breakdown} {verdict['verdict']}{moved}"
 
 
 def gate(fail_on: str, failed_checks: int, regressions: int) -> int:
@@ -406,6 +431,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         else:
             runs = imports.item_runs(args.path, args.suite, args.group, settings.verdicts, args.cluster)
     from geomon.monitor import alerts, announce, tracking
+    from geomon.monitor.tracking import verdict_text
 
     several_suites = len({r.suite for r in runs}) > 1  # lm-eval: one evaluation per model and task
     history = MetricHistory(settings.store_url)
@@ -503,7 +529,7 @@ def acknowledge(settings: Any, args: argparse.Namespace) -> int:
         regressions = regressions[regressions["verdict"] == "regression"]
         wanted = {"metric": args.metric, "breakdown": args.breakdown}
         if not any(tracking.acknowledged(pd.DataFrame([wanted]), r) for r in regressions.to_dict("records")):
-            found = ", ".join(verdict_text(r) for r in regressions.to_dict("records")) or "none"
+            found = ", ".join(tracking.verdict_text(r) for r in regressions.to_dict("records")) or "none"
             raise ConfigError(
                 f"alerts ack: evaluation {args.evaluation} has no regression on {args.metric}"
                 f"{f' ({args.breakdown})' if args.breakdown else ''}; its regressions: {found}"
@@ -655,6 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    from geomon.monitor.tracking import OUTCOMES
     from geomon.suites.registry import suites
 
     known = suites()
@@ -701,6 +728,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TEXT",
     )
     history.set_defaults(func=cmd_history)
+
+    items = sub.add_parser(
+        "items", help="every item of a model's latest evaluation: prompt, reply, parsed answer and score (history)"
+    )
+    items.add_argument("--suite", required=True, help=f"a suite declared with the kit ({', '.join(known)}, …)")
+    items.add_argument("--model", required=True)
+    items.add_argument(
+        "--group", action="append", default=[], metavar="COLUMN=VALUE", help="only these items (repeatable)"
+    )
+    items.add_argument("--score", choices=OUTCOMES, help="only right (full marks), wrong, partial, unanswered, failed")
+    items.add_argument("--limit", type=int, default=0, help="the first N items (default: every item)")
+    items.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    items.set_defaults(func=cmd_items)
 
     imported = sub.add_parser("import", help="evaluations made elsewhere, into the history")
     imported.add_argument("kind", choices=["gapminder-results", "items", "inspect", "lm-eval"])

@@ -26,11 +26,12 @@ def words(text: str) -> str:
     return " " + " ".join(re.sub(r"[^\w\s]", " ", text).split()) + " "
 
 
-def score(reply: str | None, row: dict[str, Any]) -> float:
-    """1 for an accepted name, 0 for another, NaN for nothing to read or a hedge between cities."""
+def score(reply: str | None, row: dict[str, Any]) -> kit.Scored:
+    """1 for an accepted name, 0 for another, NaN for nothing to read or a hedge; and the name read."""
     if not isinstance(reply, str) or not reply.strip() or " or " in words(reply):
-        return float("nan")
-    return float(any(words(name) in words(reply) for name in row["aliases"].split("|")))
+        return kit.Scored(float("nan"), "")
+    named = next((name for name in row["aliases"].split("|") if words(name) in words(reply)), None)
+    return kit.Scored(float(named is not None), named or words(reply).strip())
 
 
 def read(folder: Path) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from geomon.defs.leaderboard import (
     mark_insufficient,
     with_published,
     with_verdicts,
+    write_item_tables,
 )
 from geomon.defs.resources import (
     by_partition,
@@ -276,6 +277,7 @@ def _stage_asset(
                     "prompts": versions.prompts,
                     "code": versions.code,
                 },
+                replies=result.tracked.replies,
             )
 
     compute.__doc__ = stage.about
@@ -322,6 +324,8 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         board = with_published(
             with_verdicts(mark_insufficient(board, info.name), info.name, settings.store_url), published
         )
+        if "model" in board:  # the per-item tables the report links (``geomon items``)
+            write_item_tables(out, info.name, settings.store_url, board["model"].unique())
         report = pipeline.write_report(out, board, results, settings, **extra)
         own = board[board[ORIGIN] == "geomon"]
         series = pipeline.series_rows(own) if pipeline.series_rows is not None else own

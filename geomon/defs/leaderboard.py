@@ -1,6 +1,6 @@
 """The leaderboard every suite ends on: each model's summary side by side, its report, its metadata."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,25 +57,41 @@ def leaderboard_frame(
 
 
 VERDICTS = "verdicts"
+REGRESSIONS = "regressions"  # the latest evaluation's regressions, named (a suite's report opens with them)
 
 
 def with_verdicts(board: pd.DataFrame, suite: str, store_url: str) -> pd.DataFrame:
     """``board`` with each geomon row's stored verdicts (its model's latest evaluation in the suite; with a
-    ``revision`` column, the evaluation of that revision): the same verdicts as the history and the alerts."""
+    ``revision`` column, the evaluation of that revision) and its regressions named: the same verdicts as the
+    history and the alerts."""
     from geomon.monitor.history import MetricHistory
     from geomon.monitor.tracking import latest_verdicts
 
     if board.empty or "model" not in board:
         return board
     latest = latest_verdicts(MetricHistory(store_url), suite)
-    phrases = []
+    phrases, named = [], []
     for row in board.to_dict("records"):
         mine = latest[latest["model"] == row["model"]]
         if "revision" in row and len(mine):
             mine = mine[mine["scope"].str.startswith(f"{row['revision']}|")]
-        own = row.get(ORIGIN, "geomon") == "geomon"
-        phrases.append(str(mine["verdicts"].iloc[-1]) if own and len(mine) else "")
-    return board.assign(**{VERDICTS: phrases})
+        own = row.get(ORIGIN, "geomon") == "geomon" and len(mine)
+        phrases.append(str(mine["verdicts"].iloc[-1]) if own else "")
+        named.append(str(mine["regressions"].iloc[-1]) if own else "")
+    return board.assign(**{VERDICTS: phrases, REGRESSIONS: named})
+
+
+def write_item_tables(out: Path, suite: str, store_url: str, models: Iterable[str]) -> None:
+    """``items-<model>.csv`` in the report's folder: every item of the model's latest evaluation as it was scored
+    (what ``geomon items`` shows), for the suite's report to link; nothing for a model whose items were not kept."""
+    from geomon.monitor.history import MetricHistory
+
+    history = MetricHistory(store_url)
+    for model in models:
+        found = history.replies(suite, model)
+        if found is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            found[1].to_csv(out / f"items-{model}.csv", index=False)
 
 
 def leaderboard_metadata(

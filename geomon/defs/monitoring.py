@@ -43,6 +43,7 @@ def track_evaluation(
     tracked: Sequence[TrackedMetric],
     scope: str,
     versions: dict[str, str],
+    replies: pd.DataFrame | None = None,
 ) -> dg.AssetCheckResult:
     """Record, decide, tell (``tracking.track`` with ``announce``: the same path as ``geomon import``); returns
     the ``no_regression`` check result with the stored verdicts and what was sent."""
@@ -70,6 +71,7 @@ def track_evaluation(
         run_started_at=started,
         figures_declared=True,  # the factory made them, for the leaderboard's summary
         announcer=announce.announcer(settings.alerts, link),
+        replies=replies,
     )
     current = result.evaluation
     open_regressions = tracking.failing(history, current)

@@ -52,8 +52,13 @@ evaluations = sa.Table(
     sa.Column("origin", sa.String(300), nullable=False, default="geomon", server_default="geomon"),
     # The model's predecessor when recorded: a later evaluation of the predecessor finds its successors here.
     sa.Column("predecessor", sa.String(200), nullable=False, default="", server_default=""),
+    # JSON records: every item as scored (prompt, reply, parsed answer, score, status) for ``geomon items``;
+    # never read with the evaluation (``MetricHistory.replies``).
+    sa.Column("replies", sa.Text),
     sa.Index("ix_metric_evaluations_lookup", "suite", "model", "scope", "recorded_at"),
 )
+
+_READ = [c for c in evaluations.c if c.name != "replies"]  # an evaluation as read (its replies on request)
 
 # The paired test of an evaluation against what it was compared with (its previous run or predecessor), and the
 # verdict its family gave it (``geomon.stats.verdicts``).
@@ -124,6 +129,7 @@ _ADDED_COLUMNS = {
         "evaluated_at": "TIMESTAMP",
         "origin": "VARCHAR(300) NOT NULL DEFAULT 'geomon'",
         "predecessor": "VARCHAR(200) NOT NULL DEFAULT ''",
+        "replies": "TEXT",
     },
     "metric_comparisons": {
         "breakdown": "VARCHAR(300) NOT NULL DEFAULT ''",
@@ -203,6 +209,7 @@ class MetricHistory:
         evaluated_at: datetime | None = None,
         origin: str = "geomon",
         predecessor: str = "",
+        replies: pd.DataFrame | None = None,
     ) -> Evaluation:
         """Append one evaluation, at most one per evaluation: a step that records again in the same Dagster run
         (a retry) gets the evaluation already recorded; and an evaluation identical to the model's latest in
@@ -215,14 +222,14 @@ class MetricHistory:
         with self.engine.begin() as conn:
             if dagster_run_id:
                 row = (
-                    conn.execute(sa.select(evaluations).where(*same, evaluations.c.dagster_run_id == dagster_run_id))
+                    conn.execute(sa.select(*_READ).where(*same, evaluations.c.dagster_run_id == dagster_run_id))
                     .mappings()
                     .first()
                 )
                 if row is not None:
                     return _evaluation(row, reused=True)
             if items_json is not None:
-                query = sa.select(evaluations).where(*same, evaluations.c.origin == origin)
+                query = sa.select(*_READ).where(*same, evaluations.c.origin == origin)
                 if evaluated_at is not None:
                     query = query.where(evaluations.c.evaluated_at == evaluated_at)
                 row = conn.execute(query.order_by(evaluations.c.recorded_at.desc()).limit(1)).mappings().first()
@@ -257,6 +264,7 @@ class MetricHistory:
                     evaluated_at=evaluation.evaluated_at,
                     origin=origin,
                     predecessor=predecessor or "",
+                    replies=replies.to_json(orient="records", force_ascii=False) if replies is not None else None,
                 )
             )
             if metrics:
@@ -284,7 +292,7 @@ class MetricHistory:
         """The newest evaluation of ``model`` in ``suite``/``scope`` by evaluation date (evaluated before
         ``before`` if given; of two on the same date, the one recorded first is the earlier)."""
         when = sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at)
-        query = sa.select(evaluations).where(
+        query = sa.select(*_READ).where(
             evaluations.c.suite == suite, evaluations.c.model == model, evaluations.c.scope == scope
         )
         if before is not None:
@@ -302,7 +310,7 @@ class MetricHistory:
     ) -> list[Evaluation]:
         """The evaluations in ``suite``/``scope`` (of ``model``; or of the models whose recorded predecessor is
         ``successors_of``), oldest first by evaluation date, with their items."""
-        query = sa.select(evaluations).where(evaluations.c.suite == suite, evaluations.c.scope == scope)
+        query = sa.select(*_READ).where(evaluations.c.suite == suite, evaluations.c.scope == scope)
         if model is not None:
             query = query.where(evaluations.c.model == model)
         if successors_of is not None:
@@ -311,6 +319,22 @@ class MetricHistory:
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(when, evaluations.c.recorded_at)).mappings().all()
         return [_evaluation(row) for row in rows]
+
+    def replies(self, suite: str, model: str) -> tuple[Evaluation, pd.DataFrame] | None:
+        """The latest evaluation of ``model`` in ``suite`` (any scope) that kept its replies, and every item as
+        it scored them (``record``'s ``replies``); None when none kept them."""
+        when = sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at)
+        query = (
+            sa.select(evaluations)
+            .where(evaluations.c.suite == suite, evaluations.c.model == model, evaluations.c.replies.is_not(None))
+            .order_by(when.desc(), evaluations.c.recorded_at.desc())
+            .limit(1)
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(query).mappings().first()
+        if row is None:
+            return None
+        return _evaluation(row), pd.read_json(io.StringIO(row["replies"]), orient="records", dtype=False)
 
     def record_comparisons(self, evaluation: Evaluation, rows: list[dict[str, Any]]) -> None:
         """Store the paired tests of ``evaluation`` (replacing any stored for it: an evaluation is compared again
@@ -428,7 +452,7 @@ class MetricHistory:
 
     def evaluations(self, suite: str | None = None, model: str | None = None) -> pd.DataFrame:
         """One row per evaluation (without its items): when, of what, where it came from."""
-        columns = [c for c in evaluations.c if c.name != "items"]
+        columns = [c for c in _READ if c.name != "items"]
         query = sa.select(*columns)
         if suite is not None:
             query = query.where(evaluations.c.suite == suite)

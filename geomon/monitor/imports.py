@@ -31,7 +31,7 @@ import pandas as pd
 from geomon.monitor import tracking
 from geomon.monitor.history import MetricHistory
 from geomon.stats.declared import Mean, Range, TrackedMetric
-from geomon.stats.values import MetricValue, metrics_from_mapping
+from geomon.stats.values import IMPORTED, MetricValue, metrics_from_mapping, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 
 GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items
@@ -266,13 +266,14 @@ def item_runs(
         frame = frame.assign(_cluster=frame[cluster].astype(str))
     metric = "accuracy" if scale == 100.0 else "score"
     origin = f"import:items:{path.name}"
-    return outcome_runs(frame, suite, groups, metric, scope_of(metric), origin, settings)
+    return outcome_runs(frame, suite, groups, metric, origin, settings)
 
 
-def scope_of(metric: str) -> str:
-    """An imported series' scope: the suite (its own key) and the metric, never the file it came in, so the next
-    release's file is compared with this one."""
-    return f"imported {metric}"
+def scope_of(metric: str, items: Sequence[str]) -> str:
+    """An imported series' scope: the suite (its own key), the metric and the items (a hash of their sorted ids),
+    never the file it came in, so the next release's file is compared with this one; another item set is
+    another benchmark, a new series."""
+    return series_scope(f"{IMPORTED}{metric}", {"items": "\n".join(sorted(map(str, items)))})
 
 
 def imported_metrics(
@@ -307,7 +308,6 @@ def outcome_runs(
     suite: str,
     groups: Sequence[str],
     metric: str,
-    scope: str,
     origin: str,
     settings: VerdictSettings | None = None,
 ) -> list[ImportedRun]:
@@ -345,7 +345,7 @@ def outcome_runs(
                 metrics=tracking.declared_values(suite, tracked, items),
                 figures_declared=True,
                 items=items,
-                scope=scope,
+                scope=scope_of(metric, items["item"]),
                 origin=origin,
                 predecessor=predecessor,
                 tracked=tracked,
@@ -402,7 +402,7 @@ def inspect_runs(
     if frame.empty:
         raise ImportError_(f"{', '.join(map(str, paths))}: no samples")
     origin = f"import:inspect:{','.join(sorted(names))}"
-    return outcome_runs(frame, suite, groups, "accuracy", scope_of("accuracy"), origin, settings)
+    return outcome_runs(frame, suite, groups, "accuracy", origin, settings)
 
 
 # --- lm-evaluation-harness --log_samples output ------------------------------------------------------
@@ -556,9 +556,7 @@ def lm_eval_runs(
             frame["_value"] *= 100.0 if zero_one else 1.0
             name = "accuracy" if zero_one else "score"
             origin = f"import:lm-eval:{results_path.name}:{task}:{metric},{chosen}"
-            runs += outcome_runs(
-                frame, task, [g.removeprefix("doc.") for g in groups], name, scope_of(name), origin, settings
-            )
+            runs += outcome_runs(frame, task, [g.removeprefix("doc.") for g in groups], name, origin, settings)
     return sorted(runs, key=lambda r: (r.evaluated_at, r.suite, r.model))
 
 

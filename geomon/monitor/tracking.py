@@ -27,6 +27,7 @@ import pandas as pd
 from geomon.monitor.history import Evaluation, MetricHistory, MetricValue
 from geomon.stats import declared, sufficiency, verdicts
 from geomon.stats.declared import TrackedMetric
+from geomon.stats.values import IMPORTED, series_change, series_key
 
 
 class TrackingError(ValueError):
@@ -144,6 +145,7 @@ def track(
     figures_declared: bool = False,
     plan: verdicts.ReleasePlan | None = None,
     announcer: Announcer | None = None,
+    replies: pd.DataFrame | None = None,
 ) -> Tracked:
     """Record this evaluation (once: ``MetricHistory.record``), compare it with its baseline and decide it at
     the suite's share of α (``plan``: the registered suites' by default), compare and decide again the
@@ -151,7 +153,7 @@ def track(
     all under the suite's lock. An evaluation identical to one already stored (a re-run of unchanged answers,
     a retried step) is not compared again: its stored verdicts stand, and are returned (the announcer still
     sees it: an alert that never reached anyone is tried again). ``figures_declared``: ``metrics`` already
-    come from ``declared_values``."""
+    come from ``declared_values``; ``replies``: every item as scored, kept for ``geomon items``."""
     tracked = declared.with_min_effects(tracked, settings.min_effects)
     if not figures_declared:  # the caller has not made the declared figures yet (bootstraps are not free)
         metrics = declared_values(suite, tracked, items, metrics)
@@ -169,6 +171,7 @@ def track(
             evaluated_at=evaluated_at,
             origin=origin,
             predecessor=predecessor or "",
+            replies=replies,
         )
         redecided = []
         if not current.reused:
@@ -435,18 +438,54 @@ def acknowledged(acks: pd.DataFrame, comparison: dict[str, Any]) -> bool:
     return False
 
 
+def verdict_text(verdict: dict[str, Any]) -> str:
+    """``correct_rate (language=en) regression -17.2`` — a stored verdict in one phrase."""
+    breakdown = f" ({verdict['breakdown']})" if verdict.get("breakdown") else ""
+    change = verdict.get("change")
+    moved = f" {change:+.3g}" if isinstance(change, float) and change == change else ""
+    return f"{verdict['metric']}{breakdown} {verdict['verdict']}{moved}"
+
+
+def _worse(verdict: str) -> bool:
+    """A regression of any kind (paged, below the alert threshold, found against a late baseline) or a widened
+    disparity: what a suite's report names."""
+    return verdict.startswith(verdicts.REGRESSION) or verdict == verdicts.WIDENED
+
+
 def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
     """Per model and scope, the stored verdicts of its latest evaluation in ``suite`` in a phrase (``1
-    regression, 3 no detectable change``; empty where nothing was compared): what a leaderboard row shows."""
+    regression, 3 no detectable change``; empty where nothing was compared), and its regressions named
+    (``accuracy regression -12.5``; empty where none): what a leaderboard row and a suite's report show."""
+    columns = ["model", "scope", "verdicts", "regressions"]
     evaluations = history.evaluations(suite=suite)
     if evaluations.empty:
-        return pd.DataFrame(columns=["model", "scope", "verdicts"])
+        return pd.DataFrame(columns=columns)
     latest = evaluations.groupby(["model", "scope"], sort=False).tail(1)
     tests = history.comparisons(latest["evaluation_id"])
-    phrases = {
-        evaluation: verdicts.summary(rows.to_dict("records")) for evaluation, rows in tests.groupby("evaluation_id")
-    }
-    return latest.assign(verdicts=[phrases.get(e, "") for e in latest["evaluation_id"]])[["model", "scope", "verdicts"]]
+    phrases, named = {}, {}
+    for evaluation, rows in tests.groupby("evaluation_id"):
+        records = rows.to_dict("records")
+        phrases[evaluation] = verdicts.summary(records)
+        named[evaluation] = "; ".join(verdict_text(r) for r in records if _worse(r["verdict"]))
+    return latest.assign(
+        verdicts=[phrases.get(e, "") for e in latest["evaluation_id"]],
+        regressions=[named.get(e, "") for e in latest["evaluation_id"]],
+    )[columns]
+
+
+def new_series(history: MetricHistory, suite: str) -> dict[str, str]:
+    """Per evaluation id of ``suite``, why it starts a new series (``values.series_change``: ``new series: scorer
+    changed``) where the model's previous evaluation on the same line (the same scope key) — for a model's first,
+    its predecessor's — was of another version of the benchmark: it is never compared with it."""
+    out: dict[str, str] = {}
+    latest: dict[tuple[str, str], str] = {}  # (model, scope key) → the scope of its latest evaluation so far
+    for row in history.evaluations(suite=suite).itertuples(index=False):
+        key = series_key(row.scope)
+        before = latest.get((row.model, key)) or latest.get((row.predecessor, key))
+        if before is not None and (change := series_change(before, row.scope)):
+            out[row.evaluation_id] = change
+        latest[(row.model, key)] = row.scope
+    return out
 
 
 HISTORY_COLUMNS = [
@@ -483,19 +522,25 @@ def history_table(
     or the predecessor model), ``change`` (after − before), ``p_value`` (one-sided, the way it moved),
     ``p_adjusted`` (Holm, over the suite's comparisons), ``alpha`` (the suite's share of the release's α that
     ``p_adjusted`` is compared with), ``mde`` and ``verdict`` (empty where nothing was
-    compared); ``note`` marks an insufficient sample and says why a comparison is undefined or insufficient.
+    compared); ``note`` marks an insufficient sample, says why a comparison is undefined or insufficient, and
+    where an evaluation starts a new series (``new_series``).
 
     ``headlines`` (metric, breakdown) pairs select the rows (BorderLines' headlines are ``persona=vanilla``);
-    None keeps the overall figures and whatever was compared. ``breakdowns``: True adds every breakdown of
-    those metrics (each country of sem_b_local), a text only the breakdowns containing it."""
+    None keeps the overall figures and whatever was compared — as evaluations imported from per-item outcomes
+    always do, under any suite's name (their metrics are the import's, not the suite's headlines).
+    ``breakdowns``: True adds every breakdown of those metrics (each country of sem_b_local), a text only the
+    breakdowns containing it."""
     series = history.series(suite=suite, model=model)
     if series.empty:
         return pd.DataFrame(columns=HISTORY_COLUMNS)
     tests = history.comparisons(series["evaluation_id"].unique())
-    pairs = set(headlines) if headlines is not None else set()
-    if headlines is None:
-        pairs = {(m, "") for m in series["metric"]} | set(zip(tests["metric"], tests["breakdown"], strict=True))
-    chosen = [(m, b) in pairs for m, b in zip(series["metric"], series["breakdown"], strict=True)]
+    compared = set(zip(tests["metric"], tests["breakdown"], strict=True))
+    pairs = set(headlines) if headlines is not None else {(m, "") for m in series["metric"]} | compared
+    imported = series["scope"].map(series_key).str.startswith(IMPORTED).to_numpy()
+    chosen = [
+        (m, b) in pairs or (elsewhere and (b == "" or (m, b) in compared))
+        for m, b, elsewhere in zip(series["metric"], series["breakdown"], imported, strict=True)
+    ]
     if breakdowns is not False:
         wanted = {m for m, _ in pairs}
         chosen = [
@@ -518,19 +563,70 @@ def history_table(
         how="left",
     )
     bounds = bounds or {}
-    # The figure's own sample, and the comparison's reason (undefined, too few *shared* clusters).
+    started = new_series(history, suite)
+    # The figure's own sample, the comparison's reason (undefined, too few *shared* clusters), a new series.
     table["note"] = [
-        "; ".join(dict.fromkeys(n for n in (sufficiency.reasons(v, lo, hi, count, bounds.get(m)), why) if n))
-        for v, lo, hi, count, m, why in zip(
+        "; ".join(
+            dict.fromkeys(n for n in (sufficiency.reasons(v, lo, hi, count, bounds.get(m)), why, started.get(e)) if n)
+        )
+        for v, lo, hi, count, m, why, e in zip(
             table["value"],
             table["ci_low"],
             table["ci_high"],
             table["n"],
             table["metric"],
             table["why"].fillna(""),
+            table["evaluation_id"],
             strict=True,
         )
     ]
     table["evaluated_at"] = pd.to_datetime(table["evaluated_at"]).dt.strftime("%Y-%m-%d")
     table = table.sort_values(["evaluated_at", "model", "metric", "breakdown"], kind="stable")
     return table[HISTORY_COLUMNS].fillna({"predecessor": "", "verdict": ""}).reset_index(drop=True)
+
+
+OUTCOMES = ("right", "wrong", "partial", "unanswered", "failed")  # ``item_rows``'s ``outcome`` filter
+
+
+def item_rows(
+    history: MetricHistory,
+    suite: str,
+    model: str,
+    groups: Sequence[str] = (),
+    outcome: str = "",
+    limit: int = 0,
+) -> tuple[Evaluation, pd.DataFrame, int]:
+    """Every item of ``model``'s latest evaluation in ``suite`` as it was scored (its prompt, reply, parsed answer,
+    gold and score on 0–100, and status), with how many there are before filtering: ``groups`` (``COLUMN=VALUE``
+    each) and ``outcome`` (``OUTCOMES``: full marks, none, between, no answer read, the request failed) keep the
+    matching rows, ``limit`` the first N. Anything the history does not hold, or a filter that names no column,
+    is a ``TrackingError`` that says what there is."""
+    found = history.replies(suite, model)
+    if found is None:
+        held = history.evaluations(suite=suite)
+        models = sorted(held["model"].unique()) if len(held) else []
+        raise TrackingError(
+            f"suite {suite}: no items stored for {model} (models evaluated: {', '.join(models) or 'none'}); a suite "
+            "declared with the kit keeps each evaluation's items, other suites' per-item values are in "
+            "`geomon history --format json`"
+        )
+    evaluation, rows = found
+    total = len(rows)
+    for wanted in groups:
+        column, sep, value = wanted.partition("=")
+        if not sep or column not in rows:
+            raise TrackingError(f"--group {wanted!r}: COLUMN=VALUE with a column of {', '.join(rows.columns)}")
+        rows = rows[rows[column].astype(str) == value]
+    if outcome:
+        if outcome not in OUTCOMES:
+            raise TrackingError(f"--score {outcome!r}: one of {', '.join(OUTCOMES)}")
+        score, answered = pd.to_numeric(rows["score"], errors="coerce"), rows["status"] == "answered"
+        keep = {
+            "right": answered & (score >= 100),
+            "wrong": answered & (score <= 0),
+            "partial": answered & (score > 0) & (score < 100),
+            "unanswered": rows["status"] == "unanswered",
+            "failed": rows["status"] == "failed",
+        }[outcome]
+        rows = rows[keep]
+    return evaluation, (rows.head(limit) if limit > 0 else rows).reset_index(drop=True), total

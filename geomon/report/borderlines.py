@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from geomon.report import charts
+from geomon.report.suite import verdict_section
 
 COLUMNS = [
     "revision",
@@ -117,6 +118,7 @@ def write_report(
     (out_dir / "table_changes.json").write_text(json.dumps(changes, indent=2, ensure_ascii=False))
     sections = [
         "<h1>geomon — BorderLines</h1>",
+        *verdict_section(out_dir, board),
         "<p>Concurrence scores in percent (Li et al., Table 4): KB = English answer vs the table's controller; "
         "Con / Non = answers in the controller's / the other claimants' languages vs the controller; "
         "Δ = (Con − Non) / Non; Cst = agreeing pairs among the claimant-language answers. "

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from geomon.report import charts
-from geomon.report.suite import Breakdown, breakdown_sections, headline_chart
+from geomon.report.suite import Breakdown, breakdown_sections, headline_chart, verdict_section
 
 
 def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
@@ -18,6 +18,7 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
         "<h1>geomon — Gapminder AI worldview</h1>",
+        *verdict_section(out_dir, board),
         "<p>Correct rate = per question, correct ÷ (answers − indecisive) × 100, averaged over questions "
         "(Gapminder's formula), with a 95 % bootstrap interval over questions. Answers naming exactly one "
         "option are pre-graded; the rest are graded by the jury (majority of the judges; no majority or too "

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from geomon.report import charts
-from geomon.report.suite import Breakdown, breakdown_sections, headline_chart
+from geomon.report.suite import Breakdown, breakdown_sections, headline_chart, verdict_section
 
 
 def write_report(
@@ -28,6 +28,7 @@ def write_report(
     layout.to_csv(out_dir / "aggregated_scores.csv", index=False)  # the paper's file layout, geomon's numbers
     sections = [
         "<h1>geomon — QUENCH</h1>",
+        *verdict_section(out_dir, board),
         "<p>Entity correctness (0-1) and rationale scores (1-5) are the jury's: each judge scores every item "
         "with the paper's Appendix C prompts and an item's score is the judges' mean; a subset's score is the "
         "mean over its entities (the paper's aggregation). Gaps are Indic − non-Indic with 95 % intervals "

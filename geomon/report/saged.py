@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from geomon.report import charts
-from geomon.report.suite import Breakdown, breakdown_sections, headline_chart
+from geomon.report.suite import Breakdown, breakdown_sections, headline_chart, verdict_section
 
 
 def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
@@ -19,6 +19,7 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
         "<h1>geomon — SAGED on countries</h1>",
+        *verdict_section(out_dir, board),
         "<p>Sentiment is VADER's compound score on a 0-1 scale (0.5 neutral); distance is the L2 distance "
         "between the response's and its baseline sentence's all-MiniLM-L6-v2 embeddings. Calibrated = value − "
         "the baseline sentence's value (the paper's baseline calibration). Selection rate: share of a "

@@ -1,5 +1,6 @@
-"""The report of a suite declared by a Pipeline: the leaderboard, then one chart with intervals per
-breakdown (every model side by side), then the breakdown's table; CSVs beside it."""
+"""The report of a suite declared by a Pipeline: the latest verdicts (``verdict_section``, which every suite's
+report opens with), the leaderboard, then one chart with intervals per breakdown (every model side by side), then
+the breakdown's table; CSVs beside it."""
 
 from __future__ import annotations
 
@@ -38,6 +39,42 @@ def _table(frame: pd.DataFrame) -> str:
     return charts.html_table(frame, 2)
 
 
+def verdict_section(out_dir: Path, board: pd.DataFrame) -> list[str]:
+    """What a suite's report opens with: each model's latest verdicts (the board's ``verdicts`` and
+    ``regressions``, from the metric history), every regression named, and a link to each model's per-item table
+    (``items-<model>.csv`` beside the report: every item's prompt, reply, parsed answer and score) where the
+    history kept one."""
+    if "verdicts" not in board or board.empty:
+        return ["<h2>Latest verdicts</h2>", "<p>No verdicts yet: nothing in the metric history to compare.</p>"]
+    labels = [c for c in ("model", "revision") if c in board]
+    rows = board[[*labels, "verdicts", *(["regressions"] if "regressions" in board else [])]].fillna("")
+    own = board["origin"].fillna("geomon").eq("geomon") if "origin" in board else True
+    # A published figure (a paper's row) is never compared: only geomon's own rows wait for a comparison.
+    rows["verdicts"] = rows["verdicts"].mask(own & rows["verdicts"].eq(""), "nothing compared yet")
+    items = [f"items-{m}.csv" for m in board["model"]]
+    rows["items"] = [
+        f"<a href='{html.escape(name, quote=True)}'>{html.escape(name)}</a>" if (out_dir / name).is_file() else ""
+        for name in items
+    ]
+    named = rows[rows.get("regressions", pd.Series("", index=rows.index)) != ""]
+    said = [
+        f"<li><b>{html.escape(' '.join(str(r[c]) for c in labels))}</b>: {html.escape(str(r['regressions']))}</li>"
+        for r in named.to_dict("records")
+    ]
+    lead = (
+        f"<p><b>Regression in the latest evaluation:</b></p><ul>{''.join(said)}</ul>"
+        if said
+        else "<p>No regression in the latest evaluations.</p>"
+    )
+    safe = rows.assign(**{c: rows[c].map(lambda v: html.escape(str(v))) for c in rows.columns if c != "items"})
+    return [
+        "<h2>Latest verdicts</h2>",
+        lead,
+        safe.to_html(index=False, escape=False, na_rep="—"),
+        "<p>Each model's items as scored: the linked table, or <code>geomon items --suite … --model …</code>.</p>",
+    ]
+
+
 def write_suite_report(
     out_dir: Path,
     title: str,
@@ -54,6 +91,7 @@ def write_suite_report(
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
         f"<h1>geomon — {html.escape(title)}</h1>",
+        *verdict_section(out_dir, board),
         f"<p>{html.escape(' '.join(definition.replace('``', '').split()))}</p>",
         "<h2>Leaderboard</h2>",
         _table(board[[c for c in ("model", "origin", *columns, "sample_note") if c in board]] if columns else board),

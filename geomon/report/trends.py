@@ -13,6 +13,7 @@ import pandas as pd
 
 from geomon.report import charts
 from geomon.stats import sufficiency
+from geomon.stats.values import IMPORTED, series_change, series_key
 
 # (suite, metric, breakdown, title, bounds) of each headline the report charts: the caller hands in the suites'
 # (``suites.registry.headline_catalog``); the report adds its own drift line and imports no suite.
@@ -101,11 +102,40 @@ def labelled_models(frame: pd.DataFrame) -> set[str]:
 
 
 def trend_lines(frame: pd.DataFrame) -> pd.Series:
-    """The line each row belongs to: its model, or model · scope where the metric has several scopes (a
-    BorderLines score on two table versions is two series, never one line jumping between versions)."""
-    if frame["scope"].nunique() <= 1:
-        return frame["model"]
-    return frame["model"] + " · " + frame["scope"].replace("", "(no scope)")
+    """The line each row belongs to: its model; · its scope's key where the metric has several (a BorderLines
+    score on two table versions is two series, never one line jumping between versions); · series N (in the
+    order the rows come: by date) where the model's scope changed on one key (another version of the benchmark:
+    the line breaks there)."""
+    keys = frame["scope"].map(series_key)
+    line = frame["model"] if keys.nunique() <= 1 else frame["model"] + " · " + keys.replace("", "(no scope)")
+    starts = pd.DataFrame({"line": line, "scope": frame["scope"]}).drop_duplicates()
+    starts["number"] = starts.groupby("line").cumcount() + 1
+    several = starts[starts.groupby("line")["number"].transform("max") > 1]
+    number = {(li, s): n for li, s, n in zip(several["line"], several["scope"], several["number"], strict=True)}
+    named = [
+        f"{li} · series {number[(li, s)]}" if (li, s) in number else li
+        for li, s in zip(line, frame["scope"], strict=True)
+    ]
+    return pd.Series(named, index=frame.index)
+
+
+def series_breaks(table: pd.DataFrame) -> pd.Series:
+    """Per row, why it starts a new series of its model's line (``values.series_change``: ``new series: scorer
+    changed``), else "": the chart breaks the line there and says why, and the table says it beside the value."""
+    ordered = table.sort_values("evaluated_at", kind="stable")
+    line = [ordered["suite"], ordered["metric"], ordered["model"], ordered["scope"].map(series_key)]
+    previous = ordered.groupby(line)["scope"].shift()
+    why = [series_change(p, s) if isinstance(p, str) else "" for p, s in zip(previous, ordered["scope"], strict=True)]
+    return pd.Series(why, index=ordered.index, dtype=object).reindex(table.index)
+
+
+def panels(part: pd.DataFrame, title: str) -> list[tuple[pd.DataFrame, str]]:
+    """One headline's rows as charts of one scale each: geomon's own runs (and imports made to its definition),
+    and the metric as imported from per-item files (in the file's units, which geomon does not know), never on
+    one axis."""
+    imported = part["scope"].map(series_key).str.startswith(IMPORTED)
+    out = [(part[~imported], title), (part[imported], f"{title} (imported, in the file's units)")]
+    return [(rows, name) for rows, name in out if len(rows)]
 
 
 def _chart(frame: pd.DataFrame, title: str) -> str:
@@ -137,6 +167,10 @@ def _chart(frame: pd.DataFrame, title: str) -> str:
         ax.plot(when, part["value"], marker="o", label=model)
         if part["ci_low"].notna().any():
             ax.fill_between(when, part["ci_low"], part["ci_high"], alpha=0.15)
+    for row in frame[frame.get("new_series", pd.Series("", index=frame.index)).fillna("") != ""].itertuples():
+        ax.axvline(row.when.tz_localize(None), color="0.5", linestyle=":", linewidth=0.8)
+        ax.annotate(row.new_series, (row.when.tz_localize(None), row.value), fontsize=7, xytext=(4, 6),
+                    textcoords="offset points")  # fmt: skip
     regressed = frame[frame.get("verdict", pd.Series("", index=frame.index)) == "regression"]
     if len(regressed):
         ax.scatter(
@@ -175,7 +209,7 @@ def _cached_chart(cache: Path, part: pd.DataFrame, title: str) -> Path:
     return path
 
 
-CHART_VERSION = "6"  # bump when _chart draws differently, so cached charts are redrawn
+CHART_VERSION = "7"  # bump when _chart draws differently, so cached charts are redrawn
 
 
 def write_report(
@@ -197,36 +231,48 @@ def write_report(
         keys = ["evaluation_id", "metric", *(["breakdown"] if "breakdown" in table else [])]
         verdicts = comparisons.assign(breakdown=comparisons["breakdown"].fillna(""))[[*keys, "verdict"]]
         table = table.merge(verdicts.drop_duplicates(keys), on=keys, how="left")
+    if len(table):
+        table["new_series"] = series_breaks(table)
     table.to_csv(out_dir / "trends.csv", index=False)
     sections = [
         "<h1>geomon — trends</h1>",
         "<p>Every evaluation in the history — geomon's own runs and imported ones — per model (a vendor's "
         "successive releases joined into one line, in release order) over the dates the models were "
-        "evaluated; bands are 95 % intervals, red crosses regressions against the predecessor.</p>",
+        "evaluated; bands are 95 % intervals, red crosses regressions against the predecessor; a dotted line "
+        "marks where a model's series changed (another version of the benchmark's data, prompt, scorer or code: "
+        "a new series, never compared with the one before). A metric imported from per-item files has a chart "
+        "of its own: it is in the file's units.</p>",
     ]
     used = set()
     bounds = {(suite, metric): bound for suite, metric, _, _, bound in headlines(catalog)}
-    for suite, metric, _, title, _ in headlines(catalog):
-        part = table[(table["suite"] == suite) & (table["metric"] == metric)]
-        if part.empty:
-            continue
-        chart = _cached_chart(cache, part, title)
-        used.add(chart)
-        latest = part.groupby(["model", "scope"]).tail(1)[
-            [c for c in ("model", "release", "scope", "evaluated_at", "value", "ci_low", "ci_high", "n") if c in part]
-        ]
-        latest = latest.assign(
-            note=[
-                sufficiency.reasons(v, lo, hi, n, bounds.get((suite, metric)))
-                for v, lo, hi, n in zip(latest["value"], latest["ci_low"], latest["ci_high"], latest["n"], strict=True)
-            ],
-            evaluated_at=pd.to_datetime(latest["evaluated_at"]).dt.strftime("%Y-%m-%d"),
-        )
-        sections += [
-            f"<h2>{html.escape(title)}</h2>",
-            f"<figure style='margin:0'>{chart.read_text(encoding='utf-8')}</figure>",
-            latest.pipe(charts.html_table, 3),
-        ]
+    for suite, metric, _, headline, _ in headlines(catalog):
+        for part, title in panels(table[(table["suite"] == suite) & (table["metric"] == metric)], headline):
+            sections += _panel(cache, part, title, bounds.get((suite, metric)) if title == headline else None, used)
     for stale in (set(cache.glob("*.png")) | set(cache.glob("*.svg"))) - used:
         stale.unlink()
     return charts.write_html(out_dir / "report.html", "geomon trends", sections)
+
+
+def _panel(cache: Path, part: pd.DataFrame, title: str, bounds: tuple[float, float] | None, used: set) -> list[str]:
+    """One chart (one scale) and the latest value of each of its lines, noted with its sample's shortfall and, for a
+    series that followed another, why it is a new series."""
+    chart = _cached_chart(cache, part, title)
+    used.add(chart)
+    latest = part.groupby(["model", "scope"]).tail(1)
+    began = part[part["new_series"].fillna("") != ""].groupby(["model", "scope"])["new_series"].first()
+    shown = [c for c in ("model", "release", "scope", "evaluated_at", "value", "ci_low", "ci_high", "n") if c in part]
+    latest = latest[shown].assign(
+        note=[
+            "; ".join(x for x in (sufficiency.reasons(v, lo, hi, count, bounds), began.get((m, s), "")) if x)
+            for m, s, v, lo, hi, count in zip(
+                latest["model"], latest["scope"], latest["value"], latest["ci_low"], latest["ci_high"], latest["n"],
+                strict=True,
+            )
+        ],
+        evaluated_at=pd.to_datetime(latest["evaluated_at"]).dt.strftime("%Y-%m-%d"),
+    )  # fmt: skip
+    return [
+        f"<h2>{html.escape(title)}</h2>",
+        f"<figure style='margin:0'>{chart.read_text(encoding='utf-8')}</figure>",
+        latest.pipe(charts.html_table, 3),
+    ]

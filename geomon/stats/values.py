@@ -1,8 +1,10 @@
 """The values every layer passes around: a metric's figure with its breakdown, interval and sample. Below
-the suites and the monitor both: suites compute them, the monitor stores them."""
+the suites and the monitor both: suites compute them, the monitor stores them; and the scope that makes a
+series of them one benchmark."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,3 +44,37 @@ def metrics_from_mapping(numbers: dict[str, Any], breakdown: str = "", n: int | 
             )
         )
     return out
+
+
+SERIES_MARK = " @ "  # between a scope's key and the versions of what its figures mean
+IMPORTED = "imported "  # the key of a metric imported from per-item outcomes begins so (it is in the file's units)
+
+
+def series_scope(key: str, versions: dict[str, str]) -> str:
+    """A scope that holds one benchmark: ``key`` (what runs side by side: a sample size, a table revision) and a
+    short hash of each part of what the figures mean (``data``, ``prompt``, ``scorer``, ``code``; an import's
+    ``items``). Evaluations are compared only within one scope, so a changed part starts a new series (named by
+    ``series_change``) instead of being compared as if the model had changed."""
+    hashed = ",".join(f"{name}={hashlib.sha256(text.encode()).hexdigest()[:8]}" for name, text in versions.items())
+    return f"{key}{SERIES_MARK}{hashed}"
+
+
+def series_key(scope: str) -> str:
+    """The part of a scope that runs side by side (``series_scope``'s ``key``); a scope without versions is its
+    own key."""
+    return scope.split(SERIES_MARK, 1)[0]
+
+
+def series_change(before: str, after: str) -> str:
+    """Why ``after`` is a new series of the line ``before`` was on (``new series: scorer, code changed``); ""
+    when it is the same series, or another line (another key: a table revision, a sample size)."""
+    if before == after or series_key(before) != series_key(after):
+        return ""
+    old, new = (dict(_parts(s)) for s in (before, after))
+    changed = [name for name in dict.fromkeys([*new, *old]) if old.get(name) != new.get(name)]
+    return f"new series: {', '.join(changed) or 'scope'} changed"
+
+
+def _parts(scope: str) -> list[tuple[str, str]]:
+    versions = scope.split(SERIES_MARK, 1)[1] if SERIES_MARK in scope else ""
+    return [tuple(part.split("=", 1)) for part in versions.split(",") if "=" in part]  # type: ignore[misc]

@@ -16,13 +16,14 @@ once) and ``tracked_result`` (their estimates as the tracked stage's summary, gr
 from __future__ import annotations
 
 import hashlib
+import inspect
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -32,7 +33,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.jury import JurySettings
 from geomon.sources.release_files import ReleaseFiles
 from geomon.stats.declared import Mean, Range, TrackedMetric, estimates
-from geomon.stats.values import MetricValue
+from geomon.stats.values import MetricValue, series_scope
 from geomon.suites.info import Headline, RunOption, SuiteError, SuiteInfo, status_of
 from geomon.suites.pipeline import (
     SEED,
@@ -185,11 +186,16 @@ def group_metrics(
 
 
 def tracked_result(
-    tracked: tuple[TrackedMetric, ...], items: pd.DataFrame, scope: str, counts: Mapping[str, int]
+    tracked: tuple[TrackedMetric, ...],
+    items: pd.DataFrame,
+    scope: str,
+    counts: Mapping[str, int],
+    replies: pd.DataFrame | None = None,
 ) -> StageResult:
     """The tracked stage's result from per-item rows (``item``, ``value`` and the group columns): every tracked
     metric estimated once with its interval; the summary holds the overall figures (``<metric>``,
-    ``<metric>_ci_low``, ``<metric>_ci_high``) and ``counts``; ``groups`` the per-group ones."""
+    ``<metric>_ci_low``, ``<metric>_ci_high``) and ``counts``; ``groups`` the per-group ones. ``replies``: every
+    item as scored (its prompt, reply, parsed answer and score), kept with the evaluation for ``geomon items``."""
     found = [e for m in tracked for e in estimates(m, items)]
     summary: dict[str, Any] = dict(counts)
     for e in found:
@@ -208,11 +214,23 @@ def tracked_result(
     return StageResult(
         {"summary": summary, "groups": groups},
         metadata={**shown, "groups": groups},
-        tracked=Tracked(metrics, items, scope=scope),
+        tracked=Tracked(metrics, items, scope=scope, replies=replies),
     )
 
 
-Score = Callable[[str | None, dict[str, Any]], float]  # (reply, question row) → 1, 0, or NaN (nothing read)
+class Scored(NamedTuple):
+    """A score with what the scorer read from the reply (the option, the number, the name it found): shown
+    beside the reply by ``geomon items`` and the suite's report."""
+
+    value: float
+    parsed: str
+
+
+# What a scores row adds to its question's columns: the rest is the data the scope hashes, so a column added here
+# per model (a reply, a log-probability) must be named here, or the models' scopes would differ.
+SCORED = ("prompt", "reply", "parsed", "value", "error")
+# (reply, question row) → 1, 0, or NaN (nothing read); or a ``Scored`` that also says what it read
+Score = Callable[[str | None, dict[str, Any]], float | Scored]
 
 
 @dataclass(frozen=True)
@@ -242,7 +260,34 @@ class QuestionSet:
     gap_min_effect: float = 10.0  # the same for each gap
     profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # profile → {sample, seed}
     order: int = 50
-    version: str = ""  # what else the scope names (a YAML file's hash): results of another version never compare
+    # The scorer's declaration, part of the scope (``scope_of``): a YAML suite's scorer fields; by default the
+    # score function's source, or the judge prompt.
+    scorer: str = ""
+
+    @property
+    def completion(self) -> str:
+        """A base model's template."""
+        return self.completion_prompt or f"Question: {self.prompt}\nAnswer:"
+
+
+def scope_of(q: QuestionSet, module: ModuleType, questions: pd.DataFrame, sample: Any) -> str:
+    """The scope of ``q``'s evaluations (``values.series_scope``), keyed by the sample size: one series while the
+    content of the ``questions`` asked, the prompt templates, the scorer's declaration and the suite file
+    (``module``'s: its code) stay the same; a change in any of them starts a new series instead of being compared
+    as if the model had changed."""
+    data = questions.sort_values(q.id)[sorted(questions.columns)].to_csv(index=False)
+    prompt = "\n".join((q.prompt, q.completion, q.system or "", str(q.max_tokens)))
+    scorer = q.scorer or (_source(q.score) if q.score is not None else q.judge_prompt)
+    code = Path(str(module.__file__)).read_text(encoding="utf-8")
+    return series_scope(f"{q.name}|{sample}", {"data": data, "prompt": prompt, "scorer": scorer, "code": code})
+
+
+def _source(function: Callable[..., Any]) -> str:
+    """A function's source; its qualified name where Python has no source for it (defined at a prompt)."""
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return getattr(function, "__qualname__", repr(function))
 
 
 def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tuple[TrackedMetric, ...]]:
@@ -250,7 +295,7 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
     responses → scores → disparity, each stage versioned by this kit's source and the suite ``module``'s."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", q.name):
         raise SuiteError(f"suite {q.name!r}: a name is lower-case letters, digits and '_'")
-    completion = q.completion_prompt or f"Question: {q.prompt}\nAnswer:"
+    completion = q.completion
     versions = (sys.modules[__name__], module)
     headlines, tracked = group_metrics(q.metric, q.groups, q.min_effect, q.gap_min_effect, q.title)
 
@@ -298,13 +343,22 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         answers the jury could not decide) excluded and counted."""
         rows = prompts.to_dict("records")
         if judgements is None:
-            value = [q.score(reply, row) * 100 for reply, row in zip(responses["text"], rows, strict=True)]
+            read = [q.score(reply, row) for reply, row in zip(responses["text"], rows, strict=True)]
+            read = [r if isinstance(r, Scored) else Scored(r, "") for r in read]
+            value, parsed = [r.value * 100 for r in read], [r.parsed for r in read]
         else:
             grade = dict(zip(judgements[q.id], judgements["grade"], strict=True))
             points = {"correct": 100.0, "incorrect": 0.0}
-            value = [points.get(grade.get(row[q.id], ""), float("nan")) for row in rows]
-        scores = prompts[[q.id, q.answer, *q.groups]].assign(
-            reply=responses["text"].to_numpy(), value=value, error=responses["error"].to_numpy()
+            parsed = [grade.get(row[q.id], "") for row in rows]
+            value = [points.get(p, float("nan")) for p in parsed]
+        asked = prompts["completion"] if context.spec().kind == "base" else prompts["chat"]
+        # Every question column (the scope hashes the data asked), the prompt asked, the reply and its reading.
+        scores = prompts.drop(columns=["chat", "completion"]).assign(
+            prompt=asked.to_numpy(),
+            reply=responses["text"].to_numpy(),
+            parsed=parsed,
+            value=value,
+            error=responses["error"].to_numpy(),
         )
         scores["status"] = status_of(scores["value"], scores["error"])
         return StageResult(scores, metadata={"status": scores["status"].value_counts().to_dict()})
@@ -318,8 +372,19 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
             .assign(item=answered[q.id].astype(str), value=answered["value"].astype(float))
         )
         counts = {s: int((scores["status"] == s).sum()) for s in ("answered", "unanswered", "failed")}
-        scope = f"{q.name}|{q.version}|{context.options.get('sample', '')}"
-        return tracked_result(tracked, items.reset_index(drop=True), scope, counts)
+        asked = scores.drop(columns=[*SCORED, "status"])
+        scope = scope_of(q, module, asked, context.options.get("sample", ""))
+        replies = pd.DataFrame(
+            {
+                "item": scores[q.id].astype(str),
+                **{g: scores[g].astype(str) for g in q.groups},
+                **{c: scores[c] for c in ("prompt", "reply", "parsed")},
+                "gold": scores[q.answer].astype(str),
+                "score": scores["value"],
+                "status": scores["status"],
+            }
+        ).reset_index(drop=True)
+        return tracked_result(tracked, items.reset_index(drop=True), scope, counts, replies)
 
     def write_report(out: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Path:
         from geomon.report.suite import Breakdown, write_suite_report

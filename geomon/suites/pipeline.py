@@ -57,6 +57,8 @@ class Tracked:
     items: pd.DataFrame
     scope: str
     data_version: str = ""  # the data's own version (a World Bank release); default: the source stage's code
+    # Every item as scored (its prompt, reply, parsed answer, score, status), kept for ``geomon items``.
+    replies: pd.DataFrame | None = None
 
 
 @dataclass

@@ -12,8 +12,10 @@ the factory, the verdict engine, ``geomon run``, history and alerts treat it lik
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
+import inspect
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,6 +153,20 @@ def correct(decl: Declaration, reply: str | None, row: dict[str, Any]) -> float:
     return float(abs(number - truth) <= decl.tolerance * max(abs(truth), 1e-12))
 
 
+# The fields that say what is asked and reported; every other field is the scorer's (``scorer_declaration``).
+NOT_SCORING = {
+    "path", "name", "title", "spec", "data", "id", "groups", "prompt", "completion_prompt", "max_tokens", "metric",
+    "min_effect", "gap_min_effect", "profiles", "order",
+}  # fmt: skip
+
+
+def scorer_declaration(decl: Declaration) -> str:
+    """What the scope holds of the scorer (``kit.scope_of``): its declared fields and the code here that reads
+    them, so a changed scorer (in the file or in geomon) starts a new series."""
+    fields = {f.name: getattr(decl, f.name) for f in dataclasses.fields(decl) if f.name not in NOT_SCORING}
+    return f"{fields!r}\n{inspect.getsource(sys.modules[__name__])}"
+
+
 def build(decl: Declaration) -> ModuleType:
     """The declarations a Python suite module makes, from the YAML file: ``SUITE``, ``PIPELINE``, ``TRACKED``
     (a ``kit.QuestionSet`` whose scorer is the declared one)."""
@@ -177,8 +193,7 @@ def build(decl: Declaration) -> ModuleType:
         gap_min_effect=decl.gap_min_effect,
         profiles=decl.profiles,
         order=decl.order,
-        # The file and its data: evaluations of another declaration or question set are never compared.
-        version=hashlib.sha256(decl.path.read_bytes() + decl.data.read_bytes()).hexdigest()[:12],
+        scorer=scorer_declaration(decl),
     )
     module.SUITE, module.PIPELINE, module.TRACKED = kit.declare(questions, module)
     return module

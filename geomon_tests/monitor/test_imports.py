@@ -4,6 +4,7 @@ the real files), per-item outcome files of any benchmark, and what ``geomon hist
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import shutil
 
@@ -275,3 +276,41 @@ def test_inspect_ai_logs_written_by_inspect_itself(tmp_path):
         imports.inspect_runs([log.location], "capitals", ["language"])
     with pytest.raises(imports.ImportError_, match="not an inspect_ai eval log"):
         imports.inspect_runs([PUBLISHED], "capitals")
+
+
+def test_a_release_in_its_own_file_is_compared_and_shown_under_a_registered_suite(tmp_path, monkeypatch, capsys):
+    """Each release imported from a file of its own name, under a registered suite's name (worldbench) with a
+    0–1 score: the second release is compared with the first (the scope is the suite, the metric and the items,
+    never the file), `geomon history --suite worldbench` shows the imported score though it is none of
+    WorldBench's headlines, and a release asked other items is a new series, said so and never compared."""
+    from geomon.cli import main
+
+    store = tmp_path / "h.sqlite"
+    monkeypatch.setenv("GEOMON_STORE_URL", f"sqlite:///{store}")
+    monkeypatch.delenv("GEOMON_ALERT_WEBHOOK_URL", raising=False)
+
+    def release(name: str, model: str, day: str, predecessor: str, right: float, items: range) -> str:
+        rows = [
+            {"model": model, "item": f"q{i}", "score": float(i % 10 < right * 10), "evaluated_at": day}
+            | {"predecessor": predecessor}
+            for i in items
+        ]
+        return str(_items_csv(tmp_path / name, rows))
+
+    files = [
+        release("vendor-2025-01.csv", "v-1", "2025-01-10", "", 0.9, range(60)),
+        release("v2_final_results.csv", "v-2", "2025-03-01", "v-1", 0.3, range(60)),
+        release("third.csv", "v-3", "2025-05-01", "v-2", 0.3, range(20, 80)),
+    ]
+    for path in files:
+        assert main(["import", "items", "--suite", "worldbench", path, "--fail-on", "never"]) == 0
+    history = MetricHistory(f"sqlite:///{store}")
+    compared = history.comparisons()
+    scores = compared[(compared["metric"] == "score") & (compared["breakdown"] == "")]
+    assert list(scores["against"]) == ["predecessor v-1"] and scores["change"].iloc[0] == pytest.approx(-0.6)
+    capsys.readouterr()
+    assert main(["history", "--suite", "worldbench", "--format", "csv"]) == 0
+    shown = pd.read_csv(io.StringIO(capsys.readouterr().out), keep_default_na=False)
+    score = shown[shown["metric"] == "score"].set_index("model")
+    assert list(score.index) == ["v-1", "v-2", "v-3"] and score.loc["v-2", "verdict"] == "regression"
+    assert score.loc["v-3", "verdict"] == "" and "new series: items changed" in score.loc["v-3", "note"]

@@ -102,3 +102,41 @@ def test_the_cli_history_ack_and_gate(runs, tmp_path, monkeypatch, capsys):
 
     assert gate("check", 1, 0) == 3 and gate("regression", 1, 0) == 0 and gate("regression", 0, 1) == 3
     assert gate("never", 5, 5) == 0
+
+
+def test_a_changed_scorer_starts_a_new_series_never_compared(tmp_path):
+    """A suite whose scorer was fixed: its next evaluation, 50 points lower, is a new series — nothing compared,
+    no regression — and `geomon history` and the trends report (a break in the line) say why; the next run of
+    the fixed definition is compared with it."""
+    from geomon.report import trends
+    from geomon.stats.values import series_scope
+    from geomon.suites import kit
+
+    _, tracked = kit.group_metrics("accuracy", ("region",), 5.0, 10.0, "Toy")
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    parts = {"data": "capitals.csv", "prompt": "The capital of {country}?", "scorer": "normalised", "code": "v1"}
+    before, after = series_scope("toy|40", parts), series_scope("toy|40", {**parts, "scorer": "exact"})
+
+    def evaluate(scope: str, right: int, day: str) -> tracking.Tracked:
+        items = pd.DataFrame({"item": [f"q{i:02d}" for i in range(40)], "region": ["Asia", "Europe"] * 20}).assign(
+            value=[100.0 if i < right else 0.0 for i in range(40)]
+        )
+        when = pd.Timestamp(day, tz="UTC").to_pydatetime()
+        return tracking.track(history, "toy", "m", [], items, tracked, verdicts.VerdictSettings(), scope=scope,
+                              evaluated_at=when)  # fmt: skip
+
+    evaluate(before, 36, "2026-11-01")
+    fixed = evaluate(after, 16, "2026-11-08")
+    assert fixed.verdicts == [] and fixed.against == ""  # never compared with the old scoring
+    again = evaluate(after, 16, "2026-11-15")
+    overall = next(v for v in again.verdicts if v["metric"] == "accuracy" and not v["breakdown"])
+    assert again.against == "previous run" and overall["verdict"] == verdicts.NO_CHANGE
+    table = tracking.history_table(history, "toy", [("accuracy", "")])
+    notes = dict(zip(table["evaluated_at"], table["note"], strict=True))
+    assert notes["2026-11-08"] == "new series: scorer changed" and "new series" not in notes["2026-11-15"]
+    catalog = [("toy", "accuracy", "", "Toy: accuracy", (0.0, 100.0))]
+    page = trends.write_report(tmp_path / "trends", history.series(), history.comparisons(), catalog=catalog)
+    saved = pd.read_csv(tmp_path / "trends" / "trends.csv", keep_default_na=False)
+    assert list(saved["new_series"]) == ["", "new series: scorer changed", ""]
+    text = page.read_text()
+    assert "m · series 1" in text and "m · series 2" in text and "new series: scorer changed" in text

@@ -60,3 +60,33 @@ def test_each_table_version_is_its_own_line():
     assert list(trends.trend_lines(frame)) == ["a · 2021-08-31", "a · 2023-05-15", "a · 2023-05-15", "b · 2023-05-15"]
     one_scope = frame.assign(scope="")
     assert list(trends.trend_lines(one_scope)) == ["a", "a", "a", "b"]
+
+
+def test_a_metric_imported_in_its_own_units_gets_its_own_chart(tmp_path):
+    """A suite's score (0–100) and the same metric imported under its name from a per-item file (0–1): two
+    charts, each of one scale, never both on one axis."""
+    from geomon.report import trends
+    from geomon.stats.values import series_scope
+
+    own, imported = series_scope("toy|40", {"data": "d", "code": "c"}), series_scope("imported score", {"items": "q"})
+    frame = pd.DataFrame(
+        {
+            "suite": "toy",
+            "metric": "score",
+            "breakdown": "",
+            "model": ["m", "m", "n", "n"],
+            "scope": [own, own, imported, imported],
+            "recorded_at": pd.to_datetime(["2026-01-01", "2026-02-01", "2026-01-01", "2026-02-01"], utc=True),
+            "value": [72.0, 70.0, 0.71, 0.69],
+            "ci_low": None,
+            "ci_high": None,
+        }
+    )
+    catalog = [("toy", "score", "", "Toy: score", (0.0, 100.0))]
+    charts = trends.panels(trends.trend_table(frame, catalog), "Toy: score")
+    assert [(title, sorted(part["value"])) for part, title in charts] == [
+        ("Toy: score", [70.0, 72.0]),
+        ("Toy: score (imported, in the file's units)", [0.69, 0.71]),
+    ]
+    text = trends.write_report(tmp_path, frame, catalog=catalog).read_text()
+    assert text.count("<svg") == 2 and "Toy: score (imported, in the file&#x27;s units)" in text

@@ -5,13 +5,17 @@ differently."""
 
 from __future__ import annotations
 
+import dataclasses
+import io
 from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
-from geomon.suites import kit, registry
+from geomon.monitor.history import MetricHistory
+from geomon.stats.values import series_change
+from geomon.suites import kit, registry, yaml_suite
 from geomon_tests.conftest import board_after_run, write_settings
 from geomon_tests.loopback import ScriptedModel, file_server, serve
 
@@ -34,18 +38,19 @@ def test_a_simple_python_suite_is_at_most_60_lines(examples):
 
 
 @pytest.mark.parametrize(
-    ("reply", "expected"),
+    ("reply", "expected", "parsed"),
     [
-        ("Kiev.", 1.0),  # any accepted name
-        ("It is KYIV", 1.0),
-        ("Lviv", 0.0),
-        ("Kyiv or Lviv", float("nan")),  # a hedge is no answer: unanswered, not right
-        ("", float("nan")),
+        ("Kiev.", 1.0, "Kiev"),  # any accepted name, read as the name
+        ("It is KYIV", 1.0, "Kyiv"),
+        ("Lviv", 0.0, "lviv"),
+        ("Kyiv or Lviv", float("nan"), ""),  # a hedge is no answer: unanswered, not right
+        ("", float("nan"), ""),
     ],
 )
-def test_the_python_scorer(examples, reply, expected):
+def test_the_python_scorer(examples, reply, expected, parsed):
     got = examples.score(reply, {"aliases": "Kyiv|Kiev"})
-    assert got == expected or (got != got and expected != expected)
+    assert got.value == expected or (got.value != got.value and expected != expected)
+    assert got.parsed == parsed
 
 
 def test_read_table_names_the_file_and_the_problem(tmp_path):
@@ -166,20 +171,113 @@ def test_a_yaml_suite_judged_by_the_jury(tmp_path, wdi_snapshot_dir, suite_folde
     row = board.loc["student"]
     assert row["accuracy"] == pytest.approx(97.5) and row["region_gap"] == pytest.approx(10)
     assert row["answered"] == 40
+    # Each item as scored keeps the jury's grade as what was read from the reply.
+    _, items = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").replies("judged_capitals", "student")
+    canada = items.set_index("item").loc["am-ca"]
+    assert (canada["reply"], canada["parsed"], canada["score"]) == ("Toronto", "incorrect", 0)
 
 
-def test_geomon_run_and_history_find_a_suite_folder(examples, tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
-    """From the command line, as a person meets it: `geomon run --suite capital_aliases`, then its history."""
+def test_the_scope_holds_the_data_the_prompt_the_scorer_and_the_code(examples, tmp_path):
+    """Each part of what a figure means is in the scope: a changed one starts a new series that says which,
+    instead of old and new scoring being compared as if the model had changed; the same declaration is the same
+    series, and another sample size another line."""
+    suite_file = tmp_path / "toy.py"
+    suite_file.write_text("# version 1\n")
+    module = SimpleNamespace(__file__=str(suite_file))
+    q = kit.QuestionSet(
+        name="toy", title="Toy", spec="", files=(), read=lambda folder: CAPITALS, data_dir=None, id="question_id",
+        answer="capital", prompt="The capital of {country}?", score=examples.score, groups=("region",),
+    )  # fmt: skip
+    questions = CAPITALS.astype(str)
+    base = kit.scope_of(q, module, questions, 40)
+    edited = questions.assign(aliases=questions["aliases"].replace("Algiers", "Algiers|Alger"))
+
+    def lenient(reply, row):
+        return 1.0
+
+    reworded = dataclasses.replace(q, prompt="Which city is the capital of {country}?")
+    changed = {
+        "data": kit.scope_of(q, module, edited, 40),
+        "prompt": kit.scope_of(reworded, module, questions, 40),
+        "scorer": kit.scope_of(dataclasses.replace(q, score=lenient), module, questions, 40),
+    }
+    suite_file.write_text("# version 2: the scorer fixed\n")
+    changed["code"] = kit.scope_of(q, module, questions, 40)
+    for part, scope in changed.items():
+        assert series_change(base, scope) == f"new series: {part} changed", part
+    assert kit.scope_of(q, module, questions.sample(frac=1, random_state=1), 40) == changed["code"]  # row order aside
+    assert series_change(changed["code"], kit.scope_of(q, module, questions, 20)) == ""  # another sample: another line
+    # A YAML suite's scorer declaration: its scorer fields (and the code reading them), not its prompt.
+    decl = yaml_suite.read(EXAMPLES / "capitals.yaml")
+    declared = yaml_suite.scorer_declaration(decl)
+    assert yaml_suite.scorer_declaration(dataclasses.replace(decl, scorer="exact")) != declared
+    assert yaml_suite.scorer_declaration(dataclasses.replace(decl, prompt="Capital of {country}?")) == declared
+
+
+def test_geomon_items_and_the_report_show_each_item_and_the_regression(
+    examples, tmp_path, wdi_snapshot_dir, monkeypatch, capsys
+):
+    """From the command line, as a person meets it: `geomon run --suite capital_aliases` (a suite folder) on a
+    model and its successor, which names Paris as every Asian and European capital; its history; `geomon items`
+    shows each item's prompt, reply, parsed answer and score, its filters keep
+    what they name, and the suite's report opens with the latest verdicts, naming the successor's regression and
+    linking each model's items."""
     from geomon.cli import main
 
-    with serve(ScriptedModel, {"answer": answer, "models": ["scripted"]}) as url:
-        models = [{"name": "scripted", "kind": "chat", "base_url": f"{url}/v1", "model_id": "scripted"}]
+    def worse(messages):
+        country = messages[-1]["content"].split("capital city of ")[1].split("?")[0]
+        region = CAPITALS.set_index("country").loc[country, "region"]
+        return "Paris" if region in ("Asia", "Europe") and country != "France" else answer(messages)
+
+    with (
+        serve(ScriptedModel, {"answer": answer, "models": ["s"]}) as url,
+        serve(ScriptedModel, {"answer": worse, "models": ["s"]}) as worse_url,
+    ):
+        models = [
+            {"name": "scripted", "kind": "chat", "base_url": f"{url}/v1", "model_id": "s"},
+            {"name": "successor", "kind": "chat", "base_url": f"{worse_url}/v1", "model_id": "s"},
+        ]
+        models[1]["predecessor"] = "scripted"
         settings = str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False))
         monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
         monkeypatch.setenv("GEOMON_CONFIG", settings)
-        code = main(["--config", settings, "run", "--suite", "capital_aliases", "--models", "scripted", "--yes"])
-    assert code == 0, capsys.readouterr().err
+        run = ["--config", settings, "run", "--suite", "capital_aliases", "--models", "scripted,successor", "--yes"]
+        assert main([*run, "--fail-on", "never"]) == 0, capsys.readouterr().err
     capsys.readouterr()
     assert main(["--config", settings, "history", "--suite", "capital_aliases"]) == 0
     shown = capsys.readouterr().out
     assert "accuracy" in shown and "97.4" in shown and "region_gap" in shown
+
+    def items(*args: str) -> pd.DataFrame:
+        assert main(["--config", settings, "items", "--suite", "capital_aliases", *args, "--format", "csv"]) == 0
+        shown = pd.read_csv(io.StringIO(capsys.readouterr().out), keep_default_na=False)
+        return shown.assign(score=pd.to_numeric(shown["score"], errors="coerce"))
+
+    every = items("--model", "scripted")
+    assert len(every) == 40 and {"prompt", "reply", "parsed", "gold", "score", "status"} <= set(every.columns)
+    china = every.set_index("item").loc["as-cn"]
+    assert "capital city of China?" in china["prompt"] and china["reply"] == "Peking"
+    assert china["parsed"] == "Peking" and china["score"] == 100  # an accepted name, read as written
+    hedge = items("--model", "scripted", "--score", "unanswered")
+    assert list(hedge["reply"]) == ["Lagos or Abuja"] and list(hedge["status"]) == ["unanswered"]
+    wrong = items("--model", "successor", "--score", "wrong")
+    assert len(wrong) == 20 and set(wrong["score"]) == {0}  # 19 × Paris, and Toronto
+    assert set(zip(wrong["parsed"], wrong["region"], strict=True)) == {
+        ("paris", "Asia"), ("paris", "Europe"), ("toronto", "Americas")
+    }  # fmt: skip
+    asia = items("--model", "successor", "--score", "wrong", "--group", "region=Asia", "--limit", "3")
+    assert len(asia) == 3 and set(asia["region"]) == {"Asia"}
+    assert main(["--config", settings, "items", "--suite", "capital_aliases", "--model", "successor"]) == 0
+    table = capsys.readouterr().out
+    assert "What is the capital city of" in table and "Paris" in table
+    assert len(table.splitlines()) == 41 and "name only." not in table  # one line per item, long cells cut
+    assert main(["--config", settings, "items", "--suite", "capital_aliases", "--model", "x", "--group", "a"]) == 2
+    assert "no items stored for x" in capsys.readouterr().err
+    report = (tmp_path / "results" / "capital_aliases" / "report.html").read_text()
+    opening = report[: report.index("Leaderboard")]
+    assert "Latest verdicts" in opening and "Regression in the latest evaluation" in opening
+    assert "successor</b>: accuracy regression" in opening
+    assert (
+        "items-successor.csv" in opening
+        and (tmp_path / "results" / "capital_aliases" / "items-successor.csv").is_file()
+    )

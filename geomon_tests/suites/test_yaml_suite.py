@@ -119,12 +119,12 @@ def test_the_scope_names_the_declaration_and_its_data(tmp_path):
 
     for name in ("capitals.yaml", "capitals.csv"):
         shutil.copy(EXAMPLES / name, tmp_path / name)
-    scores = pd.DataFrame(
-        {"question_id": ["a", "b"], "region": ["Africa", "Europe"], "value": [100.0, 0.0], "status": "answered"}
-    )
 
     def scope() -> str:
         stage = yaml_suite.load(tmp_path / "capitals.yaml").PIPELINE.stage("disparity")
+        # The questions scored, as the scores stage keeps them: the scope holds their content.
+        asked = pd.read_csv(tmp_path / "capitals.csv", dtype=str)
+        scores = asked.assign(prompt="?", reply="", parsed="", value=100.0, error="", status="answered")
         return stage.run(SimpleNamespace(options={"sample": 0}), scores=scores).tracked.scope
 
     before = scope()
