@@ -3,12 +3,17 @@ as declared, run through the factory on scripted models with exact results, hist
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import re
+import unicodedata
 from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 import pytest
 
+from geomon import parsing
 from geomon.defs.factory import suite_runs
 from geomon.defs.resources import GeomonResource
 from geomon.defs.runs import failed_checks
@@ -31,14 +36,14 @@ def capitals(suite_folder):
 
 def test_the_yaml_file_is_a_suite(capitals):
     assert "capitals" in registry.suites() and capitals.SUITE.title == "Capitals"
-    assert [m.name for m in capitals.TRACKED] == ["accuracy", "region_gap"]
+    assert [m.name for m in capitals.TRACKED] == ["accuracy", "region_gap", "answered_rate"]
     assert registry.profile_options("capitals", "quick", {})["sample"] == 20
 
 
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [
-        ("Brasilia.", 1.0),  # accents aside
+        ("Brasilia.", 1.0),  # accents on Latin letters aside
         ("The capital is Washington, D.C.", 1.0),
         ("Sao Paulo", 0.0),
         ("", float("nan")),  # nothing to read: unanswered, not wrong
@@ -47,8 +52,79 @@ def test_the_yaml_file_is_a_suite(capitals):
 def test_the_normalised_scorer(capitals, reply, expected):
     decl = yaml_suite.read(EXAMPLES / "capitals.yaml")
     row = {"capital": "Brasília"} if "Bras" in reply or "Sao" in reply or not reply else {"capital": "Washington"}
-    got = yaml_suite.correct(decl, reply, row)
+    got = yaml_suite.correct(decl, reply, row).value
     assert got == expected or (got != got and expected != expected)
+
+
+EVERYDAY = yaml_suite.read(EXAMPLES / "everyday.yaml")
+
+
+def _old_normalised(reply: str, gold: str) -> float:
+    """The scorer ``normalised`` was before: folded to ASCII, so a reply in a script ASCII has not named every
+    gold answer in that script (右 for 左), and the gold's separator was text ("rice|noodles")."""
+
+    def fold(text: str) -> str:
+        ascii_only = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+        return " ".join(re.sub(r"[^\w\s]", " ", ascii_only).split())
+
+    return float(f" {fold(gold)} " in f" {fold(reply)} ")
+
+
+def _old_regex(reply: str, gold: str, pattern: str) -> float:
+    return float(re.search(pattern.replace("{answer}", re.escape(gold)), reply, re.I) is not None)
+
+
+def _old_choice(reply: str, gold: str, options: list[str]) -> float:
+    chosen = parsing.parse_choice(reply, options)  # the first option named: an echo picked the first
+    return float("nan") if chosen is None else float(options[chosen] == gold)
+
+
+# (scorer, what the file declares beside it, the row's answers and candidates, the reply, the new value, what is
+# refused, the old scorer's value): every reply scored differently by the old scorer.
+CASES = [
+    ("normalised", {}, "左", "左|右", "右", 0.0, "", 1.0),  # a wrong answer in the same script
+    ("normalised", {}, "左", "左|右", "我不知道", 0.0, "hedge: 我不知道", 1.0),
+    ("normalised", {}, "左", "左|右", "左还是右", 0.0, "several candidates: 左, 右", 1.0),  # the candidates echoed
+    ("normalised", {}, "बाएं", "बाएं|दाएं", "दाएं", 0.0, "", 1.0),
+    ("normalised", {}, "बाएं", "बाएं|दाएं", "मुझे नहीं पता", 0.0, "hedge: मुझे नहीं पता", 1.0),
+    ("normalised", {}, "چپ", "چپ|راست", "راست", 0.0, "", 1.0),
+    ("normalised", {}, "چپ", "چپ|راست", "نمی‌دانم", 0.0, "hedge: نمی‌دانم", 1.0),
+    ("normalised", {}, "القاهرة", "القاهرة|الرياض", "الرياض", 0.0, "", 1.0),
+    ("normalised", {}, "القاهرة", "القاهرة|الرياض", "لا أعرف", 0.0, "hedge: لا أعرف", 1.0),
+    ("normalised", {}, "kulia", "kushoto|kulia", "kushoto au kulia", 0.0, "several candidates: kushoto, kulia", 1.0),
+    ("normalised", {}, "kulia", "kushoto|kulia", "Sijui, labda kulia", 0.0, "hedge: sijui", 1.0),
+    # several accepted answers, as a separator declares them or as a published list
+    ("normalised", {"answer_separator": "|"}, "wali|tambi", "wali|tambi|mkate", "Tambi.", 1.0, "", 0.0),
+    ("normalised", {}, '["米饭", "面条"]', "米饭|面条|面包", "面包", 0.0, "", 1.0),
+    ("regex", {"answer_separator": "|", "pattern": "^\\W*{answer}\\W*$"}, "wali|tambi", "", "tambi", 1.0, "", 0.0),
+    # partial credit: the share of the accepted answers named
+    ("normalised", {"answer_separator": "|", "partial_credit": True}, "चावल|रोटी", "", "चावल", 0.5, "", 1.0),
+]
+
+
+@pytest.mark.parametrize(("scorer", "declared", "answers", "offered", "reply", "value", "refused", "old"), CASES)
+def test_scorers_read_every_script(scorer, declared, answers, offered, reply, value, refused, old):
+    decl = dataclasses.replace(EVERYDAY, scorer=scorer, **{"answer_separator": "", **declared})
+    got = yaml_suite.correct(decl, reply, {"answers": answers, "candidates": offered})
+    assert (got.value, got.refused) == (value, refused)
+    was = _old_regex(reply, answers, decl.pattern) if scorer == "regex" else _old_normalised(reply, answers)
+    assert was == old != value  # the old scorer read this reply otherwise
+
+
+@pytest.mark.parametrize(
+    ("reply", "value", "refused"),
+    [
+        ("靠右行驶", 1.0, ""),
+        ("右还是左？", 0.0, "several candidates: 右, 左"),  # the old choice took the first named: right
+        ("B", 1.0, ""),  # the letter of a candidate
+        ("前面", math.nan, ""),  # no candidate: nothing read
+    ],
+)
+def test_choice_over_a_candidate_column(reply, value, refused):
+    decl = dataclasses.replace(EVERYDAY, scorer="choice")
+    got = yaml_suite.correct(decl, reply, {"answers": "右", "candidates": "左|右"})
+    assert got.refused == refused and (got.value == value or (math.isnan(got.value) and math.isnan(value)))
+    assert _old_choice("右还是左？", "右", ["左", "右"]) == 1.0
 
 
 def test_a_declaration_error_names_the_file_and_the_field(tmp_path):
