@@ -183,3 +183,42 @@ def test_geomon_run_and_history_find_a_suite_folder(examples, tmp_path, wdi_snap
     assert main(["--config", settings, "history", "--suite", "capital_aliases"]) == 0
     shown = capsys.readouterr().out
     assert "accuracy" in shown and "97.4" in shown and "region_gap" in shown
+
+
+def test_a_tsv_with_blank_separator_lines(tmp_path):
+    """A published TSV: blank lines between blocks skipped and counted, quotes kept as text, and an error still
+    names the file's own line."""
+    table = tmp_path / "q.tsv"
+    table.write_text('id\tquestion\n\na\t"Abyei" is disputed\n\t\nb\tWhere?\n')
+    frame = kit.read_table(table, "id", ("question",))
+    assert frame["question"].tolist() == ['"Abyei" is disputed', "Where?"] and frame.attrs["blank_lines"] == 2
+    table.write_text("id\tquestion\n\na\tx\n\n\ty\n")
+    with pytest.raises(registry.SuiteError, match=r"q\.tsv, line 5: column id is empty"):
+        kit.read_table(table, "id")
+
+
+EVERYDAY = EXAMPLES / "everyday.tsv"
+
+
+def test_a_sample_balanced_per_group():
+    questions = kit.read_table(EVERYDAY, "question_id", ("country",))
+    balanced, _ = kit.render_prompts(questions, "question_id", "{question}", "{question}", 25, 0, per="country")
+    assert balanced["country"].value_counts().to_dict() == dict.fromkeys(questions["country"].unique(), 5)
+    plain, _ = kit.render_prompts(questions, "question_id", "{question}", "{question}", 25, 0)
+    assert len(plain) == 25 and plain["country"].value_counts().nunique() > 1  # what a plain sample gives
+    with pytest.raises(registry.SuiteError, match="balanced per country needs at least one per group"):
+        kit.render_prompts(questions, "question_id", "{question}", "{question}", 3, 0, per="country")
+
+
+def test_the_cluster_column_is_the_statistical_unit():
+    """everyday.yaml's cluster is concept_id (one question in five languages): 50 items are 10 clusters."""
+    from geomon.suites import yaml_suite
+
+    module = yaml_suite.load(EXAMPLES / "everyday.yaml")
+    questions = kit.read_table(EVERYDAY, "question_id", ("concept_id",))
+    scores = questions[["question_id", "concept_id", "country", "language"]].assign(
+        value=[100.0 * (i % 3 > 0) for i in range(len(questions))], status="answered"
+    )
+    result = module.PIPELINE.stage("disparity").run(SimpleNamespace(options={"sample": 0}), scores=scores)
+    overall = {m.metric: m for m in result.tracked.metrics if not m.breakdown}
+    assert overall["accuracy"].n == 10 and overall["answered_rate"].n == 10

@@ -20,7 +20,7 @@ from geomon.defs.runs import failed_checks
 from geomon.monitor.history import MetricHistory
 from geomon.suites import registry, yaml_suite
 from geomon_tests.conftest import assert_readable_report, step_output, write_settings
-from geomon_tests.loopback import ScriptedModel, serve
+from geomon_tests.loopback import ScriptedBaseModel, ScriptedModel, serve
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "suites"
 CAPITALS = pd.read_csv(EXAMPLES / "capitals.csv")
@@ -206,3 +206,81 @@ def test_the_scope_names_the_declaration_and_its_data(tmp_path):
     before = scope()
     (tmp_path / "capitals.csv").write_text((tmp_path / "capitals.csv").read_text().replace("Algiers", "Alger"))
     assert scope() != before
+
+
+EVERYDAY_ROWS = yaml_suite.read_questions(EVERYDAY, EVERYDAY.data).set_index("question")
+
+
+def _row(question: str) -> pd.Series:
+    return EVERYDAY_ROWS.loc[question.removesuffix("\nA:")]
+
+
+def everyday_chat(messages) -> str:
+    """A chat model right in English and Swahili, but: the wrong side of the road in Chinese for China and
+    India (右 for 左 is the same script), "I don't know" in Hindi for every staple food question and in Swahili
+    for Kenya's, the candidates echoed back in Persian for every road question, and China's second accepted
+    staple food in English."""
+    row = _row(messages[-1]["content"])
+    concept, lang = row["concept_id"].split("-")[1], row["language"]
+    offered, accepted = row["candidates"].split("|"), row["answers"].split("|")
+    if concept == "drive" and lang == "zh" and row["country"] in ("China", "India"):
+        return "靠" + next(c for c in offered if c not in accepted) + "行驶。"
+    if concept == "staple" and (lang == "hi" or (lang == "sw" and row["country"] == "Kenya")):
+        return {"hi": "मुझे नहीं पता।", "sw": "Sijui."}[lang]
+    if concept == "drive" and lang == "fa":
+        return " یا ".join(offered)
+    return accepted[-1] if lang == "en" else f"{accepted[0]}."
+
+
+def everyday_base(prompt: str, continuation: str) -> float:
+    """A base model that finds the first accepted answer likeliest, but the wrong side of the road in Chinese."""
+    row = _row(prompt)
+    accepted = row["answers"].split("|")
+    wrong_side = row["language"] == "zh" and row["concept_id"].endswith("drive")
+    return -1.0 if (continuation.strip() == accepted[0]) != wrong_side else -3.0
+
+
+def test_the_multilingual_example_end_to_end(tmp_path, wdi_snapshot_dir, suite_folder):
+    """examples/suites/everyday.yaml on a scripted chat model (its hedges and echoes refused, its wrong answers
+    in the question's script wrong, every accepted answer right) and a scripted base model ranking the
+    candidates by log-probability: accuracy, answer rate, the gaps and the country × language table, against
+    the old normalised scorer's figures for the same replies."""
+    suite_folder(EXAMPLES)
+    base_state = {"logprob": everyday_base, "answer": lambda prompt: "?", "models": ["base"]}
+    with (
+        serve(ScriptedModel, {"answer": everyday_chat, "models": ["chat"]}) as chat,
+        serve(ScriptedBaseModel, base_state) as base,
+    ):
+        models = [
+            {"name": "chat", "kind": "chat", "base_url": f"{chat}/v1", "model_id": "chat"},
+            {"name": "base", "kind": "base", "base_url": f"{base}/v1", "model_id": "base", "supports_logprobs": True},
+        ]
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False)
+        resources = {"geomon": GeomonResource(config_path=str(settings))}
+        with dg.instance_for_test() as instance:
+            results = suite_runs("everyday").materialize(instance, ["chat", "base"], {"sample": 0}, resources=resources)
+            assert all(r.success for r in results)
+            board = step_output(instance, results[-1], "everyday__leaderboard").set_index("model")
+            done = {r.dagster_run.tags.get("dagster/partition"): r for r in results}
+            chat_result = step_output(instance, done["chat"], "everyday__disparity")
+            chat_scores = step_output(instance, done["chat"], "everyday__scores")
+    # 50 questions: 11 refused (5 Hindi hedges, 5 Persian echoes, 1 Swahili hedge), 2 wrong in Chinese, 37 right.
+    chat_row = board.loc["chat"]
+    assert chat_row["accuracy"] == pytest.approx(74) and chat_row["answered_rate"] == pytest.approx(78)
+    assert chat_row["answered"] == 39 and chat_result["summary"]["refused"] == 11
+    assert chat_row["language_gap"] == pytest.approx(50) and chat_row["country_gap"] == pytest.approx(10)
+    groups = chat_result["groups"].set_index(["metric", "group"])["value"]
+    assert groups[("accuracy", "language=hi")] == pytest.approx(50)
+    assert groups[("answered_rate", "language=fa")] == pytest.approx(50)
+    table = chat_result["table"].set_index(["country", "language"])["value"]
+    assert len(table) == 25 and table[("China", "zh")] == pytest.approx(50) and table[("Kenya", "sw")] == 50
+    # The old normalised scorer read the same replies otherwise: every reply in Chinese, Hindi and Persian right
+    # (hedges, echoes and 右 for 左 among them), and an accepted answer of several ("noodles" of "rice|noodles")
+    # wrong: 41 of 50.
+    old = [_old_normalised(r, a) for r, a in zip(chat_scores["reply"], chat_scores["answers"], strict=True)]
+    assert sum(old) == 41
+    # The base model ranks the candidates: every question answered, right but for the five Chinese road ones;
+    # one completion per candidate (25 road questions × 2, 25 staple food questions × 5).
+    assert board.loc["base", "accuracy"] == pytest.approx(90) and board.loc["base", "answered_rate"] == 100
+    assert base_state["completions"] == 175
+    assert_readable_report(tmp_path / "results" / "everyday" / "report.html")
