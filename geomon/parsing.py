@@ -429,7 +429,7 @@ HEDGES = (
     "我不知道", "不知道", "不确定", "不清楚", "无法回答", "我不確定", "わかりません", "分かりません", "知りません",
     "मुझे नहीं पता", "पता नहीं", "मैं नहीं जानता", "मैं नहीं जानती", "निश्चित नहीं",
     "نمی‌دانم", "نمیدانم", "مطمئن نیستم", "لا أعرف", "لا أعلم", "لست متأكدا", "لست متأكدًا",
-    "sijui", "sina uhakika", "je ne sais pas", "no lo sé", "no sé", "não sei", "ich weiß nicht", "weiß nicht",
+    "sijui", "sina uhakika", "je ne sais pas", "no lo sé", "não sei", "ich weiß nicht", "weiß nicht",
     "не знаю", "bilmiyorum", "saya tidak tahu", "tidak tahu", "ไม่รู้", "ไม่ทราบ", "모르겠습니다", "모릅니다",
 )  # fmt: skip
 
