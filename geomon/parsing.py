@@ -5,6 +5,7 @@ Model output is data, never code: everything here is regular expressions over te
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -367,6 +368,7 @@ def _in_word(ch: str) -> bool:
     return unicodedata.category(ch)[0] in "LMN"
 
 
+@functools.lru_cache(maxsize=4096)  # the same answers, candidates and hedges are compared with every reply
 def normalise(text: str) -> str:
     """Text compared in any script: special tokens and markup out, NFKC, case folded, optional marks dropped
     (accents on Latin letters, Arabic short vowels and hamza, Hebrew points), punctuation, symbols and

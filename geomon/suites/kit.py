@@ -294,14 +294,15 @@ def two_way_table(metric: TrackedMetric, items: pd.DataFrame, columns: Sequence[
     one row per pair the items hold, with the two groups, the value, its 95 % interval and the items."""
     first, second = columns
     cell = items[first].astype(str) + " × " + items[second].astype(str)
+    pairs = dict(zip(cell, zip(items[first].astype(str), items[second].astype(str), strict=True), strict=True))
     by_cell = TrackedMetric(metric.name, metric.statistic, metric.cluster, by=("cell",), bounds=metric.bounds)
-    rows = [
-        {first: e.breakdown.split("=", 1)[1].split(" × ")[0], second: e.breakdown.split(" × ", 1)[1],
-         "cell": e.breakdown.split("=", 1)[1], "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
-         "items": e.items}
-        for e in estimates(by_cell, items.assign(cell=cell))
-        if e.breakdown
-    ]  # fmt: skip
+    rows = []
+    for e in estimates(by_cell, items.assign(cell=cell)):
+        if e.breakdown:
+            label = e.breakdown.split("=", 1)[1]
+            a, b = pairs[label]
+            rows.append({first: a, second: b, "cell": label, "value": e.value, "ci_low": e.ci_low,
+                         "ci_high": e.ci_high, "items": e.items})  # fmt: skip
     return pd.DataFrame(rows, columns=[first, second, "cell", "value", "ci_low", "ci_high", "items"])
 
 

@@ -104,12 +104,6 @@ def read(path: Path) -> Declaration:
     for field in ("groups", "table", "hedges", "options"):
         if not isinstance(doc.get(field) or [], list):
             raise SuiteError(f"{path}: {field} is a list, not {doc[field]!r}")
-    table = tuple(str(g) for g in doc.get("table") or ())
-    groups = tuple(str(g) for g in doc.get("groups") or ())
-    if table and (len(table) != 2 or not set(table) <= set(groups)):
-        raise SuiteError(f"{path}: table names two of the groups {list(groups)}, not {list(table)}")
-    if doc.get("sample_per") and str(doc["sample_per"]) not in groups:
-        raise SuiteError(f"{path}: sample_per {doc['sample_per']!r} is not one of the groups {list(groups)}")
     data = (path.parent / str(doc["data"])).resolve()
     if not data.is_file():
         raise SuiteError(f"{path}: data {doc['data']!r} is not a file ({data})")
@@ -124,7 +118,7 @@ def read(path: Path) -> Declaration:
         data=data,
         id=str(doc["id"]),
         answer=str(doc["answer"]),
-        groups=groups,
+        groups=tuple(str(g) for g in doc.get("groups") or ()),
         prompt=str(doc["prompt"]),
         completion_prompt=str(doc.get("completion_prompt") or "Question: " + str(doc["prompt"]) + "\nAnswer:"),
         scorer=scorer,
@@ -145,7 +139,7 @@ def read(path: Path) -> Declaration:
         partial_credit=bool(doc.get("partial_credit", False)),
         sample_per=str(doc.get("sample_per") or ""),
         cluster=str(doc.get("cluster") or ""),
-        table=table,
+        table=tuple(str(g) for g in doc.get("table") or ()),
         answered_min_effect=float(doc.get("answered_min_effect", 5.0)),
     )
 

@@ -8,10 +8,13 @@ import math
 import re
 import unicodedata
 from pathlib import Path
+from types import SimpleNamespace
 
 import dagster as dg
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from geomon import parsing
 from geomon.defs.factory import suite_runs
@@ -241,46 +244,69 @@ def everyday_base(prompt: str, continuation: str) -> float:
 
 
 def test_the_multilingual_example_end_to_end(tmp_path, wdi_snapshot_dir, suite_folder):
-    """examples/suites/everyday.yaml on a scripted chat model (its hedges and echoes refused, its wrong answers
-    in the question's script wrong, every accepted answer right) and a scripted base model ranking the
-    candidates by log-probability: accuracy, answer rate, the gaps and the country × language table, against
-    the old normalised scorer's figures for the same replies."""
+    """examples/suites/everyday.yaml on a scripted chat model through Dagster (its hedges and echoes refused, its
+    wrong answers in the question's script wrong, every accepted answer right): accuracy, answer rate, the gaps
+    and the country × language table, against the old normalised scorer's figures for the same replies."""
     suite_folder(EXAMPLES)
-    base_state = {"logprob": everyday_base, "answer": lambda prompt: "?", "models": ["base"]}
-    with (
-        serve(ScriptedModel, {"answer": everyday_chat, "models": ["chat"]}) as chat,
-        serve(ScriptedBaseModel, base_state) as base,
-    ):
-        models = [
-            {"name": "chat", "kind": "chat", "base_url": f"{chat}/v1", "model_id": "chat"},
-            {"name": "base", "kind": "base", "base_url": f"{base}/v1", "model_id": "base", "supports_logprobs": True},
-        ]
+    with serve(ScriptedModel, {"answer": everyday_chat, "models": ["chat"]}) as chat:
+        models = [{"name": "chat", "kind": "chat", "base_url": f"{chat}/v1", "model_id": "chat"}]
         settings = write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False)
         resources = {"geomon": GeomonResource(config_path=str(settings))}
         with dg.instance_for_test() as instance:
-            results = suite_runs("everyday").materialize(instance, ["chat", "base"], {"sample": 0}, resources=resources)
+            results = suite_runs("everyday").materialize(instance, ["chat"], {"sample": 0}, resources=resources)
             assert all(r.success for r in results)
             board = step_output(instance, results[-1], "everyday__leaderboard").set_index("model")
             done = {r.dagster_run.tags.get("dagster/partition"): r for r in results}
-            chat_result = step_output(instance, done["chat"], "everyday__disparity")
-            chat_scores = step_output(instance, done["chat"], "everyday__scores")
+            result = step_output(instance, done["chat"], "everyday__disparity")
+            scores = step_output(instance, done["chat"], "everyday__scores")
     # 50 questions: 11 refused (5 Hindi hedges, 5 Persian echoes, 1 Swahili hedge), 2 wrong in Chinese, 37 right.
-    chat_row = board.loc["chat"]
-    assert chat_row["accuracy"] == pytest.approx(74) and chat_row["answered_rate"] == pytest.approx(78)
-    assert chat_row["answered"] == 39 and chat_result["summary"]["refused"] == 11
-    assert chat_row["language_gap"] == pytest.approx(50) and chat_row["country_gap"] == pytest.approx(10)
-    groups = chat_result["groups"].set_index(["metric", "group"])["value"]
+    row = board.loc["chat"]
+    assert row["accuracy"] == pytest.approx(74) and row["answered_rate"] == pytest.approx(78)
+    assert row["answered"] == 39 and result["summary"]["refused"] == 11
+    assert row["language_gap"] == pytest.approx(50) and row["country_gap"] == pytest.approx(10)
+    groups = result["groups"].set_index(["metric", "group"])["value"]
     assert groups[("accuracy", "language=hi")] == pytest.approx(50)
     assert groups[("answered_rate", "language=fa")] == pytest.approx(50)
-    table = chat_result["table"].set_index(["country", "language"])["value"]
+    table = result["table"].set_index(["country", "language"])["value"]
     assert len(table) == 25 and table[("China", "zh")] == pytest.approx(50) and table[("Kenya", "sw")] == 50
     # The old normalised scorer read the same replies otherwise: every reply in Chinese, Hindi and Persian right
     # (hedges, echoes and 右 for 左 among them), and an accepted answer of several ("noodles" of "rice|noodles")
     # wrong: 41 of 50.
-    old = [_old_normalised(r, a) for r, a in zip(chat_scores["reply"], chat_scores["answers"], strict=True)]
+    old = [_old_normalised(r, a) for r, a in zip(scores["reply"], scores["answers"], strict=True)]
     assert sum(old) == 41
-    # The base model ranks the candidates: every question answered, right but for the five Chinese road ones;
-    # one completion per candidate (25 road questions × 2, 25 staple food questions × 5).
-    assert board.loc["base", "accuracy"] == pytest.approx(90) and board.loc["base", "answered_rate"] == 100
-    assert base_state["completions"] == 175
     assert_readable_report(tmp_path / "results" / "everyday" / "report.html")
+
+
+def test_a_base_model_ranks_the_candidates_by_log_probability(tmp_path):
+    """everyday.yaml's stages on a scripted llama.cpp base model through the engine and the response store: one
+    scored continuation per candidate (25 road questions × 2, 25 staple food questions × 5), the likeliest the
+    reply; every question answered, right but for the five Chinese road questions."""
+    from geomon.engine.registry import ModelSpec
+    from geomon.engine.runner import ask
+    from geomon.engine.store import ResponseStore
+
+    module = yaml_suite.load(EXAMPLES / "everyday.yaml")
+    stage = {s.name: s for s in module.PIPELINE.stages}
+    questions = yaml_suite.read_questions(EVERYDAY, EVERYDAY.data)
+    store = ResponseStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    state = {"logprob": everyday_base, "answer": lambda prompt: "?", "models": ["base"]}
+    with serve(ScriptedBaseModel, state) as url:
+        spec = ModelSpec(name="base", kind="base", base_url=f"{url}/v1", model_id="base", supports_logprobs=True)
+        context = SimpleNamespace(
+            options={"sample": 0, "seed": 0}, spec=lambda: spec, ask=lambda s, r: (ask(s, r, store)[0], {})
+        )
+        prompts = stage["prompts"].run(context, questions=questions).value
+        responses = stage["responses"].run(context, prompts=prompts)
+    assert state["completions"] == 175 and responses.metadata["method"] == "rank classification"
+    scores = stage["scores"].run(context, prompts=prompts, responses=responses.value).value
+    summary = stage["disparity"].run(context, scores=scores).value["summary"]
+    assert summary["accuracy"] == pytest.approx(90) and summary["answered_rate"] == 100
+
+
+@settings(max_examples=200, deadline=None)
+@given(reply=st.text(), answers=st.text(), offered=st.text(), scorer=st.sampled_from(["normalised", "choice", "regex"]))
+def test_a_scorer_never_raises_and_reads_a_value_or_nothing(reply, answers, offered, scorer):
+    decl = dataclasses.replace(EVERYDAY, scorer=scorer, pattern="{answer}")
+    got = yaml_suite.correct(decl, reply, {"answers": answers, "candidates": offered})
+    assert math.isnan(got.value) or 0.0 <= got.value <= 1.0
+    assert not got.refused or got.value == 0.0
