@@ -455,7 +455,7 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
             grade = dict(zip(judgements[q.id], judgements["grade"], strict=True))
             points = {"correct": 1.0, "incorrect": 0.0}
             read = [Reading(points.get(grade.get(row[q.id], ""), float("nan"))) for row in rows]
-        extra = [c for c in (q.cluster, *q.table) if c and c not in (q.id, q.answer, *q.groups)]
+        extra = [q.cluster] if q.cluster and q.cluster not in (q.id, q.answer, *q.groups) else []
         scores = prompts[[q.id, q.answer, *q.groups, *extra]].assign(
             reply=responses["text"].to_numpy(),
             parsed=[r.refused or r.answer for r in read],
@@ -481,7 +481,10 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         )
         counts = {s: int((scores["status"] == s).sum()) for s in ("answered", "refused", "unanswered", "failed")}
         scope = f"{q.name}|{q.version}|{context.options.get('sample', '')}"
-        return tracked_result(tracked, items.reset_index(drop=True), scope, counts, q.table)
+        result = tracked_result(tracked, items.reset_index(drop=True), scope, counts, q.table)
+        groups = result.value["groups"]
+        result.value["answered_groups"] = groups[groups["metric"] == ANSWERED_RATE].reset_index(drop=True)
+        return result
 
     def write_report(out: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Path:
         from geomon.report.suite import Breakdown, write_suite_report
@@ -490,9 +493,8 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
             "groups", f"{q.title}: {q.metric} per group (95 % interval)", "group", "value", {"metric": q.metric}
         )
         answered = Breakdown(
-            "groups", f"{q.title}: share answered per group (95 % interval)", "group", "value",
-            {"metric": ANSWERED_RATE},
-        )  # fmt: skip
+            "answered_groups", f"{q.title}: share answered per group (95 % interval)", "group", "value"
+        )
         crossed = (
             [Breakdown("table", f"{q.title}: {q.metric} by {' × '.join(q.table)} (95 % interval)", "cell", "value")]
             if q.table

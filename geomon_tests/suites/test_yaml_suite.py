@@ -274,7 +274,11 @@ def test_the_multilingual_example_end_to_end(tmp_path, wdi_snapshot_dir, suite_f
     # wrong: 41 of 50.
     old = [_old_normalised(r, a) for r, a in zip(scores["reply"], scores["answers"], strict=True)]
     assert sum(old) == 41
-    assert_readable_report(tmp_path / "results" / "everyday" / "report.html")
+    report = tmp_path / "results" / "everyday"
+    assert {"groups-chat.csv", "answered_groups-chat.csv", "table-chat.csv"} <= {p.name for p in report.iterdir()}
+    shown = (report / "report.html").read_text()
+    assert "share answered per group" in shown and "accuracy by country × language" in shown
+    assert_readable_report(report / "report.html")
 
 
 def test_a_base_model_ranks_the_candidates_by_log_probability(tmp_path):
