@@ -78,7 +78,8 @@ class ScriptedModel(JSONHandler):
 class ScriptedBaseModel(ScriptedModel):
     """A base model behind a llama.cpp server whose log-probabilities a test scripts: one token per character
     (``/tokenize``), a continuation forced by a token-id grammar scored ``state["logprob"](prompt, continuation)``
-    (spread over its tokens, llama.cpp's ``logprobs.content``), any other completion ``state["answer"](prompt)``.
+    (spread over its tokens, llama.cpp's ``logprobs.content``) or refused with HTTP 400 where
+    ``state["broken"](prompt, continuation)``, any other completion ``state["answer"](prompt)``.
     ``state["completions"]`` counts the completions asked."""
 
     def do_POST(self) -> None:
@@ -89,6 +90,9 @@ class ScriptedBaseModel(ScriptedModel):
         self.state["completions"] = self.state.get("completions", 0) + 1
         forced = "".join(chr(int(i)) for i in re.findall(r"<\[(\d+)\]>", body.get("grammar") or ""))
         logprobs = None
+        if forced and self.state.get("broken", lambda prompt, text: False)(body["prompt"], forced):
+            self.send_json({"error": {"message": "scripted failure", "type": "invalid_request_error"}}, status=400)
+            return
         if forced:
             each = self.state["logprob"](body["prompt"], forced) / len(forced)
             logprobs = {"content": [{"token": c, "logprob": each, "top_logprobs": []} for c in forced]}

@@ -404,8 +404,9 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         scores: list[list[float | None]] = [[None] * len(n) for n in names]
         errors: list[str | None] = [None] * len(prompts)
         for (i, j), logprobs, error in zip(owners, answers["logprobs"], answers["error"], strict=True):
-            scores[i][j] = None if error else continuation_logprob(logprobs)
-            errors[i] = errors[i] or error
+            failed = isinstance(error, str) and bool(error)  # no error is None, or NaN beside other rows' errors
+            scores[i][j] = None if failed else continuation_logprob(logprobs)
+            errors[i] = errors[i] or (error if failed else None)
         picked = [likeliest(s) for s in scores]
         responses = pd.DataFrame(
             {q.id: prompts[q.id].to_numpy(), "text": [n[p] if p is not None else None for n, p in zip(names, picked,

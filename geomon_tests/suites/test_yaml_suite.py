@@ -284,7 +284,8 @@ def test_the_multilingual_example_end_to_end(tmp_path, wdi_snapshot_dir, suite_f
 def test_a_base_model_ranks_the_candidates_by_log_probability(tmp_path):
     """everyday.yaml's stages on a scripted llama.cpp base model through the engine and the response store: one
     scored continuation per candidate (25 road questions × 2, 25 staple food questions × 5), the likeliest the
-    reply; every question answered, right but for the five Chinese road questions."""
+    reply; every question answered, right but for the five Chinese road questions; a question one of whose
+    candidates could not be scored is failed (excluded and counted), the others ranked as ever."""
     from geomon.engine.registry import ModelSpec
     from geomon.engine.runner import ask
     from geomon.engine.store import ResponseStore
@@ -293,7 +294,8 @@ def test_a_base_model_ranks_the_candidates_by_log_probability(tmp_path):
     stage = {s.name: s for s in module.PIPELINE.stages}
     questions = yaml_suite.read_questions(EVERYDAY, EVERYDAY.data)
     store = ResponseStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
-    state = {"logprob": everyday_base, "answer": lambda prompt: "?", "models": ["base"]}
+    broken = lambda prompt, text: _row(prompt)["question_id"] == "gb-staple-en" and text == " ugali"  # noqa: E731
+    state = {"logprob": everyday_base, "broken": broken, "answer": lambda prompt: "?", "models": ["base"]}
     with serve(ScriptedBaseModel, state) as url:
         spec = ModelSpec(name="base", kind="base", base_url=f"{url}/v1", model_id="base", supports_logprobs=True)
         context = SimpleNamespace(
@@ -304,7 +306,8 @@ def test_a_base_model_ranks_the_candidates_by_log_probability(tmp_path):
     assert state["completions"] == 175 and responses.metadata["method"] == "rank classification"
     scores = stage["scores"].run(context, prompts=prompts, responses=responses.value).value
     summary = stage["disparity"].run(context, scores=scores).value["summary"]
-    assert summary["accuracy"] == pytest.approx(90) and summary["answered_rate"] == 100
+    assert summary["failed"] == 1 and summary["answered"] == 49
+    assert summary["accuracy"] == pytest.approx(100 * 44 / 49) and summary["answered_rate"] == 100
 
 
 @settings(max_examples=200, deadline=None)
