@@ -243,13 +243,13 @@ def group_metrics(
     )  # fmt: skip
     tracked = (
         TrackedMetric(metric, mean, cluster, higher_is_worse, min_effect, by=groups, bounds=bounds),
-        *(TrackedMetric(f"{g}_gap", Range(mean, g), cluster, True, gap_min_effect, bounds=bounds) for g in groups),
         *rate,
+        *(TrackedMetric(f"{g}_gap", Range(mean, g), cluster, True, gap_min_effect, bounds=bounds) for g in groups),
     )
     headlines = (
         Headline(metric, f"{title}: {metric}", bounds=bounds),
-        *(Headline(f"{g}_gap", f"{title}: {metric} gap between {g}s", bounds=bounds) for g in groups),
         *((Headline(ANSWERED_RATE, f"{title}: share of questions answered", bounds=(0.0, 100.0)),) if rate else ()),
+        *(Headline(f"{g}_gap", f"{title}: {metric} gap between {g}s", bounds=bounds) for g in groups),
     )
     return headlines, tracked
 

@@ -39,7 +39,7 @@ def capitals(suite_folder):
 
 def test_the_yaml_file_is_a_suite(capitals):
     assert "capitals" in registry.suites() and capitals.SUITE.title == "Capitals"
-    assert [m.name for m in capitals.TRACKED] == ["accuracy", "region_gap", "answered_rate"]
+    assert [m.name for m in capitals.TRACKED] == ["accuracy", "answered_rate", "region_gap"]
     assert registry.profile_options("capitals", "quick", {})["sample"] == 20
 
 
