@@ -130,6 +130,33 @@ def test_choice_over_a_candidate_column(reply, value, refused):
     assert _old_choice("右还是左？", "右", ["左", "右"]) == 1.0
 
 
+def test_choice_over_option_columns_as_before_but_an_echo_is_refused():
+    decl = dataclasses.replace(EVERYDAY, scorer="choice", candidates="", options=("a", "b"))
+    row = {"answers": "Paris", "a": "Paris", "b": "London"}
+    assert yaml_suite.correct(decl, "A) Paris", row).value == 1.0
+    assert yaml_suite.correct(decl, "B", row).value == 0.0
+    echo = yaml_suite.correct(decl, "Paris or London", row)
+    assert (echo.value, echo.refused) == (0.0, "several candidates: Paris, London")
+    assert _old_choice("Paris or London", "Paris", ["Paris", "London"]) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        ("scorer: logprob\n", r"scorer logprob needs candidates \(a column\) or options"),
+        ("scorer: normalised\ngroups: [country]\ntable: [country]\n", r"table names two of the group columns"),
+        ("scorer: normalised\ngroups: [country]\nsample_per: language\n", r"sample_per 'language' is not a group"),
+        ("scorer: normalised\nhedges: sijui\n", r"hedges is a list"),
+    ],
+)
+def test_a_multilingual_declaration_error_names_the_key(tmp_path, extra, error):
+    (tmp_path / "q.csv").write_text("q,a,country,language\n1,x,A,en\n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\ntitle: B\ndata: q.csv\nid: q\nanswer: a\nprompt: '{q}'\n" + extra)
+    with pytest.raises(registry.SuiteError, match=error):
+        yaml_suite.load(bad)
+
+
 def test_a_declaration_error_names_the_file_and_the_field(tmp_path):
     bad = tmp_path / "broken.yaml"
     bad.write_text("name: broken\ntitle: B\ndata: missing.csv\nid: q\nanswer: a\nprompt: '{q}'\nscorer: fuzzy\n")
