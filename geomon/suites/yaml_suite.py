@@ -96,7 +96,7 @@ def read(path: Path) -> Declaration:
     if scorer not in SCORERS:
         raise SuiteError(f"{path}: scorer {scorer!r}; one of {', '.join(SCORERS)}")
     if scorer == "regex" and "{answer}" not in str(doc.get("pattern", "")):
-        raise SuiteError(f"{path}: scorer regex needs a pattern with {{answer}} (the gold, escaped)")
+        raise SuiteError(f"{path}: scorer regex needs a pattern with {{answer}} (each accepted answer, escaped)")
     if (scorer == "judged") != bool(doc.get("judge_prompt")):
         raise SuiteError(f"{path}: scorer judged goes with a judge_prompt (and a judge_prompt with scorer judged)")
     if scorer in ("choice", "logprob") and not (doc.get("options") or doc.get("candidates")):
