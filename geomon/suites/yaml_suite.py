@@ -193,10 +193,7 @@ def _matched(decl: Declaration, reply: str, gold: list[str], offered: list[str],
         text = unicodedata.normalize("NFKC", reply)
         pattern = lambda g: decl.pattern.replace("{answer}", re.escape(unicodedata.normalize("NFKC", g)))  # noqa: E731
         return [g for g in gold if re.search(pattern(g), text, re.IGNORECASE)]
-    # choice and logprob: the one candidate named (or its letter), right when it is an accepted answer
-    if not named:
-        index = parsing.parse_choice(reply, offered)  # a letter ("B)") where no candidate is named
-        named = [offered[index]] if index is not None else []
+    # choice and logprob: the candidate named (or its letter), right when it is an accepted answer
     return [g for g in gold if any(_same(n, g) for n in named)] if named else None
 
 
@@ -219,6 +216,9 @@ def correct(decl: Declaration, reply: str | None, row: dict[str, Any]) -> kit.Re
         if number is None or truth is None:
             return kit.Reading(float("nan"))
         return kit.Reading(float(abs(number - truth) <= decl.tolerance * max(abs(truth), 1e-12)), f"{number:g}")
+    if not named and decl.scorer in ("choice", "logprob"):
+        index = parsing.parse_choice(reply, offered)  # a letter ("B)") where no candidate is named
+        named = [offered[index]] if index is not None else []
     right = _matched(decl, reply, gold, offered, named)
     if right is None:
         return kit.Reading(float("nan"))

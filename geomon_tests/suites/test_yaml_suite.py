@@ -21,7 +21,7 @@ from geomon.defs.factory import suite_runs
 from geomon.defs.resources import GeomonResource
 from geomon.defs.runs import failed_checks
 from geomon.monitor.history import MetricHistory
-from geomon.suites import registry, yaml_suite
+from geomon.suites import kit, registry, yaml_suite
 from geomon_tests.conftest import assert_readable_report, step_output, write_settings
 from geomon_tests.loopback import ScriptedBaseModel, ScriptedModel, serve
 
@@ -134,7 +134,7 @@ def test_choice_over_option_columns_as_before_but_an_echo_is_refused():
     decl = dataclasses.replace(EVERYDAY, scorer="choice", candidates="", options=("a", "b"))
     row = {"answers": "Paris", "a": "Paris", "b": "London"}
     assert yaml_suite.correct(decl, "A) Paris", row).value == 1.0
-    assert yaml_suite.correct(decl, "B", row).value == 0.0
+    assert yaml_suite.correct(decl, "B", row) == kit.Reading(0.0, "London")  # what was read, shown
     echo = yaml_suite.correct(decl, "Paris or London", row)
     assert (echo.value, echo.refused) == (0.0, "several candidates: Paris, London")
     assert _old_choice("Paris or London", "Paris", ["Paris", "London"]) == 1.0
