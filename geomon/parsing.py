@@ -5,10 +5,11 @@ Model output is data, never code: everything here is regular expressions over te
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from geomon.untrusted import strip_markup
@@ -304,13 +305,17 @@ def _first_letter(text: str, n_choices: int) -> tuple[int, int] | None:
     return best
 
 
-def _named_positions(text: str, choices: Sequence[str]) -> dict[int, int]:
-    """Option index → where its name first occurs; a longer option claims its span ("South Sudan")."""
+def _named_positions(
+    text: str, choices: Sequence[str], spans: Callable[[str, str], list[tuple[int, int]]] | None = None
+) -> dict[int, int]:
+    """Option index → where its name first occurs (``spans``: where a name occurs, by default
+    ``_option_spans``); a longer option claims its span ("South Sudan")."""
+    spans = spans or _option_spans
     order = sorted(range(len(choices)), key=lambda i: len(choices[i] or ""), reverse=True)
     claimed = bytearray(len(text) + 1)  # 1 where a longer option's match lies: linear in the answer's length
     first_pos: dict[int, int] = {}
     for i in order:
-        for start, end in _option_spans(text, choices[i] or ""):
+        for start, end in spans(text, choices[i] or ""):
             if claimed.find(1, start, end) != -1:
                 continue  # inside a longer option's match ("Sudan" within "South Sudan")
             claimed[start:end] = b"\x01" * (end - start)
@@ -342,6 +347,99 @@ def parse_choice(text: str | None, choices: Sequence[str]) -> int | None:
             return letter[1]
         return min(first_pos, key=first_pos.__getitem__)
     return None if letter is None else letter[1]
+
+
+# --- text in any script ------------------------------------------------------------------------
+
+# Scripts written without spaces between words: a name is found as a plain substring there.
+_UNSPACED = ("CJK", "HIRAGANA", "KATAKANA", "THAI", "LAO", "KHMER", "MYANMAR", "TIBETAN", "YI ")
+# Marks that are optional in writing and dropped: accents on Latin letters, short vowels and hamza in Arabic
+# script, points in Hebrew. Every other mark (a Devanagari vowel sign, a Thai tone) is part of the word.
+_OPTIONAL_MARKS_ON = ("LATIN", "ARABIC", "HEBREW")
+# Arabic-script words take these letters in front ("and", "in", "to", "as", "so"): "والقاهرة" names القاهرة.
+_ARABIC_PROCLITICS = "وفبلك"
+
+
+def _unspaced(ch: str) -> bool:
+    return unicodedata.name(ch, "").startswith(_UNSPACED)
+
+
+def _in_word(ch: str) -> bool:
+    return unicodedata.category(ch)[0] in "LMN"
+
+
+@functools.lru_cache(maxsize=4096)  # the same answers, candidates and hedges are compared with every reply
+def normalise(text: str) -> str:
+    """Text compared in any script: special tokens and markup out, NFKC, case folded, optional marks dropped
+    (accents on Latin letters, Arabic short vowels and hamza, Hebrew points), punctuation, symbols and
+    invisible characters as spaces, spacing collapsed. Every script's letters, marks and digits stay: nothing is
+    folded to ASCII or erased ("Brasília" → "brasilia", "मुझे नहीं पता!" → "मुझे नहीं पता", "右" → "右")."""
+    text = unicodedata.normalize("NFKC", strip_markup(_SPECIAL_TOKENS.sub(" ", text))).casefold()
+    kept, base = [], ""
+    for ch in unicodedata.normalize("NFD", text):
+        category = unicodedata.category(ch)
+        if category[0] == "M" and base.startswith(_OPTIONAL_MARKS_ON):
+            continue
+        if category[0] in "PSZC":
+            kept.append(" ")
+            base = ""
+            continue
+        if category[0] != "M":
+            base = unicodedata.name(ch, "")
+        kept.append(ch)
+    return " ".join(unicodedata.normalize("NFC", "".join(kept)).split())
+
+
+def phrase_spans(text: str, phrase: str) -> list[tuple[int, int]]:
+    """Where ``phrase`` occurs in ``text`` (both ``normalise``d) as whole words: bounded by a non-letter
+    where its script separates words with spaces (Latin, Cyrillic, Devanagari, Arabic — an Arabic word after
+    a one- or two-letter proclitic too), anywhere where it does not (Chinese, Japanese, Thai)."""
+    spans: list[tuple[int, int]] = []
+    if not phrase:
+        return spans
+    start = text.find(phrase)
+    while start != -1:
+        end = start + len(phrase)
+        left = start
+        if "ARABIC" in unicodedata.name(phrase[0], ""):
+            while left > max(start - 2, 0) and text[left - 1] in _ARABIC_PROCLITICS:
+                left -= 1
+        open_left = _unspaced(phrase[0]) or left == 0 or not _in_word(text[left - 1])
+        open_right = _unspaced(phrase[-1]) or end == len(text) or not _in_word(text[end])
+        if open_left and open_right:
+            spans.append((start, end))
+        start = text.find(phrase, start + 1)
+    return spans
+
+
+def names(text: str, phrase: str) -> bool:
+    """Whether ``text`` names ``phrase`` (both normalised here): ``phrase_spans``' rule."""
+    return bool(phrase_spans(normalise(text), normalise(phrase)))
+
+
+def candidates_named(text: str, candidates: Sequence[str]) -> list[int]:
+    """The candidates a reply names (``phrase_spans``' rule, after ``normalise``), in the order they first
+    occur; a longer candidate claims its span ("South Sudan" is not also "Sudan")."""
+    positions = _named_positions(normalise(text), [normalise(c) for c in candidates], phrase_spans)
+    return sorted(positions, key=positions.__getitem__)
+
+
+# "I don't know" and its kin in the languages geomon's suites ask in: a reply that says one declines to answer.
+HEDGES = (
+    "i don't know", "i do not know", "i dont know", "i'm not sure", "i am not sure", "not sure", "no idea",
+    "i cannot answer", "i can't answer", "i can't say", "i cannot say", "hard to say", "it depends",
+    "我不知道", "不知道", "不确定", "不清楚", "无法回答", "我不確定", "わかりません", "分かりません", "知りません",
+    "मुझे नहीं पता", "पता नहीं", "मैं नहीं जानता", "मैं नहीं जानती", "निश्चित नहीं",
+    "نمی‌دانم", "نمیدانم", "مطمئن نیستم", "لا أعرف", "لا أعلم", "لست متأكدا", "لست متأكدًا",
+    "sijui", "sina uhakika", "je ne sais pas", "no lo sé", "não sei", "ich weiß nicht", "weiß nicht",
+    "не знаю", "bilmiyorum", "saya tidak tahu", "tidak tahu", "ไม่รู้", "ไม่ทราบ", "모르겠습니다", "모릅니다",
+)  # fmt: skip
+
+
+def hedge_in(text: str, hedges: Sequence[str] = HEDGES) -> str | None:
+    """The first of ``hedges`` the reply says (``phrase_spans``' rule, after ``normalise``), or None."""
+    clean = normalise(text)
+    return next((h for h in hedges if phrase_spans(clean, normalise(h))), None)
 
 
 # --- citations ----------------------------------------------------------------------------------

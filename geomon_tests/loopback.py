@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -72,6 +73,36 @@ class ScriptedModel(JSONHandler):
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             }
         )
+
+
+class ScriptedBaseModel(ScriptedModel):
+    """A base model behind a llama.cpp server whose log-probabilities a test scripts: one token per character
+    (``/tokenize``), a continuation forced by a token-id grammar scored ``state["logprob"](prompt, continuation)``
+    (spread over its tokens, llama.cpp's ``logprobs.content``) or refused with HTTP 400 where
+    ``state["broken"](prompt, continuation)``, any other completion ``state["answer"](prompt)``.
+    ``state["completions"]`` counts the completions asked."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path == "/tokenize":
+            self.send_json({"tokens": [ord(c) for c in body["content"]]})
+            return
+        self.state["completions"] = self.state.get("completions", 0) + 1
+        forced = "".join(chr(int(i)) for i in re.findall(r"<\[(\d+)\]>", body.get("grammar") or ""))
+        logprobs = None
+        if forced and self.state.get("broken", lambda prompt, text: False)(body["prompt"], forced):
+            self.send_json({"error": {"message": "scripted failure", "type": "invalid_request_error"}}, status=400)
+            return
+        if forced:
+            each = self.state["logprob"](body["prompt"], forced) / len(forced)
+            logprobs = {"content": [{"token": c, "logprob": each, "top_logprobs": []} for c in forced]}
+        text = forced or self.state["answer"](body["prompt"])
+        choice = {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "stop"}
+        usage = {"prompt_tokens": 1, "completion_tokens": len(text), "total_tokens": 1 + len(text)}
+        self.send_json(
+            {"id": "x", "object": "text_completion", "created": 0, "model": body["model"], "choices": [choice],
+             "usage": usage}
+        )  # fmt: skip
 
 
 class Webhook(JSONHandler):

@@ -5,7 +5,18 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from geomon.parsing import Citation, find_citation, mentions_world_bank, parse_choice, parse_number, parse_number_detail
+from geomon.parsing import (
+    Citation,
+    candidates_named,
+    find_citation,
+    hedge_in,
+    mentions_world_bank,
+    names,
+    normalise,
+    parse_choice,
+    parse_number,
+    parse_number_detail,
+)
 
 
 @pytest.mark.parametrize(
@@ -259,3 +270,67 @@ def test_an_answer_that_names_one_option_picks_it(options, data):
     assume(not any(name != other and name in other for other in options))  # "Sudan" inside "South Sudan"
     filler = data.draw(st.sampled_from(["It is {}.", "{}", "I think {}, historically.", "**{}**"]))
     assert parse_choice(filler.format(name), options) == picked
+
+
+# --- text in any script --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Brasília!", "brasilia"),  # accents on Latin letters aside
+        ("ＬＥＦＴ.", "left"),  # NFKC: full-width letters are letters
+        ("右。", "右"),  # a Chinese character stays itself (ASCII folding erased it)
+        ("मुझे नहीं पता।", "मुझे नहीं पता"),  # Devanagari vowel signs are part of the word, the danda punctuation
+        ("نمی‌دانم؟", "نمی دانم"),  # the Persian half-space separates, the Arabic question mark is punctuation
+        ("القَاهِرَة", "القاهرة"),  # Arabic short vowels are optional in writing
+        ("Straße", "strasse"),  # case folding
+    ],
+)
+def test_normalise_keeps_every_script(text, expected):
+    assert normalise(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase", "expected"),
+    [
+        ("The capital is Washington, D.C.", "Washington", True),
+        ("Washingtonian", "Washington", False),  # whole words where the script has spaces
+        ("我认为是靠左行驶", "左", True),  # Chinese has no spaces: a substring
+        ("右", "左", False),
+        ("कल आएगा", "कल", True),
+        ("कलम", "कल", False),  # a Devanagari word is not a prefix of another
+        ("कुल", "कल", False),  # nor is a word with another vowel sign
+        ("والقاهرة", "القاهرة", True),  # an Arabic proclitic ("and") before the name
+        ("القاهرةي", "القاهرة", False),
+        ("Jibu ni kulia.", "kulia", True),
+        ("kuliani", "kulia", False),
+    ],
+)
+def test_names_has_word_boundaries_where_the_script_has_spaces(text, phrase, expected):
+    assert names(text, phrase) is expected
+
+
+def test_candidates_named_in_their_order_the_longer_claiming_its_span():
+    assert candidates_named("右还是左？", ["左", "右"]) == [1, 0]
+    assert candidates_named("South Sudan", ["Sudan", "South Sudan"]) == [1]
+    assert candidates_named("برنج و نان", ["نان", "نودل", "برنج"]) == [2, 0]
+    assert candidates_named("nothing here", ["left", "right"]) == []
+
+
+@pytest.mark.parametrize(
+    ("reply", "hedge"),
+    [
+        ("I don’t know.", "i don't know"),
+        ("我不知道。", "我不知道"),
+        ("मुझे नहीं पता", "मुझे नहीं पता"),
+        ("نمی‌دانم", "نمی‌دانم"),
+        ("لا أعرف", "لا أعرف"),  # written with or without the hamza
+        ("لا اعرف", "لا أعرف"),
+        ("Sijui, labda kulia.", "sijui"),
+        ("Kulia.", None),
+        ("Nairobi", None),
+    ],
+)
+def test_hedges_in_every_language(reply, hedge):
+    assert hedge_in(reply) == hedge

@@ -30,9 +30,10 @@ import pandas as pd
 
 from geomon.monitor import tracking
 from geomon.monitor.history import MetricHistory
-from geomon.stats.declared import Mean, Range, TrackedMetric
+from geomon.stats.declared import TrackedMetric
 from geomon.stats.values import IMPORTED, MetricValue, metrics_from_mapping, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
+from geomon.suites.kit import group_metrics
 
 GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items
 
@@ -284,23 +285,13 @@ def imported_metrics(
     means), with the settings' minimum effects for imported metrics, clustered on ``cluster``."""
     effects = (settings or VerdictSettings()).imported_min_effects
     percent = metric == "accuracy"
-    bounds = (0.0, 100.0) if percent else None
     gap_effect = effects.get("gap" if percent else "score_gap", 0.0)
-    mean = Mean("value")
-    answered = Mean("answered", scale=100)  # a row without an outcome is an unanswered item, never dropped
-    return (
-        TrackedMetric(metric, mean, cluster, False, effects.get(metric, 0.0), by=tuple(groups), bounds=bounds),
-        TrackedMetric(
-            "answered_rate",
-            answered,
-            cluster,
-            False,
-            effects.get("answered_rate", 5.0),
-            by=tuple(groups),
-            bounds=(0, 100),
-        ),
-        *(TrackedMetric(f"{g}_gap", Range(mean, g), cluster, True, gap_effect, bounds=bounds) for g in groups),
-    )
+    # The kit's declaration (a row without an outcome is an unanswered item, never dropped)
+    _, tracked = group_metrics(
+        metric, tuple(groups), effects.get(metric, 0.0), gap_effect, metric, bounds=(0.0, 100.0) if percent else None,
+        cluster=cluster, answered_min_effect=effects.get("answered_rate", 5.0),
+    )  # fmt: skip
+    return tracked
 
 
 def outcome_runs(

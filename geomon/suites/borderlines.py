@@ -26,6 +26,7 @@ from geomon.sources import borderlines as source
 from geomon.sources import wikipedia
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
 from geomon.stats.declared import Difference, Mean, TrackedMetric
+from geomon.suites.kit import continuation_logprob, likeliest, ranks_candidates
 from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
 
@@ -192,11 +193,6 @@ def build_prompts(data: BorderLinesData, personas: Sequence[str] = ("vanilla",))
     return prompts
 
 
-def uses_rank_classification(spec: ModelSpec) -> bool:
-    """Base models with log-probabilities are scored by rank classification, as in the paper."""
-    return spec.kind == "base" and spec.supports_logprobs
-
-
 def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> tuple[list[GenerationRequest], list[tuple[int, int]]]:
     """The requests for ``prompts`` and, per request, (prompt row, claimant index or -1).
 
@@ -208,7 +204,7 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> tuple[list[Generatio
     requests: list[GenerationRequest] = []
     owners: list[tuple[int, int]] = []
     for i, row in enumerate(prompts.itertuples(index=False)):
-        if uses_rank_classification(spec):
+        if ranks_candidates(spec):
             # The name starts a new line, so it is tokenized as it would be on its own.
             context = f"{row.system}\n\n{row.query}\n"
             for j, choice in enumerate(row.choices):
@@ -229,13 +225,6 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> tuple[list[Generatio
             )
             owners.append((i, -1))
     return requests, owners
-
-
-def continuation_logprob(logprobs: list[dict[str, Any]] | None) -> float | None:
-    """The log-probability of a scored continuation: the sum over its (forced) tokens."""
-    if not logprobs:
-        return None
-    return float(sum(item["logprob"] for item in logprobs))
 
 
 def score(prompts: pd.DataFrame, responses: pd.DataFrame, owners: Sequence[tuple[int, int]]) -> pd.DataFrame:
@@ -260,8 +249,7 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, owners: Sequence[tuple
     picked: list[int | None] = []
     for i, choices in enumerate(out["choices"]):
         if ranked:
-            scores = logps[i]
-            picked.append(None if any(s is None for s in scores) else int(np.argmax(scores)))
+            picked.append(likeliest(logps[i]))
         else:
             picked.append(parse_choice(texts[i], choices) if isinstance(texts[i], str) else None)
     out["method"] = "rank_classification" if ranked else "parsed"
@@ -716,7 +704,7 @@ def _responses_stage(context: Any, prompts: pd.DataFrame) -> StageResult:
     responses, metadata = context.ask(spec, requests)
     responses["prompt_row"] = [i for i, _ in owners]
     responses["choice_index"] = [j for _, j in owners]
-    metadata["method"] = "rank classification" if uses_rank_classification(spec) else "parsed answers"
+    metadata["method"] = "rank classification" if ranks_candidates(spec) else "parsed answers"
     return StageResult(responses, metadata=metadata)
 
 

@@ -15,16 +15,18 @@ once) and ``tracked_result`` (their estimates as the tracked stage's summary, gr
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import inspect
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from geomon import jury
@@ -61,22 +63,31 @@ class ReleaseSettings:
 
 
 def read_table(path: Path, id_column: str, columns: Iterable[str] = ()) -> pd.DataFrame:
-    """A release's table (CSV, or TSV by its suffix) as text, checked: the id column and ``columns`` present,
-    every id filled and unique. Each problem is a ``SuiteError`` naming the file (and the line or column)."""
+    """A release's table (CSV, or TSV by its suffix: tabs only, quotes are text) as text, checked: the id
+    column and ``columns`` present, every id filled and unique. Blank lines (a published file's separators
+    between blocks) are skipped and counted in ``attrs["blank_lines"]``. Each problem is a ``SuiteError``
+    naming the file (and the line or column)."""
+    tsv = path.suffix == ".tsv"
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep="\t" if path.suffix == ".tsv" else ",")
+        frame = pd.read_csv(
+            path, dtype=str, keep_default_na=False, skip_blank_lines=False, sep="\t" if tsv else ",",
+            quoting=csv.QUOTE_NONE if tsv else csv.QUOTE_MINIMAL,
+        )  # fmt: skip
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise SuiteError(f"{path}: not a readable table ({exc})") from None
     missing = sorted({id_column, *columns} - set(frame.columns))
     if missing:
         raise SuiteError(f"{path}: no column(s) {missing}; it has {list(frame.columns)}")
+    blank = frame.apply(lambda column: column.str.strip() == "").all(axis=1)
+    frame = frame[~blank]  # the index stays each row's place in the file, so errors name the right line
+    frame.attrs["blank_lines"] = int(blank.sum())
     empty = frame.index[frame[id_column].str.strip() == ""].tolist()
     if empty:
         raise SuiteError(f"{path}, line {empty[0] + 2}: column {id_column} is empty")
     twice = sorted(frame.loc[frame[id_column].duplicated(), id_column].unique())
     if twice:
         raise SuiteError(f"{path}: {id_column} {twice[:5]} appear more than once")
-    return frame
+    return frame.reset_index(drop=True)
 
 
 def files_version(paths: Iterable[Path]) -> str:
@@ -112,7 +123,7 @@ def release_stage(
                 raise SuiteError(f"suite {suite}: release file(s) missing: {', '.join(absent)}")
             origin = str(folder)
         data = read(folder)
-        rows = {"rows": len(data)} if isinstance(data, pd.DataFrame) else {}
+        rows = {"rows": len(data), **data.attrs} if isinstance(data, pd.DataFrame) else {}
         return StageResult(data, metadata={**rows, "source": origin}, data_version=files_version(paths))
 
     return Stage("questions", run, source=True, versioned_by=versioned_by)
@@ -140,13 +151,57 @@ def requests_for(
     ]
 
 
+def ranks_candidates(spec: ModelSpec) -> bool:
+    """Base models that report log-probabilities are scored by rank classification: the candidate the model
+    finds likeliest as the answer's continuation (BorderLines' method and the kit's ``logprob`` scorer)."""
+    return spec.kind == "base" and spec.supports_logprobs
+
+
+def continuation_logprob(logprobs: list[dict[str, Any]] | None) -> float | None:
+    """The log-probability of a scored continuation: the sum over its (forced) tokens."""
+    if not logprobs:
+        return None
+    return float(sum(item["logprob"] for item in logprobs))
+
+
+def likeliest(scores: Sequence[float | None]) -> int | None:
+    """The index of the candidate with the highest log-probability; None when any candidate has none (a failed
+    request): a ranking with a hole picks nothing."""
+    if not scores or any(s is None for s in scores):
+        return None
+    return int(np.argmax(scores))
+
+
+def ranked_requests(
+    prompts: pd.DataFrame, spec: ModelSpec, candidates: Sequence[Sequence[str]], completion: str = "completion"
+) -> tuple[list[GenerationRequest], list[tuple[int, int]]]:
+    """Rank classification's requests: per prompt, each of its ``candidates`` scored as the continuation of its
+    ``completion`` text (after a space, as an answer follows "Answer:"); and per request (prompt row, candidate
+    index). The engine forces the candidate's own tokens and reads their log-probabilities."""
+    params = {**spec.params, "temperature": 0.0}
+    requests, owners = [], []
+    for i, (prompt, names) in enumerate(zip(prompts[completion], candidates, strict=True)):
+        for j, name in enumerate(names):
+            requests.append(GenerationRequest("completion", prompt=prompt, params=params, continuation=f" {name}"))
+            owners.append((i, j))
+    return requests, owners
+
+
 def render_prompts(
-    questions: pd.DataFrame, id_column: str, chat: str, completion: str, sample: int, seed: int
+    questions: pd.DataFrame, id_column: str, chat: str, completion: str, sample: int, seed: int, per: str = ""
 ) -> tuple[pd.DataFrame, CheckOutcome]:
     """A seeded sample of ``sample`` questions (0: all), sorted by id, with the ``chat`` and ``completion``
     templates filled from each row (``{column}``); a row that leaves a placeholder is kept with the template as
-    written and named by the ``prompts_filled`` check."""
-    chosen = questions.sample(n=sample, random_state=seed) if 0 < sample < len(questions) else questions
+    written and named by the ``prompts_filled`` check. With ``per`` (a group column) the sample is balanced:
+    ``sample // groups`` questions from each group (all of a smaller group's)."""
+    if per and 0 < sample < len(questions):
+        groups = questions.groupby(per, sort=True)
+        if sample < groups.ngroups:
+            raise SuiteError(f"a sample of {sample} balanced per {per} needs at least one per group ({groups.ngroups})")
+        each = sample // groups.ngroups
+        chosen = groups.sample(frac=1.0, random_state=seed).groupby(per, sort=True).head(each)
+    else:
+        chosen = questions.sample(n=sample, random_state=seed) if 0 < sample < len(questions) else questions
     chosen = chosen.sort_values(id_column).reset_index(drop=True)
     unfilled, chats, completions = [], [], []
     for row in chosen.to_dict("records"):
@@ -161,6 +216,9 @@ def render_prompts(
     return prompts, filled_outcome("prompts_filled", len(prompts), unfilled)
 
 
+ANSWERED_RATE = "answered_rate"
+
+
 def group_metrics(
     metric: str,
     groups: tuple[str, ...],
@@ -169,17 +227,29 @@ def group_metrics(
     title: str,
     higher_is_worse: bool = False,
     bounds: tuple[float, float] | None = (0.0, 100.0),
+    cluster: str = "item",
+    answered_min_effect: float | None = None,
 ) -> tuple[tuple[Headline, ...], tuple[TrackedMetric, ...]]:
-    """``metric`` (the mean of the items' ``value``, clustered by item) overall and per group, and per group
-    column ``<group>_gap``, the range of its group means (a wider gap is worse): the headlines and the tracked
-    declarations, one definition for both."""
+    """``metric`` (the mean of the items' ``value``, clustered on ``cluster``) overall and per group, and per
+    group column ``<group>_gap``, the range of its group means (a wider gap is worse): the headlines and the
+    tracked declarations, one definition for both. With ``answered_min_effect``, ``answered_rate`` too: the
+    share of items (the items' ``answered``, 0 or 1) the model committed to an answer on, overall and per group
+    (higher is better; a hedge or a list of candidates is no answer)."""
     mean = Mean("value")
+    rate = (
+        (TrackedMetric(ANSWERED_RATE, Mean("answered", scale=100), cluster, False, answered_min_effect, by=groups,
+                       bounds=(0.0, 100.0)),)
+        if answered_min_effect is not None
+        else ()
+    )  # fmt: skip
     tracked = (
-        TrackedMetric(metric, mean, "item", higher_is_worse, min_effect, by=groups, bounds=bounds),
-        *(TrackedMetric(f"{g}_gap", Range(mean, g), "item", True, gap_min_effect, bounds=bounds) for g in groups),
+        TrackedMetric(metric, mean, cluster, higher_is_worse, min_effect, by=groups, bounds=bounds),
+        *rate,
+        *(TrackedMetric(f"{g}_gap", Range(mean, g), cluster, True, gap_min_effect, bounds=bounds) for g in groups),
     )
     headlines = (
         Headline(metric, f"{title}: {metric}", bounds=bounds),
+        *((Headline(ANSWERED_RATE, f"{title}: share of questions answered", bounds=(0.0, 100.0)),) if rate else ()),
         *(Headline(f"{g}_gap", f"{title}: {metric} gap between {g}s", bounds=bounds) for g in groups),
     )
     return headlines, tracked
@@ -191,46 +261,79 @@ def tracked_result(
     scope: str,
     counts: Mapping[str, int],
     replies: pd.DataFrame | None = None,
+    table: Sequence[str] = (),
 ) -> StageResult:
     """The tracked stage's result from per-item rows (``item``, ``value`` and the group columns): every tracked
     metric estimated once with its interval; the summary holds the overall figures (``<metric>``,
-    ``<metric>_ci_low``, ``<metric>_ci_high``) and ``counts``; ``groups`` the per-group ones. ``replies``: every
-    item as scored (its prompt, reply, parsed answer and score), kept with the evaluation for ``geomon items``."""
+    ``<metric>_ci_low``, ``<metric>_ci_high``) and ``counts``; ``groups`` the per-group ones (with their
+    ``metric``). ``replies``: every item as scored (its prompt, reply, parsed answer and score), kept with the
+    evaluation for ``geomon items``. With ``table`` (two group columns), ``table`` holds the first tracked metric
+    per pair of their groups (country × language), each with its interval: shown, not tracked."""
     found = [e for m in tracked for e in estimates(m, items)]
     summary: dict[str, Any] = dict(counts)
     for e in found:
         if not e.breakdown:
             summary.update({e.metric: e.value, f"{e.metric}_ci_low": e.ci_low, f"{e.metric}_ci_high": e.ci_high})
+    columns = ["metric", "group", "value", "ci_low", "ci_high", "items"]
     groups = pd.DataFrame(
         [
-            {"group": e.breakdown, "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high, "items": e.items}
+            {"metric": e.metric, "group": e.breakdown, "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
+             "items": e.items}
             for e in found
             if e.breakdown
         ],
-        columns=["group", "value", "ci_low", "ci_high", "items"],
-    )
+        columns=columns,
+    )  # fmt: skip
     metrics = [MetricValue(e.metric, e.value, e.breakdown, e.ci_low, e.ci_high, e.clusters) for e in found]
     shown = {k: v for k, v in summary.items() if isinstance(v, int | float) and v == v}
+    value: dict[str, Any] = {"summary": summary, "groups": groups}
+    if table:
+        value["table"] = two_way_table(tracked[0], items, table)
     return StageResult(
-        {"summary": summary, "groups": groups},
-        metadata={**shown, "groups": groups},
-        tracked=Tracked(metrics, items, scope=scope, replies=replies),
+        value, metadata={**shown, "groups": groups}, tracked=Tracked(metrics, items, scope=scope, replies=replies)
     )
 
 
-class Scored(NamedTuple):
-    """A score with what the scorer read from the reply (the option, the number, the name it found): shown
-    beside the reply by ``geomon items`` and the suite's report."""
+def two_way_table(metric: TrackedMetric, items: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """``metric`` (its statistic, cluster and bounds) per pair of groups of two columns (country × language):
+    one row per pair the items hold, with the two groups, the value, its 95 % interval and the items."""
+    first, second = columns
+    cell = items[first].astype(str) + " × " + items[second].astype(str)
+    pairs = dict(zip(cell, zip(items[first].astype(str), items[second].astype(str), strict=True), strict=True))
+    by_cell = TrackedMetric(metric.name, metric.statistic, metric.cluster, by=("cell",), bounds=metric.bounds)
+    rows = []
+    for e in estimates(by_cell, items.assign(cell=cell)):
+        if e.breakdown:
+            label = e.breakdown.split("=", 1)[1]
+            a, b = pairs[label]
+            rows.append({first: a, second: b, "cell": label, "value": e.value, "ci_low": e.ci_low,
+                         "ci_high": e.ci_high, "items": e.items})  # fmt: skip
+    return pd.DataFrame(rows, columns=[first, second, "cell", "value", "ci_low", "ci_high", "items"])
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a scorer read in a reply: ``value`` 1 right, 0 wrong, between for partial credit, NaN when nothing
+    can be read (unanswered: excluded from the metric and counted); ``refused`` says why a readable reply is no
+    answer (a hedge, several candidates): it is scored wrong (0), counted as ``refused`` and lowers the answer
+    rate, never dropped; ``answer`` what was read (the candidate, the accepted answer named)."""
 
     value: float
-    parsed: str
+    answer: str = ""
+    refused: str = ""
 
 
 # What a scores row adds to its question's columns: the rest is the data the scope hashes, so a column added here
 # per model (a reply, a log-probability) must be named here, or the models' scopes would differ.
 SCORED = ("prompt", "reply", "parsed", "value", "error")
-# (reply, question row) → 1, 0, or NaN (nothing read); or a ``Scored`` that also says what it read
-Score = Callable[[str | None, dict[str, Any]], float | Scored]
+# (reply, question row) → 1, 0, partial credit, or NaN (nothing read); a ``Reading`` says what was read (shown
+# beside the reply by ``geomon items`` and the suite's report), and why a reply was refused
+Score = Callable[[str | None, dict[str, Any]], "float | Reading"]
+
+
+def reading(scored: float | Reading) -> Reading:
+    """A score function's result as a ``Reading`` (a bare number is read as it is)."""
+    return scored if isinstance(scored, Reading) else Reading(float(scored))
 
 
 @dataclass(frozen=True)
@@ -263,6 +366,13 @@ class QuestionSet:
     # The scorer's declaration, part of the scope (``scope_of``): a YAML suite's scorer fields; by default the
     # score function's source, or the judge prompt.
     scorer: str = ""
+    sample_per: str = ""  # a group column: a sample takes as many questions from each of its groups
+    cluster: str = ""  # the column of the statistical unit (a concept asked in every country); default: the id
+    table: tuple[str, ...] = ()  # two group columns: the metric per pair of their groups (country × language)
+    answered_min_effect: float = 5.0  # the smallest change of the answer rate worth an alert (points)
+    # Rank classification for base models with log-probabilities: row → the candidates, each scored as the
+    # completion prompt's continuation; the likeliest is the reply ``score`` reads. None: every model generates.
+    candidates: Callable[[dict[str, Any]], list[str]] | None = None
 
     @property
     def completion(self) -> str:
@@ -297,14 +407,47 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         raise SuiteError(f"suite {q.name!r}: a name is lower-case letters, digits and '_'")
     completion = q.completion
     versions = (sys.modules[__name__], module)
-    headlines, tracked = group_metrics(q.metric, q.groups, q.min_effect, q.gap_min_effect, q.title)
+    cluster = q.cluster or "item"
+    headlines, tracked = group_metrics(
+        q.metric, q.groups, q.min_effect, q.gap_min_effect, q.title, cluster=cluster,
+        answered_min_effect=q.answered_min_effect,
+    )  # fmt: skip
+    if len(q.table) not in (0, 2) or not set(q.table) <= set(q.groups):
+        raise SuiteError(f"suite {q.name}: table names two of the group columns {list(q.groups)}, not {list(q.table)}")
+    if q.sample_per and q.sample_per not in q.groups:
+        raise SuiteError(f"suite {q.name}: sample_per {q.sample_per!r} is not a group column {list(q.groups)}")
 
     def prompts_stage(context: Any, questions: pd.DataFrame) -> StageResult:
         """The prompts: a seeded sample of the questions, each in chat and completion form."""
         options = context.options
-        prompts, check = render_prompts(questions, q.id, q.prompt, completion, options["sample"], options["seed"])
+        prompts, check = render_prompts(
+            questions, q.id, q.prompt, completion, options["sample"], options["seed"], q.sample_per
+        )
         preview = prompts[[q.id, "chat"]].head(5)
-        return StageResult(prompts, metadata={"prompts": len(prompts), "preview": preview}, checks=[check])
+        per_group = {"per_group": prompts[q.sample_per].value_counts().to_dict()} if q.sample_per else {}
+        return StageResult(prompts, metadata={"prompts": len(prompts), "preview": preview, **per_group}, checks=[check])
+
+    def ranked_responses(context: Any, prompts: pd.DataFrame) -> StageResult:
+        """Each model's answers; a base model with log-probabilities ranks each question's candidates instead,
+        and the likeliest is its reply (``logprobs``: each candidate's log-probability)."""
+        spec = context.spec()
+        if not ranks_candidates(spec):
+            return plain_responses.run(context, prompts)
+        names = [q.candidates(row) for row in prompts.to_dict("records")]
+        requests, owners = ranked_requests(prompts, spec, names)
+        answers, metadata = context.ask(spec, requests)
+        scores: list[list[float | None]] = [[None] * len(n) for n in names]
+        errors: list[str | None] = [None] * len(prompts)
+        for (i, j), logprobs, error in zip(owners, answers["logprobs"], answers["error"], strict=True):
+            failed = isinstance(error, str) and bool(error)  # no error is None, or NaN beside other rows' errors
+            scores[i][j] = None if failed else continuation_logprob(logprobs)
+            errors[i] = errors[i] or (error if failed else None)
+        picked = [likeliest(s) for s in scores]
+        responses = pd.DataFrame(
+            {q.id: prompts[q.id].to_numpy(), "text": [n[p] if p is not None else None for n, p in zip(names, picked,
+             strict=True)], "error": errors, "logprobs": scores}
+        )  # fmt: skip
+        return StageResult(responses, metadata={**metadata, "method": "rank classification"})
 
     def judgements_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
         """The jury's grade of each answered question: every judge says correct or incorrect (through the
@@ -343,37 +486,41 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         answers the jury could not decide) excluded and counted."""
         rows = prompts.to_dict("records")
         if judgements is None:
-            read = [q.score(reply, row) for reply, row in zip(responses["text"], rows, strict=True)]
-            read = [r if isinstance(r, Scored) else Scored(r, "") for r in read]
-            value, parsed = [r.value * 100 for r in read], [r.parsed for r in read]
+            read = [reading(q.score(reply, row)) for reply, row in zip(responses["text"], rows, strict=True)]
         else:
             grade = dict(zip(judgements[q.id], judgements["grade"], strict=True))
-            points = {"correct": 100.0, "incorrect": 0.0}
-            parsed = [grade.get(row[q.id], "") for row in rows]
-            value = [points.get(p, float("nan")) for p in parsed]
+            points = {"correct": 1.0, "incorrect": 0.0}
+            grades = [grade.get(row[q.id], "") for row in rows]
+            read = [Reading(points.get(g, float("nan")), answer=g) for g in grades]
         asked = prompts["completion"] if context.spec().kind == "base" else prompts["chat"]
         # Every question column (the scope hashes the data asked), the prompt asked, the reply and its reading.
         scores = prompts.drop(columns=["chat", "completion"]).assign(
             prompt=asked.to_numpy(),
             reply=responses["text"].to_numpy(),
-            parsed=parsed,
-            value=value,
+            parsed=[r.refused or r.answer for r in read],
+            value=[r.value * 100 for r in read],
             error=responses["error"].to_numpy(),
         )
-        scores["status"] = status_of(scores["value"], scores["error"])
+        status = status_of(scores["value"], scores["error"])
+        scores["status"] = status.where([not r.refused for r in read], "refused")
         return StageResult(scores, metadata={"status": scores["status"].value_counts().to_dict()})
 
     def disparity_stage(context: Any, scores: pd.DataFrame) -> StageResult:
         """The metric overall and per group with intervals, and each group column's gap (max − min)."""
-        answered = scores[scores["status"] == "answered"]
+        # Failed requests are left out; unanswered and refused items count against the answer rate.
+        asked = scores[scores["status"] != "failed"]
         items = (
-            answered[list(q.groups)]
+            asked[list(dict.fromkeys((*q.groups, *([q.cluster] if q.cluster else ()))))]
             .astype(str)
-            .assign(item=answered[q.id].astype(str), value=answered["value"].astype(float))
+            .assign(
+                item=asked[q.id].astype(str),
+                value=asked["value"].astype(float),
+                answered=(asked["status"] == "answered").astype(float),
+            )
         )
-        counts = {s: int((scores["status"] == s).sum()) for s in ("answered", "unanswered", "failed")}
-        asked = scores.drop(columns=[*SCORED, "status"])
-        scope = scope_of(q, module, asked, context.options.get("sample", ""))
+        counts = {s: int((scores["status"] == s).sum()) for s in ("answered", "refused", "unanswered", "failed")}
+        data = scores.drop(columns=[*SCORED, "status"])
+        scope = scope_of(q, module, data, context.options.get("sample", ""))
         replies = pd.DataFrame(
             {
                 "item": scores[q.id].astype(str),
@@ -384,13 +531,27 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
                 "status": scores["status"],
             }
         ).reset_index(drop=True)
-        return tracked_result(tracked, items.reset_index(drop=True), scope, counts, replies)
+        result = tracked_result(tracked, items.reset_index(drop=True), scope, counts, replies, q.table)
+        groups = result.value["groups"]
+        result.value["answered_groups"] = groups[groups["metric"] == ANSWERED_RATE].reset_index(drop=True)
+        return result
 
     def write_report(out: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Path:
         from geomon.report.suite import Breakdown, write_suite_report
 
-        per_group = Breakdown("groups", f"{q.title}: {q.metric} per group (95 % interval)", "group", "value")
-        return write_suite_report(out, q.title, q.spec, board, results, [per_group], [h.metric for h in headlines])
+        per_group = Breakdown(
+            "groups", f"{q.title}: {q.metric} per group (95 % interval)", "group", "value", {"metric": q.metric}
+        )
+        answered = Breakdown(
+            "answered_groups", f"{q.title}: share answered per group (95 % interval)", "group", "value"
+        )
+        crossed = (
+            [Breakdown("table", f"{q.title}: {q.metric} by {' × '.join(q.table)} (95 % interval)", "cell", "value")]
+            if q.table
+            else []
+        )
+        breakdowns = [per_group, answered, *crossed]
+        return write_suite_report(out, q.title, q.spec, board, results, breakdowns, [h.metric for h in headlines])
 
     if (q.score is None) == (not q.judge_prompt):
         raise SuiteError(f"suite {q.name}: give a score function or a judge_prompt (judged by the jury), not both")
@@ -408,6 +569,19 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         if q.judge_prompt
         else ()
     )
+    plain_responses = responses_stage(
+        lambda prompts, spec: requests_for(prompts, spec, q.max_tokens, system=q.system), q.id
+    )
+    responses = plain_responses
+    if q.candidates is not None:
+        responses = Stage(
+            "responses", ranked_responses, inputs=("prompts",), per_model=True, asks_models=True,
+            requests=lambda prompts, spec, settings: (
+                ranked_requests(prompts, spec, [q.candidates(r) for r in prompts.to_dict("records")])[0]
+                if ranks_candidates(spec)
+                else plain_responses.requests(prompts, spec, settings)
+            ),
+        )  # fmt: skip
     pipeline = Pipeline(
         stages=(
             release_stage(q.name, q.files, q.read, q.data_dir, versions),
@@ -416,7 +590,7 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
                 options=(Option("sample", int, 0, "0 = every question; N = a seeded sample"), SEED),
                 checks=(StageCheck("prompts_filled", "Every prompt has its fields filled in.", blocking=True),),
             ),
-            responses_stage(lambda prompts, spec: requests_for(prompts, spec, q.max_tokens, system=q.system), q.id),
+            responses,
             *judged,
             Stage("scores", scores_stage, inputs=("prompts", "responses", *(s.name for s in judged)),
                   per_model=True, versioned_by=versions),
@@ -438,6 +612,6 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         settings=ReleaseSettings,
         sample="answered",
         profiles=q.profiles,
-        unit=(q.id,),
+        unit=(q.cluster or q.id,),
     )
     return info, pipeline, tracked

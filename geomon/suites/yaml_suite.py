@@ -1,19 +1,24 @@
 """A benchmark of the common shape, declared in one YAML file: a question set with group columns, a prompt
-template, a scorer, accuracy per group with intervals and the gaps between groups.
+template, a scorer, accuracy and the answer rate per group with intervals and the gaps between groups.
 
-The file (``docs/adding-a-benchmark.md`` shows one whole) gives the data (a CSV beside it), the prompt, the
-scorer — ``exact``, ``normalised`` (case, accents, punctuation and articles aside, the gold as whole words of the
-answer), ``regex`` (a pattern with ``{answer}``), ``choice`` (the option named, ``parsing.parse_choice``) or
-``numeric`` (``parsing.parse_number`` within a relative tolerance) or ``judged`` (the jury grades each reply
-with ``judge_prompt``: correct or incorrect, the majority decides) —, the group columns and the run profiles.
-``load`` turns it into the three declarations a Python suite makes (``SUITE``, ``PIPELINE``, ``TRACKED``), so
-the factory, the verdict engine, ``geomon run``, history and alerts treat it like any suite.
+The file (``docs/adding-a-benchmark.md`` shows one whole) gives the data (a CSV or TSV beside it), the prompt,
+the accepted answers (one, or several: a list cell or ``answer_separator``), the candidates (a column or the
+``options`` columns), the scorer — ``exact``, ``normalised`` (an accepted answer named in any script:
+``parsing.names``), ``regex`` (a pattern with ``{answer}``, each accepted answer an alternative), ``choice`` (the
+candidate named, or its letter), ``logprob`` (a base model with log-probabilities ranks the candidates; any other
+model as ``choice``), ``numeric`` (``parsing.parse_number`` within a relative tolerance) or ``judged`` (the jury
+grades each reply with ``judge_prompt``) —, the group columns and the run profiles. Every scorer but ``judged``
+refuses a hedge ("I don't know", 我不知道, sijui: ``parsing.HEDGES`` and the file's ``hedges``) and a reply naming
+several candidates of which one is wrong: scored wrong, counted as refused, never dropped. ``load`` turns it
+into the three declarations a Python suite makes (``SUITE``, ``PIPELINE``, ``TRACKED``), so the factory, the
+verdict engine, ``geomon run``, history and alerts treat it like any suite.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import re
 import sys
 import unicodedata
@@ -29,11 +34,12 @@ from geomon import parsing
 from geomon.suites import kit
 from geomon.suites.info import SuiteError
 
-SCORERS = ("exact", "normalised", "regex", "choice", "numeric", "judged")
+SCORERS = ("exact", "normalised", "regex", "choice", "logprob", "numeric", "judged")
 KNOWN = {
     "name", "title", "spec", "data", "id", "answer", "groups", "prompt", "completion_prompt", "scorer", "pattern",
     "options", "tolerance", "max_tokens", "metric", "min_effect", "gap_min_effect", "profiles", "order",
-    "judge_prompt",
+    "judge_prompt", "answer_separator", "candidates", "candidate_separator", "hedges", "partial_credit",
+    "sample_per", "cluster", "table", "answered_min_effect",
 }  # fmt: skip
 
 
@@ -60,6 +66,15 @@ class Declaration:
     profiles: dict[str, dict[str, Any]]
     order: int
     judge_prompt: str
+    answer_separator: str = ""
+    candidates: str = ""
+    candidate_separator: str = "|"
+    hedges: tuple[str, ...] = parsing.HEDGES
+    partial_credit: bool = False
+    sample_per: str = ""
+    cluster: str = ""
+    table: tuple[str, ...] = ()
+    answered_min_effect: float = 5.0
 
 
 def read(path: Path) -> Declaration:
@@ -83,11 +98,14 @@ def read(path: Path) -> Declaration:
     if scorer not in SCORERS:
         raise SuiteError(f"{path}: scorer {scorer!r}; one of {', '.join(SCORERS)}")
     if scorer == "regex" and "{answer}" not in str(doc.get("pattern", "")):
-        raise SuiteError(f"{path}: scorer regex needs a pattern with {{answer}} (the gold, escaped)")
+        raise SuiteError(f"{path}: scorer regex needs a pattern with {{answer}} (each accepted answer, escaped)")
     if (scorer == "judged") != bool(doc.get("judge_prompt")):
         raise SuiteError(f"{path}: scorer judged goes with a judge_prompt (and a judge_prompt with scorer judged)")
-    if scorer == "choice" and not doc.get("options"):
-        raise SuiteError(f"{path}: scorer choice needs options (the columns holding the choices)")
+    if scorer in ("choice", "logprob") and not (doc.get("options") or doc.get("candidates")):
+        raise SuiteError(f"{path}: scorer {scorer} needs candidates (a column) or options (columns)")
+    for field in ("groups", "table", "hedges", "options"):
+        if not isinstance(doc.get(field) or [], list):
+            raise SuiteError(f"{path}: {field} is a list, not {doc[field]!r}")
     data = (path.parent / str(doc["data"])).resolve()
     if not data.is_file():
         raise SuiteError(f"{path}: data {doc['data']!r} is not a file ({data})")
@@ -116,41 +134,98 @@ def read(path: Path) -> Declaration:
         profiles={str(k): dict(v or {}) for k, v in profiles.items()},
         order=int(doc.get("order", 50)),
         judge_prompt=str(doc.get("judge_prompt") or ""),
+        answer_separator=str(doc.get("answer_separator") or ""),
+        candidates=str(doc.get("candidates") or ""),
+        candidate_separator=str(doc.get("candidate_separator") or "|"),
+        hedges=(*parsing.HEDGES, *(str(h) for h in doc.get("hedges") or ())),
+        partial_credit=bool(doc.get("partial_credit", False)),
+        sample_per=str(doc.get("sample_per") or ""),
+        cluster=str(doc.get("cluster") or ""),
+        table=tuple(str(g) for g in doc.get("table") or ()),
+        answered_min_effect=float(doc.get("answered_min_effect", 5.0)),
     )
 
 
 def read_questions(decl: Declaration, path: Path) -> pd.DataFrame:
-    """The CSV, checked: the id, answer, group, option and template columns present, ids unique and filled."""
+    """The table, checked: the id, answer, group, option, candidate, cluster and template columns present, ids
+    unique and filled."""
     fields = set(re.findall(r"{(\w+)}", decl.prompt + decl.completion_prompt + decl.judge_prompt)) - {"reply"}
-    return kit.read_table(path, decl.id, {decl.answer, *decl.groups, *decl.options, *fields})
+    wanted = {decl.answer, *decl.groups, *decl.options, *fields, *(c for c in (decl.candidates, decl.cluster) if c)}
+    return kit.read_table(path, decl.id, wanted)
 
 
-def _normal(text: str) -> str:
-    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-    words = re.sub(r"[^\w\s]", " ", text).split()
-    return " ".join(w for w in words if w not in {"the", "a", "an"})
+def split(cell: Any, separator: str) -> list[str]:
+    """A cell's answers as published: a JSON list (``["rice", "noodles"]``), or the text split at ``separator``
+    (none: the whole text); blanks dropped."""
+    text = str(cell).strip()
+    if text.startswith("[") and text.endswith("]"):
+        try:
+            listed = json.loads(text)
+        except ValueError:
+            listed = None
+        if isinstance(listed, list):
+            return [str(a).strip() for a in listed if str(a).strip()]
+    return [a.strip() for a in (text.split(separator) if separator else [text]) if a.strip()]
 
 
-def correct(decl: Declaration, reply: str | None, row: dict[str, Any]) -> float:
-    """1 if ``reply`` gives the row's answer under the declared scorer, 0 if it does not, NaN if nothing can be
-    read from it (an empty or missing reply: unanswered, never scored as wrong)."""
-    if not isinstance(reply, str) or not reply.strip():
-        return float("nan")
-    gold = str(row[decl.answer])
+def accepted(decl: Declaration, row: dict[str, Any]) -> list[str]:
+    """The row's accepted answers."""
+    return split(row[decl.answer], decl.answer_separator)
+
+
+def candidates(decl: Declaration, row: dict[str, Any]) -> list[str]:
+    """The row's candidates: its ``candidates`` column split, or its ``options`` columns (none: [])."""
+    if decl.candidates:
+        return split(row[decl.candidates], decl.candidate_separator)
+    return [str(row[o]) for o in decl.options]
+
+
+def _same(a: str, b: str) -> bool:
+    return parsing.normalise(a) == parsing.normalise(b)
+
+
+def _matched(decl: Declaration, reply: str, gold: list[str], offered: list[str], named: list[str]) -> list[str] | None:
+    """The accepted answers the reply gives under the declared scorer; None when nothing can be read (``choice``
+    and ``logprob``: no candidate named)."""
     if decl.scorer == "exact":
-        return float(reply.strip() == gold.strip())
+        return [g for g in gold if reply.strip() == g.strip()]
     if decl.scorer == "normalised":
-        return float(f" {_normal(gold)} " in f" {_normal(reply)} ")
-    if decl.scorer == "regex":
-        return float(re.search(decl.pattern.replace("{answer}", re.escape(gold)), reply, re.I) is not None)
-    if decl.scorer == "choice":
-        options = [str(row[o]) for o in decl.options]
-        chosen = parsing.parse_choice(reply, options)
-        return float("nan") if chosen is None else float(options[chosen] == gold)
-    number, truth = parsing.parse_number(reply), parsing.parse_number(gold)
-    if number is None or truth is None:
-        return float("nan")
-    return float(abs(number - truth) <= decl.tolerance * max(abs(truth), 1e-12))
+        return [g for g in gold if parsing.names(reply, g)]
+    if decl.scorer == "regex":  # each accepted answer escaped: an alternative, never a pattern of its own
+        text = unicodedata.normalize("NFKC", reply)
+        pattern = lambda g: decl.pattern.replace("{answer}", re.escape(unicodedata.normalize("NFKC", g)))  # noqa: E731
+        return [g for g in gold if re.search(pattern(g), text, re.IGNORECASE)]
+    # choice and logprob: the candidate named (or its letter), right when it is an accepted answer
+    return [g for g in gold if any(_same(n, g) for n in named)] if named else None
+
+
+def correct(decl: Declaration, reply: str | None, row: dict[str, Any]) -> kit.Reading:
+    """``reply`` read against the row under the declared scorer: 1 right, 0 wrong (a share of the accepted
+    answers named with ``partial_credit``), NaN when nothing can be read (an empty reply; for ``choice``, no
+    candidate). A hedge, or a reply naming several candidates one of which is not accepted, is refused: 0, and
+    the reason. Text is compared in its own script (``parsing.normalise``): 右 is not 左."""
+    if not isinstance(reply, str) or not reply.strip():
+        return kit.Reading(float("nan"))
+    hedge = parsing.hedge_in(reply, decl.hedges)
+    if hedge is not None:
+        return kit.Reading(0.0, refused=f"hedge: {hedge}")
+    gold, offered = accepted(decl, row), candidates(decl, row)
+    named = [offered[i] for i in parsing.candidates_named(reply, offered)] if offered else []
+    if len(named) > 1 and any(not any(_same(n, g) for g in gold) for n in named):
+        return kit.Reading(0.0, refused=f"several candidates: {', '.join(named)}")
+    if decl.scorer == "numeric":
+        number, truth = parsing.parse_number(reply), parsing.parse_number(gold[0] if gold else "")
+        if number is None or truth is None:
+            return kit.Reading(float("nan"))
+        return kit.Reading(float(abs(number - truth) <= decl.tolerance * max(abs(truth), 1e-12)), f"{number:g}")
+    if not named and decl.scorer in ("choice", "logprob"):
+        index = parsing.parse_choice(reply, offered)  # a letter ("B)") where no candidate is named
+        named = [offered[index]] if index is not None else []
+    right = _matched(decl, reply, gold, offered, named)
+    if right is None:
+        return kit.Reading(float("nan"))
+    value = len(right) / len(gold) if decl.partial_credit and gold else float(bool(right))
+    return kit.Reading(value, ", ".join(right or named))
 
 
 # The fields that say what is asked and reported; every other field is the scorer's (``scorer_declaration``).
@@ -184,6 +259,7 @@ def build(decl: Declaration) -> ModuleType:
         answer=decl.answer,
         prompt=decl.prompt,
         score=None if decl.scorer == "judged" else lambda reply, row: correct(decl, reply, row),
+        candidates=(lambda row: candidates(decl, row)) if decl.scorer == "logprob" else None,
         judge_prompt=decl.judge_prompt,
         groups=decl.groups,
         completion_prompt=decl.completion_prompt,
@@ -194,6 +270,10 @@ def build(decl: Declaration) -> ModuleType:
         profiles=decl.profiles,
         order=decl.order,
         scorer=scorer_declaration(decl),
+        sample_per=decl.sample_per,
+        cluster=decl.cluster,
+        table=decl.table,
+        answered_min_effect=decl.answered_min_effect,
     )
     module.SUITE, module.PIPELINE, module.TRACKED = kit.declare(questions, module)
     return module

@@ -33,7 +33,7 @@ def examples(suite_folder):
 def test_a_simple_python_suite_is_at_most_60_lines(examples):
     assert len((EXAMPLES / "capital_aliases.py").read_text().splitlines()) <= 60
     assert "capital_aliases" in registry.suites() and not registry.broken()
-    assert [m.name for m in examples.TRACKED] == ["accuracy", "region_gap"]
+    assert [m.name for m in examples.TRACKED] == ["accuracy", "answered_rate", "region_gap"]
     assert registry.profile_options("capital_aliases", "quick", {})["sample"] == 20
 
 
@@ -50,7 +50,7 @@ def test_a_simple_python_suite_is_at_most_60_lines(examples):
 def test_the_python_scorer(examples, reply, expected, parsed):
     got = examples.score(reply, {"aliases": "Kyiv|Kiev"})
     assert got.value == expected or (got.value != got.value and expected != expected)
-    assert got.parsed == parsed
+    assert got.answer == parsed
 
 
 def test_read_table_names_the_file_and_the_problem(tmp_path):
@@ -281,3 +281,43 @@ def test_geomon_items_and_the_report_show_each_item_and_the_regression(
         "items-successor.csv" in opening
         and (tmp_path / "results" / "capital_aliases" / "items-successor.csv").is_file()
     )
+
+
+def test_a_tsv_with_blank_separator_lines(tmp_path):
+    """A published TSV: blank lines between blocks skipped and counted, quotes kept as text, and an error still
+    names the file's own line."""
+    table = tmp_path / "q.tsv"
+    table.write_text('id\tquestion\n\na\t"Abyei" is disputed\n\t\nb\tWhere?\n')
+    frame = kit.read_table(table, "id", ("question",))
+    assert frame["question"].tolist() == ['"Abyei" is disputed', "Where?"] and frame.attrs["blank_lines"] == 2
+    table.write_text("id\tquestion\n\na\tx\n\n\ty\n")
+    with pytest.raises(registry.SuiteError, match=r"q\.tsv, line 5: column id is empty"):
+        kit.read_table(table, "id")
+
+
+EVERYDAY = EXAMPLES / "everyday.tsv"
+
+
+def test_a_sample_balanced_per_group():
+    questions = kit.read_table(EVERYDAY, "question_id", ("country",))
+    balanced, _ = kit.render_prompts(questions, "question_id", "{question}", "{question}", 25, 0, per="country")
+    assert balanced["country"].value_counts().to_dict() == dict.fromkeys(questions["country"].unique(), 5)
+    plain, _ = kit.render_prompts(questions, "question_id", "{question}", "{question}", 25, 0)
+    assert len(plain) == 25 and plain["country"].value_counts().nunique() > 1  # what a plain sample gives
+    with pytest.raises(registry.SuiteError, match="balanced per country needs at least one per group"):
+        kit.render_prompts(questions, "question_id", "{question}", "{question}", 3, 0, per="country")
+
+
+def test_the_cluster_column_is_the_statistical_unit():
+    """everyday.yaml's cluster is concept_id (one question in five languages): 50 items are 10 clusters."""
+    from geomon.suites import yaml_suite
+
+    module = yaml_suite.load(EXAMPLES / "everyday.yaml")
+    questions = kit.read_table(EVERYDAY, "question_id", ("concept_id",))
+    scores = questions[["question_id", "concept_id", "country", "language", "answers"]].assign(
+        prompt="?", reply="!", parsed="", value=[100.0 * (i % 3 > 0) for i in range(len(questions))], error=None
+    )
+    scores["status"] = "answered"
+    result = module.PIPELINE.stage("disparity").run(SimpleNamespace(options={"sample": 0}), scores=scores)
+    overall = {m.metric: m for m in result.tracked.metrics if not m.breakdown}
+    assert overall["accuracy"].n == 10 and overall["answered_rate"].n == 10
