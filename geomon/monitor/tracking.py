@@ -28,6 +28,7 @@ import pandas as pd
 from geomon.monitor.history import Evaluation, MetricHistory, MetricValue
 from geomon.stats import declared, sufficiency, verdicts
 from geomon.stats.declared import TrackedMetric
+from geomon.stats.values import unit
 
 
 class TrackingError(ValueError):
@@ -536,11 +537,6 @@ def history_table(
 
 Bounds = tuple[float, float] | None
 CHANGE_Z = NormalDist().inv_cdf(0.975)  # a change's 95 % interval: change ± z × its paired test's standard error
-
-
-def unit(bounds: Bounds) -> str:
-    """A change's unit as a suffix: percentage points for a percentage (bounds 0–100), else the metric's own."""
-    return " pts" if bounds is not None and tuple(bounds) == (0, 100) else ""
 
 
 def _figure(value: Any, suffix: str = "", signed: bool = False) -> str:
