@@ -111,3 +111,14 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
     with dg.DagsterInstance.get() as instance:
         assert len(instance.fetch_materializations(dg.AssetKey(EVALUATIONS_KEY), limit=10).records) == 2
         assert len(instance.fetch_materializations(dg.AssetKey(IMPORT_KEY), limit=10).records) == 1
+        # Materialize in the UI: the partition reads its evaluation again from the history, with the same verdict.
+        result = dg.materialize(
+            [a for a in defs.assets if not isinstance(a, dg.SourceAsset)],
+            instance=instance,
+            resources={"geomon": GeomonResource(config_path=str(settings))},
+            selection=dg.AssetSelection.assets(EVALUATIONS_KEY),
+            partition_key="o3-mini-2025-01-31",
+            raise_on_error=False,
+        )
+        (evaluation,) = result.get_asset_check_evaluations()
+        assert not evaluation.passed and evaluation.metadata["baseline"].value == "o1-2024-12-17 (predecessor)"

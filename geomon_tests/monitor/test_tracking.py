@@ -125,3 +125,80 @@ def test_the_cli_history_ack_and_gate(runs, tmp_path, monkeypatch, capsys):
 
     assert gate("check", 1, 0) == 3 and gate("regression", 1, 0) == 0 and gate("regression", 0, 1) == 3
     assert gate("never", 5, 5) == 0
+
+
+def test_a_verdict_reads_in_the_metric_units_worst_first():
+    """What the no_regression check and the import's catalog entries show: percentage points for a percentage,
+    the metric's own units otherwise, a 95 % interval of ± 1.96 standard errors, p values rounded (tiny ones as
+    < 0.001), the MDE in the same units, and "—" where a figure is undefined."""
+    rows = [
+        {
+            "metric": "correct_rate",
+            "breakdown": "topic=other",
+            "against": "predecessor o1",
+            "change": 1.0,
+            "se": 1.0,
+            "p_value": 0.2,
+            "p_adjusted": 0.4,
+            "mde": 3.0,
+            "verdict": verdicts.NO_CHANGE,
+        },
+        {
+            "metric": "correct_rate",
+            "breakdown": "",
+            "against": "predecessor o1",
+            "change": -17.19,
+            "se": 2.0,
+            "p_value": 0.00001,
+            "p_adjusted": 0.0004,
+            "mde": 5.123,
+            "verdict": verdicts.REGRESSION,
+        },
+        {
+            "metric": "mean_error",
+            "breakdown": "",
+            "against": "previous run",
+            "change": float("nan"),
+            "se": None,
+            "p_value": None,
+            "p_adjusted": None,
+            "mde": 0.0123,
+            "verdict": verdicts.UNDEFINED,
+        },
+    ]
+    table = tracking.verdict_table(rows, {"correct_rate": (0, 100), "mean_error": None})
+    assert table.to_dict("records") == [
+        {
+            "metric": "correct_rate",
+            "baseline": "o1 (predecessor)",
+            "change": "−17.2 pts",
+            "95 % interval": "[−21.1, −13.3] pts",
+            "p": "< 0.001",
+            "adjusted p": "< 0.001",
+            "MDE": "5.12 pts",
+            "verdict": "regression",
+        },
+        {
+            "metric": "correct_rate (topic=other)",
+            "baseline": "o1 (predecessor)",
+            "change": "+1 pts",
+            "95 % interval": "[−0.96, 2.96] pts",
+            "p": "0.2",
+            "adjusted p": "0.4",
+            "MDE": "3 pts",
+            "verdict": "no detectable change",
+        },
+        {
+            "metric": "mean_error",
+            "baseline": "previous run",
+            "change": "—",
+            "95 % interval": "—",
+            "p": "—",
+            "adjusted p": "—",
+            "MDE": "0.0123",
+            "verdict": "undefined",
+        },
+    ]
+    assert tracking.verdict_phrase("o3-mini", rows[1], (0, 100)) == (
+        "o3-mini vs o1: correct_rate −17.2 pts (p < 0.001, adjusted < 0.001), regression"
+    )
