@@ -438,7 +438,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     )
     shown_in_dagster = report_to_dagster(history, recorded) if args.kind == "gapminder-results" else ""
     new = [r for r in recorded if not r.tracked.evaluation.reused]
-    rates_only = sum(r.run.note == imports.RATES_ONLY for r in recorded)
     for r in recorded:
         quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
         shown = ", ".join(verdict_text(v) for v in r.tracked.verdicts if v["verdict"] not in quiet)
@@ -459,6 +458,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     excluded = sum(r.run.excluded for r in recorded)
     suite = runs[0].suite if runs else "<suite>"
     if args.kind == "gapminder-results":
+        rates_only = sum(r.run.note == imports.RATES_ONLY for r in recorded)
         print(
             f"\n{len(recorded)} published model configurations from their per-question rates; each prompt "
             f"family's correct rate from the per-answer files of {sum(not r.run.note for r in recorded)} "
