@@ -21,12 +21,12 @@ $(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
 	bash deploy/build-llama-server.sh $(VENV)
 	touch $@
 
-# The main job: the published Gapminder history (20 real models, 2025) into the metric history, then every
-# suite on the bundled models at the run profile PROFILE (quick: minutes; default; paper: each paper's full
-# size). Importing again records nothing new.
+# The main job: the published Gapminder history (37 real model configurations, Dec 2023 – Jun 2025) into the
+# metric history and the Dagster catalog, then every suite on the bundled models at the run profile PROFILE
+# (quick: minutes; default; paper: each paper's full size). Importing again records nothing new.
 PROFILE ?= quick
 run: setup
-	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder/results --fail-on never
+	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder --fail-on never
 	$(BIN)/geomon run --profile $(PROFILE) --fail-on never $(ARGS)
 
 test: setup lint

@@ -1,6 +1,7 @@
-"""How long importing Gapminder's published history takes: 20 model configurations, 473,680 judged answers,
-read, scored with the suite's own diagnose (bootstrap intervals) and recorded with their paired tests; then
-the same import again, which records nothing new.
+"""How long importing Gapminder's published history takes: 37 model configurations from their per-question rates
+(and every prompt family's correct rate from the 19 complete per-answer files, 467,200 judged answers), read,
+with bootstrap intervals, and recorded with their paired tests; then the same import again, which records
+nothing new.
 
     .venv/bin/python bench/import_history.py [--store-url sqlite:///…|postgresql://…]
 """
@@ -15,7 +16,6 @@ from pathlib import Path
 from geomon.monitor import imports
 from geomon.monitor.history import MetricHistory
 from geomon.sources import gapminder as source
-from geomon.suites import gapminder
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -30,22 +30,25 @@ def main() -> None:
         started = time.perf_counter()
         bank = source.read_snapshot(SHARED / "snapshots" / "gapminder")
         runs = imports.gapminder_runs(
-            SHARED / "reference" / "gapminder" / "results",
+            SHARED / "reference" / "gapminder",
             SHARED / "snapshots" / "gapminder" / "ddf" / "ddf--entities--model_configuration.csv",
             bank,
         )
         read = time.perf_counter() - started
-        recorded = imports.record_runs(history, runs, gapminder.REGRESSION_METRICS)
+        recorded = imports.record_runs(history, runs)
         total = time.perf_counter() - started
         again_started = time.perf_counter()
-        again = imports.record_runs(history, runs, gapminder.REGRESSION_METRICS)
+        again = imports.record_runs(history, runs)
         again_s = time.perf_counter() - again_started
     answers = sum(r.answers for r in runs)
-    compared = sum(bool(r.comparisons) for r in recorded)
-    print(f"{len(runs)} runs, {answers:,} answers: read and scored in {read:.1f} s, recorded in {total - read:.1f} s")
+    compared = sum(bool(r.tracked.verdicts) for r in recorded)
+    print(
+        f"{len(runs)} configurations ({answers:,} answers of complete per-answer files): read in {read:.1f} s, "
+        f"recorded in {total - read:.1f} s"
+    )
     print(
         f"total {total:.1f} s ({compared} compared with a predecessor); importing again: "
-        f"{sum(not r.evaluation.reused for r in again)} new in {again_s:.1f} s"
+        f"{sum(not r.tracked.evaluation.reused for r in again)} new in {again_s:.1f} s"
     )
 
 

@@ -112,6 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"Results: {report.parent} (leaderboard.csv and per-model CSVs)\nReport:  {report}")
         page, _ = write_trends(settings)
         print(f"\nTrends (every evaluation in the history, over real dates): {page}")
+        print(imported_regressions(settings))
         print(f"Every report: {settings.results_dir / 'index.html'}")
         if args.profile != "paper":
             print(
@@ -183,6 +184,25 @@ def write_trends(settings: Any) -> tuple[Path, Any]:
     page = trends.write_report(settings.results_dir / "trends", series, history.comparisons(), catalog=catalog)
     write_index(settings.results_dir, registry.titles())
     return page, trends.trend_table(series, catalog)
+
+
+def imported_regressions(settings: Any) -> str:
+    """The closing screen's lines on the imported history: each open regression, model vs baseline, metric,
+    change in its units and p (``imports.open_regressions``)."""
+    from geomon.monitor import imports, tracking
+    from geomon.monitor.history import MetricHistory
+    from geomon.suites import registry
+
+    found = imports.open_regressions(MetricHistory(settings.store_url))
+    bounds = {(suite, metric): bound for suite, metric, _, _, bound in registry.headline_catalog()}
+    lines = [
+        f"  {suite} {tracking.verdict_phrase(model, row, bounds.get((suite, row['metric'])))}"
+        for suite, model, row in found
+    ]
+    if not found:
+        return "No open regression among the imported evaluations."
+    head = f"{len(found)} open regression(s) among the imported evaluations (`geomon alerts ack` acknowledges one):"
+    return "\n".join([head, *lines])
 
 
 def cmd_trends(args: argparse.Namespace) -> int:
@@ -447,6 +467,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         plan=plan,
         announcer=announce.announcer(settings.alerts),
     )
+    shown_in_dagster = report_to_dagster(history, recorded) if args.kind == "gapminder-results" else ""
     new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
         quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
@@ -458,6 +479,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"{r.run.evaluated_at:%Y-%m-%d} {what}: {state}{against}{': ' + summary if summary else ''}")
         if shown:
             print(f"    {shown}")
+        if r.run.note and r.run.note != imports.RATES_ONLY:
+            print(f"    {r.run.note}")
         for evaluation_id, told in r.tracked.told.items():
             for line in told:
                 whose = (
@@ -466,16 +489,48 @@ def cmd_import(args: argparse.Namespace) -> int:
                 print(f"    alert{whose}: {line}")
     excluded = sum(r.run.excluded for r in recorded)
     suite = runs[0].suite if runs else "<suite>"
+    if args.kind == "gapminder-results":
+        rates_only = sum(r.run.note == imports.RATES_ONLY for r in recorded)
+        print(
+            f"\n{len(recorded)} published model configurations from their per-question rates; each prompt "
+            f"family's correct rate from the per-answer files of {sum(not r.run.note for r in recorded)} "
+            f"({rates_only} have no per-answer file)"
+        )
     print(
         f"\n{len(new)} new evaluation(s) of {len(recorded)} in {time.monotonic() - started:.1f}s "
         f"({excluded} answers without a recorded grade or outcome, counted); see `geomon history --suite {suite}`"
     )
+    if shown_in_dagster:
+        print(shown_in_dagster)
     # Every imported evaluation's unacknowledged regressions, as finally decided (a later run may have re-decided
     # an earlier one), one line each.
     open_regressions = [(r.run, v) for r in recorded for v in tracking.failing(history, r.tracked.evaluation)]
     for run, v in open_regressions:
         print(f"geomon: {run.suite} {run.model}: {verdict_text(v)} (not acknowledged)", file=sys.stderr)
     return gate(args.fail_on, 0, len(open_regressions))
+
+
+def report_to_dagster(history: Any, recorded: list[Any]) -> str:
+    """The imported Gapminder evaluations in the Dagster catalog (``defs.history.report_evaluations``) of the
+    instance in DAGSTER_HOME, and the import as a materialization of ``history/gapminder_import`` when it
+    reported anything; returns what it did in a line."""
+    import dagster as dg
+
+    from geomon.defs.history import IMPORT_KEY, import_metadata, report_evaluations
+
+    try:
+        home = _dagster_home()
+    except ConfigError as exc:
+        return f"not shown in Dagster: {exc}"
+    with dg.DagsterInstance.get() as instance:
+        reported = report_evaluations(instance, history, recorded)
+        if reported:
+            metadata = {**import_metadata(recorded), "reported": reported}
+            instance.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey(IMPORT_KEY), metadata=metadata))
+    return (
+        f"Dagster ({home}): {reported} model(s) new or decided again in history/gapminder_evaluations "
+        "(each model a partition, with its no_regression check); `make ui` shows them"
+    )
 
 
 def cmd_alerts(args: argparse.Namespace) -> int:
@@ -746,9 +801,10 @@ def build_parser() -> argparse.ArgumentParser:
     imported.add_argument("kind", choices=["gapminder-results", "items", "inspect", "lm-eval"])
     imported.add_argument(
         "path",
-        help="gapminder-results: the folder of master_output_*.csv; items: a .csv, .jsonl or .parquet file; "
-        "inspect: an inspect_ai eval log (.eval or .json); lm-eval: a results_*.json of --log_samples output, or "
-        "the --output_path folder holding them",
+        help="gapminder-results: Gapminder's published folder (the ddf--datapoints--*--by--question--"
+        "model_configuration.csv rates; master_output_*.csv answers in its results/); items: a .csv, .jsonl or "
+        ".parquet file; inspect: an inspect_ai eval log (.eval or .json); lm-eval: a results_*.json of "
+        "--log_samples output, or the --output_path folder holding them",
     )
     imported.add_argument("more", nargs="*", help="inspect: more eval logs; lm-eval: more results or folders")
     imported.add_argument(

@@ -101,8 +101,9 @@ class Settings:
     # Model → the model it is compared with on its first evaluation, for models outside the registry
     # (imported histories); overrides an import's own choice (the same vendor's previous release).
     predecessors: dict[str, str] = field(default_factory=dict)
-    # Gapminder's published results (a folder of master_output_*.csv): the `history/gapminder_results` source
-    # is observed, and a changed file re-imports (`history/gapminder_import`). None: not imported by Dagster.
+    # Gapminder's published folder (per-question rates; per-answer files in results/): the
+    # `history/gapminder_results` source is observed, and a changed file re-imports (`history/gapminder_import`).
+    # None: not imported by Dagster.
     gapminder_results: Path | None = None
     # Sections of suites that declare their own settings class (SuiteInfo.settings), by suite name.
     suite_sections: dict[str, Any] = field(default_factory=dict)

@@ -152,6 +152,29 @@ def write_settings(tmp_path: Path, wdi_snapshot_dir: Path, models: list[dict] | 
     return path
 
 
+GAPMINDER_PUBLISHED = SHARED / "reference" / "gapminder"
+GAPMINDER_ENTITIES = SHARED / "snapshots" / "gapminder" / "ddf" / "ddf--entities--model_configuration.csv"
+
+
+def published_gapminder(folder: Path, configs: list[str], answer_files: tuple[str, ...] = ()) -> Path:
+    """Gapminder's published folder as the import reads it, holding only ``configs``' per-question rates (the real
+    rows) and the real per-answer files named in ``answer_files``: a few real release lines, read in a second."""
+    import shutil
+
+    import pandas as pd
+
+    from geomon.monitor import imports
+
+    (folder / "results").mkdir(parents=True, exist_ok=True)
+    for rate in imports.GAPMINDER_RATES:
+        name = f"ddf--datapoints--{rate}_rate--by--question--model_configuration.csv"
+        rows = pd.read_csv(GAPMINDER_PUBLISHED / name, dtype=str, keep_default_na=False)
+        rows[rows["model_configuration"].isin(configs)].to_csv(folder / name, index=False)
+    for name in answer_files:
+        shutil.copy(GAPMINDER_PUBLISHED / "results" / name, folder / "results" / name)
+    return folder
+
+
 def materialize_worldbench_sources(instance, settings: Path, countries: int):
     """The World Bank chain and WorldBench's prompts for ``countries`` countries, on ``instance``."""
     import dagster as dg

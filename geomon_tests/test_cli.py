@@ -128,28 +128,36 @@ def test_alerts_test_reports_each_channel_and_says_when_alerts_go_nowhere(
     assert "secret-token" not in out and state["posts"][0]["body"]["text"] == "[geomon] test alert"
 
 
-def test_import_then_history_from_the_command_line(tmp_path, wdi_snapshot_dir, capsys):
-    import shutil
+def test_import_then_history_from_the_command_line(tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
+    import io
 
     import pandas as pd
 
-    from geomon_tests.conftest import SHARED
+    from geomon_tests.conftest import published_gapminder
 
-    results = tmp_path / "results-in"
-    results.mkdir()
-    for name in ("master_output_20250208.csv", "master_output_20250410.csv", "master_output_20250414-1.csv"):
-        shutil.copy(SHARED / "reference" / "gapminder" / "results" / name, results / name)
+    answers = (
+        "master_output_20250120.csv",
+        "master_output_20250208.csv",
+        "master_output_20250410.csv",
+        "master_output_20250414-1.csv",
+    )
+    published = published_gapminder(tmp_path / "published", ["mc047", "mc057", "mc039"], answers)
     settings = write_settings(tmp_path, wdi_snapshot_dir)
-    assert main(["--config", str(settings), "import", "gapminder-results", str(results)]) == 0
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    assert main(["--config", str(settings), "import", "gapminder-results", str(published)]) == 0
     out = capsys.readouterr().out
-    # correct_rate, very_wrong_rate and the topic with most questions improve; the other topics are too small.
-    assert "2025-04-14 deepseek-reasoner: recorded vs deepseek-v3: 3 improvement" in out
+    # correct_rate, very_wrong_rate, the topic with most questions and every prompt family improve (both have
+    # complete per-answer files); the other topics are too small.
+    assert "2025-04-10 deepseek-reasoner: recorded vs deepseek-v3: 20 improvement" in out
+    assert "correct_rate (family=reality) improvement +21.7" in out
     assert "correct_rate improvement +8.95" in out  # after − before: R1 answers more correctly
-    assert "2 new evaluation(s) of 2" in out
-    assert main(["--config", str(settings), "import", "gapminder-results", str(results)]) == 0
-    assert "0 new evaluation(s) of 2" in capsys.readouterr().out
+    assert "3 published model configurations from their per-question rates" in out
+    assert "per-answer files of 2 (0 have no per-answer file)" in out
+    assert "    its per-answer files hold 60 of its 371 questions: rates only" in out  # Qwen 2 Max's: said, not hidden
+    assert "3 new evaluation(s) of 3" in out
+    assert main(["--config", str(settings), "import", "gapminder-results", str(published)]) == 0
+    assert "0 new evaluation(s) of 3" in capsys.readouterr().out
     assert main(["--config", str(settings), "history", "--suite", "gapminder", "--format", "csv"]) == 0
-    import io
 
     table = pd.read_csv(io.StringIO(capsys.readouterr().out), keep_default_na=False)
     assert list(table.columns[:3]) == ["model", "evaluated_at", "metric"]
@@ -158,6 +166,8 @@ def test_import_then_history_from_the_command_line(tmp_path, wdi_snapshot_dir, c
     assert r1["verdict"] == "improvement" and r1["predecessor"] == "deepseek-v3"
     assert main(["--config", str(settings), "trends"]) == 0
     assert "deepseek-reasoner" in capsys.readouterr().out
+    assert main(["--config", str(settings), "import", "gapminder-results", str(tmp_path)]) == 1
+    assert "ddf--datapoints--correct_rate--by--question--model_configuration.csv: missing" in capsys.readouterr().err
 
 
 def test_terminal_tables_are_plain_text_headlines_that_fit(tmp_path):

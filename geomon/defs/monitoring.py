@@ -14,6 +14,7 @@ from geomon.config import Settings
 from geomon.defs.resources import check_spec
 from geomon.monitor import alerts, announce, tracking
 from geomon.monitor.history import Evaluation, MetricHistory
+from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
 from geomon.stats.values import MetricValue
@@ -79,7 +80,9 @@ def track_evaluation(
     for evaluation in result.redecided:  # a late baseline re-decided later releases: their checks say so now
         for line in result.told.get(evaluation.evaluation_id, []):
             context.log.info(f"{suite}: {evaluation.model} decided again against {model}'s evaluation: {line}")
-        redecided_check(context, history, asset_key, evaluation, model, result.told.get(evaluation.evaluation_id, []))
+        redecided_check(
+            context, history, asset_key, evaluation, model, result.told.get(evaluation.evaluation_id, []), tracked
+        )
     acked = len(result.regressions) - len(open_regressions)
     return dg.AssetCheckResult(
         check_name="no_regression",
@@ -95,7 +98,7 @@ def track_evaluation(
                 else f"unchanged: the same per-item values as evaluation {current.evaluation_id}"
             ),
             "verdicts": verdicts.summary(result.verdicts) if result.verdicts else "nothing compared",
-            "comparisons": dg.MetadataValue.json(_json_rows(result.verdicts)),
+            "comparisons": comparisons_table(result.verdicts, tracked),
             "regressions": len(open_regressions),
             "acknowledged": acked,
             "alert": ", ".join(told) or "none (no regression)",
@@ -111,6 +114,7 @@ def redecided_check(
     evaluation: Evaluation,
     because: str,
     told: list[str],
+    tracked: Sequence[TrackedMetric],
 ) -> None:
     """The ``no_regression`` check of another model's partition, decided again because this run's evaluation became
     its baseline: reported as a runless check evaluation, so that partition's check in the UI fails (or passes)
@@ -134,7 +138,7 @@ def redecided_check(
                 "compared_with": now.against,
                 "decided_again_because": f"{because}'s evaluation arrived and became its baseline",
                 "verdicts": verdicts.summary(now.verdicts) if now.verdicts else "nothing compared",
-                "comparisons": dg.MetadataValue.json(_json_rows(now.verdicts)),
+                "comparisons": comparisons_table(now.verdicts, tracked),
                 "regressions": len(failing),
                 "alert": ", ".join(told) or "none (no regression)",
             },
@@ -142,20 +146,13 @@ def redecided_check(
     )
 
 
-def _json_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows for JSON metadata: floats rounded, NaN as null."""
-    out = []
-    for row in rows:
-        clean = {}
-        for k, v in row.items():
-            if isinstance(v, float):
-                clean[k] = None if v != v else round(v, 6)
-            elif hasattr(v, "isoformat"):
-                clean[k] = v.isoformat()
-            else:
-                clean[k] = v
-        out.append(clean)
-    return out
+def comparisons_table(rows: list[dict[str, Any]], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
+    """An evaluation's stored verdicts as a Markdown table (``tracking.verdict_table``: the change in the metric's
+    units with its interval, p, adjusted p, MDE and the baseline), worst first."""
+    if not rows:
+        return dg.MetadataValue.md("nothing compared")
+    table = tracking.verdict_table(rows, {m.name: m.bounds for m in tracked})
+    return dg.MetadataValue.md(markdown_table(table))
 
 
 def failed_run_subject(run: dg.DagsterRun) -> tuple[str, str]:

@@ -1,9 +1,11 @@
 """Evaluations made elsewhere, into the metric history: the same metrics, intervals, paired tests and
 alerts as geomon's own runs, each marked with its origin and dated when it was made.
 
-- Gapminder's published judged answers (``gapminder_runs``): every model configuration's run, graded
-  correct / wrong / very wrong / fail (no judge majority: indecisive) / empty (no answer: failed, excluded
-  and counted), scored with the suite's own ``diagnose`` (question-clustered intervals included).
+- Gapminder's published results (``gapminder_runs``): every model configuration it published, from its
+  per-question rates (correct, wrong and very wrong of the decisive answers, indecisive of all), the question
+  as the cluster; its per-answer files (graded correct / wrong / very wrong / fail (no judge majority:
+  indecisive) / empty (no answer: indecisive, counted)) add each prompt family's correct rate where they
+  are complete.
 - A per-item outcome file of any benchmark (``item_runs``): CSV, JSONL or Parquet, one row per (model,
   item) — what a user with their own harness writes.
 - inspect_ai eval logs (``inspect_runs``), read with inspect_ai's own log reader.
@@ -11,16 +13,17 @@ alerts as geomon's own runs, each marked with its origin and dated when it was m
   documents' fields as groups.
 
 ``record_runs`` records them and compares each, in release order (``monitor.tracking``), with its model's
-previous run or, for a model's first run, with its predecessor (the same vendor's previous release by
-publish date, unless the settings name another): the same runs in any order give the same history.
-Recording the same run twice records nothing new.
+previous run or, for a model's first run, with its predecessor (an item file's ``predecessor`` column;
+Gapminder's: the same vendor's previous release by publish date; the settings' ``predecessors`` win): the
+same runs in any order, in one import or several, give the same history. Recording the same run twice
+records nothing new.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -30,8 +33,9 @@ import pandas as pd
 
 from geomon.monitor import tracking
 from geomon.monitor.history import MetricHistory
+from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
-from geomon.stats.values import IMPORTED, MetricValue, metrics_from_mapping, series_scope
+from geomon.stats.values import IMPORTED, MetricValue, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 from geomon.suites.kit import group_metrics
 
@@ -56,8 +60,9 @@ class ImportedRun:
     predecessor: str | None = None  # as the source says (an item file's column); else found by vendor
     tracked: tuple[TrackedMetric, ...] = ()  # what its paired tests compare (the suite's, or the import's)
     figures_declared: bool = False  # ``metrics`` are already the declared figures (``tracking.declared_values``)
-    answers: int = 0
+    answers: int = 0  # the answers read (Gapminder: of complete per-answer files; 0 where only rates are published)
     excluded: int = 0  # rows without an outcome: counted, never scored
+    note: str = ""  # what the import could not use, and why (Gapminder: an incomplete per-answer file)
 
 
 def _model_name(model_id: str) -> str:
@@ -84,90 +89,204 @@ def _read_entities(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise ImportError_(f"{path}: missing; the model configurations (model id, vendor, publish date) are read there")
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    needed = ["model_configuration", "model_id", "vendor", "model_publish_date"]
+    needed = ["model_configuration", "model_id", "vendor", "model_publish_date", "first_experiment_date"]
     missing = [c for c in needed if c not in frame]
     if missing:
         raise ImportError_(f"{path}: no column(s) {missing}")
     return frame.set_index("model_configuration")
 
 
-def _runs_of(config: pd.DataFrame) -> list[pd.DataFrame]:
-    """A configuration's rows as runs: evaluation dates whose answered prompts do not overlap are one run
-    (it was finished over several days, dated by its last day); a date that asks again what an earlier one
-    asked starts a new run."""
-    runs: list[pd.DataFrame] = []
-    for _, day in sorted(config.groupby("evaluated"), key=lambda kv: kv[0]):
-        keys = set(zip(day["question_id"], day["language"], day["prompt_variation_id"], strict=True))
-        if runs:
-            last = runs[-1]
-            seen = set(zip(last["question_id"], last["language"], last["prompt_variation_id"], strict=True))
-            if not keys & seen:
-                runs[-1] = pd.concat([last, day], ignore_index=True)
-                continue
-        runs.append(day)
-    return runs
+GAPMINDER_RATES = ("correct", "wrong", "very_wrong", "indecisive")  # published per question and configuration
+RATES_ONLY = "rates only: no per-answer file"
 
 
-def gapminder_runs(results_dir: str | Path, entities: str | Path, question_bank: Any = None) -> list[ImportedRun]:
-    """Gapminder's published runs as evaluations of the gapminder suite, read as the suite reads them
-    (``sources.gapminder.read_results``: ``fail`` and empty results are indecisive); ``question_bank`` (the
-    suite's ``GapminderData``) gives each prompt variation's family and each question's topic."""
+def _rates_file(folder: Path, rate: str) -> Path:
+    return folder / f"ddf--datapoints--{rate}_rate--by--question--model_configuration.csv"
+
+
+def gapminder_files(folder: str | Path) -> list[Path]:
+    """What ``gapminder_runs`` reads in Gapminder's published folder: the per-question rates, and the per-answer
+    files in its ``results/`` (the files whose change re-imports)."""
+    folder = Path(folder)
+    return [_rates_file(folder, rate) for rate in GAPMINDER_RATES] + sorted(
+        (folder / "results").glob("master_output_*.csv")
+    )
+
+
+def published_rates(folder: str | Path) -> pd.DataFrame:
+    """Gapminder's published rates per (question, model configuration): ``correct_rate``, ``wrong_rate``,
+    ``very_wrong_rate`` (of the decisive answers) and ``indecisive_rate`` (of all answers), in percent. A missing
+    file, a rate that is not a number in [0, 100], a pair listed twice or in one file but not another is an
+    error naming the file, the line and the field."""
+    folder = Path(folder)
+    merged: pd.DataFrame | None = None
+    for rate in GAPMINDER_RATES:
+        path, column = _rates_file(folder, rate), f"{rate}_rate"
+        if not path.is_file():
+            raise ImportError_(
+                f"{path}: missing; Gapminder's per-question rates are read there (give the published folder, whose "
+                "results/ holds the per-answer files)"
+            )
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        missing = [c for c in ("question", "model_configuration", column) if c not in frame]
+        if missing:
+            raise ImportError_(f"{path}: no column(s) {missing}")
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = np.flatnonzero(~values.between(0, 100).to_numpy())
+        if bad.size:
+            row = int(bad[0])
+            raise ImportError_(
+                f"{path}, line {row + 2}: field {column}: {frame[column].iloc[row]!r} is not a rate in [0, 100]"
+            )
+        keys = frame[["question", "model_configuration"]].assign(**{column: values.to_numpy()})
+        twice = np.flatnonzero(keys.duplicated(["question", "model_configuration"]).to_numpy())
+        if twice.size:
+            row = int(twice[0])
+            raise ImportError_(
+                f"{path}, line {row + 2}: question {keys['question'].iloc[row]} of "
+                f"{keys['model_configuration'].iloc[row]} is listed twice"
+            )
+        if merged is None:
+            merged = keys
+            continue
+        merged = merged.merge(keys, on=["question", "model_configuration"], how="outer", indicator=True)
+        lone = merged[merged["_merge"] != "both"]
+        if len(lone):
+            first = lone.iloc[0]
+            where = path.name if first["_merge"] == "left_only" else _rates_file(folder, GAPMINDER_RATES[0]).name
+            raise ImportError_(
+                f"{folder}: question {first['question']} of {first['model_configuration']} has no rate in {where}"
+            )
+        merged = merged.drop(columns="_merge")
+    assert merged is not None
+    return merged.sort_values(["model_configuration", "question"], ignore_index=True)
+
+
+def rate_items(rates: pd.DataFrame, topics: Mapping[str, str]) -> pd.DataFrame:
+    """One configuration's published rates as the suite's per-question items (``gapminder.items``' columns):
+    each question's answers as shares of one (``n`` = 1), so each question's rate is exactly the published one
+    whatever its number of answers, and a question whose answers were all indecisive has no correct rate."""
+    indecisive = rates["indecisive_rate"].to_numpy(float) / 100
+    decisive = 1 - indecisive
+    # Rounded to the 10 decimals the history keeps of an item (its JSON), so a stored evaluation pairs with the
+    # same one read afresh as exactly equal.
+    return pd.DataFrame(
+        {
+            "item": rates["question"].astype(str).to_numpy(),
+            "correct": np.round(rates["correct_rate"].to_numpy(float) / 100 * decisive, 10),
+            "very_wrong": np.round(rates["very_wrong_rate"].to_numpy(float) / 100 * decisive, 10),
+            "decisive": np.round(decisive, 10),
+            "indecisive": np.round(indecisive, 10),
+            "n": 1.0,
+            "topic": [str(topics.get(q, "unknown")) for q in rates["question"]],
+            "question": rates["question"].astype(str).to_numpy(),
+            # no prompt family from rates alone: complete per-answer files add them (``gapminder_runs``)
+            "family": np.nan,
+            "family_correct": np.nan,
+            "family_decisive": np.nan,
+        }
+    )
+
+
+def _answer_rates(items: pd.DataFrame) -> pd.DataFrame:
+    """Per question, the three rates (percent) of ``gapminder.items``' counts or ``rate_items``' shares."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return pd.DataFrame(
+            {
+                "correct": items["correct"] / items["decisive"] * 100,
+                "very_wrong": items["very_wrong"] / items["decisive"] * 100,
+                "indecisive": items["indecisive"] / items["n"] * 100,
+            }
+        ).set_axis(items["item"].astype(str))
+
+
+def _answers_complete(answers: pd.DataFrame, published: pd.DataFrame) -> str:
+    """ "" when the answers give every published question its published rates; else why not."""
+    mine, theirs = _answer_rates(answers), _answer_rates(published)
+    missing = theirs.index.difference(mine.index)
+    if len(missing):
+        return f"its per-answer files hold {len(theirs) - len(missing)} of its {len(theirs)} questions"
+    differ = (mine.reindex(theirs.index) - theirs).abs().gt(1e-6).any(axis=1)
+    if differ.any():
+        return f"its per-answer files give {int(differ.sum())} question(s) other rates than the published ones"
+    return ""
+
+
+def gapminder_runs(folder: str | Path, entities: str | Path, question_bank: Any = None) -> list[ImportedRun]:
+    """Every model configuration Gapminder published, as one evaluation of the gapminder suite each, from the
+    published per-question rates (``published_rates``: the question is the cluster of every interval and paired
+    test), dated by the configuration's first experiment and compared with its vendor's previous release by
+    publish date (``vendor_predecessors`` over every published configuration, so a partial import chooses the
+    same). The per-answer files in ``folder/results`` (read as the suite reads them:
+    ``sources.gapminder.read_results``) add each prompt family's correct rate where they are complete: where
+    they give every published question its published rates; else the run says why not (``note``).
+    ``question_bank`` (the suite's ``GapminderData``) gives each question's topic and each variation's family."""
     from geomon.sources.gapminder import read_results
     from geomon.suites import registry
 
     gapminder = registry.module("gapminder")  # through the registry, as every suite is reached
 
-    results_dir, entities = Path(results_dir), Path(entities)
-    rows = read_results(results_dir)
-    if (rows["evaluated"] == "").any():
-        raise ImportError_(f"{results_dir}: results without last_evaluation_datetime: the runs cannot be dated")
+    folder, entities = Path(folder), Path(entities)
+    rates = published_rates(folder)
     configs = _read_entities(entities)
-    unknown = sorted(set(rows["model"]) - set(configs.index))
+    unknown = sorted(set(rates["model_configuration"]) - set(configs.index))
     if unknown:
-        raise ImportError_(f"{results_dir}: model configuration(s) {unknown} are not in {entities}")
+        raise ImportError_(f"{folder}: model configuration(s) {unknown} are not in {entities}")
+    answer_files = gapminder_files(folder)[len(GAPMINDER_RATES) :]
+    answers = read_results(folder / "results") if answer_files else pd.DataFrame(columns=["model"])
+    unpublished = sorted(set(answers["model"]) - set(rates["model_configuration"]))
+    if unpublished:
+        raise ImportError_(
+            f"{folder / 'results'}: answers of model configuration(s) {unpublished} whose per-question rates are not "
+            f"published in {folder}; the rates are what is imported"
+        )
     families = topics = {}
     if question_bank is not None:
         families = dict(zip(question_bank.variations["variation_id"], question_bank.variations["family"], strict=True))
         topics = dict(zip(question_bank.questions["question_id"], question_bank.questions["topic"], strict=True))
+    by_config = dict(iter(answers.groupby("model"))) if len(answers) else {}
     runs = []
-    for config_id, config in rows.groupby("model"):
+    for config_id, published in rates.groupby("model_configuration"):
         entity = configs.loc[config_id]
         model = _model_name(entity["model_id"])
-        for part in _runs_of(config):
-            graded = part.assign(
+        items = rate_items(published, topics)
+        note, answered, excluded = RATES_ONLY, 0, 0
+        graded = by_config.get(config_id)
+        if graded is not None:
+            graded = graded.assign(
                 model=model,
-                family=[families.get(v, "unknown") for v in part["prompt_variation_id"]],
-                topic=[topics.get(q, "unknown") for q in part["question_id"]],
-                graded_by="published",
-                reason=np.where(part["empty"], "no answer recorded", "Gapminder's jury"),
-                status="answered",
+                family=[families.get(v, "unknown") for v in graded["prompt_variation_id"]],
+                topic=[topics.get(q, "unknown") for q in graded["question_id"]],
             )
-            result = gapminder.diagnose(graded)
-            numbers = {k: float(v) for k, v in result["summary"].items() if isinstance(v, int | float) and pd.notna(v)}
-            metrics = metrics_from_mapping(numbers, n=len(graded))
-            metrics += [
-                MetricValue("correct_rate", float(r.correct_rate), f"family={r.family}", n=int(r.n))
-                for r in result["by_family"].itertuples()
-                if pd.notna(r.correct_rate)
-            ]
-            when = _date(part["evaluated"].max(), f"{results_dir}: {config_id}")
-            files = ",".join(sorted(part["run"].unique()))
-            runs.append(
-                ImportedRun(
-                    suite="gapminder",
-                    model=model,
-                    evaluated_at=when,
-                    metrics=metrics,
-                    items=gapminder.items(graded),
-                    scope=GAPMINDER_SCOPE,
-                    origin=f"import:gapminder-results:{config_id}:{files}",
-                    vendor=str(entity["vendor"]),
-                    tracked=gapminder.TRACKED,
-                    released=_date(entity["model_publish_date"], f"{entities}: {config_id}").date(),
-                    answers=len(graded),
-                    excluded=int(part["empty"].sum()),
-                )
+            answer_items = gapminder.items(graded)
+            families_of = answer_items["family"].notna()
+            note = _answers_complete(answer_items[~families_of], items)
+            if not note:
+                answered, excluded = len(graded), int(graded["empty"].sum())
+                # Each prompt family's per-question counts: its correct rate tracked and compared family by family.
+                items = pd.concat([items, answer_items[families_of]], ignore_index=True)
+            else:
+                note += ": rates only"
+        runs.append(
+            ImportedRun(
+                suite="gapminder",
+                model=model,
+                evaluated_at=_date(entity["first_experiment_date"], f"{entities}: {config_id}"),
+                metrics=tracking.declared_values("gapminder", gapminder.TRACKED, items),
+                figures_declared=True,
+                items=items,
+                scope=GAPMINDER_SCOPE,
+                origin=f"import:gapminder-results:{config_id}",
+                vendor=str(entity["vendor"]),
+                tracked=gapminder.TRACKED,
+                released=_date(entity["model_publish_date"], f"{entities}: {config_id}").date(),
+                answers=answered,
+                excluded=excluded,
+                note=note,
             )
+        )
+    lineage = vendor_predecessors(runs)
+    runs = [replace(r, predecessor=lineage.get(r.model)) for r in runs]
     return sorted(runs, key=lambda r: (r.evaluated_at, r.model))
 
 
@@ -585,14 +704,13 @@ def record_runs(
     announcer: tracking.Announcer | None = None,
 ) -> list[Recorded]:
     """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
-    settings) win over the source's own and over the vendor's previous release. An identical run already
-    recorded is reused (nothing new). Each suite is decided at its share of the release's α (``plan``) and
-    ``announcer`` tells people, as ``geomon run`` does. Returns each run with its verdicts as finally stored (a
-    later run may have become an earlier one's baseline)."""
+    settings) win over the source's own (an item file's column; Gapminder: the vendor's previous release). An
+    identical run already recorded is reused (nothing new). Each suite is decided at its share of the release's α
+    (``plan``) and ``announcer`` tells people, as ``geomon run`` does. Returns each run with its verdicts as
+    finally stored (a later run may have become an earlier one's baseline)."""
     settings = settings or VerdictSettings()
     plan = plan or tracking.release_plan(settings)
-    found = vendor_predecessors(runs)
-    chosen = {**found, **{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
+    chosen = {**{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
     out = []
     for run in runs:
         result = tracking.track(
@@ -623,3 +741,21 @@ def record_runs(
         if on_recorded is not None:
             on_recorded(recorded)
     return final
+
+
+def open_regressions(history: MetricHistory) -> list[tuple[str, str, dict[str, Any]]]:
+    """(suite, model, stored verdict) of every unacknowledged regression of an imported evaluation (each model's
+    latest per suite and scope), in release order: what ``geomon run``'s closing screen names."""
+    frame = history.evaluations()
+    imported = frame[frame["origin"].astype(str).str.startswith("import:")]
+    latest = imported.groupby(["suite", "model", "scope"], sort=False).tail(1)  # oldest first: the last is the latest
+    if latest.empty:
+        return []
+    tests = history.comparisons(latest["evaluation_id"])
+    acks = history.acknowledgements(latest["evaluation_id"])
+    out = []
+    for evaluation_id, suite, model in zip(latest["evaluation_id"], latest["suite"], latest["model"], strict=True):
+        rows = tests[(tests["evaluation_id"] == evaluation_id) & (tests["verdict"] == verdicts.REGRESSION)]
+        mine = acks[acks["evaluation_id"] == evaluation_id] if len(acks) else acks
+        out += [(suite, model, row) for row in rows.to_dict("records") if not tracking.acknowledged(mine, row)]
+    return out

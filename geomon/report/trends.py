@@ -13,7 +13,7 @@ import pandas as pd
 
 from geomon.report import charts
 from geomon.stats import sufficiency
-from geomon.stats.values import IMPORTED, series_change, series_key
+from geomon.stats.values import IMPORTED, series_change, series_key, unit
 
 # (suite, metric, breakdown, title, bounds) of each headline the report charts: the caller hands in the suites'
 # (``suites.registry.headline_catalog``); the report adds its own drift line and imports no suite.
@@ -150,7 +150,9 @@ def _chart(frame: pd.DataFrame, title: str) -> str:
 
     frame = frame.assign(when=pd.to_datetime(frame["evaluated_at"], utc=True), model=trend_lines(frame))
     labelled = labelled_models(frame)
-    fig = Figure(figsize=(11, 3.4))
+    # Constrained layout sizes the axes around their labels and the legend outside them: nothing is clipped,
+    # however long the models' names.
+    fig = Figure(figsize=(11, 3.4), layout="constrained")
     ax = fig.subplots()
     # The unlabelled models as one collection: dates converted once, then split by model (a per-model
     # groupby and date conversion cost more than drawing them).
@@ -182,6 +184,20 @@ def _chart(frame: pd.DataFrame, title: str) -> str:
             zorder=5,
             label="regression vs predecessor",
         )
+        # Each cross says what it is; a label runs away from the nearer edge, so it stays inside the plot.
+        middle = frame["when"].min() + (frame["when"].max() - frame["when"].min()) / 2
+        for when, value, label in zip(regressed["when"], regressed["value"], regressed["mark"], strict=True):
+            left = when > middle
+            ax.annotate(
+                label,
+                (when.tz_localize(None), value),
+                xytext=(-5 if left else 5, -10),
+                textcoords="offset points",
+                ha="right" if left else "left",
+                fontsize=6.5,
+                color="darkred",
+                zorder=6,
+            )
     first, last = frame["when"].min(), frame["when"].max()
     if last - first < pd.Timedelta(days=2):  # one day of history: give the axis days to label, not seconds
         middle = (first + (last - first) / 2).tz_localize(None)
@@ -195,8 +211,30 @@ def _chart(frame: pd.DataFrame, title: str) -> str:
     ax.set_ylabel(str(frame["metric"].iloc[0]).replace("_", " "), fontsize=8)
     # Outside the plot, at a fixed place: matplotlib's "best" spot tests every line (slow with 100 models).
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.subplots_adjust(left=0.06, right=0.64, top=0.88, bottom=0.14)  # room for the release lines legend
     return charts.figure_svg(fig)
+
+
+def bounds_of(catalog: Catalog) -> dict[tuple[str, str], tuple[float, float] | None]:
+    """(suite, metric) → its bounds, the drift line's too."""
+    return {(suite, metric): bound for suite, metric, _, _, bound in headlines(catalog)}
+
+
+def verdict_marks(table: pd.DataFrame, bounds: dict[tuple[str, str], tuple[float, float] | None]) -> list[str]:
+    """Each figure's verdict as its mark's label: ``o3-mini vs o1: −17.2 pts, regression`` (the change in the
+    metric's units: percentage points for a percentage); empty where it was not compared."""
+    marks = []
+    for row in table.to_dict("records"):
+        verdict = row.get("verdict")
+        if not isinstance(verdict, str) or not verdict:
+            marks.append("")
+            continue
+        against = str(row.get("against") or "").removeprefix("predecessor ")
+        model = row.get("release", row["model"])
+        change = row.get("change")
+        suffix = unit(bounds.get((row["suite"], row["metric"])))
+        moved = f"{change:+.3g}".replace("-", "−") + suffix if pd.notna(change) else "—"
+        marks.append(f"{model} vs {against}: {moved}, {verdict}")
+    return marks
 
 
 def _cached_chart(cache: Path, part: pd.DataFrame, title: str) -> Path:
@@ -229,8 +267,11 @@ def write_report(
     if comparisons is not None and len(comparisons) and len(table):
         # The stored verdict of each figure (its breakdown too: one country's drop is its own verdict).
         keys = ["evaluation_id", "metric", *(["breakdown"] if "breakdown" in table else [])]
-        verdicts = comparisons.assign(breakdown=comparisons["breakdown"].fillna(""))[[*keys, "verdict"]]
+        verdicts = comparisons.assign(breakdown=comparisons["breakdown"].fillna(""))[
+            [*keys, "verdict", "change", "against"]
+        ]
         table = table.merge(verdicts.drop_duplicates(keys), on=keys, how="left")
+        table["mark"] = verdict_marks(table, bounds_of(catalog))
     if len(table):
         table["new_series"] = series_breaks(table)
     table.to_csv(out_dir / "trends.csv", index=False)
@@ -244,7 +285,7 @@ def write_report(
         "of its own: it is in the file's units.</p>",
     ]
     used = set()
-    bounds = {(suite, metric): bound for suite, metric, _, _, bound in headlines(catalog)}
+    bounds = bounds_of(catalog)
     for suite, metric, _, headline, _ in headlines(catalog):
         for part, title in panels(table[(table["suite"] == suite) & (table["metric"] == metric)], headline):
             sections += _panel(cache, part, title, bounds.get((suite, metric)) if title == headline else None, used)

@@ -213,7 +213,9 @@ def group_values(of: Pooled, by: str, frame: pd.DataFrame, weights: Weights) -> 
     columns = [
         _ratio_of(weights, np.where(codes == g, num, 0.0), np.where(codes == g, den, 0.0)) for g in range(len(names))
     ]
-    return (np.stack(columns, axis=1) if columns else np.empty((weights.resamples, 0))), names
+    if not columns:  # no group at all: every resample has none
+        return np.empty((len(weights @ np.zeros(len(frame))), 0)), names
+    return np.stack(columns, axis=1), names
 
 
 @dataclass(frozen=True)
@@ -229,6 +231,8 @@ class Range:
 
     def weighted(self, frame: pd.DataFrame, weights: Weights) -> np.ndarray:
         values, _ = group_values(self.of, self.by, frame, weights)
+        if values.shape[1] == 0:
+            return np.full(values.shape[0], np.nan)
         present = np.isfinite(values)
         enough = present.sum(axis=1) >= 2
         high = np.where(present, values, -np.inf).max(axis=1)

@@ -19,6 +19,11 @@ class MetricValue:
     n: int | None = None
 
 
+def unit(bounds: tuple[float, float] | None) -> str:
+    """A change's unit as a suffix: percentage points for a percentage (bounds 0–100), else the metric's own."""
+    return " pts" if bounds is not None and tuple(bounds) == (0, 100) else ""
+
+
 def finite(x: Any) -> float | None:
     """``x`` as a float, or None where it is missing, NaN or infinite."""
     if x is None:

@@ -1,24 +1,20 @@
-"""The published Gapminder history as Dagster assets: the results folder observed, the import downstream of
-it, a changed folder re-imported by automation with only the new runs recorded."""
+"""The published Gapminder history as Dagster assets: the published folder observed, the import downstream of
+it, a changed folder re-imported by automation with only the new runs recorded; and every imported model in
+the catalog, its regression a failed ``no_regression`` check, from ``geomon import`` on a real instance."""
 
 from __future__ import annotations
-
-import shutil
 
 import dagster as dg
 
 from geomon.definitions import defs
+from geomon.defs.history import EVALUATIONS_KEY, IMPORT_KEY
 from geomon.defs.resources import GeomonResource
 from geomon.monitor.history import MetricHistory
-from geomon_tests.conftest import SHARED, write_settings
-
-RESULTS = SHARED / "reference" / "gapminder" / "results"
+from geomon_tests.conftest import published_gapminder, write_settings
 
 
-def test_a_new_results_file_is_observed_and_imported_once(tmp_path, wdi_snapshot_dir):
-    folder = tmp_path / "gapminder-results"
-    folder.mkdir()
-    shutil.copy(RESULTS / "master_output_20250120.csv", folder)
+def test_a_new_release_is_observed_and_imported_once(tmp_path, wdi_snapshot_dir):
+    folder = published_gapminder(tmp_path / "gapminder", ["mc039"])
     settings = write_settings(tmp_path, wdi_snapshot_dir, gapminder_results=str(folder))
     resources = {"geomon": GeomonResource(config_path=str(settings))}
     history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
@@ -32,19 +28,97 @@ def test_a_new_results_file_is_observed_and_imported_once(tmp_path, wdi_snapshot
                 [a for a in defs.assets if not isinstance(a, dg.SourceAsset)],
                 instance=instance,
                 resources=resources,
-                selection=dg.AssetSelection.assets(["history", "gapminder_import"]),
+                selection=dg.AssetSelection.assets(IMPORT_KEY),
             )
             return result.asset_materializations_for_node("history__gapminder_import")[0].metadata
 
         observe()
         assert imported()["new_evaluations"].value == 1
         tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
-        assert not tick.get_requested_partitions(dg.AssetKey(["history", "gapminder_import"]))  # nothing new
-        shutil.copy(RESULTS / "master_output_20250205.csv", folder)  # Alibaba's next release is published
+        assert not tick.get_requested_partitions(dg.AssetKey(IMPORT_KEY))  # nothing new
+        published_gapminder(folder, ["mc039", "mc046"])  # Alibaba's next release is published
         observe()
         tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
-        assert tick.get_requested_partitions(dg.AssetKey(["history", "gapminder_import"])) == {None}
+        assert tick.get_requested_partitions(dg.AssetKey(IMPORT_KEY)) == {None}
         metadata = imported()
         assert metadata["runs"].value == 2 and metadata["new_evaluations"].value == 1
-        assert metadata["verdicts"].value[0]["against"] == "predecessor qwen-max-2024-09-19"
+        assert metadata["reported"].value == 1  # only the new release is reported in the catalog
+        assert instance.get_dynamic_partitions("gapminder_models") == ["qwen-max-2024-09-19", "qwen-max-2025-01-25"]
     assert len(history.evaluations(suite="gapminder")) == 2
+
+
+def _check(instance: dg.DagsterInstance, partition: str) -> dg.AssetCheckEvaluation:
+    key = dg.AssetCheckKey(dg.AssetKey(EVALUATIONS_KEY), "no_regression")
+    records = instance.event_log_storage.get_asset_check_execution_history(key, limit=100)
+    latest = next(r for r in records if r.partition == partition)
+    return latest.event.dagster_event.event_specific_data
+
+
+def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
+    """``geomon import`` (what ``make run`` starts with) on a real Dagster instance: o3-mini's evaluation is its
+    partition's latest materialization, and its ``no_regression`` check failed against o1 with a readable table,
+    without anything materialized in Dagster; importing again reports nothing."""
+    from geomon.cli import imported_regressions, main
+    from geomon.config import load_settings
+
+    folder = published_gapminder(tmp_path / "gapminder", ["mc059", "mc049"])  # o1 and o3-mini
+    settings = write_settings(tmp_path, wdi_snapshot_dir)
+    home = tmp_path / "dagster"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    assert main(["--config", str(settings), "import", "gapminder-results", str(folder), "--fail-on", "never"]) == 0
+    assert "Dagster (" in capsys.readouterr().out
+    with dg.DagsterInstance.get() as instance:
+        key = dg.AssetKey(EVALUATIONS_KEY)
+        (record,) = instance.fetch_materializations(
+            dg.AssetRecordsFilter(key, asset_partitions=["o3-mini-2025-01-31"]), limit=5
+        ).records
+        metadata = record.asset_materialization.metadata
+        assert metadata["baseline"].value == "o1-2024-12-17 (predecessor)"
+        assert metadata["evaluated_at"].value == "2025-03-06" and metadata["correct_rate"].value == 73.688
+        check = _check(instance, "o3-mini-2025-01-31")
+        assert not check.passed and check.metadata["regressions"].value >= 1
+        table = check.metadata["comparisons"].value
+        header, _, first = table.splitlines()[:3]
+        assert [c.strip() for c in header.strip("|").split("|")] == [
+            "metric",
+            "baseline",
+            "change",
+            "95 % interval",
+            "p",
+            "adjusted p",
+            "MDE",
+            "verdict",
+        ]
+        cells = [c.strip() for c in first.strip("|").split("|")]
+        assert cells[:3] == ["correct\\_rate", "o1-2024-12-17 (predecessor)", "−17.2 pts"] and cells[-1] == "regression"
+        # (Markdown's link brackets are escaped: a table cell never becomes a link)
+        assert cells[3].startswith("\\[−") and cells[3].endswith("\\] pts") and cells[4] == "&lt; 0.001"
+        assert cells[6].endswith(" pts")  # the MDE in the metric's units
+        assert _check(instance, "o1-2024-12-17").passed
+        (imported,) = instance.fetch_materializations(dg.AssetKey(IMPORT_KEY), limit=5).records
+        assert "o3-mini-2025-01-31 vs o1-2024-12-17: correct_rate −17.2 pts" in (
+            imported.asset_materialization.metadata["regressions"].value
+        )
+    assert main(["--config", str(settings), "import", "gapminder-results", str(folder), "--fail-on", "never"]) == 0
+    assert "0 model(s) new or decided again" in capsys.readouterr().out
+    # `geomon run`'s closing screen names the regression of the history it imported
+    closing = imported_regressions(load_settings(settings)).splitlines()
+    assert closing[0].endswith(
+        "open regression(s) among the imported evaluations (`geomon alerts ack` acknowledges one):"
+    )
+    assert closing[1].startswith("  gapminder o3-mini-2025-01-31 vs o1-2024-12-17: correct_rate −17.2 pts (p < 0.001")
+    with dg.DagsterInstance.get() as instance:
+        assert len(instance.fetch_materializations(dg.AssetKey(EVALUATIONS_KEY), limit=10).records) == 2
+        assert len(instance.fetch_materializations(dg.AssetKey(IMPORT_KEY), limit=10).records) == 1
+        # Materialize in the UI: the partition reads its evaluation again from the history, with the same verdict.
+        result = dg.materialize(
+            [a for a in defs.assets if not isinstance(a, dg.SourceAsset)],
+            instance=instance,
+            resources={"geomon": GeomonResource(config_path=str(settings))},
+            selection=dg.AssetSelection.assets(EVALUATIONS_KEY),
+            partition_key="o3-mini-2025-01-31",
+            raise_on_error=False,
+        )
+        (evaluation,) = result.get_asset_check_evaluations()
+        assert not evaluation.passed and evaluation.metadata["baseline"].value == "o1-2024-12-17 (predecessor)"

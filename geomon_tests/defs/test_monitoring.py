@@ -123,7 +123,11 @@ def test_a_worse_model_version_alerts_once_when_its_late_predecessor_arrives(
             assert check.metadata["evaluation_id"] == early.metadata["evaluation_id"]
             assert check.metadata["alert"].value.startswith("already alerted: webhook at ")
             assert len(hook["posts"]) == 1
-            verdicts = {(r["metric"], r["breakdown"]): r for r in check.metadata["comparisons"].value}
+            assert "| mean\\_error " in check.metadata["comparisons"].value  # readable; the numbers from the history
+            stored = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").comparisons(
+                [check.metadata["evaluation_id"].value]
+            )
+            verdicts = {(r["metric"], r["breakdown"]): r for r in stored.to_dict("records")}
             mean = verdicts[("mean_error", "")]
             assert mean["verdict"] == "regression" and mean["clusters"] == SAMPLE and mean["mde"] > 0
             # The regional gap rests on its smallest region's few countries: shown, never a finding, never paged.

@@ -1,12 +1,12 @@
-"""Evaluations made elsewhere, into the history: Gapminder's published answers of real models (a subset of
-the real files), per-item outcome files of any benchmark, and what ``geomon history`` shows of them."""
+"""Evaluations made elsewhere, into the history: Gapminder's published results of real models (its per-question
+rates, and per-answer files where complete), per-item outcome files of any benchmark, and what ``geomon history``
+shows of them."""
 
 from __future__ import annotations
 
 import dataclasses
 import io
 import json
-import shutil
 
 import pandas as pd
 import pytest
@@ -14,54 +14,76 @@ import pytest
 from geomon.monitor import imports
 from geomon.monitor.history import MetricHistory
 from geomon.sources import gapminder as source
-from geomon_tests.conftest import SHARED
+from geomon_tests.conftest import GAPMINDER_ENTITIES as ENTITIES
+from geomon_tests.conftest import GAPMINDER_PUBLISHED, SHARED, published_gapminder
 
-RESULTS = SHARED / "reference" / "gapminder" / "results"
-ENTITIES = SHARED / "snapshots" / "gapminder" / "ddf" / "ddf--entities--model_configuration.csv"
-PUBLISHED = SHARED / "reference" / "gapminder" / "ddf--datapoints--average_correct_rate--by--model_configuration.csv"
-# Two Alibaba and two DeepSeek releases; DeepSeek R1's run was finished over two days (two files).
-FILES = [
+PUBLISHED = GAPMINDER_PUBLISHED / "ddf--datapoints--average_correct_rate--by--model_configuration.csv"
+# Alibaba's seven releases and DeepSeek's three; per-answer files of Qwen 2 Max (60 of its 371 questions), Qwen
+# 2.5 Max, DeepSeek V3 and R1 (finished over two days: two files).
+CONFIGS = ["mc026", "mc031", "mc035", "mc039", "mc046", "mc062", "mc071", "mc047", "mc057", "mc063"]
+ANSWERS = (
     "master_output_20250120.csv",
     "master_output_20250205.csv",
     "master_output_20250208.csv",
     "master_output_20250410.csv",
     "master_output_20250414-1.csv",
-]
+)
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> list[imports.ImportedRun]:
-    folder = tmp_path_factory.mktemp("gapminder-results")
-    for name in FILES:
-        shutil.copy(RESULTS / name, folder / name)
-    bank = source.read_snapshot(SHARED / "snapshots" / "gapminder")
+def bank():
+    return source.read_snapshot(SHARED / "snapshots" / "gapminder")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, bank) -> list[imports.ImportedRun]:
+    folder = published_gapminder(tmp_path_factory.mktemp("gapminder"), CONFIGS, ANSWERS)
     return imports.gapminder_runs(folder, ENTITIES, bank)
 
 
-def test_each_configuration_is_one_dated_run_of_a_named_model(runs):
+def test_rates_are_the_evaluation_and_complete_answer_files_add_the_families(runs):
     by_model = {r.model: r for r in runs}
-    assert list(by_model) == ["qwen-max-2024-09-19", "qwen-max-2025-01-25", "deepseek-v3", "deepseek-reasoner"]
+    assert len(runs) == len(CONFIGS) and all(
+        r.origin == f"import:gapminder-results:{c}"
+        for r, c in [(by_model["deepseek-reasoner"], "mc057"), (by_model["qwen-max-1201"], "mc026")]
+    )
     r1 = by_model["deepseek-reasoner"]
-    assert r1.answers == 13140 + 11680 and str(r1.evaluated_at.date()) == "2025-04-14"  # two days, one run
-    assert r1.vendor == "DeepSeek" and str(r1.released) == "2025-01-20"
-    assert by_model["qwen-max-2024-09-19"].excluded == 1  # its one "n/a": no answer, indecisive and counted
-    assert all(r.origin.startswith("import:gapminder-results:mc") for r in runs)
+    assert r1.answers == 13140 + 11680 and str(r1.evaluated_at.date()) == "2025-04-10"  # its first experiment
+    assert r1.vendor == "DeepSeek" and str(r1.released) == "2025-01-20" and r1.predecessor == "deepseek-v3"
+    assert any(m.breakdown.startswith("family=") for m in r1.metrics) and not r1.note
+    # Qwen 2 Max's per-answer file holds 60 of the 371 questions it was published on: its rates stand alone.
+    qwen2 = by_model["qwen-max-2024-09-19"]
+    assert qwen2.note == "its per-answer files hold 60 of its 371 questions: rates only" and qwen2.answers == 0
+    assert not any(m.breakdown.startswith("family=") for m in qwen2.metrics) and len(qwen2.items) == 371
+    assert (
+        by_model["qwen-max-1201"].note == imports.RATES_ONLY
+        and by_model["qwen-max-0403"].predecessor == "qwen-max-1201"
+    )
 
 
 def test_correct_rates_are_the_published_ones(runs):
-    """Gapminder's own average_correct_rate per configuration (published in whole percent) from the same
-    grades, through the suite's diagnose (within the rounding: 1 point), with a question-clustered interval."""
+    """Gapminder's own average_correct_rate per configuration (published in whole percent) from the same rates,
+    with a question-clustered interval."""
     published = pd.read_csv(PUBLISHED).set_index("model_configuration")["average_correct_rate"]
     for run in runs:
         config = run.origin.split(":")[2]
         rate = next(m for m in run.metrics if m.metric == "correct_rate" and m.breakdown == "")
         assert abs(rate.value - published[config]) <= 1, run.model
-        assert rate.ci_low < rate.value < rate.ci_high
-        assert any(m.breakdown.startswith("family=") for m in run.metrics)
+        assert rate.ci_low < rate.value < rate.ci_high and rate.n >= 280  # its questions
 
 
 def _verdicts(recorded: imports.Recorded) -> dict[str, dict]:
     return {v["metric"]: v for v in recorded.tracked.verdicts if not v["breakdown"]}
+
+
+def test_every_published_question_is_compared(runs, tmp_path):
+    """Qwen 2 → 2.5 Max: 4.6 points fewer correct on the 365 questions both were published on, not the 60 of
+    Qwen 2's per-answer file."""
+    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    recorded = {r.run.model: r for r in imports.record_runs(history, runs)}
+    qwen25 = _verdicts(recorded["qwen-max-2025-01-25"])["correct_rate"]
+    assert qwen25["against"] == "predecessor qwen-max-2024-09-19" and qwen25["clusters"] == 365
+    assert qwen25["change"] == pytest.approx(-4.55, abs=0.01) and qwen25["p_value"] < 0.01
 
 
 def test_releases_are_compared_with_the_vendors_previous_one(runs, tmp_path):
@@ -69,21 +91,18 @@ def test_releases_are_compared_with_the_vendors_previous_one(runs, tmp_path):
     recorded = {r.run.model: r for r in imports.record_runs(history, runs)}
     assert recorded["qwen-max-2025-01-25"].predecessor == "qwen-max-2024-09-19"
     assert recorded["deepseek-reasoner"].predecessor == "deepseek-v3"
-    assert recorded["deepseek-v3"].tracked.verdicts == [] and recorded["qwen-max-2024-09-19"].tracked.verdicts == []
+    assert recorded["deepseek-v3"].tracked.verdicts == [] and recorded["qwen-max-1201"].tracked.verdicts == []
     r1 = _verdicts(recorded["deepseek-reasoner"])
-    # R1 answers about 9 points more questions correctly than V3 on the questions both answered: change is
-    # after − before, positive, and better (correct_rate is worse when lower).
+    # R1 answers about 9 points more questions correctly than V3: change is after − before, positive, and better
+    # (correct_rate is worse when lower).
     correct = r1["correct_rate"]
     assert correct["verdict"] == "improvement" and correct["change"] > 5 and correct["worse_when"] == "lower"
     # Decided with the suite's other comparisons (very_wrong_rate, the topics with 30 questions or more).
-    assert correct["p_adjusted"] < correct["alpha"] and correct["clusters"] > 300 and correct["family_size"] >= 2
+    assert correct["p_adjusted"] < correct["alpha"] and correct["clusters"] == 365 and correct["family_size"] >= 2
     assert correct["mde"] > 0 and correct["family"] == "deepseek-reasoner vs deepseek-v3"
-    qwen = _verdicts(recorded["qwen-max-2025-01-25"])
-    # 7 points worse at p = 0.04: not significant after Holm over the family of two (never an alert).
-    assert qwen["correct_rate"]["change"] < -5 and qwen["correct_rate"]["verdict"] in ("watch", "no detectable change")
     # Importing again records nothing new.
     again = imports.record_runs(history, runs)
-    assert all(r.tracked.evaluation.reused for r in again) and len(history.evaluations(suite="gapminder")) == 4
+    assert all(r.tracked.evaluation.reused for r in again) and len(history.evaluations(suite="gapminder")) == 10
     # The settings name another predecessor: it wins.
     chosen = imports.record_runs(
         MetricHistory(f"sqlite:///{tmp_path / 'other.sqlite'}"),
@@ -120,11 +139,31 @@ def test_history_shows_every_evaluation_with_its_verdict(runs, tmp_path):
     history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
     imports.record_runs(history, runs)
     table = history_table(history, "gapminder", [("correct_rate", ""), ("very_wrong_rate", "")])
-    assert list(table.columns) == HISTORY_COLUMNS and len(table) == 4 * 2
+    assert list(table.columns) == HISTORY_COLUMNS and len(table) == len(CONFIGS) * 2
     r1 = table[(table["model"] == "deepseek-reasoner") & (table["metric"] == "correct_rate")].iloc[0]
-    assert r1["predecessor"] == "deepseek-v3" and r1["verdict"] == "improvement" and r1["evaluated_at"] == "2025-04-14"
-    first = table[table["model"] == "qwen-max-2024-09-19"]
+    assert r1["predecessor"] == "deepseek-v3" and r1["verdict"] == "improvement" and r1["evaluated_at"] == "2025-04-10"
+    first = table[table["model"] == "qwen-max-1201"]
     assert (first["verdict"] == "").all() and first["change"].isna().all()  # nothing before it
+
+
+def test_published_rates_errors_name_the_file_line_and_field(tmp_path, bank):
+    folder = published_gapminder(tmp_path / "published", ["mc047", "mc057"], ("master_output_20250208.csv",))
+    wrong = folder / "ddf--datapoints--wrong_rate--by--question--model_configuration.csv"
+    lines = wrong.read_text().splitlines()
+    wrong.write_text("\n".join([*lines[:2], lines[2].rsplit(",", 1)[0] + ",120", *lines[3:]]) + "\n")
+    with pytest.raises(imports.ImportError_, match=r"wrong_rate.*, line 3: field wrong_rate: '120' is not a rate"):
+        imports.gapminder_runs(folder, ENTITIES, bank)
+    wrong.write_text("\n".join(lines[:-1]) + "\n")  # the last pair's wrong rate is gone
+    with pytest.raises(
+        imports.ImportError_, match=r"question \d+ of mc0\d\d has no rate in ddf--datapoints--wrong_rate"
+    ):
+        imports.gapminder_runs(folder, ENTITIES, bank)
+    wrong.unlink()
+    with pytest.raises(imports.ImportError_, match=r"wrong_rate--by--question--model_configuration.csv: missing"):
+        imports.gapminder_runs(folder, ENTITIES, bank)
+    other = published_gapminder(tmp_path / "other", ["mc057"], ("master_output_20250208.csv",))
+    with pytest.raises(imports.ImportError_, match=r"answers of model configuration\(s\) \['mc047'\] whose"):
+        imports.gapminder_runs(other, ENTITIES, bank)
 
 
 def _items_csv(path, rows):

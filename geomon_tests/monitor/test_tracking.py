@@ -1,9 +1,8 @@
-"""The verdict engine over the metric history, on Gapminder's published runs of 20 real models: release
-order whatever the import order, the verdicts the real history holds, acknowledgements, and the CLI gate."""
+"""The verdict engine over the metric history, on Gapminder's published history of 37 real model configurations:
+every configuration in its release line, the same history whatever the import order, the verdicts the real
+history holds, acknowledgements, and the CLI gate."""
 
 from __future__ import annotations
-
-import random
 
 import pandas as pd
 import pytest
@@ -12,33 +11,54 @@ from geomon.monitor import imports, tracking
 from geomon.monitor.history import MetricHistory
 from geomon.sources import gapminder as source
 from geomon.stats import verdicts
-from geomon_tests.conftest import SHARED
-
-RESULTS = SHARED / "reference" / "gapminder" / "results"
-ENTITIES = SHARED / "snapshots" / "gapminder" / "ddf" / "ddf--entities--model_configuration.csv"
+from geomon_tests.conftest import GAPMINDER_ENTITIES, GAPMINDER_PUBLISHED, SHARED
 
 
 @pytest.fixture(scope="module")
 def runs() -> list[imports.ImportedRun]:
-    return imports.gapminder_runs(RESULTS, ENTITIES, source.read_snapshot(SHARED / "snapshots" / "gapminder"))
+    bank = source.read_snapshot(SHARED / "snapshots" / "gapminder")
+    return imports.gapminder_runs(GAPMINDER_PUBLISHED, GAPMINDER_ENTITIES, bank)
 
 
-def _history(runs, order, path) -> pd.DataFrame:
-    history = MetricHistory(f"sqlite:///{path}")
-    predecessors = imports.vendor_predecessors(runs)
-    for run in order:  # one at a time: each import sees only what came before it
-        imports.record_runs(history, [run], None, predecessors)
+def _table(history: MetricHistory) -> pd.DataFrame:
     table = tracking.history_table(history, "gapminder", [("correct_rate", ""), ("very_wrong_rate", "")])
     return table.drop(columns=["evaluation_id"]).sort_values(["model", "metric"]).reset_index(drop=True)
 
 
 @pytest.fixture(scope="module")
 def forward(runs, tmp_path_factory) -> pd.DataFrame:
-    return _history(runs, runs, tmp_path_factory.mktemp("forward") / "h.sqlite")
+    """The whole published history in one import."""
+    history = MetricHistory(f"sqlite:///{tmp_path_factory.mktemp('forward') / 'h.sqlite'}")
+    imports.record_runs(history, runs)
+    return _table(history)
 
 
 def _verdict(table, model, metric="correct_rate"):
     return table[(table["model"] == model) & (table["metric"] == metric)].iloc[0]
+
+
+def test_every_published_configuration_in_its_release_line(runs):
+    """All 37 configurations, December 2023 (the first publish date) to June 2025, each one evaluation dated by
+    its first experiment, in the vendors' release lines by publish date; 19 complete per-answer files add every
+    prompt family's correct rate."""
+    assert len(runs) == 37 and len({r.model for r in runs}) == 37
+    assert str(min(r.released for r in runs)) == "2023-12-01" and str(runs[-1].evaluated_at.date()) == "2025-06-13"
+    predecessor = {r.model: r.predecessor for r in runs}
+    line, model = [], "o3-2025-04-16"
+    while model:
+        line.append(model)
+        model = predecessor[model]
+    assert line[::-1] == [
+        "gpt-4-0125-preview",
+        "gpt-4o-2024-05-13",
+        "gpt-4o-2024-08-06",
+        "gpt-4o-2024-11-20",
+        "o1-2024-12-17",
+        "o3-mini-2025-01-31",
+        "gpt-4.1-2025-04-14",
+        "o3-2025-04-16",
+    ]
+    assert sum(not r.note for r in runs) == 19 and sum(r.note == imports.RATES_ONLY for r in runs) == 17
 
 
 def test_the_real_history_holds_the_verdicts_people_read(forward):
@@ -53,18 +73,22 @@ def test_the_real_history_holds_the_verdicts_people_read(forward):
     chat = _verdict(forward, "deepseek-chat")
     assert chat["predecessor"] == "deepseek-reasoner" and chat["verdict"] == verdicts.REGRESSION
     assert chat["change"] == pytest.approx(-6.67, abs=0.1)  # after − before
+    qwen = _verdict(forward, "qwen-max-2025-01-25")  # on the 365 questions both were published on
+    assert qwen["predecessor"] == "qwen-max-2024-09-19" and qwen["change"] == pytest.approx(-4.55, abs=0.01)
     gains = forward[(forward["metric"] == "correct_rate") & (forward["change"] > 0)]
     assert set(gains["verdict"]) <= {verdicts.IMPROVEMENT, verdicts.WATCH, verdicts.NO_CHANGE}
     significant = gains[gains["p_adjusted"] < gains["alpha"]]
-    assert len(significant) >= 5 and (significant["verdict"] == verdicts.IMPROVEMENT).all()
+    assert len(significant) >= 10 and (significant["verdict"] == verdicts.IMPROVEMENT).all()
     assert forward.loc[forward["verdict"] != "", "mde"].gt(0).all()  # every verdict states its MDE
 
 
-@pytest.mark.parametrize("order", ["reversed", "shuffled"])
-def test_the_same_runs_in_any_order_give_the_same_history(runs, forward, order, tmp_path):
-    shuffled = list(reversed(runs)) if order == "reversed" else random.Random(7).sample(runs, len(runs))
-    other = _history(runs, shuffled, tmp_path / "h.sqlite")
-    pd.testing.assert_frame_equal(other, forward)
+def test_the_same_history_in_any_import_order(runs, forward, tmp_path):
+    """One import of everything, and one import per configuration newest first (each import sees only what
+    came before it, and a baseline arrives after its successor): the same history."""
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    for run in reversed(runs):
+        imports.record_runs(history, [run])
+    pd.testing.assert_frame_equal(_table(history), forward)
 
 
 def test_a_regression_stays_failed_until_acknowledged(runs, tmp_path):
@@ -140,3 +164,80 @@ def test_a_changed_scorer_starts_a_new_series_never_compared(tmp_path):
     assert list(saved["new_series"]) == ["", "new series: scorer changed", ""]
     text = page.read_text()
     assert "m · series 1" in text and "m · series 2" in text and "new series: scorer changed" in text
+
+
+def test_a_verdict_reads_in_the_metric_units_worst_first():
+    """What the no_regression check and the import's catalog entries show: percentage points for a percentage,
+    the metric's own units otherwise, a 95 % interval of ± 1.96 standard errors, p values rounded (tiny ones as
+    < 0.001), the MDE in the same units, and "—" where a figure is undefined."""
+    rows = [
+        {
+            "metric": "correct_rate",
+            "breakdown": "topic=other",
+            "against": "predecessor o1",
+            "change": 1.0,
+            "se": 1.0,
+            "p_value": 0.2,
+            "p_adjusted": 0.4,
+            "mde": 3.0,
+            "verdict": verdicts.NO_CHANGE,
+        },
+        {
+            "metric": "correct_rate",
+            "breakdown": "",
+            "against": "predecessor o1",
+            "change": -17.19,
+            "se": 2.0,
+            "p_value": 0.00001,
+            "p_adjusted": 0.0004,
+            "mde": 5.123,
+            "verdict": verdicts.REGRESSION,
+        },
+        {
+            "metric": "mean_error",
+            "breakdown": "",
+            "against": "previous run",
+            "change": float("nan"),
+            "se": None,
+            "p_value": None,
+            "p_adjusted": None,
+            "mde": 0.0123,
+            "verdict": verdicts.UNDEFINED,
+        },
+    ]
+    table = tracking.verdict_table(rows, {"correct_rate": (0, 100), "mean_error": None})
+    assert table.to_dict("records") == [
+        {
+            "metric": "correct_rate",
+            "baseline": "o1 (predecessor)",
+            "change": "−17.2 pts",
+            "95 % interval": "[−21.1, −13.3] pts",
+            "p": "< 0.001",
+            "adjusted p": "< 0.001",
+            "MDE": "5.12 pts",
+            "verdict": "regression",
+        },
+        {
+            "metric": "correct_rate (topic=other)",
+            "baseline": "o1 (predecessor)",
+            "change": "+1 pts",
+            "95 % interval": "[−0.96, 2.96] pts",
+            "p": "0.2",
+            "adjusted p": "0.4",
+            "MDE": "3 pts",
+            "verdict": "no detectable change",
+        },
+        {
+            "metric": "mean_error",
+            "baseline": "previous run",
+            "change": "—",
+            "95 % interval": "—",
+            "p": "—",
+            "adjusted p": "—",
+            "MDE": "0.0123",
+            "verdict": "undefined",
+        },
+    ]
+    assert tracking.verdict_phrase("o3-mini", rows[1], (0, 100)) == (
+        "o3-mini vs o1: correct_rate −17.2 pts (p < 0.001, adjusted < 0.001), regression"
+    )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from geomon.report.charts import figure_svg as charts_svg
+
 CATALOG = [("worldbench", "mean_error", "", "WorldBench: mean absolute relative error", (0.0, 1.0))]
 
 
@@ -90,3 +92,53 @@ def test_a_metric_imported_in_its_own_units_gets_its_own_chart(tmp_path):
     ]
     text = trends.write_report(tmp_path, frame, catalog=catalog).read_text()
     assert text.count("<svg") == 2 and "Toy: score (imported, in the file&#x27;s units)" in text
+
+
+def test_each_verdict_mark_says_what_it_is(tmp_path, monkeypatch):
+    """A regression's cross is labelled with its model, its baseline, the change in the metric's units and the
+    verdict; the chart's axis labels, legend and labels lie inside the figure, however long the names."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from geomon.report import charts, trends
+
+    drawn = []
+    monkeypatch.setattr(charts, "figure_svg", lambda fig: drawn.append(fig) or charts_svg(fig))
+
+    catalog = [("gapminder", "correct_rate", "", "Gapminder: correct rate", (0.0, 100.0))]
+    series = pd.DataFrame(
+        {
+            "suite": "gapminder",
+            "metric": "correct_rate",
+            "breakdown": "",
+            "model": ["o1", "o3-mini"],
+            "scope": "",
+            "evaluated_at": pd.to_datetime(["2025-03-06", "2025-04-15"], utc=True),
+            "value": [90.9, 73.7],
+            "ci_low": [89.0, 71.0],
+            "ci_high": [92.0, 76.0],
+            "evaluation_id": ["e1", "e2"],
+            "n": [365, 365],
+        }
+    )
+    comparisons = pd.DataFrame(
+        {
+            "evaluation_id": ["e2"],
+            "metric": ["correct_rate"],
+            "breakdown": [""],
+            "against": ["predecessor o1"],
+            "change": [-17.19],
+            "verdict": ["regression"],
+        }
+    )
+    series = pd.concat([series, series.assign(model=lambda f: f["model"] + "-with-a-long-name" * 5, evaluation_id="")])
+    page = trends.write_report(tmp_path, series, comparisons, catalog=catalog)
+    assert "o3-mini vs o1: −17.2 pts, regression" in page.read_text()
+    (fig,) = drawn
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    inside = fig.bbox.padded(1)
+    for artist in [fig.axes[0].get_legend(), *fig.axes[0].texts, fig.axes[0].yaxis.label, fig.axes[0].title]:
+        box = artist.get_window_extent(renderer)
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1, artist
+    marks = pd.read_csv(tmp_path / "trends.csv")["mark"].dropna()
+    assert list(marks) == ["o3-mini vs o1: −17.2 pts, regression"]
