@@ -20,7 +20,7 @@ import pandas as pd
 from geomon.config import Settings
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
-from geomon.defs.engine import ask_model
+from geomon.defs.engine import ask_model, progress_events
 from geomon.defs.execution import model_call_options
 from geomon.defs.leaderboard import (
     ORIGIN,
@@ -45,6 +45,7 @@ from geomon.defs.sensors import revisions_sensor
 from geomon.defs.versions import source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
+from geomon.engine.runner import ProgressListener
 from geomon.monitor import tracking
 from geomon.monitor.history import MetricHistory
 from geomon.report import charts
@@ -83,6 +84,7 @@ class DagsterStageContext:
     run_id: str = ""
     code_version: str = ""
     label: str = ""  # the asset key, for the progress line
+    on_progress: ProgressListener | None = None  # where progress goes while a model is asked (the step's logs)
 
     def spec(self) -> ModelSpec:
         if self.model is None:
@@ -90,7 +92,7 @@ class DagsterStageContext:
         return self.settings.model(self.model)
 
     def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
-        return ask_model(self.settings, spec, requests, self.label)
+        return ask_model(self.settings, spec, requests, self.label, self.on_progress)
 
     def history(self) -> MetricHistory:
         return MetricHistory(self.settings.store_url)
@@ -229,7 +231,14 @@ def _stage_asset(
         options = _options(context, info.name, stage, settings)
         model, revision = _partition(context, stage)
         stage_context = DagsterStageContext(
-            settings, options, model, revision, context.run.run_id, code_version, "/".join(key)
+            settings,
+            options,
+            model,
+            revision,
+            context.run.run_id,
+            code_version,
+            "/".join(key),
+            progress_events(context),
         )
         result: StageResult = stage.run(stage_context, **inputs)
         if stage.tracked:
