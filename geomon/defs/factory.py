@@ -27,7 +27,9 @@ from geomon.defs.leaderboard import (
     leaderboard_frame,
     leaderboard_metadata,
     mark_insufficient,
+    samples,
     with_published,
+    with_samples,
     with_verdicts,
 )
 from geomon.defs.resources import (
@@ -42,7 +44,7 @@ from geomon.defs.resources import (
 )
 from geomon.defs.runs import PerModelPlan, per_model_job
 from geomon.defs.sensors import revisions_sensor
-from geomon.defs.versions import source_version, versioned_output
+from geomon.defs.versions import SAMPLE, sample_id, sample_label, source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.engine.runner import ProgressListener
@@ -260,11 +262,17 @@ def _stage_asset(
         metadata = {k: metadata_value(v) for k, v in result.metadata.items()}
         if model is not None:
             metadata = keyed_by_partition(metadata, str(context.partition_key))
+        data_version = result.data_version
         if stage.options:
             metadata.update(options_metadata_values(options))
             metadata["plan"] = metadata_value(prompts_plan(settings, info, result.value))
-        if result.data_version:
-            yield versioned_output(result.value, result.data_version, metadata=metadata)
+            # The prompts' data version is their sample: a new one marks every model answered on the old stale.
+            data_version = "-".join(filter(None, (result.data_version, sample_id(result.value))))
+            metadata[SAMPLE] = sample_label(result.value)
+        elif stage.per_model and pipeline.prompts.name in stage.inputs:
+            metadata[SAMPLE] = sample_label(inputs[input_name(pipeline.prompts.name)])
+        if data_version:
+            yield versioned_output(result.value, data_version, metadata=metadata)
         else:
             yield dg.Output(result.value, metadata=metadata)
         for outcome in result.checks:
@@ -317,6 +325,9 @@ def _stage_asset(
 
 def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_version: str) -> dg.AssetsDefinition:
     tracked = pipeline.tracked.name
+    # Each model's sample is in the metadata of the first per-model stage that reads the prompts.
+    reader = next((s for s in pipeline.stages if s.per_model and pipeline.prompts.name in s.inputs), None)
+    sample_key = dg.AssetKey(stage_key(info.name, reader)) if reader is not None else None
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
         settings = context.resources.geomon.settings()
@@ -328,9 +339,9 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         # left out of the board and named, never a failure of the whole leaderboard.
         known = {str(k) for k in context.asset_partition_keys_for_input(tracked)}
         not_evaluated = sorted(known - {str(k) for k in results})
-        board = with_published(
-            with_verdicts(mark_insufficient(board, info.name), info.name, settings.store_url), published
-        )
+        answered_on = samples(context.instance, sample_key, list(results)) if sample_key else {}
+        board = with_samples(mark_insufficient(board, info.name), answered_on, pipeline.labels)
+        board = with_published(with_verdicts(board, info.name, settings.store_url), published)
         report = pipeline.write_report(out, board, results, settings, **extra)
         own = board[board[ORIGIN] == "geomon"]
         series = pipeline.series_rows(own) if pipeline.series_rows is not None else own

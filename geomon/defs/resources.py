@@ -78,8 +78,11 @@ ConfigT = TypeVar("ConfigT", bound=dg.Config)
 def previous_options(context: dg.AssetExecutionContext) -> dict[str, Any]:
     """The options the asset's previous materialization used (its ``options`` metadata; this partition's
     for a partitioned asset), or {} the first time."""
-    # A partitioned asset (BorderLines' prompts per table revision) keeps each partition's own options.
-    partitions = [context.partition_key] if context.has_partition_key else None
+    # A partitioned asset (BorderLines' prompts per table revision) keeps each partition's own options. An
+    # unpartitioned one (a suite's shared prompts) run beside one model's partition is not that model's: the
+    # run's partition key must not pick its previous materialization, or none is found and the sample changes.
+    partitioned = context.assets_def.partitions_def is not None and context.has_partition_key
+    partitions = [context.partition_key] if partitioned else None
     records = context.instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=partitions), limit=1
     ).records
