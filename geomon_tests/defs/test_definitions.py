@@ -567,3 +567,10 @@ def test_runs_launched_by_automation_or_the_ui_say_which_suite_and_model():
         asset_selection=frozenset({dg.AssetKey(["blend", "responses"])}),
     )
     assert failed_run_subject(from_ui) == ("blend", "m2")
+
+
+def test_every_sensor_and_schedule_says_what_it_does():
+    """The UI's Automation page lists each with its description: none left blank."""
+    repository = defs.get_repository_def()
+    blank = [d.name for d in [*repository.sensor_defs, *repository.schedule_defs] if not (d.description or "").strip()]
+    assert blank == []
