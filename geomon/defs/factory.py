@@ -40,6 +40,7 @@ from geomon.defs.resources import (
     models_partitions,
     options_metadata_values,
     previous_options,
+    profile_sizes,
     revisions_partitions,
 )
 from geomon.defs.runs import PerModelPlan, per_model_job
@@ -298,11 +299,15 @@ def _stage_asset(
     compute.__doc__ = stage.about
     options: dict[str, Any] = {}
     if stage.options:
+        # No default value: an option left unset keeps the sample the prompts have; the help says what the
+        # automation profile would set (the <suite>_prompts job's launchpad proposes those values).
+        sizes = profile_sizes(info.name)
         options["config_schema"] = {
             o.name: dg.Field(
                 dg.Noneable(o.type) if o.default is None else [str] if o.type is list else o.type,
                 is_required=False,
-                description=o.help,
+                description=f"{o.help} (automation profile: {sizes.get(o.name)}; "
+                "unset: the current sample, else the profile's)",
             )
             for o in stage.options
         }
@@ -469,6 +474,7 @@ def declared(name: str) -> DeclaredSuite:
         revisions=revisions_partitions(pipeline.revisions.partitions) if pipeline.revisions else None,
         # A suite with revisions: the shared sources' job is named after its source stage ("release").
         sources_stage=sources[0].name if per_revision else "prompts",
+        prompts_options=profile_sizes(name),
     )
     per_model_partitions = stage_partitions(pipeline, pipeline.tracked)
     jobs = [*plan.stage_jobs(), per_model_job(name, per_model, per_model_partitions, pipeline.per_model_description)]

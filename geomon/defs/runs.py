@@ -133,17 +133,23 @@ def per_model_job_name(suite: str) -> str:
 
 
 def stage_job(
-    suite: str, stage: str, selection: dg.AssetSelection, description: str, partitions_def: Any = None
+    suite: str,
+    stage: str,
+    selection: dg.AssetSelection,
+    description: str,
+    partitions_def: Any = None,
+    config: dict[str, Any] | None = None,
 ) -> Any:
     """``<suite>_<stage>``: one stage of a suite's graph as a named job (the UI, sensors and ``geomon run``
     launch it), so the runs page reads as a log of evaluations: ``worldbench_prompts``, ``worldbench_per_model``,
-    ``worldbench_leaderboard``."""
+    ``worldbench_leaderboard``. ``config``: the run config its launchpad proposes."""
     return dg.define_asset_job(
         stage_job_name(suite, stage),
         selection=selection,
         partitions_def=partitions_def,
         description=description,
         tags={SUITE_TAG: suite},
+        config=config,
     )
 
 
@@ -167,21 +173,22 @@ class PerModelPlan:
     per_revision: dg.AssetSelection | None = None
     revisions: Any = None  # the suite's own revisions partitions (a suite with revisions)
     sources_stage: str = "prompts"  # the sources job is ``<suite>_<sources_stage>``
+    # The prompts stage's options the ``<suite>_prompts`` launchpad proposes: the automation profile's sizes.
+    prompts_options: Mapping[str, Any] | None = None
 
     def stage_jobs(self) -> list[Any]:
         """The ``<suite>_prompts`` (and the sources') and ``<suite>_leaderboard`` jobs (the per-model job is
-        declared beside)."""
+        declared beside). The prompts job's launchpad shows the profile's sizes; launching it sets them (a
+        sample chosen on purpose), where a click on Materialize keeps the sample the prompts have."""
+        proposed = {"ops": {self.prompts_op: {"config": dict(self.prompts_options)}}} if self.prompts_options else None
         if self.per_revision is None:
-            jobs = [
-                stage_job(
-                    self.suite, self.sources_stage, self.sources, "Sources and prompts (the sample in its config)."
-                )
-            ]
+            described = "Sources and prompts (the sample in its config: the automation profile's, unless changed)."
+            jobs = [stage_job(self.suite, self.sources_stage, self.sources, described, config=proposed)]
         else:
             per_revision = "One revision's data and its prompts (the sample in its config)."
             jobs = [
                 stage_job(self.suite, self.sources_stage, self.sources, "The sources every revision shares."),
-                stage_job(self.suite, "prompts", self.per_revision, per_revision, self.revisions),
+                stage_job(self.suite, "prompts", self.per_revision, per_revision, self.revisions, proposed),
             ]
         jobs.append(
             stage_job(

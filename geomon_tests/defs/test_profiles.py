@@ -134,3 +134,19 @@ def test_a_sample_is_a_decision_one_models_run_never_changes_anothers_and_a_new_
     assert board.loc["a", "sample"] == first and board.loc["b", "sample"] == second
     assert f"other rows on {second}" in board.loc["a", "sample_note"]
     assert f"other rows on {first}" in board.loc["b", "sample_note"]
+
+
+def test_the_prompts_jobs_launchpad_proposes_the_automation_profile():
+    """Jobs → <suite>_prompts → Launchpad shows the sizes a launch will ask (not ``ops: {}``); the asset's own
+    options say the profile's value and that an unset one keeps the current sample."""
+    settings = load_settings()
+    for name in registry.suites():
+        pipeline = registry.pipeline(name)
+        sizes = settings.run_options(name)
+        if pipeline.revisions is not None or not sizes:
+            continue
+        op = "__".join([name, pipeline.prompts.name])
+        proposed = defs.get_job_def(f"{name}_prompts").run_config_schema.config_type.fields["ops"].default_value
+        assert proposed == {op: {"config": sizes}}
+        fields = defs.get_assets_def(dg.AssetKey([name, pipeline.prompts.name])).op.config_schema.config_type.fields
+        assert all(f"automation profile: {sizes[o]};" in fields[o].description for o in sizes)
