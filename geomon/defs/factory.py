@@ -9,6 +9,7 @@ through the registry.
 """
 
 import inspect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -417,7 +418,7 @@ class DeclaredSuite:
         return results, described
 
 
-def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> pd.DataFrame:
+def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> Markdown:
     """What these prompts will ask each registered model (``geomon plan``'s rows): shown on the prompts asset,
     so the UI says what a materialization of the per-model stages costs before anyone clicks."""
     from geomon import plan
@@ -427,7 +428,50 @@ def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> 
     plans = plan.suite_plans(
         settings, settings.models, info, settings.automation_profile, settings.store(), history, prompts
     )
-    return plan.table(plans).drop(columns=["suite"])
+    return plan_markdown(plan.table(plans).drop(columns=["suite"]), info)
+
+
+UNKNOWN = "—"  # a plan cell that cannot be known before a run; the notes below the table say why
+PLAN_NOTES = {
+    "time": "time, tokens: no answer of the model is stored yet, so its pace is unknown (`geomon plan --probe` "
+    "measures it)",
+    "cost_usd": "cost: known once the pace is, for a model priced in geomon.yaml (`price_input_per_million`, "
+    "`price_output_per_million`); a local model costs only time",
+}
+
+
+def plan_markdown(table: pd.DataFrame, info: registry.SuiteInfo) -> Markdown:
+    """The plan as the prompts asset shows it, narrow enough for a 1440 px screen: what every row shares
+    (prompts, clusters) above the table, asks with the stored ones beside, long text (the MDEs) in a table of
+    its own below, each unknown cell a dash whose reason is noted, and the metrics' units."""
+    table = table.copy()
+    shared = [c for c in ("prompts", "clusters") if c in table and table[c].nunique(dropna=False) <= 1]
+    above = [f"{table[c].iloc[0]} {c}" for c in shared if len(table)]
+    if {"asks", "stored"} <= set(table.columns):
+        table["asks"] = [f"{a} ({s} stored)" for a, s in zip(table["asks"], table["stored"], strict=True)]
+        table = table.drop(columns=["stored"])
+    wide = [c for c in table.columns if c != "model" and table[c].astype(str).str.len().max() > 40]
+    below = [charts.markdown_table(table[["model", *wide]])] if wide and "model" in table else []
+    table = table.drop(columns=[*shared, *wide])
+    unknown = {c for c in table.columns if table[c].isna().any() or (table[c].astype(str) == "?").any()}
+
+    def shown(value: Any) -> Any:  # a column with an unknown cell is float: counts stay the whole numbers they are
+        if value is None or (isinstance(value, float) and math.isnan(value)) or value == "?":
+            return UNKNOWN
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
+    table = pd.DataFrame({c: pd.Series([shown(v) for v in table[c]], dtype=object) for c in table.columns})
+    table = table.rename(columns={"cost_usd": "cost (USD)"})
+    notes = [f"{UNKNOWN} {why}" for column, why in PLAN_NOTES.items() if column in unknown]
+    units = [
+        f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''}: on a {h.bounds[0]:g}–{h.bounds[1]:g} scale"
+        for h in info.headlines
+        if h.bounds is not None
+    ]
+    if units:
+        notes.append("MDE: the smallest change a run can detect, in the metric's units; " + "; ".join(units))
+    parts = [", ".join(above) + " for every model" if above else "", charts.markdown_table(table), *below]
+    return Markdown("\n\n".join(p for p in (*parts, "\n".join(f"- {n}" for n in notes)) if p))
 
 
 def profile_config(

@@ -32,7 +32,8 @@ def _prompts_without_config(instance, settings) -> int:
     asks = len(result.output_for_node("worldbench__prompts"))
     plain = plan.replace("\\", "")  # Markdown escapes
     assert "smollm2-135m-instruct" in plain and "gemma3-270m" in plain
-    assert len(re.findall(rf"\|\s+{asks}\s+\|", plain)) >= 2  # prompts and asks, for each model
+    assert f"{asks} prompts" in plain  # the same for every model, above the table
+    assert len(re.findall(rf"\|\s+{asks} \(\d+ stored\)\s+\|", plain)) >= 2  # asks, for each model
     assert "mean_error" in plain
     return len(result.output_for_node("worldbench__prompts"))
 
