@@ -124,6 +124,31 @@ def runner(
     return run
 
 
+def suite_of(run: dg.DagsterRun) -> str | None:
+    """The one suite whose assets (or checks) a run materializes (a suite's prompts may read the World Bank's
+    assets beside it), or None: several suites, or none."""
+    from geomon.suites.registry import suites
+
+    keys = [*(run.asset_selection or ()), *(c.asset_key for c in run.asset_check_selection or ())]
+    named = {key.path[0] for key in keys} & set(suites())
+    return named.pop() if len(named) == 1 else None
+
+
+class SuiteTaggingRunCoordinator(dg.QueuedRunCoordinator):
+    """Dagster's queued run coordinator (``run_coordinator`` in dagster.yaml) that first gives a run launched
+    from the UI the ``geomon/suite`` tag of the suite it materializes, as ``geomon run``'s and automation's
+    runs carry it: Materialize in the UI runs Dagster's implicit asset job, which has no tags of its own, so
+    the runs page could not filter those runs by suite."""
+
+    def submit_run(self, context: Any) -> dg.DagsterRun:
+        run = context.dagster_run
+        suite = suite_of(run) if SUITE_TAG not in run.tags else None
+        if suite is not None:
+            self._instance.add_run_tags(run.run_id, {SUITE_TAG: suite})
+            context = context._replace(dagster_run=self._instance.get_run_by_id(run.run_id))
+        return super().submit_run(context)
+
+
 def stage_job_name(suite: str, stage: str) -> str:
     return f"{suite}_{stage}"
 

@@ -574,3 +574,53 @@ def test_every_sensor_and_schedule_says_what_it_does():
     repository = defs.get_repository_def()
     blank = [d.name for d in [*repository.sensor_defs, *repository.schedule_defs] if not (d.description or "").strip()]
     assert blank == []
+
+
+def test_a_run_launched_from_the_ui_gets_its_suites_tag_when_it_is_queued():
+    """Materialize in the UI runs Dagster's implicit asset job, which has no tags: the instance's run coordinator
+    (dagster.yaml) tags it with the suite it materializes, so the runs page filters it with the suite's runs."""
+    from geomon.defs.runs import REPOSITORY, SuiteTaggingRunCoordinator, code_location
+
+    coordinator = {"module": "geomon.defs.runs", "class": "SuiteTaggingRunCoordinator"}
+    with dg.instance_for_test(overrides={"run_coordinator": coordinator}) as instance:
+        assert isinstance(instance.run_coordinator, SuiteTaggingRunCoordinator)
+        repository = code_location(instance).get_repository(REPOSITORY)
+        job = repository.get_full_job("__ASSET_JOB")
+
+        def queued(*keys: list[str], tags: dict[str, str] | None = None) -> dict[str, str]:
+            """A run as the UI's Materialize creates and submits it, with the code location's origin."""
+            run = instance.create_run(
+                job_name=job.name,
+                run_id=None,
+                run_config={},
+                resolved_op_selection=None,
+                step_keys_to_execute=None,
+                op_selection=None,
+                status=None,
+                root_run_id=None,
+                parent_run_id=None,
+                tags=tags or {},
+                job_snapshot=job.job_snapshot,
+                execution_plan_snapshot=None,
+                parent_job_snapshot=job.parent_job_snapshot,
+                remote_job_origin=job.get_remote_origin(),
+                job_code_origin=job.get_python_origin(),
+                asset_selection=frozenset(dg.AssetKey(k) for k in keys),
+                asset_check_selection=None,
+                asset_graph=repository.asset_graph,
+            )
+            submitted = instance.submit_run(run.run_id, workspace=None)
+            assert submitted.status == dg.DagsterRunStatus.QUEUED
+            return dict(submitted.tags)
+
+        ui = queued(["worldbank", "indicators"], ["worldbench", "prompts"], tags={"dagster/partition": "m"})
+        assert ui["geomon/suite"] == "worldbench" and ui["dagster/partition"] == "m"
+        assert "geomon/suite" not in queued(["blend", "prompts"], ["quench", "prompts"])  # two suites: no one's
+        assert "geomon/suite" not in queued(["worldbank", "indicators"])
+        assert queued(["blend", "prompts"], tags={"geomon/suite": "blend"})["geomon/suite"] == "blend"
+    # The instance the UI, the daemon and `geomon run` share uses it, and so does production's.
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    for path in (root / "dagster.yaml", root / "deploy" / "dagster.yaml"):
+        assert yaml.safe_load(path.read_text())["run_coordinator"] == coordinator, path
