@@ -219,6 +219,11 @@ def agreement(verdicts: pd.DataFrame) -> dict[str, object]:
     return {"fleiss_kappa": fleiss_kappa(table), "pairs": pairwise_agreement(table)}
 
 
+# What the agreement check shows instead of a kappa it cannot compute (``fleiss_kappa``'s NaN), and why.
+KAPPA_NOT_DEFINED = (
+    "not defined: Fleiss' kappa needs two judges, two items every judge read and two different grades among "
+    "them; this run had fewer, so no drop is tested"
+)
 AGREEMENT_DROP = 0.2  # a fall of Fleiss' kappa this large between two runs of the same jury alerts
 
 
@@ -320,7 +325,7 @@ def agreement_outcome(context: Any, suite: str, kappa: float) -> CheckOutcome:
         passed=not dropped,
         severity="warn",
         metadata={
-            "previous": previous if previous is not None else "none",
-            "current": kappa if kappa == kappa else "undefined",
+            "previous": previous if previous is not None else "none (the model's first judged run)",
+            "current": kappa if kappa == kappa else KAPPA_NOT_DEFINED,
         },
     )

@@ -152,3 +152,24 @@ def test_a_jury_with_nothing_to_judge_asks_no_one():
     task = jury.JuryTask("grade", [], [], jury.letter_reader({"A": "correct"}), choices=("A",))
     result = jury.convene(bundled_specs(), [task], lambda spec, requests: asked.append(requests))
     assert asked == [] and result.verdicts.empty and result.decisions["grade"].empty
+
+
+def test_an_agreement_the_judges_left_undefined_says_why_in_its_check(tmp_path):
+    """Too few items every judge read: the check passes (no drop can be tested) and says why, never a bare
+    "undefined"."""
+    from geomon.jury import agreement_outcome
+    from geomon.monitor.history import MetricHistory
+
+    class Stage:
+        model = "m"
+
+        def history(self) -> MetricHistory:
+            return MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
+
+        def alert(self, *args) -> list[str]:
+            raise AssertionError("an undefined agreement never alerts")
+
+    outcome = agreement_outcome(Stage(), "gapminder", float("nan"))
+    assert outcome.passed
+    assert outcome.metadata["current"].startswith("not defined: Fleiss' kappa needs two judges")
+    assert outcome.metadata["previous"] == "none (the model's first judged run)"

@@ -48,6 +48,7 @@ observe_sources_schedule = dg.ScheduleDefinition(
     job=observe_sources_job,
     cron_schedule="0 * * * *",
     default_status=dg.DefaultScheduleStatus.RUNNING,  # a new World Bank release is noticed without a click
+    description="Asks the World Bank hourly whether WDI has a new release; a new one re-runs what depends on it.",
 )
 
 
@@ -68,6 +69,8 @@ suite_automation_sensors = [
         run_tags={SUITE_TAG: suite, LAUNCHED_BY: "automation"},
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=60,
+        description=f"Re-runs {suite}'s stale or missing assets and partitions (a new model, new data, a new "
+        "sample, changed code), never past a failed blocking check; its runs carry the suite's tag.",
     )
     for suite in _suite_groups()
 ]
@@ -77,4 +80,6 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     run_tags={LAUNCHED_BY: "automation"},
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=60,
+    description="Re-runs everything outside the suites (the World Bank and Wikipedia sources, the history, the "
+    "drift trends) when what it depends on changes.",
 )

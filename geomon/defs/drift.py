@@ -94,6 +94,7 @@ drift_probe_job = dg.define_asset_job(
     job=drift_probe_job,
     cron_schedule=cron_from_settings(lambda s: s.drift.schedule, drift.DriftSettings().schedule),
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Probes every API-served model for drift (drift.schedule in geomon.yaml; bundled models never drift).",
 )
 def drift_probe_schedule(context: dg.ScheduleEvaluationContext, geomon: GeomonResource) -> list[dg.RunRequest]:
     """Probe every API-served model the registry sensor has made a partition of ``api_models`` (bundled

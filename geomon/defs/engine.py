@@ -3,7 +3,7 @@ again), with the engine's counters as materialization metadata; the jury's judge
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -14,7 +14,7 @@ import pandas as pd
 from geomon.config import Settings
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
-from geomon.engine.runner import ask
+from geomon.engine.runner import ProgressListener, ProgressReport, ask
 
 
 class Interrupted(RuntimeError):
@@ -62,14 +62,57 @@ def stop_when_interrupted() -> Iterator[None]:
         ) from Interrupted()
 
 
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown (no answer yet)"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
+
+
+def progress_events(context: dg.AssetExecutionContext) -> ProgressListener:
+    """Progress of a model-calling step where the UI shows it while the step runs: a line in the step's logs
+    and an observation of the asset (this partition) whose metadata hold done / total asks, the rate and the
+    time left (the materialization's own metadata only arrive at the end)."""
+    partition = str(context.partition_key) if context.assets_def.partitions_def is not None else None
+
+    def report(progress: ProgressReport) -> None:
+        percent = 100 * progress.done // max(progress.total, 1)
+        context.log.info(progress.line())
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=context.asset_key,
+                partition=partition,
+                metadata={
+                    "progress": f"{progress.done} / {progress.total} asks ({percent} %)",
+                    "failed": progress.failed,
+                    "rate": f"{progress.rate:.2f} asks/s",
+                    "time_left": _duration(progress.seconds_left),
+                    "asking": progress.label,
+                },
+            )
+        )
+
+    return report
+
+
 def ask_model(
-    settings: Settings, spec: ModelSpec, requests: list[GenerationRequest], label: str = ""
+    settings: Settings,
+    spec: ModelSpec,
+    requests: list[GenerationRequest],
+    label: str = "",
+    on_progress: Callable[[ProgressReport], None] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The answers (one row per request) and metadata: the engine's counters, the request rate, the cache
-    epoch and the model's description."""
+    epoch and the model's description; ``on_progress`` gets the progress reports while the model is asked."""
     with stop_when_interrupted():
         responses, stats = ask(
-            spec, requests, settings.store(), epoch=settings.cache_epoch, options=settings.engine, label=label
+            spec,
+            requests,
+            settings.store(),
+            epoch=settings.cache_epoch,
+            options=settings.engine,
+            label=label,
+            on_progress=on_progress,
         )
     counters = stats.as_dict()
     metadata: dict[str, Any] = {

@@ -9,6 +9,7 @@ through the registry.
 """
 
 import inspect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -20,14 +21,16 @@ import pandas as pd
 from geomon.config import Settings
 from geomon.defs import monitoring
 from geomon.defs.automation import ANNUAL_DATA, EAGER
-from geomon.defs.engine import ask_model
+from geomon.defs.engine import ask_model, progress_events
 from geomon.defs.execution import model_call_options
 from geomon.defs.leaderboard import (
     ORIGIN,
     leaderboard_frame,
     leaderboard_metadata,
     mark_insufficient,
+    samples,
     with_published,
+    with_samples,
     with_verdicts,
     write_item_tables,
 )
@@ -39,13 +42,15 @@ from geomon.defs.resources import (
     models_partitions,
     options_metadata_values,
     previous_options,
+    profile_sizes,
     revisions_partitions,
 )
 from geomon.defs.runs import PerModelPlan, per_model_job
 from geomon.defs.sensors import revisions_sensor
-from geomon.defs.versions import source_version, versioned_output
+from geomon.defs.versions import SAMPLE, sample_id, sample_label, source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
+from geomon.engine.runner import ProgressListener
 from geomon.monitor import tracking
 from geomon.monitor.history import MetricHistory
 from geomon.report import charts
@@ -84,6 +89,7 @@ class DagsterStageContext:
     run_id: str = ""
     code_version: str = ""
     label: str = ""  # the asset key, for the progress line
+    on_progress: ProgressListener | None = None  # where progress goes while a model is asked (the step's logs)
 
     def spec(self) -> ModelSpec:
         if self.model is None:
@@ -91,7 +97,7 @@ class DagsterStageContext:
         return self.settings.model(self.model)
 
     def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
-        return ask_model(self.settings, spec, requests, self.label)
+        return ask_model(self.settings, spec, requests, self.label, self.on_progress)
 
     def history(self) -> MetricHistory:
         return MetricHistory(self.settings.store_url)
@@ -230,7 +236,14 @@ def _stage_asset(
         options = _options(context, info.name, stage, settings)
         model, revision = _partition(context, stage)
         stage_context = DagsterStageContext(
-            settings, options, model, revision, context.run.run_id, code_version, "/".join(key)
+            settings,
+            options,
+            model,
+            revision,
+            context.run.run_id,
+            code_version,
+            "/".join(key),
+            progress_events(context),
         )
         result: StageResult = stage.run(stage_context, **inputs)
         if stage.tracked:
@@ -252,11 +265,17 @@ def _stage_asset(
         metadata = {k: metadata_value(v) for k, v in result.metadata.items()}
         if model is not None:
             metadata = keyed_by_partition(metadata, str(context.partition_key))
+        data_version = result.data_version
         if stage.options:
             metadata.update(options_metadata_values(options))
             metadata["plan"] = metadata_value(prompts_plan(settings, info, result.value))
-        if result.data_version:
-            yield versioned_output(result.value, result.data_version, metadata=metadata)
+            # The prompts' data version is their sample: a new one marks every model answered on the old stale.
+            data_version = "-".join(filter(None, (result.data_version, sample_id(result.value))))
+            metadata[SAMPLE] = sample_label(result.value)
+        elif stage.per_model and pipeline.prompts.name in stage.inputs:
+            metadata[SAMPLE] = sample_label(inputs[input_name(pipeline.prompts.name)])
+        if data_version:
+            yield versioned_output(result.value, data_version, metadata=metadata)
         else:
             yield dg.Output(result.value, metadata=metadata)
         for outcome in result.checks:
@@ -283,11 +302,15 @@ def _stage_asset(
     compute.__doc__ = stage.about
     options: dict[str, Any] = {}
     if stage.options:
+        # No default value: an option left unset keeps the sample the prompts have; the help says what the
+        # automation profile would set (the <suite>_prompts job's launchpad proposes those values).
+        sizes = profile_sizes(info.name)
         options["config_schema"] = {
             o.name: dg.Field(
                 dg.Noneable(o.type) if o.default is None else [str] if o.type is list else o.type,
                 is_required=False,
-                description=o.help,
+                description=f"{o.help} (automation profile: {sizes.get(o.name)}; "
+                "unset: the current sample, else the profile's)",
             )
             for o in stage.options
         }
@@ -310,6 +333,9 @@ def _stage_asset(
 
 def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_version: str) -> dg.AssetsDefinition:
     tracked = pipeline.tracked.name
+    # Each model's sample is in the metadata of the first per-model stage that reads the prompts.
+    reader = next((s for s in pipeline.stages if s.per_model and pipeline.prompts.name in s.inputs), None)
+    sample_key = dg.AssetKey(stage_key(info.name, reader)) if reader is not None else None
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
         settings = context.resources.geomon.settings()
@@ -321,9 +347,9 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         # left out of the board and named, never a failure of the whole leaderboard.
         known = {str(k) for k in context.asset_partition_keys_for_input(tracked)}
         not_evaluated = sorted(known - {str(k) for k in results})
-        board = with_published(
-            with_verdicts(mark_insufficient(board, info.name), info.name, settings.store_url), published
-        )
+        answered_on = samples(context.instance, sample_key, list(results)) if sample_key else {}
+        board = with_samples(mark_insufficient(board, info.name), answered_on, pipeline.labels)
+        board = with_published(with_verdicts(board, info.name, settings.store_url), published)
         if "model" in board:  # the per-item tables the report links (``geomon items``)
             write_item_tables(out, info.name, settings.store_url, board["model"].unique())
         report = pipeline.write_report(out, board, results, settings, **extra)
@@ -396,7 +422,7 @@ class DeclaredSuite:
         return results, described
 
 
-def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> pd.DataFrame:
+def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> Markdown:
     """What these prompts will ask each registered model (``geomon plan``'s rows): shown on the prompts asset,
     so the UI says what a materialization of the per-model stages costs before anyone clicks."""
     from geomon import plan
@@ -406,7 +432,50 @@ def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> 
     plans = plan.suite_plans(
         settings, settings.models, info, settings.automation_profile, settings.store(), history, prompts
     )
-    return plan.table(plans).drop(columns=["suite"])
+    return plan_markdown(plan.table(plans).drop(columns=["suite"]), info)
+
+
+UNKNOWN = "—"  # a plan cell that cannot be known before a run; the notes below the table say why
+PLAN_NOTES = {
+    "time": "time, tokens: no answer of the model is stored yet, so its pace is unknown (`geomon plan --probe` "
+    "measures it)",
+    "cost_usd": "cost: known once the pace is, for a model priced in geomon.yaml (`price_input_per_million`, "
+    "`price_output_per_million`); a local model costs only time",
+}
+
+
+def plan_markdown(table: pd.DataFrame, info: registry.SuiteInfo) -> Markdown:
+    """The plan as the prompts asset shows it, narrow enough for a 1440 px screen: what every row shares
+    (prompts, clusters) above the table, asks with the stored ones beside, long text (the MDEs) in a table of
+    its own below, each unknown cell a dash whose reason is noted, and the metrics' units."""
+    table = table.copy()
+    shared = [c for c in ("prompts", "clusters") if c in table and table[c].nunique(dropna=False) <= 1]
+    above = [f"{table[c].iloc[0]} {c}" for c in shared if len(table)]
+    if {"asks", "stored"} <= set(table.columns):
+        table["asks"] = [f"{a} ({s} stored)" for a, s in zip(table["asks"], table["stored"], strict=True)]
+        table = table.drop(columns=["stored"])
+    wide = [c for c in table.columns if c != "model" and table[c].astype(str).str.len().max() > 40]
+    below = [charts.markdown_table(table[["model", *wide]])] if wide and "model" in table else []
+    table = table.drop(columns=[*shared, *wide])
+    unknown = {c for c in table.columns if table[c].isna().any() or (table[c].astype(str) == "?").any()}
+
+    def shown(value: Any) -> Any:  # a column with an unknown cell is float: counts stay the whole numbers they are
+        if value is None or (isinstance(value, float) and math.isnan(value)) or value == "?":
+            return UNKNOWN
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
+    table = pd.DataFrame({c: pd.Series([shown(v) for v in table[c]], dtype=object) for c in table.columns})
+    table = table.rename(columns={"cost_usd": "cost (USD)"})
+    notes = [f"{UNKNOWN} {why}" for column, why in PLAN_NOTES.items() if column in unknown]
+    units = [
+        f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''}: on a {h.bounds[0]:g}–{h.bounds[1]:g} scale"
+        for h in info.headlines
+        if h.bounds is not None
+    ]
+    if units:
+        notes.append("MDE: the smallest change a run can detect, in the metric's units; " + "; ".join(units))
+    parts = [", ".join(above) + " for every model" if above else "", charts.markdown_table(table), *below]
+    return Markdown("\n\n".join(p for p in (*parts, "\n".join(f"- {n}" for n in notes)) if p))
 
 
 def profile_config(
@@ -453,6 +522,7 @@ def declared(name: str) -> DeclaredSuite:
         revisions=revisions_partitions(pipeline.revisions.partitions) if pipeline.revisions else None,
         # A suite with revisions: the shared sources' job is named after its source stage ("release").
         sources_stage=sources[0].name if per_revision else "prompts",
+        prompts_options=profile_sizes(name),
     )
     per_model_partitions = stage_partitions(pipeline, pipeline.tracked)
     jobs = [*plan.stage_jobs(), per_model_job(name, per_model, per_model_partitions, pipeline.per_model_description)]

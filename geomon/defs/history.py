@@ -56,6 +56,7 @@ observe_history_schedule = dg.ScheduleDefinition(
     job=observe_history_job,
     cron_schedule="15 * * * *",
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Looks for new published Gapminder results every hour; new files trigger the history import.",
 )
 
 

@@ -8,6 +8,7 @@ import dagster as dg
 import pandas as pd
 
 from geomon.defs.resources import by_partition
+from geomon.defs.versions import SAMPLE
 from geomon.report import charts
 from geomon.report.index import write_index
 
@@ -109,11 +110,12 @@ def leaderboard_metadata(
     from geomon.suites.registry import titles
 
     index = write_index(report.parent.parent, titles())
-    shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE_NOTE, VERDICTS) if c in board]
+    shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE, SAMPLE_NOTE, VERDICTS) if c in board]
     rounded = board[shown].round(4)
     own = board[board[ORIGIN] == "geomon"] if ORIGIN in board else board
     return {
         "models": int(own["model"].nunique()) if len(own) else 0,
+        "samples": int(own[SAMPLE].replace("", pd.NA).nunique()) if SAMPLE in own else 0,
         "leaderboard": dg.MetadataValue.md(charts.markdown_table(rounded)),
         "leaderboard_table": metadata_table(rounded),
         "report": dg.MetadataValue.path(str(report)),
@@ -156,6 +158,45 @@ def mark_insufficient(board: pd.DataFrame, suite: str) -> pd.DataFrame:
         marks = sufficiency.assess(row, metrics, info.sample)
         notes.append("; ".join(f"{m}: {why.removeprefix(sufficiency.PREFIX)}" for m, why in marks.items() if why))
     return board.assign(**{SAMPLE_NOTE: [f"{sufficiency.PREFIX}{n}" if n else "" for n in notes]})
+
+
+def samples(instance: dg.DagsterInstance, asset: dg.AssetKey, partitions: Sequence[str]) -> dict[str, str]:
+    """Each partition's sample: the ``sample`` metadata of ``asset``'s latest materialization of it (a
+    partition never materialized, or from before samples were recorded, has none)."""
+    found = {}
+    for key in partitions:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset, asset_partitions=[str(key)]), limit=1
+        ).records
+        entry = records[0].asset_materialization.metadata.get(SAMPLE) if records else None
+        if entry is not None:
+            found[str(key)] = str(entry.value)
+    return found
+
+
+def with_samples(board: pd.DataFrame, answered_on: dict[str, str], labels: Sequence[str]) -> pd.DataFrame:
+    """``board`` with each row's ``sample`` (``answered_on``: by partition key, ``model`` or
+    ``model|revision``); where rows compared side by side (one revision) were answered on different samples,
+    each row's ``sample_note`` says so, so two samples are never put side by side silently."""
+    if board.empty or not answered_on:
+        return board
+    records = board.to_dict("records")
+    sample = [answered_on.get("|".join(str(row[label]) for label in labels), "") for row in records]
+    notes = [row.get(SAMPLE_NOTE, "") for row in records]
+    together = ["|".join(str(row[label]) for label in labels[1:]) for row in records]  # e.g. one revision
+    for group in set(together):
+        rows = [i for i, g in enumerate(together) if g == group]
+        shown = sorted({sample[i] for i in rows} - {""})
+        if len(shown) < 2:
+            continue
+        for i in rows:
+            others = " and ".join(s for s in shown if s != sample[i])
+            note = (
+                f"answered on sample {sample[i] or 'unknown'}, other rows on {others}: not comparable side by "
+                "side until each model is re-run on the current sample (automation re-runs stale ones)"
+            )
+            notes[i] = f"{notes[i]}; {note}" if notes[i] else note
+    return board.assign(**{SAMPLE: sample, SAMPLE_NOTE: notes})
 
 
 def headline_metrics(suite: str) -> list[str]:

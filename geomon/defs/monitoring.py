@@ -165,7 +165,10 @@ def failed_run_subject(run: dg.DagsterRun) -> tuple[str, str]:
 
 
 @dg.run_failure_sensor(
-    name="alert_on_run_failure", minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING
+    name="alert_on_run_failure",
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="A failed run pages the alert channels (webhook, e-mail) with its suite, model, link and error.",
 )
 def alert_on_run_failure(context: dg.RunFailureSensorContext) -> None:
     """A failed run pages the same channels as a regression, with the run's link and error."""

@@ -3,7 +3,8 @@
 import os
 import warnings
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any, TypeVar
 
 import dagster as dg
@@ -30,13 +31,43 @@ def model_revision_partitions(name: str) -> dg.MultiPartitionsDefinition:
     return dg.MultiPartitionsDefinition({"model": models_partitions, "revision": revisions_partitions(name)})
 
 
+def settings_at_load() -> Settings | None:
+    """The settings as the code location loads them (None: the file is broken; a run reports its error), read
+    once per version of the file and of the ``GEOMON_*`` environment: building the definitions asks often."""
+    path = Path(os.environ.get("GEOMON_CONFIG") or "geomon.yaml").resolve()
+    stamp = path.stat().st_mtime_ns if path.is_file() else None
+    environment = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GEOMON_")))
+    return _settings_at_load(Path.cwd(), path, stamp, environment)
+
+
+@lru_cache(maxsize=4)
+def _settings_at_load(
+    cwd: Path, path: Path, stamp: int | None, environment: tuple[tuple[str, str], ...]
+) -> Settings | None:
+    try:
+        return load_settings()
+    except ConfigError:
+        return None
+
+
 def cron_from_settings(pick: Callable[[Settings], str], default: str) -> str:
     """A schedule's cron expression from ``geomon.yaml``, read when the code location loads. A broken file
     gives ``default``, so the code location still loads; the scheduled run reports the file's error."""
+    settings = settings_at_load()
+    return pick(settings) if settings is not None else default
+
+
+def profile_sizes(suite: str) -> dict[str, Any]:
+    """Suite ``suite``'s prompts options under the automation profile (``geomon.yaml``'s, read when the code
+    location loads), what its prompts job's launchpad proposes. A broken file (or profile) gives the suite's
+    ``default`` profile, so the code location still loads; a run reports the file's error."""
+    from geomon.suites.registry import profile_options
+
+    settings = settings_at_load()
     try:
-        return pick(load_settings())
+        return settings.run_options(suite) if settings is not None else profile_options(suite, "default", {})
     except ConfigError:
-        return default
+        return profile_options(suite, "default", {})
 
 
 def by_partition(context: dg.AssetExecutionContext, name: str, value: Any) -> dict[str, Any]:
@@ -78,8 +109,11 @@ ConfigT = TypeVar("ConfigT", bound=dg.Config)
 def previous_options(context: dg.AssetExecutionContext) -> dict[str, Any]:
     """The options the asset's previous materialization used (its ``options`` metadata; this partition's
     for a partitioned asset), or {} the first time."""
-    # A partitioned asset (BorderLines' prompts per table revision) keeps each partition's own options.
-    partitions = [context.partition_key] if context.has_partition_key else None
+    # A partitioned asset (BorderLines' prompts per table revision) keeps each partition's own options. An
+    # unpartitioned one (a suite's shared prompts) run beside one model's partition is not that model's: the
+    # run's partition key must not pick its previous materialization, or none is found and the sample changes.
+    partitioned = context.assets_def.partitions_def is not None and context.has_partition_key
+    partitions = [context.partition_key] if partitioned else None
     records = context.instance.fetch_materializations(
         dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=partitions), limit=1
     ).records

@@ -80,4 +80,5 @@ run_retention_schedule = dg.ScheduleDefinition(
     job=run_retention_job,
     cron_schedule=cron_from_settings(lambda s: s.retention.schedule, RetentionSettings().schedule),
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Deletes runs older than retention.run_days (retention.schedule in geomon.yaml); history stays.",
 )

@@ -124,6 +124,31 @@ def runner(
     return run
 
 
+def suite_of(run: dg.DagsterRun) -> str | None:
+    """The one suite whose assets (or checks) a run materializes (a suite's prompts may read the World Bank's
+    assets beside it), or None: several suites, or none."""
+    from geomon.suites.registry import suites
+
+    keys = [*(run.asset_selection or ()), *(c.asset_key for c in run.asset_check_selection or ())]
+    named = {key.path[0] for key in keys} & set(suites())
+    return named.pop() if len(named) == 1 else None
+
+
+class SuiteTaggingRunCoordinator(dg.QueuedRunCoordinator):
+    """Dagster's queued run coordinator (``run_coordinator`` in dagster.yaml) that first gives a run launched
+    from the UI the ``geomon/suite`` tag of the suite it materializes, as ``geomon run``'s and automation's
+    runs carry it: Materialize in the UI runs Dagster's implicit asset job, which has no tags of its own, so
+    the runs page could not filter those runs by suite."""
+
+    def submit_run(self, context: Any) -> dg.DagsterRun:
+        run = context.dagster_run
+        suite = suite_of(run) if SUITE_TAG not in run.tags else None
+        if suite is not None:
+            self._instance.add_run_tags(run.run_id, {SUITE_TAG: suite})
+            context = context._replace(dagster_run=self._instance.get_run_by_id(run.run_id))
+        return super().submit_run(context)
+
+
 def stage_job_name(suite: str, stage: str) -> str:
     return f"{suite}_{stage}"
 
@@ -133,17 +158,23 @@ def per_model_job_name(suite: str) -> str:
 
 
 def stage_job(
-    suite: str, stage: str, selection: dg.AssetSelection, description: str, partitions_def: Any = None
+    suite: str,
+    stage: str,
+    selection: dg.AssetSelection,
+    description: str,
+    partitions_def: Any = None,
+    config: dict[str, Any] | None = None,
 ) -> Any:
     """``<suite>_<stage>``: one stage of a suite's graph as a named job (the UI, sensors and ``geomon run``
     launch it), so the runs page reads as a log of evaluations: ``worldbench_prompts``, ``worldbench_per_model``,
-    ``worldbench_leaderboard``."""
+    ``worldbench_leaderboard``. ``config``: the run config its launchpad proposes."""
     return dg.define_asset_job(
         stage_job_name(suite, stage),
         selection=selection,
         partitions_def=partitions_def,
         description=description,
         tags={SUITE_TAG: suite},
+        config=config,
     )
 
 
@@ -167,21 +198,22 @@ class PerModelPlan:
     per_revision: dg.AssetSelection | None = None
     revisions: Any = None  # the suite's own revisions partitions (a suite with revisions)
     sources_stage: str = "prompts"  # the sources job is ``<suite>_<sources_stage>``
+    # The prompts stage's options the ``<suite>_prompts`` launchpad proposes: the automation profile's sizes.
+    prompts_options: Mapping[str, Any] | None = None
 
     def stage_jobs(self) -> list[Any]:
         """The ``<suite>_prompts`` (and the sources') and ``<suite>_leaderboard`` jobs (the per-model job is
-        declared beside)."""
+        declared beside). The prompts job's launchpad shows the profile's sizes; launching it sets them (a
+        sample chosen on purpose), where a click on Materialize keeps the sample the prompts have."""
+        proposed = {"ops": {self.prompts_op: {"config": dict(self.prompts_options)}}} if self.prompts_options else None
         if self.per_revision is None:
-            jobs = [
-                stage_job(
-                    self.suite, self.sources_stage, self.sources, "Sources and prompts (the sample in its config)."
-                )
-            ]
+            described = "Sources and prompts (the sample in its config: the automation profile's, unless changed)."
+            jobs = [stage_job(self.suite, self.sources_stage, self.sources, described, config=proposed)]
         else:
             per_revision = "One revision's data and its prompts (the sample in its config)."
             jobs = [
                 stage_job(self.suite, self.sources_stage, self.sources, "The sources every revision shares."),
-                stage_job(self.suite, "prompts", self.per_revision, per_revision, self.revisions),
+                stage_job(self.suite, "prompts", self.per_revision, per_revision, self.revisions, proposed),
             ]
         jobs.append(
             stage_job(

@@ -13,7 +13,11 @@ from geomon.defs.resources import GeomonResource, api_models_partitions, models_
 from geomon.suites.pipeline import Revisions
 
 
-@dg.sensor(minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Models new in geomon.yaml or served by a configured endpoint become partitions (never removed).",
+)
 def model_registry_sensor(context: dg.SensorEvaluationContext, geomon: GeomonResource) -> dg.SensorResult:
     """Models in geomon.yaml or served by a configured endpoint (``GET /v1/models``) not seen before
     become partitions of ``models``.
@@ -114,7 +118,11 @@ def _why(reasons: dict[str, str], name: str, materialization: Any, record: Any) 
         reasons[name] = f"failed in run {record.run_id}: {evaluation.description or 'see its metadata'}"
 
 
-@dg.sensor(minimum_interval_seconds=300, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Says which blocking check holds automation back, and why, in its tick message; requests nothing.",
+)
 def blocked_automation_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
     """Says why automation stopped: every blocking check that holds its downstream assets back, and why, as
     the tick's message (Automation → this sensor) and a warning in its log. Requests nothing itself."""

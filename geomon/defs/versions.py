@@ -29,3 +29,22 @@ def versioned_output(value: Any, version: str, **kwargs: Any) -> dg.Output:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
         return dg.Output(value, data_version=dg.DataVersion(version), **kwargs)
+
+
+SAMPLE = "sample"  # metadata: the prompts' sample, on the prompts and on each model's stages that read them
+
+
+def sample_id(prompts: Any) -> str:
+    """The prompts' sample: a hash of their content, so a new size, seed or question set is a new sample
+    (the prompts asset's data version: the models answered on another are marked stale) and the same
+    sample rebuilt is the same one."""
+    import pandas as pd
+
+    text = prompts.to_json(orient="split", default_handler=str) if isinstance(prompts, pd.DataFrame) else repr(prompts)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def sample_label(prompts: Any) -> str:
+    """``3f2a1c9d0b7e (57 prompts)``: the sample and its size, as metadata and the leaderboard show it."""
+    size = f" ({len(prompts)} prompts)" if hasattr(prompts, "__len__") else ""
+    return f"{sample_id(prompts)}{size}"

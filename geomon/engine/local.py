@@ -22,8 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 log = logging.getLogger(__name__)
 
 
@@ -151,6 +149,8 @@ def running_server(
         cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
     )
     base = f"http://127.0.0.1:{port}"
+    import httpx  # here, not at the top: loading the code location does not need it (its import time)
+
     try:
         deadline = time.monotonic() + startup_timeout_s
         while True:

@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -125,15 +125,41 @@ class FailedRequests(RuntimeError):
     """Too many of a batch's requests failed for its answers to be scored as an evaluation."""
 
 
+@dataclass(frozen=True)
+class ProgressReport:
+    """Where a generation stands: asks done of the total (answers and errors counted apart), the rate and
+    the time left at that rate."""
+
+    label: str
+    done: int
+    total: int
+    answered: int
+    failed: int
+    rate: float  # asks per second so far
+    seconds_left: float | None  # None until a rate is known
+
+    def line(self) -> str:
+        left = "unknown" if self.seconds_left is None else f"{self.seconds_left:.0f}s"
+        return (
+            f"{self.label}: {self.done}/{self.total} done: {self.answered} answered, {self.failed} failed "
+            f"({self.rate:.2f} req/s, eta {left})"
+        )
+
+
+ProgressListener = Callable[[ProgressReport], None]
+
+
 class _Progress:
     """What a person follows during a long generation, answers and errors counted apart: on a terminal, one
-    live line per suite and model (tqdm: done / total, rate, time left); elsewhere (the Dagster UI's step
-    logs, CI) a plain line every ``every_s`` seconds and at the end."""
+    live line per suite and model (tqdm: done / total, rate, time left); elsewhere (CI) a plain log line.
+    A report (log line, ``listener``: the Dagster step's logs and metadata) goes out at each tenth of the
+    total, at least every ``every_s`` seconds between, and at the end; a terminal's log keeps every sixth."""
 
-    def __init__(self, label: str, total: int, every_s: float = 10.0) -> None:
-        self.label, self.total, self.every_s = label, total, every_s
+    def __init__(self, label: str, total: int, every_s: float = 15.0, listener: ProgressListener | None = None) -> None:
+        self.label, self.total, self.every_s, self.listener = label, total, every_s, listener
         self.answered = self.failed = 0
-        self.started = self.last = time.monotonic()
+        self.started = self.last = self.last_logged = time.monotonic()
+        self.tenths = 0  # tenths of the total reported so far
         terminal = (
             sys.__stderr__ is not None and sys.__stderr__.isatty() and os.environ.get("GEOMON_PROGRESS", "1") != "0"
         )
@@ -157,21 +183,19 @@ class _Progress:
             if done == self.total:
                 self.bar.close()
         now = time.monotonic()
-        every = self.every_s if self.bar is None else 6 * self.every_s  # the log keeps the counts too
-        if now - self.last >= every or done == self.total:
-            rate = done / max(now - self.started, 1e-9)
-            eta = (self.total - done) / rate if rate else float("inf")
-            log.info(
-                "%s: %d/%d done: %d answered, %d failed (%.2f req/s, eta %.0fs)",
-                self.label,
-                done,
-                self.total,
-                self.answered,
-                self.failed,
-                rate,
-                eta,
-            )
-            self.last = now
+        tenths = done * 10 // max(self.total, 1)
+        if not (done == self.total or tenths > self.tenths or now - self.last >= self.every_s):
+            return
+        self.tenths, self.last = tenths, now
+        rate = done / max(now - self.started, 1e-9)
+        report = ProgressReport(
+            self.label, done, self.total, self.answered, self.failed, rate, (self.total - done) / rate if rate else None
+        )
+        if self.listener is not None:
+            self.listener(report)
+        if self.bar is None or done == self.total or now - self.last_logged >= 6 * self.every_s:
+            log.info("%s", report.line())
+            self.last_logged = now
 
 
 def ask(
@@ -183,12 +207,14 @@ def ask(
     options: EngineOptions | None = None,
     client: OpenAICompatibleClient | None = None,
     label: str = "",
+    on_progress: ProgressListener | None = None,
 ) -> tuple[pd.DataFrame, RunStats]:
     """Answers to ``requests`` in order (columns key, text, error, cached, ...), and what it cost; ``label``
-    names the work in the progress line (``worldbench/responses gemma3-270m``).
+        names the work in the progress line (``worldbench/responses gemma3-270m``), and ``on_progress`` is handed
+    each progress report while the model is asked (done / total, rate, time left).
 
-    ``epoch`` names a cache generation: a new epoch re-asks everything on purpose (drift probes),
-    while the answers of earlier epochs stay stored. ``client`` reuses an already open client.
+        ``epoch`` names a cache generation: a new epoch re-asks everything on purpose (drift probes),
+        while the answers of earlier epochs stay stored. ``client`` reuses an already open client.
     """
     started = time.monotonic()
     options = options or EngineOptions()
@@ -207,7 +233,7 @@ def ask(
         """Ask the model these requests (claimed by this run), writing each answer as it arrives."""
         stats.asked += len(indices)
         asked_keys.update(keys[i] for i in indices)
-        progress = _Progress(f"{label} {spec.name}".strip(), len(indices))
+        progress = _Progress(f"{label} {spec.name}".strip(), len(indices), listener=on_progress)
         writer = StoreWriter(store)
 
         def keep(j: int, result: GenerationResult) -> None:

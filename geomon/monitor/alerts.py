@@ -14,8 +14,7 @@ import smtplib
 from dataclasses import asdict, dataclass, field
 from email.message import EmailMessage
 from typing import Any, Literal
-
-import requests
+from urllib.parse import quote
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +80,8 @@ class WebhookNotifier:
         return {"source": "geomon", **asdict(alert)}
 
     def send(self, alert: Alert) -> None:
+        import requests  # here, not at the top: loading the code location does not need it (its import time)
+
         try:
             response = requests.post(self._url, json=self.payload(alert), timeout=self.timeout_s)
         except requests.RequestException as exc:
@@ -156,4 +157,4 @@ def send(alert: Alert, settings: AlertSettings) -> list[str]:
 
 def asset_url(ui_url: str, key: list[str], partition: str | None = None) -> str:
     url = f"{ui_url.rstrip('/')}/assets/{'/'.join(key)}"
-    return f"{url}?partition={requests.utils.quote(partition, safe='')}" if partition else url
+    return f"{url}?partition={quote(partition, safe='')}" if partition else url

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-import requests
-from bs4 import BeautifulSoup, Tag
 
 from geomon.sources.borderlines import DATED_TABLES, UNKNOWN, DisputesError
+
+if TYPE_CHECKING:  # imported where used: loading the code location needs neither (its import time)
+    import requests
+    from bs4 import BeautifulSoup, Tag
 
 DEFAULT_API_URL = "https://en.wikipedia.org/w/api.php"
 DISPUTES_PAGE = "List of territorial disputes"
@@ -67,6 +69,8 @@ class MediaWikiClient:
         self.min_interval_s = min_interval_s
         self.timeout_s = timeout_s
         self.max_retries = max_retries
+        import requests
+
         self.session = session or requests.Session()
         self.session.headers["User-Agent"] = user_agent
         self._last_call = 0.0
@@ -74,6 +78,8 @@ class MediaWikiClient:
 
     def get(self, **params: Any) -> dict[str, Any]:
         """One API call; honours ``maxlag`` / 429 answers with their Retry-After, then gives up clearly."""
+        import requests
+
         query = {"format": "json", "formatversion": "2", "maxlag": "5", **params}
         for attempt in range(self.max_retries + 1):
             wait = self._last_call + self.min_interval_s - time.monotonic()
@@ -254,6 +260,8 @@ def parse_disputes_html(html: str, source: str, countries: set[str] | None = Non
     the row and listed in ``attrs["not_countries"]``. Rows left with fewer than two claimants are
     listed in ``attrs["excluded"]`` with the reason; a page without any disputes table raises.
     """
+    from bs4 import BeautifulSoup
+
     soup = BeautifulSoup(html, "lxml")
     _clean(soup)
     headings = dict.fromkeys(LEVELS, "")

@@ -14,6 +14,7 @@ Dagster assets, checks and jobs from them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import os
@@ -116,18 +117,26 @@ def suite_dirs() -> list[Path]:
     """Folders of suites outside the package — YAML files and Python modules: ``GEOMON_SUITE_DIRS``
     (os.pathsep-separated) and ``suite_dirs`` in the settings file (``$GEOMON_CONFIG`` or ./geomon.yaml;
     relative to it). Read here, not through the settings, which load the suites."""
-    import yaml
-
     dirs = [Path(p) for p in os.environ.get("GEOMON_SUITE_DIRS", "").split(os.pathsep) if p]
     config = Path(os.environ.get("GEOMON_CONFIG", "geomon.yaml"))
     if config.is_file():
-        try:
-            doc = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError:
-            doc = {}  # the settings loader names the file and the problem
-        listed = doc.get("suite_dirs") if isinstance(doc, dict) else None
-        dirs += [config.parent / str(p) for p in listed or []]
+        stat = config.stat()
+        dirs += [config.parent / p for p in _listed_dirs(config.resolve(), stat.st_mtime_ns, stat.st_size)]
     return [d.resolve() for d in dirs]
+
+
+@functools.lru_cache(maxsize=16)
+def _listed_dirs(config: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """The settings file's ``suite_dirs``, parsed once per version of the file: building the code location
+    asks the registry dozens of times, and parsing the file each time was most of its import time."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError:
+        doc = {}  # the settings loader names the file and the problem
+    listed = doc.get("suite_dirs") if isinstance(doc, dict) else None
+    return tuple(str(p) for p in listed or [])
 
 
 def _load_file(path: Path) -> ModuleType:

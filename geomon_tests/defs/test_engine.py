@@ -54,3 +54,49 @@ def test_a_step_that_is_not_interrupted_is_left_alone():
         pass
     with pytest.raises(ValueError, match="a real error"), stop_when_interrupted():
         raise ValueError("a real error")
+
+
+def test_a_ui_run_shows_progress_in_the_step_logs_and_the_assets_metadata_while_it_asks(tmp_path, wdi_snapshot_dir):
+    """A run launched from the UI (no terminal): while the answering step asks, its logs say done / total,
+    the rate and the time left, and observations of the asset carry the same in their metadata, before the
+    materialization's own metadata arrive at the end."""
+    from geomon.definitions import defs
+    from geomon.defs.resources import GeomonResource
+    from geomon.defs.runs import register_models
+    from geomon_tests.conftest import SHARED, write_settings
+    from geomon_tests.loopback import ScriptedModel, serve
+
+    responses = dg.AssetKey(["blend", "responses"])
+    with serve(ScriptedModel, {"answer": lambda messages: "Tea", "models": ["scripted"]}) as url:
+        model = {"name": "scripted", "kind": "chat", "base_url": f"{url}/v1", "model_id": "scripted"}
+        section = {"snapshot": str(SHARED / "snapshots" / "blend"), "countries": ["UK", "Spain"]}
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=[model], include_bundled=False, blend=section)
+        with dg.instance_for_test() as instance:
+            register_models(instance, ["scripted"])
+            result = dg.materialize(
+                [*defs.assets, *defs.asset_checks],
+                instance=instance,
+                selection=dg.AssetSelection.assets(["blend", "question_bank"], ["blend", "prompts"], responses.path),
+                partition_key="scripted",
+                resources={"geomon": GeomonResource(config_path=str(settings))},
+                run_config={"ops": {"blend__prompts": {"config": {"sample_questions": 5}}}},
+            )
+            assert result.success
+            asks = len(result.output_for_node("blend__responses"))
+            events = instance.all_logs(result.run_id)
+    observed = [e for e in events if e.dagster_event and e.dagster_event.is_asset_observation]
+    materialized = next(
+        i
+        for i, e in enumerate(events)
+        if e.dagster_event and e.dagster_event.is_step_materialization and e.dagster_event.asset_key == responses
+    )
+    assert len(observed) >= 5  # a report at each tenth of the asks (and every 15 s between), not only at the end
+    assert all(events.index(e) < materialized for e in observed)  # while the step runs
+    first, last = (e.dagster_event.event_specific_data.asset_observation for e in (observed[0], observed[-1]))
+    assert first.asset_key == responses and first.partition == "scripted"
+    done = int(first.metadata["progress"].value.split()[0])
+    assert first.metadata["progress"].value == f"{done} / {asks} asks ({100 * done // asks} %)" and done < asks
+    assert last.metadata["progress"].value == f"{asks} / {asks} asks (100 %)"
+    assert last.metadata["rate"].value.endswith(" asks/s") and last.metadata["time_left"].value == "0 s"
+    lines = [e.user_message for e in events if e.step_key == "blend__responses" and "req/s, eta" in e.user_message]
+    assert len(lines) == len(observed) and f"{asks}/{asks} done: {asks} answered, 0 failed" in lines[-1]

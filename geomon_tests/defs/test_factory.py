@@ -180,3 +180,27 @@ def test_metadata_values_are_readable():
     assert metadata_value(0.123456789) == 0.1235
     assert metadata_value(None) == "none"
     assert metadata_value({"a": 1}).value == {"a": 1}
+
+
+def test_the_plan_on_the_prompts_asset_reads_at_a_glance():
+    """Narrow enough for a 1440 px screen (what every model shares above, the MDEs in their own table), no
+    blank or "?" cell without its reason, and the MDE's units."""
+    import pandas as pd
+
+    from geomon.defs.factory import plan_markdown
+
+    mde = "mean_error 0.154; mean_error (region) not decidable; mean_error_disparity (region) 0.31"
+    table = pd.DataFrame(
+        [
+            {"model": "gemma3-270m", "prompts": 80, "asks": 80, "stored": 0, "time": "?", "tokens": None},
+            {"model": "gpt-4o-mini", "prompts": 80, "asks": 80, "stored": 20, "time": "2 min", "tokens": 12000},
+        ]
+    ).assign(cost_usd=[None, 0.01], clusters=40, decidable="3 of 4", mde=mde)
+    shown = plan_markdown(table, registry.suites()["worldbench"])
+    main = shown.split("\n\n")[1]
+    assert shown.startswith("80 prompts, 40 clusters for every model")
+    assert max(len(line) for line in main.splitlines()) <= 90 and "mde" not in main
+    assert "| gemma3-270m | 80 (0 stored)  | —      | —        | —            | 3 of 4      |" in main
+    assert "| 12000    |" in main and "?" not in main and "nan" not in main.lower()
+    assert "— time, tokens: no answer of the model is stored yet" in shown and "— cost: known once the pace" in shown
+    assert "mean\\_error 0.154" in shown and "mean_error: on a 0–1 scale" in shown

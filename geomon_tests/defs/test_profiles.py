@@ -14,7 +14,7 @@ from geomon.definitions import defs
 from geomon.defs.factory import profile_config
 from geomon.defs.resources import GeomonResource
 from geomon.suites import registry
-from geomon_tests.conftest import write_settings
+from geomon_tests.conftest import SHARED, write_settings
 
 PROMPTS = dg.AssetKey(["worldbench", "prompts"])
 
@@ -32,7 +32,8 @@ def _prompts_without_config(instance, settings) -> int:
     asks = len(result.output_for_node("worldbench__prompts"))
     plain = plan.replace("\\", "")  # Markdown escapes
     assert "smollm2-135m-instruct" in plain and "gemma3-270m" in plain
-    assert len(re.findall(rf"\|\s+{asks}\s+\|", plain)) >= 2  # prompts and asks, for each model
+    assert f"{asks} prompts" in plain  # the same for every model, above the table
+    assert len(re.findall(rf"\|\s+{asks} \(\d+ stored\)\s+\|", plain)) >= 2  # asks, for each model
     assert "mean_error" in plain
     return len(result.output_for_node("worldbench__prompts"))
 
@@ -74,3 +75,79 @@ def test_profiles_in_geomon_yaml_override_and_are_checked(tmp_path, wdi_snapshot
     bad = write_settings(tmp_path, wdi_snapshot_dir, profiles={"weekly": {"blend": {"sample_countries": 3}}})
     with pytest.raises(ConfigError, match=r"profiles\.weekly\.blend: unknown option\(s\) \['sample_countries'\]"):
         load_settings(bad)
+
+
+def test_a_sample_is_a_decision_one_models_run_never_changes_anothers_and_a_new_sample_marks_the_old_stale(
+    tmp_path, wdi_snapshot_dir
+):
+    """Model a answered 3 questions per country. A click in the UI for model b (prompts and responses, no run
+    config, a profile of 8) keeps a's sample; only a run that sets a new size changes it, and then a's
+    answers are stale, automation re-runs them, and the leaderboard says its rows are on two samples."""
+    from dagster._core.definitions.data_version import StaleStatus
+    from dagster._utils.test.data_versions import get_stale_status_resolver
+
+    from geomon.defs.runs import register_models
+    from geomon_tests.loopback import ScriptedModel, serve
+
+    prompts, responses = dg.AssetKey(["blend", "prompts"]), dg.AssetKey(["blend", "responses"])
+    per_model = [["blend", stage] for stage in ("responses", "scores", "disparity")]
+    with serve(ScriptedModel, {"answer": lambda messages: "Tea", "models": ["a", "b"]}) as url:
+        models = [{"name": m, "kind": "chat", "base_url": f"{url}/v1", "model_id": m} for m in ("a", "b")]
+        section = {"snapshot": str(SHARED / "snapshots" / "blend"), "countries": ["UK", "Spain"]}
+        path = write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, blend=section)
+        with dg.instance_for_test() as instance:
+            register_models(instance, ["a", "b"])
+
+            def run(*keys: list[str], partition: str | None = None, questions: int | None = None):
+                config = {"blend__prompts": {"config": {"sample_questions": questions}}} if questions else {}
+                result = dg.materialize(
+                    [*defs.assets, *defs.asset_checks],
+                    instance=instance,
+                    selection=dg.AssetSelection.assets(*keys),
+                    partition_key=partition,
+                    resources={"geomon": GeomonResource(config_path=str(path))},
+                    run_config={"ops": config},
+                )
+                assert result.success
+                return result
+
+            def sample(result) -> str:
+                return result.asset_materializations_for_node("blend__prompts")[0].metadata["sample"].value
+
+            def stale(partition: str) -> bool:
+                resolver = get_stale_status_resolver(instance, list(defs.resolve_asset_graph().assets_defs))
+                return resolver.get_status(responses, partition) == StaleStatus.STALE
+
+            first = sample(run(["blend", "question_bank"], prompts.path, *per_model, partition="a", questions=3))
+            ui_click = run(prompts.path, responses.path, partition="b")  # no run config: the profile says 8
+            assert sample(ui_click) == first  # kept, not rebuilt at the profile's size
+            assert not stale("a")
+
+            automated = dg.AssetSelection.assets(responses)  # what automation would re-run
+            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, asset_selection=automated)
+            second = sample(run(prompts.path, *per_model, partition="b", questions=5))  # a new sample, on purpose
+            assert second != first and stale("a") and not stale("b")
+            tick = dg.evaluate_automation_conditions(
+                defs=defs, instance=instance, asset_selection=automated, cursor=tick.cursor
+            )
+            assert "a" in tick.get_requested_partitions(responses)
+            board = run(["blend", "leaderboard"]).output_for_node("blend__leaderboard").set_index("model")
+    assert board.loc["a", "sample"] == first and board.loc["b", "sample"] == second
+    assert f"other rows on {second}" in board.loc["a", "sample_note"]
+    assert f"other rows on {first}" in board.loc["b", "sample_note"]
+
+
+def test_the_prompts_jobs_launchpad_proposes_the_automation_profile():
+    """Jobs → <suite>_prompts → Launchpad shows the sizes a launch will ask (not ``ops: {}``); the asset's own
+    options say the profile's value and that an unset one keeps the current sample."""
+    settings = load_settings()
+    for name in registry.suites():
+        pipeline = registry.pipeline(name)
+        sizes = settings.run_options(name)
+        if pipeline.revisions is not None or not sizes:
+            continue
+        op = "__".join([name, pipeline.prompts.name])
+        proposed = defs.get_job_def(f"{name}_prompts").run_config_schema.config_type.fields["ops"].default_value
+        assert proposed == {op: {"config": sizes}}
+        fields = defs.get_assets_def(dg.AssetKey([name, pipeline.prompts.name])).op.config_schema.config_type.fields
+        assert all(f"automation profile: {sizes[o]};" in fields[o].description for o in sizes)
