@@ -114,6 +114,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\nTrends (every evaluation in the history, over real dates): {page}")
         print(imported_regressions(settings))
         print(f"Every report: {settings.results_dir / 'index.html'}")
+        if args.profile == "quick":
+            print(
+                "Profile quick demonstrates the machinery: the bundled models are too small, and these samples too "
+                "few, to say anything about the world; most comparisons are not decidable at it (`geomon plan` "
+                "names them). The imported Gapminder history above is real."
+            )
         if args.profile != "paper":
             print(
                 f"Profile {args.profile}; each paper's full size: make run PROFILE=paper "
