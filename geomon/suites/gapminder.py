@@ -90,7 +90,7 @@ SUITE = SuiteInfo(
     unit=("question_id",),
     profiles={
         "quick": {"sample_questions": 4, "sample_variations": 2},
-        "default": {"sample_questions": 20, "sample_variations": 5},
+        "default": {"sample_questions": 40, "sample_variations": 5},
     },
 )
 

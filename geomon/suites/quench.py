@@ -107,7 +107,7 @@ SUITE = SuiteInfo(
     settings=QuenchSettings,
     sample="answered",
     unit=("question_id",),
-    profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 12}},
+    profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 40}},
 )
 
 MODES = ("normal", "cot")  # the paper's "without" and "with" chain-of-thought

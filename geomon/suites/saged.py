@@ -142,7 +142,7 @@ SUITE = SuiteInfo(
     settings=SagedSettings,
     sample="responses_answered",
     unit=("root_id",),
-    profiles={"quick": {"sample_prompts": 1}, "default": {"sample_prompts": 6}},
+    profiles={"quick": {"sample_prompts": 1}, "default": {"sample_prompts": 30}},
 )
 PROMPT_WORDS, AFTER_VERB = 6, 3  # Ap B.2: six words, the verb, three words after it
 MAX_TOKENS = 48  # a continuation of a sentence or two
