@@ -15,14 +15,36 @@ per cluster first, so thousands of resamples cost a small matrix product.
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@functools.cache
+def _blas() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _one_blas_thread(function: _F) -> _F:
+    """Run ``function`` with BLAS on one thread: its products are small and many (a chunk of flips or draws times
+    a vector), where a second BLAS thread gains nothing and, waiting for a busy core, made each 100× slower."""
+
+    @functools.wraps(function)
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        with _blas().limit(limits=1, user_api="blas"):
+            return function(*args, **kwargs)
+
+    return limited  # type: ignore[return-value]
 
 
 class DeclarationError(ValueError):
@@ -444,6 +466,7 @@ def _smallest_group(statistic: Any, frame: pd.DataFrame, codes: np.ndarray, used
     return int(counts.min()) if len(counts) else 0
 
 
+@_one_blas_thread
 def estimates(
     metric: TrackedMetric, frame: pd.DataFrame, *, resamples: int = 1000, seed: int = 0, where: str = ""
 ) -> list[Estimate]:
@@ -594,6 +617,7 @@ def paired_test(
     return paired_tests([metric], before, after, resamples=resamples, seed=seed, chunk=chunk, precision=precision)
 
 
+@_one_blas_thread
 def paired_tests(
     metrics: Sequence[TrackedMetric],
     before: pd.DataFrame,
