@@ -793,7 +793,12 @@ def build_parser() -> argparse.ArgumentParser:
     items = sub.add_parser(
         "items", help="every item of a model's latest evaluation: prompt, reply, parsed answer and score (history)"
     )
-    items.add_argument("--suite", required=True, help=f"a suite declared with the kit ({', '.join(known)}, …)")
+    items.add_argument(
+        "--suite",
+        required=True,
+        help="a suite declared with the kit (a YAML or kit Python suite); the built-in suites write each answer as "
+        "scored to the per-model CSVs beside their reports",
+    )
     items.add_argument("--model", required=True)
     items.add_argument(
         "--group", action="append", default=[], metavar="COLUMN=VALUE", help="only these items (repeatable)"

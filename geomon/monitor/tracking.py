@@ -506,6 +506,7 @@ HISTORY_COLUMNS = [
     "p_adjusted",
     "alpha",
     "mde",
+    "power",
     "verdict",
     "note",
     "origin",
@@ -559,7 +560,7 @@ def history_table(
         "previous run" if a == "previous run" else str(m)
         for a, m in zip(tests["against"], tests["against_model"], strict=True)
     ]
-    compared = ["predecessor", "change", "p_value", "p_adjusted", "alpha", "mde", "verdict"]
+    compared = ["predecessor", "change", "p_value", "p_adjusted", "alpha", "mde", "power", "verdict"]
     table = series.merge(
         tests[["evaluation_id", "metric", "breakdown", *compared, "note"]].rename(columns={"note": "why"}),
         on=["evaluation_id", "metric", "breakdown"],
@@ -608,10 +609,14 @@ def item_rows(
     if found is None:
         held = history.evaluations(suite=suite)
         models = sorted(held["model"].unique()) if len(held) else []
+        if not models:
+            raise TrackingError(f"suite {suite}: no evaluation in the history (is the name right?)")
+        if model not in models:
+            raise TrackingError(f"suite {suite}: no evaluation of {model} (models evaluated: {', '.join(models)})")
         raise TrackingError(
-            f"suite {suite}: no items stored for {model} (models evaluated: {', '.join(models) or 'none'}); a suite "
-            "declared with the kit keeps each evaluation's items, other suites' per-item values are in "
-            "`geomon history --format json`"
+            f"suite {suite}: its evaluations keep no items as scored in the history: only suites declared with the "
+            "kit (YAML or kit Python suites) do; a built-in suite writes each answer as scored to the per-model "
+            "CSVs beside its report"
         )
     evaluation, rows = found
     total = len(rows)
@@ -649,6 +654,13 @@ def _p(value: Any) -> str:
     if value is None or not math.isfinite(float(value)):
         return "—"
     return "< 0.001" if value < 0.001 else f"{float(value):.2g}"
+
+
+def _power(value: Any) -> str:
+    """The power at the minimum effect, as a percentage ("—" where none was stated)."""
+    if value is None or not math.isfinite(float(value)):
+        return "—"
+    return f"{float(value):.0%}"
 
 
 def baseline_model(against: str) -> str:
@@ -691,8 +703,9 @@ def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds
                 "p": _p(row.get("p_value")),
                 "adjusted p": _p(row.get("p_adjusted")),
                 "MDE": _figure(row.get("mde"), suffix),
+                "power": _power(row.get("power")),
                 "verdict": row["verdict"],
             }
         )
-    columns = ["metric", "baseline", "change", "95 % interval", "p", "adjusted p", "MDE", "verdict"]
+    columns = ["metric", "baseline", "change", "95 % interval", "p", "adjusted p", "MDE", "power", "verdict"]
     return pd.DataFrame(out, columns=columns)

@@ -66,13 +66,16 @@ def verdict_section(out_dir: Path, board: pd.DataFrame) -> list[str]:
         if said
         else "<p>No regression in the latest evaluations.</p>"
     )
+    kept = rows["items"].ne("").any()
+    if not kept:  # a built-in suite keeps its answers in its per-model CSVs, not in the history
+        rows = rows.drop(columns="items")
     safe = rows.assign(**{c: rows[c].map(lambda v: html.escape(str(v))) for c in rows.columns if c != "items"})
-    return [
-        "<h2>Latest verdicts</h2>",
-        lead,
-        safe.to_html(index=False, escape=False, na_rep="—"),
-        "<p>Each model's items as scored: the linked table, or <code>geomon items --suite … --model …</code>.</p>",
-    ]
+    where = (
+        "<p>Each model's items as scored: the linked table, or <code>geomon items --suite … --model …</code>.</p>"
+        if kept
+        else "<p>Each model's answers as scored: the per-model CSVs beside this report.</p>"
+    )
+    return ["<h2>Latest verdicts</h2>", lead, safe.to_html(index=False, escape=False, na_rep="—"), where]
 
 
 def write_suite_report(

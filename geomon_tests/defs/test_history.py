@@ -88,6 +88,7 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
             "p",
             "adjusted p",
             "MDE",
+            "power",
             "verdict",
         ]
         cells = [c.strip() for c in first.strip("|").split("|")]

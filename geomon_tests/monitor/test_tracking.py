@@ -180,6 +180,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "p_value": 0.2,
             "p_adjusted": 0.4,
             "mde": 3.0,
+            "power": 0.5,
             "verdict": verdicts.NO_CHANGE,
         },
         {
@@ -191,6 +192,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "p_value": 0.00001,
             "p_adjusted": 0.0004,
             "mde": 5.123,
+            "power": 0.912,
             "verdict": verdicts.REGRESSION,
         },
         {
@@ -215,6 +217,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "p": "< 0.001",
             "adjusted p": "< 0.001",
             "MDE": "5.12 pts",
+            "power": "91%",
             "verdict": "regression",
         },
         {
@@ -225,6 +228,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "p": "0.2",
             "adjusted p": "0.4",
             "MDE": "3 pts",
+            "power": "50%",
             "verdict": "no detectable change",
         },
         {
@@ -235,9 +239,34 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "p": "—",
             "adjusted p": "—",
             "MDE": "0.0123",
+            "power": "—",
             "verdict": "undefined",
         },
     ]
     assert tracking.verdict_phrase("o3-mini", rows[1], (0, 100)) == (
         "o3-mini vs o1: correct_rate −17.2 pts (p < 0.001, adjusted < 0.001), regression"
     )
+
+
+def test_geomon_items_says_why_a_suite_has_no_items(tmp_path):
+    """A built-in suite's evaluation keeps no items as scored: `geomon items` says so, and where its answers are,
+    instead of claiming the evaluated model has none."""
+    from geomon.suites import quench
+
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    items = pd.DataFrame(
+        {
+            "item": [f"e{i}|normal" for i in range(4)],
+            "question_id": ["1", "2", "3", "4"],
+            "mode": "normal",
+            "correct": [1.0, 0.0, 1.0, 1.0],
+            "answered": 1.0,
+            "indic": [True, False, True, False],
+            "questions": ["Indic", "non-Indic", "Indic", "non-Indic"],
+        }
+    )
+    tracking.track(history, "quench", "m", [], items, quench.TRACKED, verdicts.VerdictSettings(resamples=99))
+    with pytest.raises(tracking.TrackingError, match=r"keep no items as scored.*per-model CSVs"):
+        tracking.item_rows(history, "quench", "m")
+    with pytest.raises(tracking.TrackingError, match=r"no evaluation of n \(models evaluated: m\)"):
+        tracking.item_rows(history, "quench", "n")
