@@ -199,6 +199,9 @@ def _matched(decl: Declaration, reply: str, gold: list[str], offered: list[str],
     return [g for g in gold if any(_same(n, g) for n in named)] if named else None
 
 
+READ_CHARS = 80  # of a reply that names no answer, what its reading shows
+
+
 def correct(decl: Declaration, reply: str | None, row: dict[str, Any]) -> kit.Reading:
     """``reply`` read against the row under the declared scorer: 1 right, 0 wrong (a share of the accepted
     answers named with ``partial_credit``), NaN when nothing can be read (an empty reply; for ``choice``, no
@@ -225,7 +228,8 @@ def correct(decl: Declaration, reply: str | None, row: dict[str, Any]) -> kit.Re
     if right is None:
         return kit.Reading(float("nan"))
     value = len(right) / len(gold) if decl.partial_credit and gold else float(bool(right))
-    return kit.Reading(value, ", ".join(right or named))
+    # What was read: the accepted answers or candidates named, else the reply as compared (shown by `geomon items`).
+    return kit.Reading(value, ", ".join(right or named) or parsing.normalise(reply).strip()[:READ_CHARS])
 
 
 # The fields that say what is asked and reported; every other field is the scorer's (``scorer_declaration``).

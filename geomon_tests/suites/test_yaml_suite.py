@@ -59,6 +59,13 @@ def test_the_normalised_scorer(capitals, reply, expected):
     assert got == expected or (got != got and expected != expected)
 
 
+def test_a_wrong_reply_shows_what_was_read(capitals):
+    """`geomon items`' parsed column: the accepted answer named, or for a wrong reply the reply as compared."""
+    decl = yaml_suite.read(EXAMPLES / "capitals.yaml")
+    assert yaml_suite.correct(decl, "Brasília!", {"capital": "Brasília"}).answer == "Brasília"
+    assert yaml_suite.correct(decl, "São Paulo.", {"capital": "Brasília"}) == kit.Reading(0.0, "sao paulo")
+
+
 EVERYDAY = yaml_suite.read(EXAMPLES / "everyday.yaml")
 
 
