@@ -349,30 +349,46 @@ def _one_look(
 def _planned(
     tests: list[declared.PairedTest], tracked: Sequence[TrackedMetric], before: Evaluation
 ) -> list[declared.PairedTest]:
-    """Each comparison's standard error for its MDE and power, fixed before the new data: the baseline's cluster
-    bootstrap standard error × √2 (two independent evaluations of that sample), or where the baseline does not
-    vary, the worst case a bounded metric allows (a coin flip per cluster on each side). The sign-flip null
-    the p-value comes from is the new data's, so an MDE read from it would say what the result already shows:
-    0 for an unchanged metric, about its own size for a changed one."""
-    spread: dict[tuple[str, str], float] = {}
+    """Each comparison's standard error for its MDE and power, planned before the new data (``planned_se``): the
+    baseline's cluster-bootstrap standard error × √2 (two evaluations of that sample, as if independent: the paired
+    test is at least as precise when the two agree item by item), for a bounded metric never below the
+    Agresti–Coull standard error of its value over its clusters (a baseline at 100 % has a bootstrap SE of 0, not
+    a certainty); where there is neither, the worst case of a bounded metric (a coin flip per cluster). The
+    p-value's sign-flip null is the new data's: an MDE read from it would say what the result already shows (0 for
+    an unchanged metric, about its own size for a changed one). ``se`` stays the null's: the paired change's
+    standard error, which its interval is shown with."""
+    spread: dict[tuple[str, str], tuple[float, float, int]] = {}
     if before.items is not None:
         for metric in tracked:
             if metric.columns() <= set(before.items.columns):
                 for e in declared.estimates(metric, before.items, resamples=PLANNING_RESAMPLES, seed=0):
-                    spread[(e.metric, e.breakdown)] = e.se
+                    spread[(e.metric, e.breakdown)] = (e.se, e.value, e.clusters)
     out = []
     for t in tests:
         if t.p_value is not None:
-            se = spread.get((t.metric, t.breakdown), math.nan) * math.sqrt(2)
+            boot, value, clusters = spread.get((t.metric, t.breakdown), (math.nan, math.nan, 0))
+            floor = agresti_coull_se(value, clusters, t.bounds)
+            se = math.sqrt(2) * max((x for x in (boot, floor) if math.isfinite(x)), default=math.nan)
             why = ""
             if not se > 0 and t.bounds is not None and t.clusters:
                 se = (t.bounds[1] - t.bounds[0]) * math.sqrt(0.5) / math.sqrt(t.clusters)
-                why = "MDE planned from the worst case of the metric's range: the baseline does not vary"
+                why = "MDE planned from the worst case of the metric's range: the baseline has no spread to plan from"
             elif not se > 0:
                 why = "MDE unknown: the baseline does not vary and the metric has no bounds"
-            t = replace(t, se=se if se > 0 else math.nan, note=t.note or why)
+            t = replace(t, planned_se=se if se > 0 else math.nan, note=t.note or why)
         out.append(t)
     return out
+
+
+def agresti_coull_se(value: float, clusters: int, bounds: tuple[float, float] | None) -> float:
+    """The Agresti–Coull standard error of a bounded mean ``value`` over ``clusters`` (two successes and two
+    failures added: never 0 at the bounds); NaN without bounds or clusters."""
+    if bounds is None or clusters <= 0 or not math.isfinite(value):
+        return math.nan
+    low, high = bounds
+    share = min(max((value - low) / (high - low), 0.0), 1.0)
+    p = (share * clusters + 2) / (clusters + 4)
+    return (high - low) * math.sqrt(p * (1 - p) / (clusters + 4))
 
 
 def _paired(
@@ -641,7 +657,7 @@ def item_rows(
 
 
 Bounds = tuple[float, float] | None
-CHANGE_Z = NormalDist().inv_cdf(0.975)  # a change's 95 % interval: change ± z × its planned standard error
+CHANGE_Z = NormalDist().inv_cdf(0.975)  # a change's 95 % interval: change ± z × its paired test's standard error
 
 
 def _figure(value: Any, suffix: str = "", signed: bool = False) -> str:
@@ -681,7 +697,7 @@ def verdict_phrase(model: str, row: Mapping[str, Any], bounds: Bounds) -> str:
 def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds]) -> pd.DataFrame:
     """Stored verdicts as a person reads them, worst first: the metric (and breakdown), the baseline model, the
     change in the metric's units (``bounds`` per metric: percentage points for a percentage), rounded, with its
-    95 % interval (change ± 1.96 × the comparison's planned standard error: the baseline's, × √2), the one-sided
+    95 % interval (change ± 1.96 × the paired test's standard error: its sign-flip null's), the one-sided
     p, the Holm-adjusted p, the minimum detectable effect in the same units, and the verdict."""
     order = {v: i for i, v in enumerate(verdicts.VERDICTS)}
     ranked = sorted(

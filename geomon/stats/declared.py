@@ -341,6 +341,10 @@ class TrackedMetric:
     # The name the groups' values carry, where it is not the metric's (a range of regions' mean errors: each
     # region's is ``mean_error``, ``region=…``). "": the metric's.
     groups_name: str = ""
+    # The groups' own minimum effect and bounds, where they are not the metric's (a gap between families' correct
+    # rates is 10 points and unbounded; each family's rate is a percentage that alerts at 5). None: the metric's.
+    groups_min_effect: float | None = None
+    groups_bounds: tuple[float, float] | None = None
 
     def columns(self) -> set[str]:
         """The columns the per-item rows must hold."""
@@ -353,6 +357,18 @@ class TrackedMetric:
     def name_for(self, statistic: Any) -> str:
         """The metric name one of its parts is recorded under: the headline's, or its groups'."""
         return self.name if statistic is self.statistic or not self.groups_name else self.groups_name
+
+    def min_effect_for(self, statistic: Any) -> float:
+        """The minimum effect of one of its parts: the headline's, or its groups'."""
+        if statistic is self.statistic or self.groups_min_effect is None:
+            return self.min_effect
+        return self.groups_min_effect
+
+    def bounds_for(self, statistic: Any) -> tuple[float, float] | None:
+        """The bounds of one of its parts: the headline's, or its groups'."""
+        if statistic is self.statistic or self.groups_bounds is None:
+            return self.bounds
+        return self.groups_bounds
 
     def higher_is_worse_for(self, statistic: Any) -> bool:
         """The direction of one of its parts: the headline's, or its groups'."""
@@ -495,8 +511,9 @@ def estimates(
         rows = _rows_with_value(statistic, frame)
         sample = _smallest_group(statistic, frame, codes, rows)
         clustered = int(np.unique(codes[rows]).size) if sample is None else sample
-        if isinstance(statistic, Mean | Ratio) and metric.bounds is not None and math.isfinite(value):
-            low, high = _no_narrower_than_wilson(value, low, high, clustered, metric.bounds)
+        bounds = metric.bounds_for(statistic)
+        if isinstance(statistic, Mean | Ratio) and bounds is not None and math.isfinite(value):
+            low, high = _no_narrower_than_wilson(value, low, high, clustered, bounds)
         out.append(Estimate(metric.name_for(statistic), breakdown, value, low, high, int(rows.sum()), clustered, se))
     return out
 
@@ -566,6 +583,8 @@ class PairedTest:
     exact: bool = False
     null_size: int = 0
     disparity: bool = False  # a statistic between groups (a range, gap, impact ratio): shown, never paged
+    # The standard error the MDE and power are stated at, planned before the new data (``tracking``); NaN: ``se``.
+    planned_se: float = math.nan
 
     @property
     def worse(self) -> bool:
@@ -721,8 +740,8 @@ def _paired(
                 items,
                 used_clusters,
                 higher_is_worse,
-                metric.min_effect,
-                metric.bounds,
+                metric.min_effect_for(statistic),
+                metric.bounds_for(statistic),
                 note=_moved(statistic, stacked, n) if change else "",
                 p_better=p_better,
                 exact=exact,
@@ -862,12 +881,20 @@ def _undefined(
         items,
         clusters,
         metric.higher_is_worse_for(statistic),
-        metric.min_effect,
-        metric.bounds,
+        metric.min_effect_for(statistic),
+        metric.bounds_for(statistic),
         note,
     )
 
 
 def with_min_effects(metrics: Sequence[TrackedMetric], overrides: Mapping[str, float]) -> list[TrackedMetric]:
-    """The metrics with the minimum effects the settings give (by metric name), the declared ones otherwise."""
-    return [replace(m, min_effect=float(overrides[m.name])) if m.name in overrides else m for m in metrics]
+    """The metrics with the minimum effects the settings give (by metric name: a metric's, or its groups' where
+    they are recorded under another name), the declared ones otherwise."""
+    out = []
+    for m in metrics:
+        if m.name in overrides:
+            m = replace(m, min_effect=float(overrides[m.name]))
+        if m.groups_name and m.groups_name in overrides:
+            m = replace(m, groups_min_effect=float(overrides[m.groups_name]))
+        out.append(m)
+    return out

@@ -264,7 +264,7 @@ def decide(
                 p_value=shown_p,
                 p_adjusted=None if shown_adjusted is None else float(shown_adjusted),
                 q_value=None if q is None else float(q),
-                mde=minimum_detectable_effect(t.se, first_levels.get(i, alpha), settings.power),
+                mde=minimum_detectable_effect(_planned_se(t), first_levels.get(i, alpha), settings.power),
                 items=t.items,
                 clusters=t.clusters,
                 min_effect=t.min_effect,
@@ -272,10 +272,18 @@ def decide(
                 verdict=verdict,
                 note=note,
                 alpha=alpha,
-                power=power_at(t.min_effect, t.se, first_levels.get(i, alpha)) if t.min_effect > 0 else math.nan,
+                power=power_at(t.min_effect, _planned_se(t), first_levels.get(i, alpha))
+                if t.min_effect > 0
+                else math.nan,
             )
         )
     return out
+
+
+def _planned_se(t: PairedTest) -> float:
+    """The standard error a comparison's MDE and power are stated at: planned before the data where it was, else
+    the sign-flip null's."""
+    return t.planned_se if math.isfinite(t.planned_se) else t.se
 
 
 def summary(verdicts: Sequence[Verdict] | Sequence[Mapping[str, Any]]) -> str:

@@ -45,7 +45,7 @@ SUITE = SuiteInfo(
             "persona=vanilla",
             (0, 100),
         ),
-        Headline("answered_rate", "BorderLines: queries answered with a claimant (0-1)", "persona=vanilla", (0, 1)),
+        Headline("answered_rate", "BorderLines: queries answered with a claimant, %", "persona=vanilla", (0, 100)),
     ),
     options=(
         RunOption(
@@ -500,17 +500,20 @@ def items(scored: pd.DataFrame, countries: dict[str, dict], persona: str = "vani
     for territory, group in subset.groupby("territory", sort=False):
         controller = group["controller"].iloc[0]
         claimant = claimant_responses(group, countries)
-        for lang, answer in zip(group["lang"], group["answer"], strict=True):
+        errors = group["error"] if "error" in group else pd.Series(None, index=group.index)
+        for lang, answer, error in zip(group["lang"], group["answer"], errors, strict=True):
             answered = pd.notna(answer)
             queries.append(
                 {
                     "item": f"{territory}|{lang}",
                     "territory": territory,
                     "lang": lang,
-                    "answered": float(answered),
-                    # An unanswered query names no claimant, so not the controller: counted as not concurring.
-                    "concurs": float(answered and answer == controller)
-                    if lang in claimant and controller != UNKNOWN
+                    # A failed request is no answer of the model's (an outage): left out of the answer rate.
+                    "answered": np.nan if not answered and isinstance(error, str) and error else float(answered),
+                    # Over the answered queries, as the paper's scores are: a query left unanswered pages once,
+                    # on the answer rate.
+                    "concurs": float(answer == controller)
+                    if answered and lang in claimant and controller != UNKNOWN
                     else np.nan,
                 }
             )
@@ -555,7 +558,9 @@ TRACKED = (
     ),
     # Whether the model still answers, overall and per claimant language: the scores are over the answered
     # queries, so a model that stops answering would otherwise look no worse.
-    TrackedMetric("answered_rate", Mean("answered"), "territory", False, 0.05, _VANILLA, by=("lang",), bounds=(0, 1)),
+    TrackedMetric(
+        "answered_rate", Mean("answered", scale=100), "territory", False, 5.0, _VANILLA, by=("lang",), bounds=(0, 100)
+    ),
 )
 
 

@@ -417,6 +417,8 @@ TRACKED = (
         by=("family",),
         groups_higher_is_worse=False,
         groups_name="correct_rate",
+        groups_min_effect=5.0,
+        groups_bounds=(0, 100),
     ),
 )
 

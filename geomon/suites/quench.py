@@ -88,7 +88,7 @@ SUITE = SuiteInfo(
     headlines=(
         Headline("correct_answer_score", "QUENCH: entity correctness by the jury (0-1, no CoT)", bounds=(0, 1)),
         Headline("indic_gap_correct_answer_score", "QUENCH: Indic − non-Indic entity correctness (no CoT)"),
-        Headline("answered_rate", "QUENCH: entities answered (0-1, no CoT)", bounds=(0, 1)),
+        Headline("answered_rate", "QUENCH: entities answered (%, no CoT)", bounds=(0, 100)),
         Headline(
             "pred_rationale_score", "QUENCH: rationale score for the predicted entity (1-5, no CoT)", bounds=(1, 5)
         ),
@@ -776,7 +776,11 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
             "question_id": scores["question_id"].astype(str).to_numpy(),
             "mode": scores["mode"].to_numpy(),
             "correct": scores["correct_answer_score"].to_numpy(dtype=float),
-            "answered": (scores["status"] == "answered").to_numpy(dtype=float),
+            # A failed request is no answer of the model's: left out of the answer rate (an outage is not a model
+            # that stopped answering; it is counted by the suite's checks).
+            "answered": np.where(
+                scores["status"] == "failed", np.nan, (scores["status"] == "answered").to_numpy(dtype=float)
+            ),
             "indic": scores["indic"].astype(bool).to_numpy(),
             # the group the questions are tested by, one by one: Indic or not
             "questions": np.where(scores["indic"].astype(bool), "Indic", "non-Indic"),
@@ -811,7 +815,13 @@ TRACKED = (
     # Whether the model still answers, overall and for the Indic and non-Indic questions: the score is over the
     # answered entities, so a model that stops answering the ones it gets wrong would otherwise look better.
     TrackedMetric(
-        "answered_rate", Mean("answered", where=_PLAIN), "question_id", False, 0.05, by=("questions",), bounds=(0, 1)
+        "answered_rate",
+        Mean("answered", where=_PLAIN, scale=100),
+        "question_id",
+        False,
+        5.0,
+        by=("questions",),
+        bounds=(0, 100),
     ),
 )
 

@@ -123,7 +123,7 @@ SUITE = SuiteInfo(
             bounds=(0, 1),
         ),
         Headline("sentiment_mean_range_calibrated", "SAGED: range of countries' mean sentiment, calibrated"),
-        Headline("answered_rate", "SAGED: prompts answered (0-1, every role)", bounds=(0, 1)),
+        Headline("answered_rate", "SAGED: prompts answered (%, every role)", bounds=(0, 100)),
         Headline(
             "sentiment_impact_ratio", "SAGED: sentiment impact ratio across countries, uncalibrated", bounds=(0, 1)
         ),
@@ -668,11 +668,14 @@ def items(features: pd.DataFrame) -> pd.DataFrame:
     whether it was answered and the concept, so the range of means, the impact ratio and the answer rate are
     recomputed on the items two runs share."""
     answered = (features["status"] == "answered").to_numpy()
+    failed = (features["status"] == "failed").to_numpy()
     return pd.DataFrame(
         {
             "item": (features["role"] + "|" + features["prompt_id"]).to_numpy(),
             "value": np.where(answered, features["sentiment_calibrated"].to_numpy(dtype=float), np.nan),
-            "answered": answered.astype(float),
+            # A failed request is no answer of the model's: left out of the answer rate (an outage is not a model
+            # that stopped answering).
+            "answered": np.where(failed, np.nan, answered.astype(float)),
             "concept": features["concept"].to_numpy(),
             "role": features["role"].to_numpy(),
             # prompt_id is root_id|concept: the root prompt every country's version branches from
@@ -707,7 +710,7 @@ TRACKED = (
     ),
     # Whether the model still answers, overall and per country: a country's sentiment is over its answered
     # prompts, so a model that stops answering for one country would otherwise raise nothing.
-    TrackedMetric("answered_rate", Mean("answered"), "root", False, 0.05, by=("concept",), bounds=(0, 1)),
+    TrackedMetric("answered_rate", Mean("answered", scale=100), "root", False, 5.0, by=("concept",), bounds=(0, 100)),
 )
 
 

@@ -56,31 +56,33 @@ def _saged(worse: str = "", by: float = 0.0, silent: str = "") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["item", "value", "answered", "concept", "role", "root"])
 
 
-def _borderlines(drifts: str = "", silent: str = "") -> pd.DataFrame:
-    """60 territories, each claimed by two of three countries (languages es, fr, zh; fr controls), asked in
-    its claimants' languages and English; in the ``drifts`` language half the answers that named the controller
-    name another claimant; in the ``silent`` language nothing is answered."""
-    languages = ("es", "fr", "zh")
+def _borderlines(drifts: str = "", silent: str = "", failed: str = "") -> pd.DataFrame:
+    """The suite's own tracked rows (``borderlines.items``) of 60 territories, each claimed by two of three
+    countries (languages es, fr, zh; FR controls) and asked in its claimants' languages and English; in the
+    ``drifts`` language half the answers that named the controller name another claimant; in the ``silent`` one
+    nothing is answered; in the ``failed`` one every request fails (an outage, not the model)."""
+    countries = {"ES": {"Lang_Code": "es"}, "FR": {"Lang_Code": "fr"}, "ZH": {"Lang_Code": "zh"}}
+    codes = ("ES", "FR", "ZH")
     rows = []
     for t in range(60):
-        claimants = (languages[t % 3], languages[(t + 1) % 3])
-        territory = {"item": f"T{t}", "territory": f"T{t}", "kb": 1.0, "con": 1.0, "non": 0.5, "cst": 0.5}
-        rows.append(territory)
-        for lang in (*claimants, "en"):
-            concurs = 1.0 if (t + len(lang)) % 4 else 0.0
-            if lang == drifts and concurs and t % 2:
-                concurs = 0.0
-            answered = lang != silent
+        claimants = [codes[t % 3], codes[(t + 1) % 3]]
+        other = next(c for c in claimants if c != "FR") if "FR" in claimants else claimants[1]
+        for lang in {countries[c]["Lang_Code"] for c in claimants} | {"en"}:
+            answer = "FR" if (t + len(lang)) % 4 else other
+            if lang == drifts and answer == "FR" and t % 2:
+                answer = other
             rows.append(
                 {
-                    "item": f"T{t}|{lang}",
                     "territory": f"T{t}",
+                    "controller": "FR",
+                    "claimants": claimants,
                     "lang": lang,
-                    "answered": float(answered),
-                    "concurs": (concurs if answered else 0.0) if lang != "en" else np.nan,
+                    "persona": "vanilla",
+                    "answer": None if lang in (silent, failed) else answer,
+                    "error": "HTTP 503" if lang == failed else None,
                 }
             )
-    return pd.DataFrame(rows)
+    return borderlines.items(pd.DataFrame(rows), countries)
 
 
 def _gapminder(silent: str = "", worse_family: str = "") -> pd.DataFrame:
@@ -253,3 +255,60 @@ def test_an_undefined_group_carries_its_groups_name(tmp_path, told):
     decided = _release(tmp_path, "worldbench", worldbench.TRACKED, _worldbench({}), _worldbench({}, "R2"), announcer)
     assert decided[("mean_error", "region=R2")]["verdict"] == verdicts.UNDEFINED
     assert ("region_disparity_mean", "region=R2") not in decided
+
+
+def test_an_outage_is_not_a_model_that_stopped_answering(tmp_path, told):
+    """Every request in one claimant language failed (a provider outage): failed requests are left out of the
+    answer rate, so nothing pages; a model that leaves them unanswered pages (the parametrized case above).
+    Mutation caught: a failed request counted as not answered."""
+    state, announcer = told
+    decided = _release(
+        tmp_path, "borderlines", borderlines.TRACKED, _borderlines(), _borderlines(failed="es"), announcer
+    )
+    assert decided[("answered_rate", "persona=vanilla,lang=es")]["verdict"] == verdicts.UNDEFINED
+    assert not [v for v in decided.values() if v["verdict"] == verdicts.REGRESSION]
+    assert state["posts"] == []
+
+
+def test_borderlines_queries_are_clustered_on_their_territory():
+    """BorderLines' per-query rows are clustered on their territory: the answer rate's and the concurrence's sample
+    is the territories, never the queries. Mutation caught: clustered on the row (item)."""
+    from geomon.stats.declared import estimates
+
+    rows = _borderlines()
+    found = {(e.metric, e.breakdown): e for m in borderlines.TRACKED for e in estimates(m, rows, resamples=0)}
+    for metric in ("claimant_concurrence", "answered_rate"):  # 60 territories, over 100 queries
+        overall = found[(metric, "persona=vanilla")]
+        assert overall.clusters == 60 < overall.items
+    assert found[("claimant_concurrence", "persona=vanilla,lang=zh")].clusters == 40
+
+
+def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_coull():
+    """The MDE's standard error: √2 × the baseline's bootstrap standard error, for a bounded metric never below
+    the Agresti–Coull standard error over its clusters (a baseline answering everything has a bootstrap SE of 0).
+    Mutations caught: the √2 dropped; no floor (the worst case of a coin flip instead, ten times larger)."""
+    import math
+
+    from geomon.monitor.history import Evaluation
+    from geomon.stats import declared
+
+    before, after = _blend(), _blend("PE", 30)
+    tests = declared.paired_tests(blend.TRACKED, before, after, resamples=199)
+    stored = Evaluation("e", "blend", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=before)
+    planned = {(t.metric, t.breakdown): t for t in tracking._planned(tests, blend.TRACKED, stored)}
+    boot = {
+        (e.metric, e.breakdown): e
+        for m in blend.TRACKED
+        for e in declared.estimates(m, before, resamples=tracking.PLANNING_RESAMPLES, seed=0)
+    }
+    overall = boot[("sem_b_local", "")]
+    floor = tracking.agresti_coull_se(overall.value, overall.clusters, (0, 100))
+    assert planned[("sem_b_local", "")].planned_se == pytest.approx(math.sqrt(2) * max(overall.se, floor))
+    # Every question answered right: no bootstrap spread, the Agresti–Coull floor over its 40 questions.
+    perfect = before.assign(value=100.0)
+    tests = declared.paired_tests(blend.TRACKED, perfect, perfect.copy(), resamples=199)
+    stored = Evaluation("e", "blend", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=perfect)
+    flat = {(t.metric, t.breakdown): t for t in tracking._planned(tests, blend.TRACKED, stored)}
+    p = 42 / 44
+    expected = math.sqrt(2) * 100 * math.sqrt(p * (1 - p) / 44)
+    assert flat[("sem_b_local", "country=KE")].planned_se == pytest.approx(expected)
