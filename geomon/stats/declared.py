@@ -303,7 +303,8 @@ class ImpactRatio:
             standard = (w @ x) / w.sum(axis=1)
         codes, names = _group_codes(frame, self.by)
         onehot = np.zeros((len(frame), len(names)))
-        onehot[np.arange(len(frame)), codes] = 1.0
+        grouped = codes >= 0  # a row with no group (factorize's −1) is in none, not in the last
+        onehot[np.flatnonzero(grouped), codes[grouped]] = 1.0
         selected = (x[None, :] >= standard[:, None]) * w
         with np.errstate(invalid="ignore", divide="ignore"):
             rates = (selected @ onehot) / (w @ onehot)
@@ -406,7 +407,10 @@ class TrackedMetric:
         for column in self.by:
             if not isinstance(inner, Mean | Ratio):
                 raise DeclarationError(f"tracked metric {self.name}: by={column} needs a Mean or Ratio inside")
-            present = frame[column][frame[column].notna()]  # rows of another level (no group) are in none
+            # A group of the rows the statistic reads: rows of another level (no group), or a group none of whose rows
+            # has a value (English, never a claimant's language), are in none.
+            valued = inner.parts(frame)[1] != 0 if len(frame) else np.zeros(0, dtype=bool)
+            present = frame[column][frame[column].notna().to_numpy() & valued]
             for group in sorted(present.astype(str).unique()):
                 where = (*inner.where, (column, group))
                 part = replace(inner, where=where)

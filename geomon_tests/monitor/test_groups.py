@@ -281,6 +281,9 @@ def test_borderlines_queries_are_clustered_on_their_territory():
         overall = found[(metric, "persona=vanilla")]
         assert overall.clusters == 60 < overall.items
     assert found[("claimant_concurrence", "persona=vanilla,lang=zh")].clusters == 40
+    # English is asked, never a claimant's language here: an answer rate, no concurrence group
+    assert ("answered_rate", "persona=vanilla,lang=en") in found
+    assert ("claimant_concurrence", "persona=vanilla,lang=en") not in found
 
 
 def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_coull():
