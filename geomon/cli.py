@@ -162,7 +162,15 @@ def terminal_table(board_csv: Path, suite: Any) -> str:
         if max(len(line) for line in text.splitlines()) > TERMINAL_WIDTH:
             break
         shown.append(metric)
-    return board[shown].round(3).to_string(index=False, na_rep="—")
+    table = board[shown].round(3).to_string(index=False, na_rep="—")
+    # Which figures their samples cannot carry, said here as in the leaderboard and the report.
+    notes = board["sample_note"].fillna("") if "sample_note" in board else pd.Series(dtype=str)
+    marked = [
+        f"  {' '.join(str(row[k]) for k in keys)}: {note}"
+        for row, note in zip(board.to_dict("records"), notes, strict=False)
+        if note
+    ]
+    return "\n".join([table, *(m if len(m) <= TERMINAL_WIDTH else m[: TERMINAL_WIDTH - 1] + "…" for m in marked)])
 
 
 def describe_check(check: Any) -> str:

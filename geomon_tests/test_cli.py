@@ -188,11 +188,14 @@ def test_terminal_tables_are_plain_text_headlines_that_fit(tmp_path):
             "delta_cs_unnormalized": [3.0, 4.0],
             "cst_cs_all": [10.0, 20.0],
             "territories": [716, 716],
+            "sample_note": ["", "insufficient sample: kb_cs: n = 2 < 30" + "; more" * 30],
         }
     )
     board.to_csv(tmp_path / "leaderboard.csv", index=False)
     text = terminal_table(tmp_path / "leaderboard.csv", suites()["borderlines"])
     assert max(len(line) for line in text.splitlines()) <= 120
+    # a figure its sample cannot carry is said under the table, as in the leaderboard
+    assert "  b 2023-05-15-r1154894956 vanilla: insufficient sample: kb_cs: n = 2 < 30" in text
     assert "un_peacekeeper" in text and "\\_" not in text and "61.235" in text and "—" in text
     assert "territories" not in text  # counts stay in the report
     check = dg.AssetCheckEvaluation(
