@@ -28,7 +28,7 @@ from geomon.sources.borderlines import UNKNOWN, BorderLinesData
 from geomon.stats.declared import Difference, Mean, TrackedMetric
 from geomon.suites.kit import continuation_logprob, likeliest, ranks_candidates
 from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageCheck, StageResult, Tracked
-from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
+from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome, status_of
 
 PERSONAS = ("vanilla", "un_peacekeeper", "nationalist", "demographic")
 SUITE = SuiteInfo(
@@ -500,16 +500,15 @@ def items(scored: pd.DataFrame, countries: dict[str, dict], persona: str = "vani
     for territory, group in subset.groupby("territory", sort=False):
         controller = group["controller"].iloc[0]
         claimant = claimant_responses(group, countries)
-        errors = group["error"] if "error" in group else pd.Series(None, index=group.index)
-        for lang, answer, error in zip(group["lang"], group["answer"], errors, strict=True):
+        outcomes = answered_outcome(answer_status(group))
+        for lang, answer, outcome in zip(group["lang"], group["answer"], outcomes, strict=True):
             answered = pd.notna(answer)
             queries.append(
                 {
                     "item": f"{territory}|{lang}",
                     "territory": territory,
                     "lang": lang,
-                    # A failed request is no answer of the model's (an outage): left out of the answer rate.
-                    "answered": np.nan if not answered and isinstance(error, str) and error else float(answered),
+                    "answered": outcome,
                     # Over the answered queries, as the paper's scores are: a query left unanswered pages once,
                     # on the answer rate.
                     "concurs": float(answer == controller)

@@ -65,5 +65,12 @@ def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:
     return pd.Series(np.where(read.notna(), "answered", np.where(failed, "failed", "unanswered")), index=read.index)
 
 
+def answered_outcome(status: pd.Series) -> np.ndarray:
+    """Per answer, what a tracked answer rate counts: 1 answered, 0 not (unanswered, refused), NaN for a failed
+    request — no answer of the model's (an outage is not a model that stopped answering; the suite's checks
+    count it)."""
+    return np.where(status == "failed", np.nan, (status == "answered").to_numpy(dtype=float))
+
+
 class SuiteError(ValueError):
     pass

@@ -62,7 +62,7 @@ from geomon.suites.pipeline import (
     Tracked,
     filled_outcome,
 )
-from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
+from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome, status_of
 from geomon.untrusted import clean_text
 
 __all__ = ["SUITE", "load_items"]
@@ -776,11 +776,7 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
             "question_id": scores["question_id"].astype(str).to_numpy(),
             "mode": scores["mode"].to_numpy(),
             "correct": scores["correct_answer_score"].to_numpy(dtype=float),
-            # A failed request is no answer of the model's: left out of the answer rate (an outage is not a model
-            # that stopped answering; it is counted by the suite's checks).
-            "answered": np.where(
-                scores["status"] == "failed", np.nan, (scores["status"] == "answered").to_numpy(dtype=float)
-            ),
+            "answered": answered_outcome(scores["status"]),
             "indic": scores["indic"].astype(bool).to_numpy(),
             # the group the questions are tested by, one by one: Indic or not
             "questions": np.where(scores["indic"].astype(bool), "Indic", "non-Indic"),

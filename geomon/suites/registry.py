@@ -25,9 +25,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from geomon.suites.info import Headline, RunOption, SuiteError, SuiteInfo, status_of
+from geomon.suites.info import Headline, RunOption, SuiteError, SuiteInfo, answered_outcome, status_of
 
-__all__ = ["Headline", "RunOption", "SuiteError", "SuiteInfo", "status_of"]  # where every suite reads them
+# where every suite reads them
+__all__ = ["Headline", "RunOption", "SuiteError", "SuiteInfo", "answered_outcome", "status_of"]
 
 
 def _check(module: ModuleType) -> SuiteInfo:

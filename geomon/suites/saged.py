@@ -57,7 +57,7 @@ from geomon.stats.disparity import (
 )
 from geomon.stats.uncertainty import GroupGaps, gaps_from_draws, percentile_interval, resample_within_groups
 from geomon.suites.pipeline import SEED, CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
-from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
+from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome, status_of
 from geomon.untrusted import clean_text
 
 # The G20's member countries and the European Union (the African Union joined in 2023; the paper's 21
@@ -668,14 +668,11 @@ def items(features: pd.DataFrame) -> pd.DataFrame:
     whether it was answered and the concept, so the range of means, the impact ratio and the answer rate are
     recomputed on the items two runs share."""
     answered = (features["status"] == "answered").to_numpy()
-    failed = (features["status"] == "failed").to_numpy()
     return pd.DataFrame(
         {
             "item": (features["role"] + "|" + features["prompt_id"]).to_numpy(),
             "value": np.where(answered, features["sentiment_calibrated"].to_numpy(dtype=float), np.nan),
-            # A failed request is no answer of the model's: left out of the answer rate (an outage is not a model
-            # that stopped answering).
-            "answered": np.where(failed, np.nan, answered.astype(float)),
+            "answered": answered_outcome(features["status"]),
             "concept": features["concept"].to_numpy(),
             "role": features["role"].to_numpy(),
             # prompt_id is root_id|concept: the root prompt every country's version branches from
