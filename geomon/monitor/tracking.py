@@ -367,7 +367,7 @@ def _planned(
     for t in tests:
         if t.p_value is not None:
             boot, value, clusters = spread.get((t.metric, t.breakdown), (math.nan, math.nan, 0))
-            floor = agresti_coull_se(value, clusters, t.bounds)
+            floor = declared.agresti_coull_se(value, clusters, t.bounds)
             se = math.sqrt(2) * max((x for x in (boot, floor) if math.isfinite(x)), default=math.nan)
             why = ""
             if not se > 0 and t.bounds is not None and t.clusters:
@@ -378,17 +378,6 @@ def _planned(
             t = replace(t, planned_se=se if se > 0 else math.nan, note=t.note or why)
         out.append(t)
     return out
-
-
-def agresti_coull_se(value: float, clusters: int, bounds: tuple[float, float] | None) -> float:
-    """The Agresti–Coull standard error of a bounded mean ``value`` over ``clusters`` (two successes and two
-    failures added: never 0 at the bounds); NaN without bounds or clusters."""
-    if bounds is None or clusters <= 0 or not math.isfinite(value):
-        return math.nan
-    low, high = bounds
-    share = min(max((value - low) / (high - low), 0.0), 1.0)
-    p = (share * clusters + 2) / (clusters + 4)
-    return (high - low) * math.sqrt(p * (1 - p) / (clusters + 4))
 
 
 def _paired(

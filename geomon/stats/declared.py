@@ -531,7 +531,7 @@ def _no_narrower_than_wilson(
     if clusters <= 0:
         return low, high
     lo, hi = bounds
-    p = min(max((value - lo) / (hi - lo), 0.0), 1.0)
+    p = _share(value, bounds)
     z, n = 1.959964, clusters
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
@@ -539,6 +539,21 @@ def _no_narrower_than_wilson(
     if not (math.isfinite(low) and math.isfinite(high)):
         return w_low, w_high
     return min(low, w_low), max(high, w_high)
+
+
+def agresti_coull_se(value: float, clusters: int, bounds: tuple[float, float] | None) -> float:
+    """The Agresti–Coull standard error of a bounded mean ``value`` over ``clusters`` (two successes and two
+    failures added: never 0 at the bounds); NaN without bounds or clusters."""
+    if bounds is None or clusters <= 0 or not math.isfinite(value):
+        return math.nan
+    p = (_share(value, bounds) * clusters + 2) / (clusters + 4)
+    return (bounds[1] - bounds[0]) * math.sqrt(p * (1 - p) / (clusters + 4))
+
+
+def _share(value: float, bounds: tuple[float, float]) -> float:
+    """A bounded value as a share of its range, clipped to [0, 1]."""
+    low, high = bounds
+    return min(max((value - low) / (high - low), 0.0), 1.0)
 
 
 def _rows_with_value(statistic: Any, frame: pd.DataFrame) -> np.ndarray:

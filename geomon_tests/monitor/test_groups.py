@@ -305,7 +305,7 @@ def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_
         for e in declared.estimates(m, before, resamples=tracking.PLANNING_RESAMPLES, seed=0)
     }
     overall = boot[("sem_b_local", "")]
-    floor = tracking.agresti_coull_se(overall.value, overall.clusters, (0, 100))
+    floor = declared.agresti_coull_se(overall.value, overall.clusters, (0, 100))
     assert planned[("sem_b_local", "")].planned_se == pytest.approx(math.sqrt(2) * max(overall.se, floor))
     # Every question answered right: no bootstrap spread, the Agresti–Coull floor over its 40 questions.
     perfect = before.assign(value=100.0)
