@@ -267,19 +267,23 @@ class Range:
 
 @dataclass(frozen=True)
 class Difference:
-    """``minuend`` − ``subtrahend`` (the Indic shortfall: non-Indic − Indic correctness)."""
+    """``minuend`` − ``subtrahend``, or its size (``absolute``): a tracked gap is absolute, so that its change
+    means the same whichever side is ahead (a signed gap that shrinks may be a gap closing or one reversing)."""
 
     minuend: Pooled
     subtrahend: Pooled
+    absolute: bool = False
 
     def columns(self) -> set[str]:
         return self.minuend.columns() | self.subtrahend.columns()
 
     def weighted(self, frame: pd.DataFrame, weights: Weights) -> np.ndarray:
-        return self.minuend.weighted(frame, weights) - self.subtrahend.weighted(frame, weights)
+        gap = self.minuend.weighted(frame, weights) - self.subtrahend.weighted(frame, weights)
+        return np.abs(gap) if self.absolute else gap
 
     def describe(self) -> str:
-        return f"({self.minuend.describe()}) − ({self.subtrahend.describe()})"
+        gap = f"({self.minuend.describe()}) − ({self.subtrahend.describe()})"
+        return f"|{gap}|" if self.absolute else gap
 
 
 @dataclass(frozen=True)

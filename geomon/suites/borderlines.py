@@ -38,6 +38,12 @@ SUITE = SuiteInfo(
     headlines=(
         Headline("kb_cs", "BorderLines: KB concurrence (English vs the table), %", "persona=vanilla", (0, 100)),
         Headline("delta_cs_unnormalized", "BorderLines: Con − Non concurrence (bias), pp", "persona=vanilla"),
+        Headline(
+            "abs_delta_cs_unnormalized",
+            "BorderLines: |Con − Non| concurrence (the claimants' languages disagree), pp",
+            "persona=vanilla",
+            (0, 100),
+        ),
         Headline("cst_cs_all", "BorderLines: consistency across languages, %", "persona=vanilla"),
         Headline(
             "claimant_concurrence",
@@ -533,14 +539,16 @@ _VANILLA = f"persona={TRACKED_PERSONA}"
 # territory (its queries in every claimant language move together).
 TRACKED = (
     TrackedMetric("kb_cs", Mean("kb", scale=100), "territory", False, 5.0, _VANILLA, bounds=(0, 100)),
-    # The paper's signed gap is a disparity: shown, never paged (it also moves when the non-controllers improve).
+    # The paper's gap as a size (either language side ahead: a signed gap that shrinks may be one reversing); a
+    # disparity, shown and never paged (it also moves when the non-controllers improve).
     TrackedMetric(
-        "delta_cs_unnormalized",
-        Difference(Mean("con", scale=100), Mean("non", scale=100)),
+        "abs_delta_cs_unnormalized",
+        Difference(Mean("con", scale=100), Mean("non", scale=100), absolute=True),
         "territory",
         True,
         5.0,
         _VANILLA,
+        bounds=(0, 100),
     ),
     TrackedMetric("cst_cs_all", Mean("cst", scale=100), "territory", False, 5.0, _VANILLA, bounds=(0, 100)),
     # Each claimant language's answers naming the controller: a language whose answers drift to another

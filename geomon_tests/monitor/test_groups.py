@@ -315,3 +315,27 @@ def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_
     p = 42 / 44
     expected = math.sqrt(2) * 100 * math.sqrt(p * (1 - p) / 44)
     assert flat[("sem_b_local", "country=KE")].planned_se == pytest.approx(expected)
+
+
+def _quench_rates(indic: float, other: float) -> pd.DataFrame:
+    """80 questions, every other one Indic, all answered; the first ``indic`` (``other``) share of each group's
+    questions right."""
+    rows = []
+    for q in range(80):
+        group = "Indic" if q % 2 == 0 else "non-Indic"
+        right = (q // 2) % 20 < 20 * (indic if group == "Indic" else other)
+        rows.append((f"e{q}|normal", str(q), "normal", float(right), 1.0, group == "Indic", group))
+    return pd.DataFrame(rows, columns=["item", "question_id", "mode", "correct", "answered", "indic", "questions"])
+
+
+def test_a_gap_that_closes_from_the_leading_side_is_not_a_gap_widening(tmp_path, told):
+    """The Indic questions lead (0.9 vs 0.6) and fall to parity: the Indic group's own test pages, and the gap
+    between the groups — a size, either side ahead — narrowed. Mutation caught: the paper's signed Indic −
+    non-Indic gap, lower is worse, tracked instead (0.3 → 0 reads as the gap widening against the Indic side)."""
+    state, announcer = told
+    decided = _release(tmp_path, "quench", quench.TRACKED, _quench_rates(0.9, 0.6), _quench_rates(0.6, 0.6), announcer)
+    assert decided[("correct_answer_score", "questions=Indic")]["verdict"] == verdicts.REGRESSION
+    gap = decided[("questions_gap_correct_answer_score", "")]
+    assert gap["change"] == pytest.approx(-0.3) and gap["verdict"] == verdicts.IMPROVEMENT
+    (post,) = [p["body"] for p in state["posts"]]
+    assert "questions_gap" not in post["title"]

@@ -54,6 +54,9 @@ def test_declared_statistics_compute_what_they_say():
     assert one(Mean("num", per="den", scale=100)) == pytest.approx(75.0)
     assert one(Range(Mean("num"), "group")) == pytest.approx(2.0 - 1.0)
     assert one(Difference(Mean("num", where=(("flag", True),)), Mean("num", where=(("flag", False),)))) == -2.0
+    # A tracked gap is its size (BorderLines' |Con − Non|): the same whichever side is ahead.
+    flagged, unflagged = Mean("num", where=(("flag", True),)), Mean("num", where=(("flag", False),))
+    assert one(Difference(flagged, unflagged, absolute=True)) == one(Difference(unflagged, flagged)) == 2.0
     # Larger-than standard: mean 1.5; x selects b (3 ≥ 1.5) of 2, y selects d of 2 → 0.5 / 0.5.
     assert one(ImpactRatio("num", "group")) == pytest.approx(1.0)
     assert math.isnan(one(Range(Mean("num", where=(("group", "x"),)), "group")))  # one group: no range

@@ -230,7 +230,7 @@ def test_gap_cot_effect_and_themes():
     declared = {e.metric: e.value for m in quench.TRACKED for e in estimates(m, items, resamples=0) if not e.breakdown}
     # Every entity asked is a row, the unanswered one too (no score, not answered): never dropped from a pair.
     assert len(items) == len(scores) and items["answered"].sum() == (scores["status"] == "answered").sum()
-    assert declared["indic_gap_correct_answer_score"] == pytest.approx(0.5)
+    assert declared["questions_gap_correct_answer_score"] == pytest.approx(0.5)  # |Indic − non-Indic|
     assert declared["correct_answer_score"] == pytest.approx(summary["correct_answer_score"])  # no CoT only
 
 
