@@ -102,18 +102,30 @@ def _gapminder(silent: str = "", worse_family: str = "") -> pd.DataFrame:
     return gapminder.items(pd.DataFrame(rows, columns=["model", "question_id", "topic", "family", "grade"]))
 
 
-def _blend(worse: str = "", drop: int = 0) -> pd.DataFrame:
+def _blend(worse: str = "", drop: int = 0, silent: str = "") -> pd.DataFrame:
+    """The suite's own tracked rows (``blend.items``) of scored replies: 40 questions per country, each asked in
+    the local language and in English, every third one answered wrong; in the ``worse`` country the first
+    ``drop`` questions' local answers turn wrong; in the ``silent`` country the local replies to the questions it
+    got wrong become empty or "I don't know" — a miss either way, so no SEM-B figure moves, only the answer rate."""
     rows = []
     for country in ("KE", "PE"):
         for q in range(40):
-            right = 100.0 if q % 4 else 0.0
-            if country == worse and q % 4 and q < drop:
-                right = 0.0
-            rows.append((f"{country}|{q}|local", f"{country}|{q}", right, country, "local", "local language"))
-            rows.append(
-                (f"{country}|{q}|english", f"{country}|{q}", 100.0 if q % 4 else 0.0, country, "english", "English")
-            )
-    return pd.DataFrame(rows, columns=["item", "question", "value", "country", "mode", "asked_in"])
+            right = 100.0 if q % 3 else 0.0
+            for mode, asked_in in (("local", "local language"), ("english", "English")):
+                sem_b = 0.0 if mode == "local" and country == worse and q < drop else right
+                hedges = mode == "local" and country == silent and not sem_b
+                rows.append(
+                    {
+                        "prompt_id": f"{country}|{q}|{mode}",
+                        "country": country,
+                        "question_id": str(q),
+                        "mode": mode,
+                        "asked_in": asked_in,
+                        "sem_b": sem_b,
+                        "status": "unanswered" if hedges else "answered",
+                    }
+                )
+    return blend.items(pd.DataFrame(rows))
 
 
 @pytest.fixture
@@ -161,6 +173,7 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
         # answer rate can tell, and it pages by name.
         ("quench", quench.TRACKED, _quench(), _quench(silent="Indic"), ("answered_rate", "questions=Indic")),
         ("saged", saged.TRACKED, _saged(), _saged(silent="Peru"), ("answered_rate", "concept=Peru")),
+        ("blend", blend.TRACKED, _blend(), _blend(silent="PE"), ("answered_rate", "country=PE")),
         (
             "borderlines",
             borderlines.TRACKED,
