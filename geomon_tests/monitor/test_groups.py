@@ -299,6 +299,29 @@ def test_borderlines_queries_are_clustered_on_their_territory():
     assert ("claimant_concurrence", "persona=vanilla,lang=en") not in found
 
 
+def test_gapminders_family_rows_are_clustered_on_their_question():
+    """A question is asked in every prompt family, and how hard it is moves all its families together: the gap
+    between families is a paired difference over questions, and its bootstrap standard error is the paired one
+    computed by hand (the spread of the per-question differences), far below the one of independent families.
+    Each family has one row per question, so only the spread can tell. Mutation caught: the family rows
+    clustered on their own row (``item``), in ``TRACKED`` or in ``items``' ``question`` column."""
+    from geomon.stats.declared import estimates
+
+    rows = _gapminder(worse_family="persona")  # questions right in every family or in none; persona a bit worse
+    (gap_metric,) = [m for m in gapminder.TRACKED if m.name == "family_gap_correct_rate"]
+    (gap,) = [e for e in estimates(gap_metric, rows, resamples=2000) if not e.breakdown]
+    families = rows.dropna(subset=["family"])
+    question = families["item"].str.rsplit("|", n=1).str[0]  # item: question|family
+    rates = (100 * families["family_correct"] / families["family_decisive"]).groupby([question, families["family"]])
+    by_question = rates.mean().unstack()  # one row per question, one column per family
+    n = len(by_question)
+    difference = by_question["plain"] - by_question["persona"]
+    paired = difference.std(ddof=0) / np.sqrt(n)
+    independent = np.sqrt(by_question["plain"].var(ddof=0) / n + by_question["persona"].var(ddof=0) / n)
+    assert gap.value == pytest.approx(difference.mean()) and gap.clusters == n == 80
+    assert gap.se == pytest.approx(paired, rel=0.2) and paired < independent / 3
+
+
 def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_coull():
     """The MDE's standard error: √2 × the baseline's bootstrap standard error, for a bounded metric never below
     the Agresti–Coull standard error over its clusters (a baseline answering everything has a bootstrap SE of 0).
