@@ -251,12 +251,16 @@ def blend_model(rng, per_country):
     return {"fixed": pd.concat(modes, ignore_index=True), "p": rng.beta(2, 3, 2 * country.size)}
 
 
+BLEND_ANSWERED = 0.97  # the share of replies that answer (the rest are empty or hedge)
+
+
 def blend_draw(rng, m, worse: str = "", by: float = 0.0):
     p = m["p"]
     if worse:
         hit = ((m["fixed"]["country"] == worse) & (m["fixed"]["mode"] == "local")).to_numpy()
         p = np.where(hit, np.clip(p - by / 100, 0, 1), p)
-    return m["fixed"].assign(value=rng.binomial(1, p) * 100.0)
+    answered = rng.binomial(1, BLEND_ANSWERED, p.size).astype(float)  # unanswered: a miss, as the paper scores it
+    return m["fixed"].assign(value=np.where(answered > 0, rng.binomial(1, p) * 100.0, 0.0), answered=answered)
 
 
 MODELS = {
@@ -563,12 +567,12 @@ def families(rows: list[dict]) -> str:
 
 
 def expected_drop(models: dict, points: float) -> float:
-    """The planted country's sem_b_local change in expectation (points), from the clipped rates: a rate below
-    the planted drop cannot fall below 0."""
+    """The planted country's sem_b_local change in expectation (points), from the clipped rates (a rate below
+    the planted drop cannot fall below 0) of the replies that answer (an unanswered one is a miss either way)."""
     blend = models["blend"]
     hit = ((blend["fixed"]["country"] == PLANTED_COUNTRY) & (blend["fixed"]["mode"] == "local")).to_numpy()
     p = blend["p"][hit]
-    return float(np.mean(np.clip(p - points / 100, 0, 1) - p) * 100)
+    return float(np.mean(np.clip(p - points / 100, 0, 1) - p) * 100 * BLEND_ANSWERED)
 
 
 def report_null(title: str, rows: list[dict], seconds: float) -> None:

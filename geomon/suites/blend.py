@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from geomon import parsing
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import blend as source
@@ -49,7 +50,7 @@ from geomon.suites.pipeline import (
     filled_outcome,
     responses_stage,
 )
-from geomon.suites.registry import Headline, RunOption, SuiteInfo
+from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome
 from geomon.untrusted import clean_text
 
 
@@ -73,6 +74,7 @@ SUITE = SuiteInfo(
         Headline(
             "country_gap_sem_b_local", "BLEnD: SEM-B gap between countries, local language (points)", bounds=(0, 100)
         ),
+        Headline("answered_rate", "BLEnD: replies answered, local language (%)", bounds=(0, 100)),
     ),
     options=(
         # 500 questions × 16 countries × two languages per model take hours on a laptop CPU: a seeded sample.
@@ -86,7 +88,7 @@ SUITE = SuiteInfo(
     ),
     order=6,
     settings=BlendSettings,
-    sample="answered",
+    sample="scored",
     unit=("country", "question_id"),
     profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 8}},
 )
@@ -353,11 +355,17 @@ def soft_match(reply: str, annotations: list[dict[str, Any]], language: str, ask
     return 0.0, 0.0, ""
 
 
+def reply_status(reply: str, matched: str) -> str:
+    """``unanswered`` for an empty cleaned reply or a hedge/refusal that matched no annotated answer (a reply
+    that names an annotated answer is answered however it hedges), else ``answered``."""
+    return "unanswered" if not reply or (not matched and parsing.hedge_in(reply)) else "answered"
+
+
 def score(prompts: pd.DataFrame, responses: pd.DataFrame, model: str) -> pd.DataFrame:
     """Per prompt: validity, SEM-B and SEM-W (×100, NaN when the question is not valid or the request
-    failed), the matched answer and the lemmatiser used. ``status``: answered, failed (the request errored:
-    excluded and counted) or invalid (the question is not scored, as in the paper). An empty reply is a miss,
-    as in the paper."""
+    failed), the matched answer and the lemmatiser used. ``status``: answered, unanswered (empty, or a hedge
+    that matched no answer: scored 0, a miss, as in the paper; ``reply_status``), failed (the request errored:
+    excluded and counted) or invalid (the question is not scored, as in the paper)."""
     if len(prompts) != len(responses):
         raise ValueError(f"{len(prompts)} prompts but {len(responses)} responses")
     rows = []
@@ -369,9 +377,11 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, model: str) -> pd.Data
         if failed or not valid:
             sem_b = sem_w = float("nan")
             matched = ""
+            status = "failed" if failed else "invalid"
         else:
             sem_b, sem_w, matched = soft_match(reply, prompt.annotations, prompt.language, prompt.asked_in)
             sem_b, sem_w = sem_b * 100, sem_w * 100
+            status = reply_status(reply, matched)
         rows.append(
             {
                 "model": model,
@@ -388,7 +398,7 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, model: str) -> pd.Data
                 "matched": matched,
                 "sem_b": sem_b,
                 "sem_w": sem_w,
-                "status": "failed" if failed else "invalid" if not valid else "answered",
+                "status": status,
                 "lemmatiser": lemmatiser(prompt.asked_in if prompt.asked_in == "English" else prompt.language).name,
             }
         )
@@ -396,6 +406,14 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, model: str) -> pd.Data
 
 
 # --- statistics ------------------------------------------------------------------------------------
+
+SCORED = ("answered", "unanswered")  # the statuses every SEM figure counts: an unanswered reply is a miss
+
+
+def scored_rows(scores: pd.DataFrame) -> pd.DataFrame:
+    """The prompts the paper scores: answered and unanswered replies (failed requests and invalid questions
+    left out)."""
+    return scores[scores["status"].isin(SCORED)]
 
 
 def _groups_table(gaps: uncertainty.GroupGaps, view: str) -> pd.DataFrame:
@@ -413,10 +431,12 @@ def diagnose(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict
     """SEM-B/SEM-W overall and per country with intervals over questions; the disparity across countries
     (max − min, each country vs the best) in the local language and in English; local − English per
     country, paired on questions; per topic. Every group statistic goes through ``stats.group_gaps``."""
-    scored = scores[scores["status"] == "answered"]
+    scored = scored_rows(scores)
     summary: dict[str, Any] = {
         "prompts": len(scores),
+        "scored": len(scored),
         "answered": int((scores["status"] == "answered").sum()),
+        "unanswered": int((scores["status"] == "unanswered").sum()),
         "failed": int((scores["status"] == "failed").sum()),
         "invalid_questions": int((scores["status"] == "invalid").sum()),
         "countries": int(scored["country"].nunique()),
@@ -486,15 +506,17 @@ def local_vs_english(scored: pd.DataFrame, resamples: int = 1000, seed: int = 0)
 
 
 def items(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per scored prompt (``item`` = prompt_id): SEM-B, the country, the mode and the question (its cluster), so
-    two runs compare on shared prompts."""
-    scored = scores[scores["status"] == "answered"]
+    """Per scored prompt (``item`` = prompt_id), unanswered ones too: SEM-B (0 for an unanswered reply, as the
+    paper scores it), whether it was answered, the country, the mode and the question (its cluster), so two
+    runs compare on shared prompts."""
+    scored = scored_rows(scores)
     return pd.DataFrame(
         {
             "item": scored["prompt_id"].to_numpy(),
             # the same question in the local language and in English: one cluster
             "question": (scored["country"].astype(str) + "|" + scored["question_id"].astype(str)).to_numpy(),
             "value": scored["sem_b"].to_numpy(dtype=float),
+            "answered": answered_outcome(scored["status"]),
             "country": scored["country"].to_numpy(),
             "mode": scored["mode"].to_numpy(),
             "asked_in": scored["asked_in"].to_numpy(),
@@ -502,7 +524,8 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-_LOCAL = Mean("value", where=(("mode", "local"),))
+_LOCAL_PROMPTS = (("mode", "local"),)  # the paper's first view: each country asked in its own language
+_LOCAL = Mean("value", where=_LOCAL_PROMPTS)
 
 # The tracked headlines, each declared once over the per-prompt SEM-B; sem_b_local is also compared country
 # by country (a drop in one country of sixteen is a verdict of its own).
@@ -520,6 +543,19 @@ TRACKED = (
         bounds=(0, 100),
     ),
     TrackedMetric("country_gap_sem_b_local", Range(_LOCAL, "country"), "question", True, 10.0, bounds=(0, 100)),
+    # Whether the model still answers, overall and per country. SEM-B scores an unanswered reply as a miss, so a
+    # model that hedges where it used to answer wrongly moves no SEM-B figure: only this rate tells. Local-language
+    # prompts only, as sem_b_local: refusals concentrate in low-resource languages, and averaged with a country's
+    # English prompts a collapse in its own language would show at half its size.
+    TrackedMetric(
+        "answered_rate",
+        Mean("answered", where=_LOCAL_PROMPTS, scale=100),
+        "question",
+        False,
+        5.0,
+        by=("country",),
+        bounds=(0, 100),
+    ),
 )
 
 
@@ -580,7 +616,7 @@ def _disparity_stage(context: Any, scores: pd.DataFrame) -> StageResult:
     numbers = {k: float(v) for k, v in result["summary"].items() if isinstance(v, int | float) and pd.notna(v)}
     countries = result["countries"]
     local = countries[(countries["view"] == "local") & (countries["metric"] == "sem_b")]
-    metrics: list[MetricValue] = metrics_from_mapping(numbers, n=int(numbers.get("answered", 0)))
+    metrics: list[MetricValue] = metrics_from_mapping(numbers, n=int(numbers.get("scored", 0)))
     metrics += [
         MetricValue("sem_b_local", float(row.value), f"country={row.group}", row.ci_low, row.ci_high, int(row.items))
         for row in local.itertuples()
@@ -641,6 +677,7 @@ PIPELINE = Pipeline(
     write_report=lambda out, board, results, settings: _write_report(out, board, results),
     leaderboard_columns=(
         "answered",
+        "answered_rate",
         "sem_b_local",
         "sem_b_english",
         "sem_w_local",

@@ -39,7 +39,7 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
 
     with (
         serve(ScriptedModel, {"answer": answer, "models": ["oracle"]}) as right,
-        serve(ScriptedModel, {"answer": lambda messages: "nothing at all", "models": ["silent"]}) as wrong,
+        serve(ScriptedModel, {"answer": lambda messages: "I don't know.", "models": ["silent"]}) as wrong,
     ):
         models = [
             {"name": "oracle", "kind": "chat", "base_url": f"{right}/v1", "model_id": "oracle"},
@@ -65,6 +65,8 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
             board = step_output(instance, results[-1], "blend__leaderboard").set_index("model")
             assert board.loc["oracle", "sem_b_local"] == 100 and board.loc["oracle", "sem_w_local"] == 100
             assert board.loc["silent", "sem_b_local"] == 0 and board.loc["silent", "country_gap_sem_b_local"] == 0
+            # "I don't know" is a miss (SEM-B 0, as the paper scores it) and not an answer: the answer rate says so.
+            assert board.loc["oracle", "answered_rate"] == 100 and board.loc["silent", "answered_rate"] == 0
             valid = sum(
                 blend.valid_question(p.annotations, p.idks)
                 for p in blend.build_prompts(

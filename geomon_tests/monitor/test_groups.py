@@ -102,18 +102,30 @@ def _gapminder(silent: str = "", worse_family: str = "") -> pd.DataFrame:
     return gapminder.items(pd.DataFrame(rows, columns=["model", "question_id", "topic", "family", "grade"]))
 
 
-def _blend(worse: str = "", drop: int = 0) -> pd.DataFrame:
+def _blend(worse: str = "", drop: int = 0, silent: str = "") -> pd.DataFrame:
+    """The suite's own tracked rows (``blend.items``) of scored replies: 40 questions per country, each asked in
+    the local language and in English, every third one answered wrong; in the ``worse`` country the first
+    ``drop`` questions' local answers turn wrong; in the ``silent`` country the local replies to the questions it
+    got wrong become empty or "I don't know" — a miss either way, so no SEM-B figure moves, only the answer rate."""
     rows = []
     for country in ("KE", "PE"):
         for q in range(40):
-            right = 100.0 if q % 4 else 0.0
-            if country == worse and q % 4 and q < drop:
-                right = 0.0
-            rows.append((f"{country}|{q}|local", f"{country}|{q}", right, country, "local", "local language"))
-            rows.append(
-                (f"{country}|{q}|english", f"{country}|{q}", 100.0 if q % 4 else 0.0, country, "english", "English")
-            )
-    return pd.DataFrame(rows, columns=["item", "question", "value", "country", "mode", "asked_in"])
+            right = 100.0 if q % 3 else 0.0
+            for mode, asked_in in (("local", "local language"), ("english", "English")):
+                sem_b = 0.0 if mode == "local" and country == worse and q < drop else right
+                hedges = mode == "local" and country == silent and not sem_b
+                rows.append(
+                    {
+                        "prompt_id": f"{country}|{q}|{mode}",
+                        "country": country,
+                        "question_id": str(q),
+                        "mode": mode,
+                        "asked_in": asked_in,
+                        "sem_b": sem_b,
+                        "status": "unanswered" if hedges else "answered",
+                    }
+                )
+    return blend.items(pd.DataFrame(rows))
 
 
 @pytest.fixture
@@ -161,6 +173,7 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
         # answer rate can tell, and it pages by name.
         ("quench", quench.TRACKED, _quench(), _quench(silent="Indic"), ("answered_rate", "questions=Indic")),
         ("saged", saged.TRACKED, _saged(), _saged(silent="Peru"), ("answered_rate", "concept=Peru")),
+        ("blend", blend.TRACKED, _blend(), _blend(silent="PE"), ("answered_rate", "country=PE")),
         (
             "borderlines",
             borderlines.TRACKED,
@@ -284,6 +297,29 @@ def test_borderlines_queries_are_clustered_on_their_territory():
     # English is asked, never a claimant's language here: an answer rate, no concurrence group
     assert ("answered_rate", "persona=vanilla,lang=en") in found
     assert ("claimant_concurrence", "persona=vanilla,lang=en") not in found
+
+
+def test_gapminders_family_rows_are_clustered_on_their_question():
+    """A question is asked in every prompt family, and how hard it is moves all its families together: the gap
+    between families is a paired difference over questions, and its bootstrap standard error is the paired one
+    computed by hand (the spread of the per-question differences), far below the one of independent families.
+    Each family has one row per question, so only the spread can tell. Mutation caught: the family rows
+    clustered on their own row (``item``), in ``TRACKED`` or in ``items``' ``question`` column."""
+    from geomon.stats.declared import estimates
+
+    rows = _gapminder(worse_family="persona")  # questions right in every family or in none; persona a bit worse
+    (gap_metric,) = [m for m in gapminder.TRACKED if m.name == "family_gap_correct_rate"]
+    (gap,) = [e for e in estimates(gap_metric, rows, resamples=2000) if not e.breakdown]
+    families = rows.dropna(subset=["family"])
+    question = families["item"].str.rsplit("|", n=1).str[0]  # item: question|family
+    rates = (100 * families["family_correct"] / families["family_decisive"]).groupby([question, families["family"]])
+    by_question = rates.mean().unstack()  # one row per question, one column per family
+    n = len(by_question)
+    difference = by_question["plain"] - by_question["persona"]
+    paired = difference.std(ddof=0) / np.sqrt(n)
+    independent = np.sqrt(by_question["plain"].var(ddof=0) / n + by_question["persona"].var(ddof=0) / n)
+    assert gap.value == pytest.approx(difference.mean()) and gap.clusters == n == 80
+    assert gap.se == pytest.approx(paired, rel=0.2) and paired < independent / 3
 
 
 def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_coull():

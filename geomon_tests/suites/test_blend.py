@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 
 from geomon.sources import blend as source
+from geomon.stats import declared
+from geomon.stats.declared import TrackedMetric
 from geomon.suites import blend
 from geomon_tests.conftest import SHARED
 
@@ -258,6 +260,7 @@ def test_scores_and_diagnosis_on_scripted_replies(release):
         "item",
         "question",
         "value",
+        "answered",
         "country",
         "mode",
         "asked_in",
@@ -269,3 +272,56 @@ def test_failed_requests_are_excluded_and_counted(release):
     responses = pd.DataFrame({"text": [None] * len(prompts), "error": ["timeout"] * len(prompts)})
     scores = blend.score(prompts, responses, "m")
     assert set(scores["status"]) <= {"failed", "invalid"} and scores["sem_b"].isna().all()
+
+
+def _valid(prompts: pd.DataFrame) -> pd.DataFrame:
+    keep = [blend.valid_question(a, i) for a, i in zip(prompts["annotations"], prompts["idks"], strict=True)]
+    return prompts[keep]
+
+
+def test_an_empty_or_hedging_reply_is_unanswered_and_scored_a_miss(release):
+    """An empty reply or a hedge that names no annotated answer is ``unanswered`` and scored 0 (the paper's miss);
+    a hedge that names one is answered and scored; a failed request is left out of the answer rate."""
+    prompts = blend.build_prompts(release, ("inst-4",), sample=30, seed=0)
+    uk = _valid(prompts[prompts["country"] == "UK"]).head(5)
+    top = uk["annotations"].iloc[2][0]["en_answers"][0]
+    texts = ["", "I don't know.", f"Not sure, maybe {top}", "nothing", None]
+    responses = pd.DataFrame({"text": texts, "error": [None, None, None, None, "timeout"]})
+    scores = blend.score(uk, responses, "m")
+    assert scores["status"].tolist() == ["unanswered", "unanswered", "answered", "answered", "failed"]
+    assert scores["sem_b"].tolist()[:4] == [0.0, 0.0, 100.0, 0.0] and np.isnan(scores["sem_b"].iloc[4])
+    items = blend.items(scores)
+    assert items["value"].tolist() == [0.0, 0.0, 100.0, 0.0]  # unanswered replies stay in the pair, as misses
+    assert items["answered"].tolist() == [0.0, 0.0, 1.0, 1.0]  # the failed request is not in the rate
+    (rate,) = [e for e in declared.estimates(_rate(), items, resamples=0) if not e.breakdown]
+    assert rate.value == 50.0
+
+
+def _rate() -> TrackedMetric:
+    return next(m for m in blend.TRACKED if m.name == "answered_rate")
+
+
+def test_the_answer_rate_moves_no_sem_b_figure(release):
+    """Splitting ``unanswered`` from ``answered`` adds the answer rate and moves nothing the paper reports: every
+    SEM-B/SEM-W figure of ``diagnose`` and every tracked SEM-B headline is what it is when the unanswered replies
+    are counted as answered misses (the scoring before the split). Mutation caught: ``diagnose`` or ``items``
+    dropping the unanswered replies."""
+    scores = _scored(release, right={"UK", "South_Korea"})
+    hedged = scores["country"].isin(["Spain", "Mexico"]) & (scores["status"] == "answered")
+    scores.loc[hedged, "status"] = "unanswered"  # as "I don't know" or an empty reply: a miss either way
+    assert scores.loc[hedged, "sem_b"].eq(0).all() and hedged.sum() > 20
+    before = scores.assign(status=scores["status"].replace("unanswered", "answered"))
+    now, then = blend.diagnose(scores, resamples=200), blend.diagnose(before, resamples=200)
+    figures = [k for k in then["summary"] if k.startswith(("sem_", "country_gap_", "n_"))]
+    assert figures and {k: now["summary"][k] for k in figures} == {k: then["summary"][k] for k in figures}
+    pd.testing.assert_frame_equal(now["countries"], then["countries"])
+    pd.testing.assert_frame_equal(now["local_vs_english"], then["local_vs_english"])
+    assert now["summary"]["scored"] == then["summary"]["answered"] == now["summary"]["answered"] + hedged.sum()
+    found, was = (
+        {(e.metric, e.breakdown): e.value for m in blend.TRACKED for e in declared.estimates(m, rows, resamples=0)}
+        for rows in (blend.items(scores), blend.items(before))
+    )
+    sem_b = [k for k in was if k[0] != "answered_rate"]
+    assert sem_b and {k: found[k] for k in sem_b} == {k: was[k] for k in sem_b}
+    assert found[("answered_rate", "country=Spain")] == 0 and found[("answered_rate", "country=UK")] == 100
+    assert found[("answered_rate", "")] < was[("answered_rate", "")] == 100
