@@ -46,10 +46,13 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     mean_error = next(h for h in first.headlines if h.metric == "mean_error")
     se = math.sqrt(0.5) / math.sqrt(40)
     # One-sided at WorldBench's share of the release's α (six suites + two import slots) over the comparisons
-    # that can page and be decided at this sample: 40 countries make mean_error and parse_rate decidable, but
-    # no region or income group (each under 30 countries), and the gaps are shown, never paged.
-    decidable = [c.name for c in first.comparisons if c.decidable]
-    assert decidable == ["mean_error", "parse_rate"] and first.comparisons[2].why.endswith("clusters < 30")
+    # that can page and are tested at this sample: 40 countries put mean_error and parse_rate in the family, but
+    # no region or income group (each under 30 countries), and the gaps are shown, never paged. Without a stored
+    # comparison their worst-case MDE is more than twice the minimum effect: none is decidable at this profile.
+    tested = [c.name for c in first.comparisons if c.in_family]
+    assert tested == ["mean_error", "parse_rate"] and "clusters < 30" in first.comparisons[2].why
+    assert not any(c.decidable for c in first.comparisons)
+    assert first.comparisons[0].why == f"MDE {first.comparisons[0].mde:.3g} > 2 × min effect 0.03"
     level = settings.verdicts.alpha / 8 / 2
     assert plan.test_level(settings, "worldbench", 2) == pytest.approx(level)
     assert mean_error.mde == pytest.approx(verdicts.minimum_detectable_effect(se, level, 0.8))
@@ -65,7 +68,7 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     assert again.stored == 10 and again.seconds == left * 2.0 / 4
     assert again.tokens == left * 120 and again.cost == (left * 100 * 2.0 + left * 20 * 8.0) / 1e6
     # The inverse: the countries a 0.05 change in mean error needs.
-    need = plan.clusters_to_detect(mean_error, 0.05, settings, "worldbench", 2)
+    need = plan.clusters_to_detect(mean_error.sd, 0.05, settings, "worldbench", 2)
     assert need > 40 and verdicts.minimum_detectable_effect(mean_error.sd / math.sqrt(need), level, 0.8) <= 0.05
 
 
