@@ -118,3 +118,42 @@ def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_di
     assert confirm_plan(settings, plans, argparse.Namespace(profile="quick", yes=True)) is True
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: never asks
     assert confirm_plan(settings, plans, args) is True
+
+
+def test_the_plan_says_what_would_decide_each_comparison_against_the_budget(tmp_path, wdi_snapshot_dir, capsys):
+    """At BLEnD's default 8 questions per country (no comparison stored: the worst case), the overall
+    ``sem_b_local`` needs about 61 per country: within a budget of 20,000 asks the plan says to raise
+    ``sample_questions``, under a budget of 1,000 it says the comparison is not decidable at this profile; a
+    country needs more questions than BLEnD has, and a Gapminder topic with fewer than 30 questions in the whole
+    bank is never decidable. Mutations caught: the budget comparison removed from ``SuitePlan.remedy``, the 2×
+    rule removed from ``sufficiency.underpowered``."""
+    from geomon.cli import main
+
+    store = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    infos = [registry.suites()[name] for name in ("blend", "gapminder")]
+    outcomes = {}
+    for budget in (20_000, 1_000):
+        path = write_settings(tmp_path, wdi_snapshot_dir, budget={"asks_per_suite": budget})
+        settings = load_settings(path)
+        spec = settings.model("smollm2-135m-instruct")
+        plans = plan.make_plan(settings, [spec], infos, "default", settings.store(), store, full_size=True)
+        blend, gapminder = plans
+        local = next(c for c in blend.comparisons if c.name == "sem_b_local")
+        assert local.in_family and not local.decidable and local.why.startswith("MDE ")
+        assert local.mde > 2 * local.min_effect == 10.0
+        outcomes[budget] = blend.remedy(local)
+        country = next(c for c in blend.comparisons if c.breakdown == "country=Greece")
+        assert country.population == 500 and country.need > 500
+        assert blend.remedy(country) == f"never decidable: needs {country.need:,} clusters, 500 in the whole benchmark"
+        topic = next(c for c in gapminder.comparisons if c.breakdown == "topic=sdg-world-01")
+        assert topic.population < 30 and gapminder.remedy(topic).startswith("never decidable: ")
+    asks = math.ceil(blend.asks * local.need / local.clusters)
+    value = math.ceil(8 * local.need / local.clusters)
+    assert outcomes[20_000] == f"raise sample_questions to {value:,} (≈{asks:,} asks, within the budget 20,000)"
+    assert outcomes[1_000] == f"not decidable at this profile: needs ≈{asks:,} asks > budget 1,000"
+    # `geomon plan` names each comparison it cannot decide, why, and what would.
+    assert main(["--config", str(path), "plan", "--suites", "blend", "--models", "smollm2-135m-instruct"]) == 0
+    out = capsys.readouterr().out
+    assert "blend: 35 of 35 comparisons not decidable at profile default (240 asks; budget 1,000 per model" in out
+    assert f"  sem_b_local: {local.why}; not decidable at this profile: needs ≈{asks:,} asks > budget 1,000" in out
+    assert "sem_b_local (country=Algeria, Assam," in out and "worst case for the metric's range" in out
