@@ -441,9 +441,7 @@ def make_plan(
 ) -> list[SuitePlan]:
     """Every model × suite at ``profile``; nothing is asked (``full_size``: as ``suite_plans``)."""
     return [
-        p
-        for info in suites
-        for p in suite_plans(settings, models, info, profile, store, history, full_size=full_size)
+        p for info in suites for p in suite_plans(settings, models, info, profile, store, history, full_size=full_size)
     ]
 
 

@@ -228,7 +228,7 @@ def test_the_budget_of_asks_is_read_checked_and_overridden(tmp_path, monkeypatch
     monkeypatch.delenv("GEOMON_BUDGET_ASKS_PER_SUITE")
     for bad in (0, -3, 2.5, "many", True):
         path = _write(tmp_path, {"budget": {"asks_per_suite": bad}})
-        with pytest.raises(ConfigError, match=rf"settings file .*geomon.yaml: budget.asks_per_suite: .* ≥ 1"):
+        with pytest.raises(ConfigError, match=r"settings file .*geomon.yaml: budget.asks_per_suite: .* ≥ 1"):
             load_settings(path)
     with pytest.raises(ConfigError, match=r"budget: unknown key\(s\) \['asks'\]"):
         load_settings(_write(tmp_path, {"budget": {"asks": 10}}))

@@ -84,7 +84,8 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
     history = MetricHistory(store_url)
     settings = verdicts.VerdictSettings(resamples=199)
     for day, right in (("2026-11-01", 20), ("2026-11-08", 19)):
-        items = pd.DataFrame({"item": [f"q{i:02d}" for i in range(40)], "value": [100.0 * (i < right) for i in range(40)]})
+        values = [100.0 * (i < right) for i in range(40)]
+        items = pd.DataFrame({"item": [f"q{i:02d}" for i in range(40)], "value": values})
         when = pd.Timestamp(day, tz="UTC").to_pydatetime()
         result = tracking.track(history, "toy", "m", [], items, tracked, settings, scope="toy|40", evaluated_at=when)
     (row,) = [r for r in result.verdicts if r["metric"] == "accuracy"]
@@ -94,7 +95,7 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
     assert "not decidable at this profile: MDE" in comparisons_table(result.verdicts, tracked).value
     # The leaderboard's sample_note, and the terminal table `geomon run` prints from the leaderboard's CSV.
     board = with_verdicts(pd.DataFrame({"model": ["m"], "accuracy": [47.5], SAMPLE_NOTE: [""]}), "toy", store_url)
-    assert board[SAMPLE_NOTE].iloc[0].startswith("not decidable at this profile (MDE > 2 × min effect") 
+    assert board[SAMPLE_NOTE].iloc[0].startswith("not decidable at this profile (MDE > 2 × min effect")
     assert "accuracy" in board[SAMPLE_NOTE].iloc[0]
     board.to_csv(tmp_path / "leaderboard.csv", index=False)
     text = terminal_table(tmp_path / "leaderboard.csv", SimpleNamespace(headlines=()))
