@@ -260,22 +260,16 @@ def run_plan(settings: Any, specs: list[Any], chosen: list[Any], profile: str) -
 
 def detectable(plans: list[Any], suite: str) -> str:
     """``mean_error ≥ 0.18, …``: the smallest change each headline of ``suite`` detects at this sample."""
+    from geomon import plan
+
     first = next((p for p in plans if p.suite == suite), None)
     if first is None:
         return ""
-    blind = {(c.metric, c.breakdown) for c in first.comparisons if not c.decidable}
-    parts = [
-        f"{h.metric} not decidable"
-        if (h.metric, h.breakdown) in blind
-        else f"{h.metric} {h.mde:.3g}"
-        if h.mde is not None
-        else f"{h.metric} ? (after a first run)"
-        for h in first.headlines
-    ]
+    parts = [plan.headline_mde(first, h).replace(" ?", " ? (after a first run)") for h in first.headlines]
     decidable = sum(c.decidable for c in first.comparisons)
     return (
         f"Detectable at this sample (80 % power, {first.headlines[0].clusters if first.headlines else 0} clusters; "
-        f"{decidable} of {len(first.comparisons)} comparisons decidable, `geomon plan` names the rest): "
+        f"{decidable} of {len(first.comparisons)} comparisons decidable, `geomon plan` names the rest and why): "
         + ", ".join(parts)
     )
 
@@ -321,7 +315,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                     settings, chosen[0].name, settings.run_options(chosen[0].name, args.profile)
                 )
                 plan.probe(settings, spec, asking.requests(prompts, spec, settings), store)
-    plans = plan.make_plan(settings, models, chosen, args.profile, store, history)
+    plans = plan.make_plan(settings, models, chosen, args.profile, store, history, full_size=True)
     frame = plan.table(plans)
     _print_frame(frame, args.format)
     total = plan.totals(plans)
@@ -337,34 +331,29 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
     for note in sorted({p.note for p in plans if p.note}):
         print(f"note: {note}")
-    for info in chosen:  # the same sample for every model: said once per suite
-        first = next((p for p in plans if p.suite == info.name), None)
-        blind = [c for c in first.comparisons if not c.decidable] if first else []
+    for info in chosen:  # the same sample for every model: said once per suite, for the model that asks most
+        largest = max((p for p in plans if p.suite == info.name), key=lambda p: p.asks, default=None)
+        blind = [c for c in largest.comparisons if not c.decidable] if largest else []
         if blind:
-            shown = "; ".join(f"{c.name}: {c.why}" for c in blind[:12])
-            more = f"; and {len(blind) - 12} more" if len(blind) > 12 else ""
             print(
-                f"{info.name}: {len(blind)} of {len(first.comparisons)} comparisons not decidable at profile "
-                f"{args.profile} ({shown}{more})"
+                f"{info.name}: {len(blind)} of {len(largest.comparisons)} comparisons not decidable at profile "
+                f"{args.profile} ({largest.asks:,} asks; budget {largest.budget:,} per model and suite):"
             )
+            print("\n".join(f"  {line}" for line in plan.blind_lines(largest)))
     if args.detect:
         print(f"\nTo detect a change of {args.detect:g} (each headline's units) at 80 % power:")
         for info in chosen:
             first = next(p for p in plans if p.suite == info.name)
             for h in first.headlines:
-                paging = sum(c.decidable and not c.disparity for c in first.comparisons)
-                need = plan.clusters_to_detect(h, args.detect, settings, info.name, paging)
+                paging = sum(c.in_family and not c.disparity for c in first.comparisons)
+                need = plan.clusters_to_detect(h.sd, args.detect, settings, info.name, paging)
                 where = f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''}"
                 if need is None:
                     print(f"  {info.name} {where}: unknown until a first comparison is stored")
                     continue
+                value = first.options.get(first.sample_option)
                 scale = need / max(h.clusters, 1)
-                sizes = (
-                    ", ".join(
-                        f"{k} {math.ceil(v * scale)}" for k, v in first.options.items() if k.startswith("sample") and v
-                    )
-                    or "its full size"
-                )
+                sizes = f"{first.sample_option} {math.ceil(value * scale)}" if value else "its full size"
                 print(f"  {info.name} {where}: {need:,} clusters (now {h.clusters:,}): {sizes} ({h.source})")
     return 0
 

@@ -15,6 +15,7 @@ it per deployment and is the only place secrets come from:
 - ``GEOMON_<SUITE>_<FIELD>``: a text or path field of a suite's own section, e.g. ``GEOMON_GAPMINDER_SNAPSHOT``
   (``none`` to fetch the release), ``GEOMON_QUENCH_ARCHIVE_URL``, ``GEOMON_BLEND_SNAPSHOT``
 - ``GEOMON_GAPMINDER_RESULTS``: Gapminder's published results folder, imported into the history (``none``: not)
+- ``GEOMON_BUDGET_ASKS_PER_SUITE``: the asks a run may make per model and suite (``budget.asks_per_suite``)
 - ``GEOMON_EMBEDDING_MODEL``: a sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)
 """
 
@@ -82,6 +83,19 @@ class RetentionSettings:
             raise TypeError(f"run_days must be a whole number of days ≥ 1 or null, not {self.run_days!r}")
 
 
+@dataclass(frozen=True)
+class BudgetSettings:
+    """What a run may ask: ``asks_per_suite`` requests per model per suite per run. ``geomon plan`` sizes each
+    comparison a profile cannot decide against it: a larger sample within it, or not decidable at this profile."""
+
+    asks_per_suite: int = 20_000
+
+    def __post_init__(self) -> None:
+        value = self.asks_per_suite
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"asks_per_suite: {value!r} must be a whole number of asks ≥ 1")
+
+
 @dataclass
 class Settings:
     store_url: str
@@ -97,6 +111,7 @@ class Settings:
     verdicts: VerdictSettings = field(default_factory=VerdictSettings)
     drift: DriftSettings = field(default_factory=DriftSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
+    budget: BudgetSettings = field(default_factory=BudgetSettings)
     embedding_model: Path | None = None  # None: the bundled all-MiniLM-L6-v2
     # Model → the model it is compared with on its first evaluation, for models outside the registry
     # (imported histories); overrides an import's own choice (the same vendor's previous release).
@@ -220,6 +235,27 @@ def _predecessors(doc: Any, path: Path | None) -> dict[str, str]:
     return {str(k): v for k, v in doc.items()}
 
 
+def _budget(doc: Any, path: Path | None) -> BudgetSettings:
+    """``budget:`` — ``asks_per_suite`` (``GEOMON_BUDGET_ASKS_PER_SUITE`` overrides it); an unknown key or a value
+    that is not a whole number ≥ 1 is an error naming the file and the key."""
+    if doc is not None and not isinstance(doc, dict):
+        raise ConfigError(f"settings file {path}: budget: expected a mapping, found {type(doc).__name__}")
+    doc = dict(doc or {})
+    unknown = sorted(set(doc) - {"asks_per_suite"})
+    if unknown:
+        raise ConfigError(f"settings file {path}: budget: unknown key(s) {unknown}; known: ['asks_per_suite']")
+    raw = os.environ.get("GEOMON_BUDGET_ASKS_PER_SUITE")
+    if raw is not None:
+        try:
+            doc["asks_per_suite"] = int(raw)
+        except ValueError:
+            raise ConfigError(f"GEOMON_BUDGET_ASKS_PER_SUITE: {raw!r} is not a whole number of asks") from None
+    try:
+        return BudgetSettings(**doc)
+    except ValueError as exc:
+        raise ConfigError(f"settings file {path}: budget.{exc}") from None
+
+
 def _resolve(base: Path, value: str | None) -> Path | None:
     if value in (None, "", "none"):
         return None
@@ -279,6 +315,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "verdicts",
         "drift",
         "retention",
+        "budget",
         "endpoints",
         "embedding_model",
         "predecessors",
@@ -344,6 +381,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
             raise ConfigError(f"settings file {path}: {name}: {exc}") from exc
     return Settings(
         **sections,
+        budget=_budget(doc.get("budget"), path),
         suite_sections={
             name: _section(name, kind, doc.get(name), base, path, f"GEOMON_{name.upper()}")
             for name, kind in declared.items()

@@ -71,58 +71,96 @@ class Headline:
 
 @dataclass
 class Comparison:
-    """One comparison production will make for a suite at this sample: a tracked metric or one of its groups."""
+    """One comparison production will make for a suite at this sample: a tracked metric or one of its groups,
+    with what decides whether this sample can decide it — its clusters, and its MDE against its minimum effect."""
 
     metric: str
     breakdown: str
     clusters: int | None  # None: its groups are known only once the answers are scored
     disparity: bool  # shown, never paged: decided in a family of its own
+    min_effect: float = 0.0  # its own: a group's where the groups declare theirs
+    bounds: tuple[float, float] | None = None
+    mde: float | None = None  # at this sample and its family's first Holm level (None: no spread known)
+    # The clusters it needs to be decidable (≥ MIN_SAMPLE, MDE ≤ MAX_MDE_RATIO × min effect), at the level of a
+    # family holding every comparison of the suite: the size at which they all are.
+    need: int | None = None
+    population: int | None = None  # its clusters at the suite's full size (None: not counted)
+    source: str = ""  # where its MDE's spread comes from (``spread``)
 
     @property
-    def decidable(self) -> bool:
+    def in_family(self) -> bool:
+        """Tested with the suite's family (clusters enough for the sufficiency rule)."""
         return self.clusters is not None and self.clusters >= sufficiency.MIN_SAMPLE
 
     @property
+    def decidable(self) -> bool:
+        return self.in_family and not sufficiency.underpowered(self.mde, self.min_effect)
+
+    @property
     def why(self) -> str:
+        """Why this sample cannot decide it ("" where it can)."""
         if self.clusters is None:
             return "its groups are known once the answers are scored"
-        return "" if self.decidable else f"{self.clusters} clusters < {sufficiency.MIN_SAMPLE}"
+        few = "" if self.in_family else f"{self.clusters} clusters < {sufficiency.MIN_SAMPLE}"
+        return "; ".join(w for w in (few, sufficiency.underpowered(self.mde, self.min_effect)) if w)
 
     @property
     def name(self) -> str:
         return f"{self.metric}{f' ({self.breakdown})' if self.breakdown else ''}"
 
 
-def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame) -> list[Comparison]:
+def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame, min_effects: dict[str, float]) -> list[Comparison]:
     """Every comparison production makes for this suite on these prompts — each tracked metric and each of its
-    groups — with the clusters it rests on (a statistic between groups: its smallest group's)."""
-    from geomon.stats.declared import is_disparity
+    groups — with the clusters it rests on (a statistic between groups: its smallest group's) and its minimum
+    effect (``min_effects``: the settings' overrides by name, as production applies them)."""
+    from geomon.stats.declared import is_disparity, with_min_effects
 
     out = []
-    for metric in registry.tracked(info.name):
+    for metric in with_min_effects(registry.tracked(info.name), min_effects):
         group = metric.group
+        whole = (metric.name, metric.breakdown, metric.min_effect, metric.bounds)
         if is_disparity(metric.statistic) and group:
             sizes = [_clusters(part, info.unit) for _, part in prompts.groupby(group)] if group in prompts else None
-            out.append(Comparison(metric.name, metric.breakdown, min(sizes) if sizes else None, True))
+            out.append(Comparison(*whole[:2], min(sizes) if sizes else None, True, *whole[2:]))
         else:
-            whole = _clusters(prompts, info.unit)
-            out.append(Comparison(metric.name, metric.breakdown, whole, is_disparity(metric.statistic)))
+            clusters = _clusters(prompts, info.unit)
+            out.append(Comparison(*whole[:2], clusters, is_disparity(metric.statistic), *whole[2:]))
+        # Not the headline's statistic: a group's minimum effect and bounds.
+        effect, bounds = metric.min_effect_for(None), metric.bounds_for(None)
         for column in metric.by:
             name = metric.groups_name or metric.name
             if column not in prompts:
-                out.append(Comparison(name, f"{column}=…", None, False))
+                out.append(Comparison(name, f"{column}=…", None, False, effect, bounds))
                 continue
             for value, part in prompts.groupby(column):
                 label = f"{column}={value}"
-                out.append(
-                    Comparison(
-                        name,
-                        f"{metric.breakdown},{label}" if metric.breakdown else label,
-                        _clusters(part, info.unit),
-                        False,
-                    )
-                )
+                breakdown = f"{metric.breakdown},{label}" if metric.breakdown else label
+                out.append(Comparison(name, breakdown, _clusters(part, info.unit), False, effect, bounds))
     return out
+
+
+def powered(
+    planned: list[Comparison], settings: Any, suite: str, history: Any, population: dict[tuple[str, str], int]
+) -> None:
+    """Each comparison's MDE at this sample and the clusters it needs to be decidable, in place: from the spread
+    of its stored comparisons, else the worst case its range allows (``spread``), at its family's first Holm level
+    (what can page, or the disparities) — now, and with every comparison of the suite in the family.
+    ``population``: each comparison's clusters at the suite's full size, where counted."""
+    now = {d: sum(c.in_family and c.disparity == d for c in planned) for d in (False, True)}
+    full = {d: sum(c.clusters is not None and c.disparity == d for c in planned) for d in (False, True)}
+    for c in planned:
+        c.population = population.get((c.metric, c.breakdown))
+        sd, c.source = spread(history, suite, c.metric, c.breakdown, c.bounds)
+        if c.clusters is None:
+            continue
+        if sd is None:
+            c.need = max(sufficiency.MIN_SAMPLE, c.clusters)
+            continue
+        alpha = test_level(settings, suite, now[c.disparity])
+        c.mde = verdicts.minimum_detectable_effect(sd / math.sqrt(max(c.clusters, 1)), alpha, settings.verdicts.power)
+        wanted = sufficiency.MAX_MDE_RATIO * c.min_effect
+        detect = clusters_to_detect(sd, wanted, settings, suite, full[c.disparity]) if wanted > 0 else None
+        c.need = max(sufficiency.MIN_SAMPLE, detect or 0)
 
 
 @dataclass
@@ -140,10 +178,30 @@ class SuitePlan:
     headlines: list[Headline] = field(default_factory=list)
     note: str = ""
     comparisons: list[Comparison] = field(default_factory=list)
+    budget: int = 0  # asks per model and suite a run may make (``budget.asks_per_suite``)
+    sample_option: str = ""  # the prompts option that sets the clusters ("": none)
 
     @property
     def to_ask(self) -> int:
         return self.asks - self.stored
+
+    def remedy(self, c: Comparison) -> str:
+        """What would make ``c`` decidable, against the budget: ``raise sample_countries to 120 (≈1,212 asks,
+        within the budget 20,000)``, ``not decidable at this profile: needs ≈41,000 asks > budget 20,000``, or
+        never (fewer clusters in the whole benchmark than it needs). The asks grow with the clusters."""
+        if c.decidable or not c.clusters or c.need is None:
+            return ""
+        if c.population is not None and c.population < c.need:
+            if c.population < sufficiency.MIN_SAMPLE:
+                return f"never decidable: {c.population} clusters in the whole benchmark"
+            return f"never decidable: needs {c.need:,} clusters, {c.population:,} in the whole benchmark"
+        scale = c.need / c.clusters
+        asks = math.ceil(self.asks * scale)
+        if asks > self.budget:
+            return f"{sufficiency.PROFILE_PREFIX}needs ≈{asks:,} asks > budget {self.budget:,}"
+        value = self.options.get(self.sample_option)
+        size = f"raise {self.sample_option} to {math.ceil(value * scale):,}" if value else f"{c.need:,} clusters"
+        return f"{size} (≈{asks:,} asks, within the budget {self.budget:,})"
 
 
 def external_input(settings: Any, key: str) -> Any:
@@ -157,21 +215,30 @@ def external_input(settings: Any, key: str) -> Any:
     raise PlanError(f"{key}: a plan cannot read this asset outside Dagster")
 
 
-def build_prompts(settings: Any, suite: str, options: dict[str, Any]) -> tuple[pd.DataFrame, Stage]:
+def build_prompts(
+    settings: Any, suite: str, options: dict[str, Any], upstream: dict[str, Any] | None = None
+) -> tuple[pd.DataFrame, Stage]:
     """Suite ``suite``'s prompts at ``options`` (its stages up to the prompts, run here; the newest revision
-    of a suite with revisions), and the stage that asks the contestant."""
+    of a suite with revisions), and the stage that asks the contestant. ``upstream`` keeps the values of the
+    stages that take no options, for another build at other options to reuse."""
     pipeline: Pipeline = registry.pipeline(suite)
     revision = pipeline.revisions.resolve(settings)[-1] if pipeline.revisions is not None else None
+    upstream = {} if upstream is None else upstream
     values: dict[str, Any] = {}
     for stage in pipeline.stages:
         if stage.per_model:
             break
+        if stage.name in upstream:
+            values[stage.name] = upstream[stage.name]
+            continue
         inputs = {}
         for name in stage.inputs:
             inputs[name.rsplit("/", 1)[-1]] = external_input(settings, name) if "/" in name else values[name]
         context = PlanContext(settings, options if stage.options else {}, revision=revision)
         result: StageResult = stage.run(context, **inputs)
         values[stage.name] = result.value
+        if not stage.options and all("/" in name or name in upstream for name in stage.inputs):
+            upstream[stage.name] = result.value  # the same at any options
         if stage is pipeline.prompts:
             asking = next((s for s in pipeline.stages if s.requests is not None), None)
             if asking is None:
@@ -231,6 +298,22 @@ def test_level(settings: Any, suite: str, paging: int | None = None) -> float:
     return tracking.release_plan(settings.verdicts).share(suite) / max(count, 1)
 
 
+WORST_CASE = "worst case for the metric's range"  # no comparison stored: a coin flip per cluster, each side
+
+
+def spread(
+    history: Any, suite: str, metric: str, breakdown: str, bounds: tuple[float, float] | None
+) -> tuple[float | None, str]:
+    """The per-cluster spread of a comparison's change and where it comes from: its stored comparisons
+    (``headline_spread``), else the worst case its range allows (a coin flip per cluster, each side)."""
+    sd = headline_spread(history, suite, metric, breakdown)
+    if sd is not None:
+        return sd, "stored comparisons"
+    if bounds is not None:
+        return (bounds[1] - bounds[0]) * math.sqrt(0.5), WORST_CASE
+    return None, "unknown until a first run"
+
+
 def headlines(
     info: registry.SuiteInfo, clusters: int, settings: Any, history: Any, paging: int | None = None
 ) -> list[Headline]:
@@ -238,13 +321,9 @@ def headlines(
     alpha = test_level(settings, info.name, paging)
     out = []
     for metric in registry.tracked(info.name):
-        sd = headline_spread(history, info.name, metric.name, metric.breakdown)
-        source = "stored comparisons"
-        if sd is None and metric.bounds is not None:
-            sd = (metric.bounds[1] - metric.bounds[0]) * math.sqrt(0.5)  # a coin flip per cluster, each side
-            source = "worst case for the metric's range"
+        sd, source = spread(history, info.name, metric.name, metric.breakdown, metric.bounds)
         if sd is None:
-            out.append(Headline(metric.name, metric.breakdown, clusters, None, None, "unknown until a first run"))
+            out.append(Headline(metric.name, metric.breakdown, clusters, None, None, source))
             continue
         se = sd / math.sqrt(max(clusters, 1))
         out.append(
@@ -261,14 +340,22 @@ def headlines(
 
 
 def clusters_to_detect(
-    headline: Headline, change: float, settings: Any, suite: str, paging: int | None = None
+    sd: float | None, change: float, settings: Any, suite: str, paging: int | None = None
 ) -> int | None:
-    """The clusters a headline needs to detect ``change`` at the stated power (at the suite's ``test_level``)."""
-    if headline.sd is None or change <= 0:
+    """The clusters a comparison whose change spreads ``sd`` per cluster needs to detect ``change`` at the stated
+    power (at the suite's ``test_level``)."""
+    if sd is None or change <= 0:
         return None
     alpha = test_level(settings, suite, paging)
     z = verdicts.minimum_detectable_effect(1.0, alpha, settings.verdicts.power)
-    return math.ceil((z * headline.sd / change) ** 2)
+    return math.ceil((z * sd / change) ** 2)
+
+
+def sample_option(suite: str) -> str:
+    """The prompts option that sets a suite's clusters: its first ``sample`` or ``sample_*`` option (the
+    questions, countries, territories; a later one, like Gapminder's variations, samples within them)."""
+    names = [o.name for o in registry.pipeline(suite).prompts.options]
+    return next((n for n in names if n == "sample" or n.startswith("sample_")), "")
 
 
 def suite_plans(
@@ -279,19 +366,31 @@ def suite_plans(
     store: Any,
     history: Any,
     prompts: pd.DataFrame | None = None,
+    full_size: bool = False,
 ) -> list[SuitePlan]:
-    """One suite's plan for each model (``prompts``: already built, e.g. by the prompts asset)."""
+    """One suite's plan for each model (``prompts``: already built, e.g. by the prompts asset); ``full_size``
+    also builds the suite's prompts at its full size, to count the clusters each comparison could ever have."""
     from geomon.engine.runner import model_identity
     from geomon.engine.store import response_key
 
     options = settings.run_options(info.name, profile)
+    upstream: dict[str, Any] = {}
     if prompts is None:
-        prompts, asking = build_prompts(settings, info.name, options)
+        prompts, asking = build_prompts(settings, info.name, options, upstream)
     else:
         asking = next(s for s in registry.pipeline(info.name).stages if s.requests is not None)
     clusters = _clusters(prompts, info.unit)
-    planned = comparisons(info, prompts)
-    paging = sum(c.decidable and not c.disparity for c in planned)
+    min_effects = settings.verdicts.min_effects
+    planned = comparisons(info, prompts, min_effects)
+    option = sample_option(info.name)
+    population = {}
+    if full_size:
+        everything = prompts
+        if options.get(option):
+            everything, _ = build_prompts(settings, info.name, {**options, option: 0}, upstream)  # 0: every one
+        population = {(c.metric, c.breakdown): c.clusters for c in comparisons(info, everything, min_effects)}
+    powered(planned, settings, info.name, history, population)
+    paging = sum(c.in_family and not c.disparity for c in planned)
     marks = headlines(info, clusters, settings, history, paging)
     plans = []
     for spec in models:
@@ -324,16 +423,26 @@ def suite_plans(
                 marks,
                 note,
                 planned,
+                settings.budget.asks_per_suite,
+                option,
             )
         )
     return plans
 
 
 def make_plan(
-    settings: Any, models: list[ModelSpec], suites: list[registry.SuiteInfo], profile: str, store: Any, history: Any
+    settings: Any,
+    models: list[ModelSpec],
+    suites: list[registry.SuiteInfo],
+    profile: str,
+    store: Any,
+    history: Any,
+    full_size: bool = False,
 ) -> list[SuitePlan]:
-    """Every model × suite at ``profile``; nothing is asked."""
-    return [p for info in suites for p in suite_plans(settings, models, info, profile, store, history)]
+    """Every model × suite at ``profile``; nothing is asked (``full_size``: as ``suite_plans``)."""
+    return [
+        p for info in suites for p in suite_plans(settings, models, info, profile, store, history, full_size=full_size)
+    ]
 
 
 def totals(plans: list[SuitePlan]) -> dict[str, Any]:
@@ -361,12 +470,7 @@ def table(plans: list[SuitePlan]) -> pd.DataFrame:
     """The plan as rows a person reads: one per model × suite, with the headlines' MDE."""
     rows = []
     for p in plans:
-        blind = {(c.metric, c.breakdown) for c in p.comparisons if not c.decidable}
-        mde = "; ".join(
-            f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''} "
-            + ("not decidable" if (h.metric, h.breakdown) in blind else "?" if h.mde is None else f"{h.mde:.3g}")
-            for h in p.headlines
-        )
+        mde = "; ".join(headline_mde(p, h) for h in p.headlines)
         rows.append(
             {
                 "model": p.model,
@@ -383,6 +487,38 @@ def table(plans: list[SuitePlan]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def blind_lines(plan: SuitePlan) -> list[str]:
+    """Each comparison ``plan``'s sample cannot decide, why, and what would (``SuitePlan.remedy``): one line per
+    reason, the groups that share it named together (``sem_b_local (country=China, Greece): 8 clusters < 30; …``)."""
+    shared: dict[tuple[str, str, str], list[str]] = {}
+    for c in plan.comparisons:
+        if c.decidable:
+            continue
+        reason = "; ".join(w for w in (c.why, plan.remedy(c)) if w)
+        column, _, value = c.breakdown.rpartition("=")
+        shared.setdefault((c.metric, column if value else c.breakdown, reason), []).append(value)
+    worst = sum(c.source == WORST_CASE for c in plan.comparisons if not c.decidable)
+    lines = [f"(the MDE of {worst} of them is the {WORST_CASE}: none is stored yet)"] if worst else []
+    for (metric, column, reason), values in shared.items():
+        where = f"{column}={', '.join(values)}" if any(values) else column
+        lines.append(f"{metric}{f' ({where})' if where else ''}: {reason}")
+    return lines
+
+
+def headline_mde(plan: SuitePlan, headline: Headline) -> str:
+    """``mean_error 0.154``, ``mean_error 0.4 (not decidable at this profile)`` (its MDE more than twice its
+    minimum effect),
+    ``region_disparity_mean not decidable`` (too few clusters to be tested), ``… ?`` (no spread known yet)."""
+    name = f"{headline.metric}{f' ({headline.breakdown})' if headline.breakdown else ''}"
+    mine = next((c for c in plan.comparisons if (c.metric, c.breakdown) == (headline.metric, headline.breakdown)), None)
+    if mine is not None and not mine.in_family:
+        return f"{name} not decidable"
+    mde = mine.mde if mine is not None and mine.mde is not None else headline.mde
+    if mde is None:
+        return f"{name} ?"
+    return f"{name} {mde:.3g}" + ("" if mine is None or mine.decidable else " (not decidable at this profile)")
 
 
 def duration(seconds: float | None) -> str:

@@ -212,3 +212,25 @@ def test_secrets_in_alert_settings_are_refused(tmp_path):
     path = _write(tmp_path, {"endpoints": [{"name": "x", "base_url": "http://h/v1", "api_key": "sk-1"}]})
     with pytest.raises(ConfigError, match=r"endpoints\[0\]\.api_key: never write secrets"):
         load_settings(path)
+
+
+def test_the_budget_of_asks_is_read_checked_and_overridden(tmp_path, monkeypatch):
+    """``budget.asks_per_suite``: 20,000 by default, from the file, from ``GEOMON_BUDGET_ASKS_PER_SUITE``; a value
+    that is not a whole number ≥ 1, or an unknown key, is an error naming the file and the key."""
+    assert load_settings(_write(tmp_path, {})).budget.asks_per_suite == 20_000
+    path = _write(tmp_path, {"budget": {"asks_per_suite": 5000}})
+    assert load_settings(path).budget.asks_per_suite == 5000
+    monkeypatch.setenv("GEOMON_BUDGET_ASKS_PER_SUITE", "750")
+    assert load_settings(path).budget.asks_per_suite == 750
+    monkeypatch.setenv("GEOMON_BUDGET_ASKS_PER_SUITE", "lots")
+    with pytest.raises(ConfigError, match="GEOMON_BUDGET_ASKS_PER_SUITE: 'lots' is not a whole number"):
+        load_settings(path)
+    monkeypatch.delenv("GEOMON_BUDGET_ASKS_PER_SUITE")
+    for bad in (0, -3, 2.5, "many", True):
+        path = _write(tmp_path, {"budget": {"asks_per_suite": bad}})
+        with pytest.raises(ConfigError, match=r"settings file .*geomon.yaml: budget.asks_per_suite: .* ≥ 1"):
+            load_settings(path)
+    with pytest.raises(ConfigError, match=r"budget: unknown key\(s\) \['asks'\]"):
+        load_settings(_write(tmp_path, {"budget": {"asks": 10}}))
+    with pytest.raises(ConfigError, match="budget: expected a mapping"):
+        load_settings(_write(tmp_path, {"budget": 10}))

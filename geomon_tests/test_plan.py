@@ -46,10 +46,13 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     mean_error = next(h for h in first.headlines if h.metric == "mean_error")
     se = math.sqrt(0.5) / math.sqrt(40)
     # One-sided at WorldBench's share of the release's α (six suites + two import slots) over the comparisons
-    # that can page and be decided at this sample: 40 countries make mean_error and parse_rate decidable, but
-    # no region or income group (each under 30 countries), and the gaps are shown, never paged.
-    decidable = [c.name for c in first.comparisons if c.decidable]
-    assert decidable == ["mean_error", "parse_rate"] and first.comparisons[2].why.endswith("clusters < 30")
+    # that can page and are tested at this sample: 40 countries put mean_error and parse_rate in the family, but
+    # no region or income group (each under 30 countries), and the gaps are shown, never paged. Without a stored
+    # comparison their worst-case MDE is more than twice the minimum effect: none is decidable at this profile.
+    tested = [c.name for c in first.comparisons if c.in_family]
+    assert tested == ["mean_error", "parse_rate"] and "clusters < 30" in first.comparisons[2].why
+    assert not any(c.decidable for c in first.comparisons)
+    assert first.comparisons[0].why == f"MDE {first.comparisons[0].mde:.3g} > 2 × min effect 0.03"
     level = settings.verdicts.alpha / 8 / 2
     assert plan.test_level(settings, "worldbench", 2) == pytest.approx(level)
     assert mean_error.mde == pytest.approx(verdicts.minimum_detectable_effect(se, level, 0.8))
@@ -65,7 +68,7 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     assert again.stored == 10 and again.seconds == left * 2.0 / 4
     assert again.tokens == left * 120 and again.cost == (left * 100 * 2.0 + left * 20 * 8.0) / 1e6
     # The inverse: the countries a 0.05 change in mean error needs.
-    need = plan.clusters_to_detect(mean_error, 0.05, settings, "worldbench", 2)
+    need = plan.clusters_to_detect(mean_error.sd, 0.05, settings, "worldbench", 2)
     assert need > 40 and verdicts.minimum_detectable_effect(mean_error.sd / math.sqrt(need), level, 0.8) <= 0.05
 
 
@@ -115,3 +118,42 @@ def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_di
     assert confirm_plan(settings, plans, argparse.Namespace(profile="quick", yes=True)) is True
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: never asks
     assert confirm_plan(settings, plans, args) is True
+
+
+def test_the_plan_says_what_would_decide_each_comparison_against_the_budget(tmp_path, wdi_snapshot_dir, capsys):
+    """At BLEnD's default 8 questions per country (no comparison stored: the worst case), the overall
+    ``sem_b_local`` needs about 61 per country: within a budget of 20,000 asks the plan says to raise
+    ``sample_questions``, under a budget of 1,000 it says the comparison is not decidable at this profile; a
+    country needs more questions than BLEnD has, and a Gapminder topic with fewer than 30 questions in the whole
+    bank is never decidable. Mutations caught: the budget comparison removed from ``SuitePlan.remedy``, the 2×
+    rule removed from ``sufficiency.underpowered``."""
+    from geomon.cli import main
+
+    store = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    infos = [registry.suites()[name] for name in ("blend", "gapminder")]
+    outcomes = {}
+    for budget in (20_000, 1_000):
+        path = write_settings(tmp_path, wdi_snapshot_dir, budget={"asks_per_suite": budget})
+        settings = load_settings(path)
+        spec = settings.model("smollm2-135m-instruct")
+        plans = plan.make_plan(settings, [spec], infos, "default", settings.store(), store, full_size=True)
+        blend, gapminder = plans
+        local = next(c for c in blend.comparisons if c.name == "sem_b_local")
+        assert local.in_family and not local.decidable and local.why.startswith("MDE ")
+        assert local.mde > 2 * local.min_effect == 10.0
+        outcomes[budget] = blend.remedy(local)
+        country = next(c for c in blend.comparisons if c.breakdown == "country=Greece")
+        assert country.population == 500 and country.need > 500
+        assert blend.remedy(country) == f"never decidable: needs {country.need:,} clusters, 500 in the whole benchmark"
+        topic = next(c for c in gapminder.comparisons if c.breakdown == "topic=sdg-world-01")
+        assert topic.population < 30 and gapminder.remedy(topic).startswith("never decidable: ")
+    asks = math.ceil(blend.asks * local.need / local.clusters)
+    value = math.ceil(8 * local.need / local.clusters)
+    assert outcomes[20_000] == f"raise sample_questions to {value:,} (≈{asks:,} asks, within the budget 20,000)"
+    assert outcomes[1_000] == f"not decidable at this profile: needs ≈{asks:,} asks > budget 1,000"
+    # `geomon plan` names each comparison it cannot decide, why, and what would.
+    assert main(["--config", str(path), "plan", "--suites", "blend", "--models", "smollm2-135m-instruct"]) == 0
+    out = capsys.readouterr().out
+    assert "blend: 35 of 35 comparisons not decidable at profile default (240 asks; budget 1,000 per model" in out
+    assert f"  sem_b_local: {local.why}; not decidable at this profile: needs ≈{asks:,} asks > budget 1,000" in out
+    assert "sem_b_local (country=Algeria, Assam," in out and "worst case for the metric's range" in out

@@ -64,14 +64,14 @@ REGRESSIONS = "regressions"  # the latest evaluation's regressions, named (a sui
 def with_verdicts(board: pd.DataFrame, suite: str, store_url: str) -> pd.DataFrame:
     """``board`` with each geomon row's stored verdicts (its model's latest evaluation in the suite; with a
     ``revision`` column, the evaluation of that revision) and its regressions named: the same verdicts as the
-    history and the alerts."""
+    history and the alerts; its ``sample_note`` also names the comparisons not decidable at the run's profile."""
     from geomon.monitor.history import MetricHistory
     from geomon.monitor.tracking import latest_verdicts
 
     if board.empty or "model" not in board:
         return board
     latest = latest_verdicts(MetricHistory(store_url), suite)
-    phrases, named = [], []
+    phrases, named, notes = [], [], []
     for row in board.to_dict("records"):
         mine = latest[latest["model"] == row["model"]]
         if "revision" in row and len(mine):
@@ -79,7 +79,11 @@ def with_verdicts(board: pd.DataFrame, suite: str, store_url: str) -> pd.DataFra
         own = row.get(ORIGIN, "geomon") == "geomon" and len(mine)
         phrases.append(str(mine["verdicts"].iloc[-1]) if own else "")
         named.append(str(mine["regressions"].iloc[-1]) if own else "")
-    return board.assign(**{VERDICTS: phrases, REGRESSIONS: named})
+        # What its sample cannot decide is said where the figures' other limits are.
+        blind = str(mine["blind"].iloc[-1]) if own else ""
+        note = row.get(SAMPLE_NOTE) if isinstance(row.get(SAMPLE_NOTE), str) else ""
+        notes.append("; ".join(n for n in (note, blind) if n))
+    return board.assign(**{VERDICTS: phrases, REGRESSIONS: named, SAMPLE_NOTE: notes})
 
 
 def write_item_tables(out: Path, suite: str, store_url: str, models: Iterable[str]) -> None:

@@ -462,23 +462,44 @@ def _worse(verdict: str) -> bool:
 
 def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
     """Per model and scope, the stored verdicts of its latest evaluation in ``suite`` in a phrase (``1
-    regression, 3 no detectable change``; empty where nothing was compared), and its regressions named
-    (``accuracy regression -12.5``; empty where none): what a leaderboard row and a suite's report show."""
-    columns = ["model", "scope", "verdicts", "regressions"]
+    regression, 3 no detectable change``; empty where nothing was compared), its regressions named
+    (``accuracy regression -12.5``; empty where none), and the comparisons not decidable at the run's profile
+    (``blind``: their MDE more than twice their minimum effect, so "no detectable change" is not "no
+    regression"): what a leaderboard row and a suite's report show."""
+    columns = ["model", "scope", "verdicts", "regressions", "blind"]
     evaluations = history.evaluations(suite=suite)
     if evaluations.empty:
         return pd.DataFrame(columns=columns)
     latest = evaluations.groupby(["model", "scope"], sort=False).tail(1)
     tests = history.comparisons(latest["evaluation_id"])
-    phrases, named = {}, {}
+    phrases, named, blind = {}, {}, {}
     for evaluation, rows in tests.groupby("evaluation_id"):
         records = rows.to_dict("records")
         phrases[evaluation] = verdicts.summary(records)
         named[evaluation] = "; ".join(verdict_text(r) for r in records if _worse(r["verdict"]))
+        blind[evaluation] = profile_blind(records)
     return latest.assign(
         verdicts=[phrases.get(e, "") for e in latest["evaluation_id"]],
         regressions=[named.get(e, "") for e in latest["evaluation_id"]],
+        blind=[blind.get(e, "") for e in latest["evaluation_id"]],
     )[columns]
+
+
+def profile_blind(rows: Sequence[Mapping[str, Any]], shown: int = 4) -> str:
+    """``not decidable at this profile (MDE > 2 × min effect; `geomon plan` says what would be): mean_error,
+    parse_rate and 3 more`` for stored comparisons whose note says so; "" where none does."""
+    names = [
+        f"{r['metric']} ({r['breakdown']})" if r.get("breakdown") else str(r["metric"])
+        for r in rows
+        if str(r.get("note") or "").startswith(sufficiency.PROFILE_PREFIX)
+    ]
+    if not names:
+        return ""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return (
+        f"{sufficiency.PROFILE_PREFIX.rstrip(': ')} (MDE > {sufficiency.MAX_MDE_RATIO:g} × min effect; `geomon plan` "
+        f"says what would be): {', '.join(names[:shown])}{more}"
+    )
 
 
 def new_series(history: MetricHistory, suite: str) -> dict[str, str]:
@@ -687,7 +708,8 @@ def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds
     """Stored verdicts as a person reads them, worst first: the metric (and breakdown), the baseline model, the
     change in the metric's units (``bounds`` per metric: percentage points for a percentage), rounded, with its
     95 % interval (change ± 1.96 × the paired test's standard error: its sign-flip null's), the one-sided
-    p, the Holm-adjusted p, the minimum detectable effect in the same units, and the verdict."""
+    p, the Holm-adjusted p, the minimum detectable effect in the same units, the verdict and its note (why it is
+    insufficient, undefined or not decidable at this profile)."""
     order = {v: i for i, v in enumerate(verdicts.VERDICTS)}
     ranked = sorted(
         rows, key=lambda r: (order.get(r["verdict"], len(order)), bool(r.get("breakdown")), r["metric"], r["breakdown"])
@@ -710,7 +732,8 @@ def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds
                 "MDE": _figure(row.get("mde"), suffix),
                 "power": _power(row.get("power")),
                 "verdict": row["verdict"],
+                "note": str(row.get("note") or ""),
             }
         )
-    columns = ["metric", "baseline", "change", "95 % interval", "p", "adjusted p", "MDE", "power", "verdict"]
+    columns = ["metric", "baseline", "change", "95 % interval", "p", "adjusted p", "MDE", "power", "verdict", "note"]
     return pd.DataFrame(out, columns=columns)

@@ -15,10 +15,23 @@ from typing import Any
 
 MIN_SAMPLE = 30  # items (questions, territories, answers) below which no figure is read as a finding
 PREFIX = "insufficient sample: "
+# A comparison whose minimum detectable effect exceeds this multiple of its minimum effect would miss most
+# regressions worth paging: its "no detectable change" is not "no regression" (``underpowered``).
+MAX_MDE_RATIO = 2.0
+PROFILE_PREFIX = "not decidable at this profile: "
 
 
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def underpowered(mde: Any, min_effect: Any) -> str:
+    """``MDE 0.4 > 2 × min effect 0.03`` where a comparison's planned minimum detectable effect is more than
+    ``MAX_MDE_RATIO`` times its minimum effect, else "" (also where either is unknown or no minimum effect is
+    declared: nothing to measure the MDE against)."""
+    if not (_finite(mde) and _finite(min_effect) and min_effect > 0) or mde <= MAX_MDE_RATIO * min_effect:
+        return ""
+    return f"MDE {mde:.3g} > {MAX_MDE_RATIO:g} × min effect {min_effect:.3g}"
 
 
 def reasons(

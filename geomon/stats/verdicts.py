@@ -22,7 +22,9 @@ page when one gets worse); ``improvement``: Holm-significant one-sided toward
 better at the same share (shown, never paged); ``watch``: a worsening Benjamini–Hochberg flags at ``q``
 (shown, never paged); ``no detectable change`` with its minimum detectable effect at the test's first
 Holm level and the stated power. ``insufficient sample`` (the one rule of ``stats.sufficiency``) and
-``undefined`` (a NaN statistic) get no p-value in the family.
+``undefined`` (a NaN statistic) get no p-value in the family. A comparison in the family whose planned MDE is
+more than twice its minimum effect (``sufficiency.underpowered``) keeps its verdict — a regression still pages
+— but any other verdict of it says ``not decidable at this profile``: its silence is no evidence of no regression.
 """
 
 from __future__ import annotations
@@ -253,6 +255,12 @@ def decide(
         better = not kind and t.change != 0 and not t.worse
         shown_p = t.p_better if better else t.p_value
         shown_adjusted = improved.get(i) if better else p_adj
+        mde = minimum_detectable_effect(_planned_se(t), first_levels.get(i, alpha), settings.power)
+        weak = sufficiency.underpowered(mde, t.min_effect) if not kind and verdict != REGRESSION else ""
+        if weak:
+            # The verdict stands (the false-alarm control does not rest on power), but a test this weak misses
+            # most regressions worth paging: its silence is no evidence of none.
+            note = "; ".join(n for n in (f"{sufficiency.PROFILE_PREFIX}{weak} (`geomon plan --detect`)", t.note) if n)
         out.append(
             Verdict(
                 metric=t.metric,
@@ -264,7 +272,7 @@ def decide(
                 p_value=shown_p,
                 p_adjusted=None if shown_adjusted is None else float(shown_adjusted),
                 q_value=None if q is None else float(q),
-                mde=minimum_detectable_effect(_planned_se(t), first_levels.get(i, alpha), settings.power),
+                mde=mde,
                 items=t.items,
                 clusters=t.clusters,
                 min_effect=t.min_effect,

@@ -62,3 +62,41 @@ def test_a_partitions_numbers_are_keyed_by_it_and_rounded():
     )
     assert keyed["mean_error · m1"] == 0.1235 and keyed["calls · m1"].value == 3
     assert keyed["method"] == "parsed" and keyed["ok"] is True
+
+
+def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_path):
+    """A toy suite compared on 40 items: its planned MDE (~36 points) is more than twice its 5-point minimum
+    effect, so "no detectable change" is not "no regression" — the stored verdict's note, the check's table, the
+    leaderboard's ``sample_note`` and `geomon run`'s terminal table all say "not decidable at this profile".
+    Mutation caught: the 2× rule removed from ``sufficiency.underpowered`` (every assertion below)."""
+    from types import SimpleNamespace
+
+    from geomon.cli import terminal_table
+    from geomon.defs.leaderboard import SAMPLE_NOTE, with_verdicts
+    from geomon.defs.monitoring import comparisons_table
+    from geomon.monitor import tracking
+    from geomon.monitor.history import MetricHistory
+    from geomon.stats import verdicts
+    from geomon.suites import kit
+
+    _, tracked = kit.group_metrics("accuracy", (), 5.0, 10.0, "Toy")
+    store_url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    history = MetricHistory(store_url)
+    settings = verdicts.VerdictSettings(resamples=199)
+    for day, right in (("2026-11-01", 20), ("2026-11-08", 19)):
+        values = [100.0 * (i < right) for i in range(40)]
+        items = pd.DataFrame({"item": [f"q{i:02d}" for i in range(40)], "value": values})
+        when = pd.Timestamp(day, tz="UTC").to_pydatetime()
+        result = tracking.track(history, "toy", "m", [], items, tracked, settings, scope="toy|40", evaluated_at=when)
+    (row,) = [r for r in result.verdicts if r["metric"] == "accuracy"]
+    assert row["verdict"] == verdicts.NO_CHANGE and row["mde"] > 2 * 5.0
+    assert row["note"].startswith(f"not decidable at this profile: MDE {row['mde']:.3g} > 2 × min effect 5")
+    # The no_regression check's table carries the note beside the verdict.
+    assert "not decidable at this profile: MDE" in comparisons_table(result.verdicts, tracked).value
+    # The leaderboard's sample_note, and the terminal table `geomon run` prints from the leaderboard's CSV.
+    board = with_verdicts(pd.DataFrame({"model": ["m"], "accuracy": [47.5], SAMPLE_NOTE: [""]}), "toy", store_url)
+    assert board[SAMPLE_NOTE].iloc[0].startswith("not decidable at this profile (MDE > 2 × min effect")
+    assert "accuracy" in board[SAMPLE_NOTE].iloc[0]
+    board.to_csv(tmp_path / "leaderboard.csv", index=False)
+    text = terminal_table(tmp_path / "leaderboard.csv", SimpleNamespace(headlines=()))
+    assert "  m: not decidable at this profile (MDE > 2 × min effect" in text

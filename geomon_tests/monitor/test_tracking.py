@@ -169,7 +169,8 @@ def test_a_changed_scorer_starts_a_new_series_never_compared(tmp_path):
 def test_a_verdict_reads_in_the_metric_units_worst_first():
     """What the no_regression check and the import's catalog entries show: percentage points for a percentage,
     the metric's own units otherwise, a 95 % interval of ± 1.96 standard errors, p values rounded (tiny ones as
-    < 0.001), the MDE in the same units, and "—" where a figure is undefined."""
+    < 0.001), the MDE in the same units, "—" where a figure is undefined, and each verdict's note (a comparison not
+    decidable at the run's profile says so)."""
     rows = [
         {
             "metric": "correct_rate",
@@ -182,6 +183,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "mde": 3.0,
             "power": 0.5,
             "verdict": verdicts.NO_CHANGE,
+            "note": "not decidable at this profile: MDE 3 > 2 × min effect 1 (`geomon plan --detect`)",
         },
         {
             "metric": "correct_rate",
@@ -219,6 +221,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "MDE": "5.12 pts",
             "power": "91%",
             "verdict": "regression",
+            "note": "",
         },
         {
             "metric": "correct_rate (topic=other)",
@@ -230,6 +233,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "MDE": "3 pts",
             "power": "50%",
             "verdict": "no detectable change",
+            "note": "not decidable at this profile: MDE 3 > 2 × min effect 1 (`geomon plan --detect`)",
         },
         {
             "metric": "mean_error",
@@ -241,6 +245,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "MDE": "0.0123",
             "power": "—",
             "verdict": "undefined",
+            "note": "",
         },
     ]
     assert tracking.verdict_phrase("o3-mini", rows[1], (0, 100)) == (

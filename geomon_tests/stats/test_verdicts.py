@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geomon.stats import verdicts
+from geomon.stats import sufficiency, verdicts
 from geomon.stats.declared import (
     DeclarationError,
     Difference,
@@ -237,3 +237,21 @@ def test_an_error_in_a_statistic_is_not_swallowed():
     frame = _frame([1.0, 0.0] * 20, ["A", "B"] * 20)
     with pytest.raises(ZeroDivisionError, match="a bug in the statistic"):
         paired_test(TrackedMetric("broken", _Broken()), frame, frame)
+
+
+def test_a_comparison_too_weak_for_its_minimum_effect_keeps_its_verdict_and_says_so():
+    """MDE more than twice the minimum effect: "no detectable change" says it is not decidable at this profile
+    (so it is never read as "no regression"), while a regression still pages and carries no such note; a test
+    strong enough for its minimum effect says nothing. Mutation caught: the 2× rule removed from
+    ``sufficiency.underpowered``, or the note dropped from ``decide``."""
+    settings = VerdictSettings()
+    weak = decide([_test(0.5, 0.0, min_effect=1.0, se=1.0)], settings)[0]
+    assert weak.verdict == verdicts.NO_CHANGE and weak.mde > 2.0
+    assert weak.note == f"not decidable at this profile: MDE {weak.mde:.3g} > 2 × min effect 1 (`geomon plan --detect`)"
+    paged = decide([_test(0.0001, -20.0, min_effect=1.0, se=1.0)], settings)[0]
+    assert paged.verdict == verdicts.REGRESSION and paged.alerts and paged.note == ""
+    strong = decide([_test(0.5, 0.0, min_effect=1.0, se=0.2)], settings)[0]
+    assert strong.mde <= 2.0 and strong.note == ""
+    # The rule, on its own: more than twice the minimum effect; nothing to say without one.
+    assert sufficiency.underpowered(2.01, 1.0) and not sufficiency.underpowered(2.0, 1.0)
+    assert not sufficiency.underpowered(5.0, 0.0) and not sufficiency.underpowered(float("nan"), 1.0)
