@@ -154,6 +154,6 @@ def test_the_plan_says_what_would_decide_each_comparison_against_the_budget(tmp_
     # `geomon plan` names each comparison it cannot decide, why, and what would.
     assert main(["--config", str(path), "plan", "--suites", "blend", "--models", "smollm2-135m-instruct"]) == 0
     out = capsys.readouterr().out
-    assert "blend: 35 of 35 comparisons not decidable at profile default (240 asks; budget 1,000 per model" in out
+    assert "blend: 52 of 52 comparisons not decidable at profile default (240 asks; budget 1,000 per model" in out
     assert f"  sem_b_local: {local.why}; not decidable at this profile: needs ≈{asks:,} asks > budget 1,000" in out
     assert "sem_b_local (country=Algeria, Assam," in out and "worst case for the metric's range" in out
