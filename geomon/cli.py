@@ -458,7 +458,6 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     several_suites = len({r.suite for r in runs}) > 1  # lm-eval: one evaluation per model and task
     history = MetricHistory(settings.store_url)
-    registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
     if not alerts.notifiers(settings.alerts):
         log.warning("alerts go nowhere: no channel is configured (set %s)", settings.alerts.webhook_url_env)
     plan = tracking.release_plan(settings.verdicts)
@@ -466,7 +465,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         history,
         runs,
         settings.verdicts,
-        {**registered, **settings.predecessors},
+        settings.lineage(),
         plan=plan,
         announcer=announce.announcer(settings.alerts),
     )

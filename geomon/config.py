@@ -160,6 +160,11 @@ class Settings:
         names = {s.name for s in self.models}
         return [*self.models, *(s for s in discovered if s.name not in names)], errors
 
+    def lineage(self) -> dict[str, str]:
+        """Each model's predecessor: the registry's ``predecessor``, overridden by the settings' ``predecessors:``
+        — the one answer for ``geomon run``, ``geomon import`` and the Dagster assets."""
+        return {**{s.name: s.predecessor for s in self.models if s.predecessor}, **self.predecessors}
+
     def model(self, name: str) -> ModelSpec:
         """A model by name: from the registry, else from what the endpoints serve."""
         try:

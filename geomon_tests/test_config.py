@@ -37,6 +37,16 @@ def test_relative_paths_resolve_against_the_file_and_env_overrides(tmp_path, mon
     assert settings.cache_epoch == "probe-1"
 
 
+def test_a_models_predecessor_is_the_settings_one_over_the_registrys(tmp_path):
+    """``predecessors:`` names a model's predecessor for every path that compares releases (`geomon run` read only
+    the registry's ``predecessor`` and compared nothing, until the release test through it caught it)."""
+    entry = {"kind": "chat", "base_url": "http://127.0.0.1:1/v1", "model_id": "x"}
+    models = [{"name": "a", **entry}, {"name": "b", **entry, "predecessor": "a"}, {"name": "c", **entry}]
+    doc = {"models": models, "include_bundled": False, "predecessors": {"c": "b", "b": "c"}}
+    assert load_settings(_write(tmp_path, doc)).lineage() == {"b": "c", "c": "b"}
+    assert load_settings(_write(tmp_path, {**doc, "predecessors": {}})).lineage() == {"b": "a"}
+
+
 def test_bad_settings_name_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="unknown key"):
         load_settings(_write(tmp_path, {"stor_url": "x"}))

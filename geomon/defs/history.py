@@ -181,12 +181,11 @@ def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) 
     if settings.gapminder_results is None:
         return dg.MaterializeResult(metadata={"imported": "nothing: gapminder_results is not configured"})
     history = MetricHistory(settings.store_url)
-    registered = {s.name: s.predecessor for s in settings.models if s.predecessor}
     recorded = imports.record_runs(
         history,
         gapminder_import_runs(geomon),
         settings.verdicts,
-        {**registered, **settings.predecessors},
+        settings.lineage(),
         announcer=announce.announcer(settings.alerts),  # alerts exactly as `geomon import` and `geomon run` do
     )
     reported = report_evaluations(context.instance, history, recorded)

@@ -67,7 +67,7 @@ def track_evaluation(
         settings.verdicts,
         scope=scope,
         versions=versions,
-        predecessor=settings.model(model).predecessor,
+        predecessor=settings.lineage().get(model),
         dagster_run_id=context.run.run_id,
         run_started_at=started,
         figures_declared=True,  # the factory made them, for the leaderboard's summary
