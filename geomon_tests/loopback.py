@@ -32,10 +32,14 @@ class JSONHandler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # a client with many requests in flight is not refused at the socket (the default: 5)
+
+
 @contextlib.contextmanager
 def serve(handler: Callable[..., BaseHTTPRequestHandler], state: dict[str, Any] | None = None) -> Iterator[str]:
     """Run ``handler`` on a free port; yields ``http://127.0.0.1:PORT``."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _Server(("127.0.0.1", 0), handler)
     server.state = state if state is not None else {}  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
