@@ -12,8 +12,15 @@ baseline arrives, and must deliver then). What is counted is what the webhook re
 false alarm when the webhook received a ``regression`` message about its successor.
 
 - Registered suites, null (a): both models' per-item outcomes are independent re-draws from the same
-  per-item rates, in each suite's own per-item format, at ``geomon run``'s default sample sizes and at the
-  paper's (``SIZES``); each suite's production declarations (``registry.tracked``) are tested.
+  per-item rates, in each suite's own per-item format, at ``geomon run``'s default sample sizes (each suite's
+  ``default`` profile) and at the paper's (``SIZES``); each suite's production declarations
+  (``registry.tracked``) are tested.
+- BorderLines and Gapminder, clustered null: in every draw each territory's rates (its queries' in every
+  language included) and each question's correct rate (shared by its prompt families) are shifted by a shock
+  of their log-odds, drawn afresh for each model. The same draws are recorded as declared and again with
+  every declaration clustered on ``item`` (each row its own unit); beside the alerts, each headline
+  comparison's mean squared z (change / standard error, about 1 when the standard error is right) shows
+  which tests the clustering protects.
 - Imported suites (three suites geomon does not register, each taking an import slot), written as per-item
   CSV files (a question answered in several prompt variations, one row each, a language group) and
   recorded suite by suite with ``imports.item_runs(..., cluster="question")`` and ``imports.record_runs`` —
@@ -36,7 +43,7 @@ successor that the webhook did not receive (or the reverse), alerts about predec
 messages.
 
     .venv/bin/python bench/alert_calibration.py [--releases 300] [--paper 30] [--planted 60] [--points 24]
-        [--imported 100] [--real 200] [--workers 2] [--seed 0]
+        [--clustered 100] [--imported 100] [--real 200] [--workers 2] [--seed 0]
 """
 
 from __future__ import annotations
