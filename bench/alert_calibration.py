@@ -12,8 +12,15 @@ baseline arrives, and must deliver then). What is counted is what the webhook re
 false alarm when the webhook received a ``regression`` message about its successor.
 
 - Registered suites, null (a): both models' per-item outcomes are independent re-draws from the same
-  per-item rates, in each suite's own per-item format, at ``geomon run``'s default sample sizes and at the
-  paper's (``SIZES``); each suite's production declarations (``registry.tracked``) are tested.
+  per-item rates, in each suite's own per-item format, at ``geomon run``'s default sample sizes (each suite's
+  ``default`` profile) and at the paper's (``SIZES``); each suite's production declarations
+  (``registry.tracked``) are tested.
+- BorderLines and Gapminder, clustered null: in every draw each territory's rates (its queries' in every
+  language included) and each question's correct rate (shared by its prompt families) are shifted by a shock
+  of their log-odds, drawn afresh for each model. The same draws are recorded as declared and again with
+  every declaration clustered on ``item`` (each row its own unit); beside the alerts, each headline
+  comparison's mean squared z (change / standard error, about 1 when the standard error is right) shows
+  which tests the clustering protects.
 - Imported suites (three suites geomon does not register, each taking an import slot), written as per-item
   CSV files (a question answered in several prompt variations, one row each, a language group) and
   recorded suite by suite with ``imports.item_runs(..., cluster="question")`` and ``imports.record_runs`` —
@@ -36,7 +43,7 @@ successor that the webhook did not receive (or the reverse), alerts about predec
 messages.
 
     .venv/bin/python bench/alert_calibration.py [--releases 300] [--paper 30] [--planted 60] [--points 24]
-        [--imported 100] [--real 200] [--workers 2] [--seed 0]
+        [--clustered 100] [--imported 100] [--real 200] [--workers 2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -51,13 +58,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from geomon.monitor import announce, imports, tracking
 from geomon.monitor.alerts import AlertSettings
@@ -73,9 +81,20 @@ from geomon_tests.loopback import Webhook, serve  # noqa: E402
 SHARED = ROOT.parent / "shared"
 Items = Callable[[np.random.Generator, dict], pd.DataFrame]
 
-# Each suite's sample at `geomon run`'s default and at the paper's full size (items per release).
+# The option each suite's run profiles size its sample with, in the units its model below takes: countries,
+# territories, questions, questions, root prompts, questions per country.
+SAMPLE_OPTION = {
+    "worldbench": "sample_countries",
+    "borderlines": "sample_territories",
+    "gapminder": "sample_questions",
+    "quench": "sample_questions",
+    "saged": "sample_prompts",
+    "blend": "sample_questions",
+}
+# Each suite's sample at `geomon run`'s default (read from the suite's own `default` profile) and at the
+# paper's full size (items per release).
 SIZES = {
-    "default": {"worldbench": 40, "borderlines": 60, "gapminder": 20, "quench": 12, "saged": 6, "blend": 8},
+    "default": {s: int(registry.suites()[s].profiles["default"][option]) for s, option in SAMPLE_OPTION.items()},
     "paper": {"worldbench": 190, "borderlines": 251, "gapminder": 365, "quench": 400, "saged": 38, "blend": 500},
 }
 REGIONS = [f"region{i}" for i in range(7)]
@@ -95,6 +114,11 @@ IMPORTED = ("imported_a", "imported_b", "imported_c")  # suites no module regist
 QUESTIONS, VARIATIONS = 80, 6  # per imported suite: questions, each asked in this many prompt variations
 LANGUAGES = ("en", "local")  # the imported suites' group column (a gap and each language's accuracy)
 SHOCK = 1.5  # the clustered null: sd of a question's shared shift of its log-odds, drawn afresh per draw
+CLUSTERED = ("borderlines", "gapminder")  # the registered suites whose draws take a shared per-cluster shock
+# Their clustered null's shock: larger than the imports' since a territory has only four queries (a question's
+# families share a question row already), so a smaller shared shock is hard to tell from none.
+REGISTERED_SHOCK = 3.0
+DECLARED = "declared"  # a suite's metrics clustered as its declarations say (`tracked`)
 
 
 # --- per-item rates ("the model") and re-draws of them, in each suite's items format ------------------------
@@ -132,22 +156,32 @@ def borderlines_model(rng, n):
     return {
         "fixed": territories,
         "queries": queries,
+        "territory_of_query": np.repeat(np.arange(n), 4),
         "p": rng.beta(4, 2, (4, n)),
         "concurs": rng.beta(4, 2, len(queries)),
         "answers": rng.beta(30, 1.5, len(queries)),
     }
 
 
-def borderlines_draw(rng, m):
-    kb, con, non, cst = m["p"]
+def shifted(p: np.ndarray, shift: np.ndarray | float) -> np.ndarray:
+    """Rates ``p`` with their log-odds moved by ``shift``."""
+    return special.expit(special.logit(p) + shift)
+
+
+def borderlines_draw(rng, m, shock: float = 0.0):
+    """With ``shock``, every rate of a territory (its values' and its queries') moved in this draw by a normal
+    shock of its log-odds that they share: the territory is the cluster."""
+    territory = rng.normal(0, shock, m["fixed"].shape[0]) if shock else np.zeros(m["fixed"].shape[0])
+    kb, con, non, cst = shifted(m["p"], territory)
     territories = m["fixed"].assign(
         kb=rng.binomial(1, kb).astype(float),
         con=rng.binomial(1, con).astype(float),
         non=rng.binomial(3, non) / 3,  # three other claimants
         cst=rng.binomial(3, cst) / 3,
     )
-    answered = rng.binomial(1, m["answers"]).astype(float)
-    concurs = np.where(answered > 0, rng.binomial(1, m["concurs"]), 0.0)
+    query = territory[m["territory_of_query"]]
+    answered = rng.binomial(1, shifted(m["answers"], query)).astype(float)
+    concurs = np.where(answered > 0, rng.binomial(1, shifted(m["concurs"], query)), 0.0)
     queries = m["queries"].assign(answered=answered, concurs=np.where(m["queries"]["claimant"], concurs, np.nan))
     return pd.concat([territories, queries.drop(columns="claimant")], ignore_index=True)
 
@@ -162,13 +196,14 @@ def gapminder_model(rng, n, rates=None):
     return {"fixed": fixed, "p": rates, "answers": 2}  # two answers in each of five prompt families
 
 
-def gapminder_draw(rng, m):
+def gapminder_draw(rng, m, shock: float = 0.0):
     """Each question's answers drawn family by family: the suite's two levels of tracked rows (per question, and
-    per question and prompt family)."""
+    per question and prompt family). With ``shock``, a question's correct rate moved in this draw by a normal
+    shock of its log-odds that its families share: the question is the cluster."""
     shape = (len(GAPMINDER_FAMILIES), m["p"].size)
     indecisive = rng.binomial(m["answers"], 0.05, shape)  # no option read from the answer
     decisive = m["answers"] - indecisive
-    correct = rng.binomial(decisive, m["p"])
+    correct = rng.binomial(decisive, shifted(m["p"], rng.normal(0, shock, m["p"].size)) if shock else m["p"])
     very_wrong = rng.binomial(decisive - correct, 0.3)
     questions = m["fixed"].assign(
         correct=correct.sum(axis=0),
@@ -314,53 +349,63 @@ def schedule(rng: np.random.Generator, suites: list[str]) -> tuple[bool, list[tu
 
 
 @functools.cache
-def tracked(suite: str) -> tuple:
-    """The suite's production declarations (``registry.tracked``), read once: the registry reads every suite
-    file again on each call."""
-    return tuple(registry.tracked(suite))
+def tracked(suite: str, cluster: str = DECLARED) -> tuple:
+    """The suite's production declarations (``registry.tracked``), read once (the registry reads every suite
+    file again on each call); with ``cluster`` a column, every declaration clustered on it instead (``item``:
+    each row its own unit, the mutation the clustered null exposes)."""
+    declared = tuple(registry.tracked(suite))
+    return declared if cluster == DECLARED else tuple(replace(m, cluster=cluster) for m in declared)
 
 
 def names(r: int, prefix: str = "m") -> dict[str, str]:
     return {"old": f"{prefix}{r}-old", "new": f"{prefix}{r}-new"}
 
 
-def registered_release(
-    history: MetricHistory,
-    r: int,
-    models: dict,
-    settings: verdicts.VerdictSettings,
-    plan: verdicts.ReleasePlan,
-    tell: tracking.Announcer,
-    rng: np.random.Generator,
-    worse: tuple[str, float] | None = None,
-) -> bool:
-    """Release ``r``: every suite's evaluation of both models recorded with ``tracking.track`` as ``geomon run``
-    records it (its metrics computed there from the declarations); ``worse``: the successor's BLEnD answers of
-    one country's local questions made worse by that many points. Returns whether its predecessor was late."""
+def registered_draws(
+    models: dict, rng: np.random.Generator, worse: tuple[str, float] | None = None, shock: float = 0.0
+) -> tuple[bool, list[tuple[str, str, pd.DataFrame, datetime]]]:
+    """One release's evaluations, in the order they arrive: (late, [(role, suite, items, evaluated_at)]).
+    ``worse``: the successor's BLEnD answers of one country's local questions made worse by that many points;
+    ``shock``: the sd of the shared per-cluster shock of the suites whose draws take one (the clustered null)."""
     late, order, when = schedule(rng, list(models))
-    model = names(r)
+    out = []
     for role, suite in order:
-        draw = MODELS[suite][1]
         if worse and suite == "blend" and role == "new":
             items = blend_draw(rng, models[suite], *worse)
         else:
-            items = draw(rng, models[suite])
+            items = MODELS[suite][1](rng, models[suite], **({"shock": shock} if shock else {}))
+        out.append((role, suite, items, when[(role, suite)]))
+    return late, out
+
+
+def record_release(
+    history: MetricHistory,
+    r: int,
+    evaluations: list[tuple[str, str, pd.DataFrame, datetime]],
+    settings: verdicts.VerdictSettings,
+    plan: verdicts.ReleasePlan,
+    tell: tracking.Announcer,
+    cluster: str = DECLARED,
+) -> None:
+    """Release ``r``'s evaluations recorded with ``tracking.track`` as ``geomon run`` records them (their
+    metrics computed there from the declarations, clustered as ``tracked(suite, cluster)`` says)."""
+    model = names(r)
+    for role, suite, items, evaluated_at in evaluations:
         tracking.track(
             history,
             suite,
             model[role],
             [],
             items,
-            tracked(suite),
+            tracked(suite, cluster),
             settings,
             scope=SCOPE,
             predecessor=model["old"] if role == "new" else None,
-            evaluated_at=when[(role, suite)],
+            evaluated_at=evaluated_at,
             origin=ORIGIN,
             plan=plan,
             announcer=tell,
         )
-    return late
 
 
 def imported_files(r: int, models: dict, rng: np.random.Generator, shock: float, folder: Path) -> tuple:
@@ -441,6 +486,7 @@ def outcome(
         "about_old": sum(b["model"] == model["old"] for b in bodies),
         "resolved": sum(b["kind"] == "resolved" for b in bodies),
         "family_sizes": {s: int(g["family_size"].max()) for s, g in stored.groupby("suite")},
+        "z": headline_z(stored),
     }
     if target is not None:
         suite, breakdown = target
@@ -453,6 +499,18 @@ def outcome(
             "target": {k: float(t[k]) for k in ("se", "family_size", "alpha", "change", "mde")},
         }
     return row
+
+
+def headline_z(stored: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """Each headline comparison's change in standard errors, per (suite, metric) of the registered suites:
+    under a null whose standard errors are right, its square averages about 1 over releases; a test that
+    ignores a shared shock has too small standard errors and a larger average."""
+    headline = [
+        row.suite in SAMPLE_OPTION and row.breakdown in {m.breakdown for m in tracked(row.suite)} and row.se > 0
+        for row in stored.itertuples()
+    ]
+    rows = stored[headline]
+    return {(s, m): c / e for s, m, c, e in zip(rows["suite"], rows["metric"], rows["change"], rows["se"], strict=True)}
 
 
 # --- worker jobs --------------------------------------------------------------------------------------------
@@ -485,24 +543,26 @@ def one_blas_thread() -> None:
 
 
 def run_job(job: dict) -> tuple[list[dict], float]:
-    """Releases ``first``…``last`` of one tier in a fresh history and with a fresh webhook; per release its
-    ``outcome`` (imported tiers: one per way of importing), and the job's seconds."""
+    """Releases ``first``…``last`` of one tier with a fresh webhook; per release, for each of the job's
+    ``clusters`` (each way of clustering the same draws, recorded in a fresh history of its own), its
+    ``outcome``; and the job's seconds."""
     started = time.perf_counter()
     kind, seed, resamples = job["kind"], job["seed"], job["resamples"]
     settings = verdicts.VerdictSettings(resamples=resamples)
     plan = tracking.release_plan(settings)  # once, as `geomon run` and `geomon import` build it
     tell = announce.announcer(ALERTS)
+    shock = job.get("shock", 0.0)
     rows = []
     with tempfile.TemporaryDirectory() as folder, webhook() as posts:
         folder = Path(folder)
+        clusters = job.get("clusters", (DECLARED,))
+        histories = {c: MetricHistory(f"sqlite:///{folder}/{c or 'rows'}.db") for c in clusters}
         if kind == "imported":
             rng = np.random.default_rng([seed, 7])
             shape = job.get("questions", QUESTIONS), job.get("variations", VARIATIONS)
             models = {s: imported_model(rng, *shape) for s in IMPORTED}
-            histories = {c: MetricHistory(f"sqlite:///{folder}/{c or 'rows'}.db") for c in job["clusters"]}
             for r in range(job["first"], job["last"]):
-                rng = np.random.default_rng([seed, 7, r])
-                late, files = imported_files(r, models, rng, job["shock"], folder)
+                late, files = imported_files(r, models, np.random.default_rng([seed, 7, r]), shock, folder)
                 out = {}
                 for cluster, history in histories.items():
                     start = len(posts)
@@ -512,7 +572,6 @@ def run_job(job: dict) -> tuple[list[dict], float]:
                 for _, _, path in files:
                     path.unlink()
             return rows, time.perf_counter() - started
-        history = MetricHistory(f"sqlite:///{folder}/history.db")
         if kind == "real":
             models = {"gapminder": gapminder_model(None, 0, job["rates"])}
         else:
@@ -521,10 +580,13 @@ def run_job(job: dict) -> tuple[list[dict], float]:
         worse = (PLANTED_COUNTRY, job["points"]) if job.get("points") else None
         target = ("blend", f"country={PLANTED_COUNTRY}") if worse else None
         for r in range(job["first"], job["last"]):
-            rng = np.random.default_rng([seed, r])
-            start = len(posts)
-            late = registered_release(history, r, models, settings, plan, tell, rng, worse)
-            rows.append(outcome(history, posts[start:], r, late, target))
+            late, evaluations = registered_draws(models, np.random.default_rng([seed, r]), worse, shock)
+            out = {}
+            for cluster, history in histories.items():
+                start = len(posts)
+                record_release(history, r, evaluations, settings, plan, tell, cluster)
+                out[cluster] = outcome(history, posts[start:], r, late, target)
+            rows.append(out)
     return rows, time.perf_counter() - started
 
 
@@ -613,6 +675,15 @@ def report_planted(rows: list[dict], points: float, change: float, seconds: floa
     )
 
 
+def z2(rows: list[dict]) -> str:
+    """Per headline comparison, the mean of its squared z over the releases (``headline_z``)."""
+    by: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        for key, z in r["z"].items():
+            by.setdefault(key, []).append(z * z)
+    return ", ".join(f"{s} {m} {np.nanmean(v):.2f}" for (s, m), v in sorted(by.items()))
+
+
 def jobs_of(tier: str, releases: int, chunks: int, **job: Any) -> list[dict]:
     bounds = np.linspace(0, releases, max(1, min(chunks, releases)) + 1).astype(int)
     return [{"tier": tier, "first": int(a), "last": int(b), **job} for a, b in itertools.pairwise(bounds) if b > a]
@@ -625,6 +696,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--planted", type=int, default=60, help="releases with the planted drop")
     parser.add_argument("--points", type=float, default=24.0, help="the planted drop before clipping (points)")
     parser.add_argument("--imported", type=int, default=100, help="releases of the imported suites, per null")
+    parser.add_argument(
+        "--clustered", type=int, default=100, help="releases of BorderLines and Gapminder under the clustered null"
+    )
     parser.add_argument("--real", type=int, default=200, help="re-draws of Gapminder's real rates (0: none)")
     parser.add_argument("--resamples", type=int, default=verdicts.VerdictSettings().resamples)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -656,6 +730,17 @@ def main(argv: list[str] | None = None) -> None:
             **base,
         ),
         "default": jobs_of("default", args.releases, chunks, kind="registered", size="default", **base),
+        "clustered": jobs_of(
+            "clustered",
+            args.clustered,
+            chunks,
+            kind="registered",
+            size="default",
+            suites=CLUSTERED,
+            shock=REGISTERED_SHOCK,
+            clusters=(DECLARED, "item"),
+            **base,
+        ),
         "imported (a)": jobs_of(
             "imported (a)", args.imported, chunks, kind="imported", shock=0.0, clusters=("question", ""), **base
         ),
@@ -675,7 +760,16 @@ def main(argv: list[str] | None = None) -> None:
             seconds[tier] += spent
     for size in ("default", "paper"):
         sizes = ", ".join(f"{k} {v}" for k, v in SIZES[size].items())
-        report_null(f"registered suites, null (a), {size} sizes ({sizes})", results[size], seconds[size])
+        rows = [r[DECLARED] for r in results[size]]
+        report_null(f"registered suites, null (a), {size} sizes ({sizes})", rows, seconds[size])
+    for cluster, how in ((DECLARED, "clustered as declared"), ("item", "each row its own unit (the mutation)")):
+        title = (
+            f"{' and '.join(CLUSTERED)} at the default sizes, clustered null: a shock of sd {REGISTERED_SHOCK:g} "
+            f"(log-odds) shared by a territory's queries and by a question's prompt families, {how}"
+        )
+        rows = [r[cluster] for r in results["clustered"]]
+        report_null(title, rows, seconds["clustered"] / 2)
+        print(f"  mean squared z of each headline comparison (about 1 when its standard error is right): {z2(rows)}")
     for tier, what in (
         ("imported (a)", "independent re-draws"),
         ("imported (b)", f"clustered null: a shock of sd {SHOCK:g} (log-odds) shared by a question's variations"),
@@ -687,11 +781,12 @@ def main(argv: list[str] | None = None) -> None:
             )
             report_null(title, [r[cluster] for r in results[tier]], seconds[tier] / 2)
     models = models_for(SIZES["default"], args.seed, PLANTED_PER_COUNTRY)
-    report_planted(results["planted"], args.points, expected_drop(models, args.points), seconds["planted"])
+    planted = [r[DECLARED] for r in results["planted"]]
+    report_planted(planted, args.points, expected_drop(models, args.points), seconds["planted"])
     if real is not None:
         report_null(
             f"Gapminder's real per-question rates ({real[0]}, {real[1].size} questions × 10 answers), gapminder only",
-            results["real"],
+            [r[DECLARED] for r in results["real"]],
             seconds["real"],
         )
     print(f"total {time.perf_counter() - started:.0f} s wall")

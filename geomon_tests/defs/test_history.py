@@ -90,9 +90,10 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
             "MDE",
             "power",
             "verdict",
+            "note",
         ]
         cells = [c.strip() for c in first.strip("|").split("|")]
-        assert cells[:3] == ["correct\\_rate", "o1-2024-12-17 (predecessor)", "−17.2 pts"] and cells[-1] == "regression"
+        assert cells[:3] == ["correct\\_rate", "o1-2024-12-17 (predecessor)", "−17.2 pts"] and cells[-2] == "regression"
         # (Markdown's link brackets are escaped: a table cell never becomes a link)
         assert cells[3].startswith("\\[−") and cells[3].endswith("\\] pts") and cells[4] == "&lt; 0.001"
         assert cells[6].endswith(" pts")  # the MDE in the metric's units

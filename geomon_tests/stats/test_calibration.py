@@ -5,12 +5,15 @@ announcer posting to a loopback webhook: what the webhook receives is what is co
 false-alarm promise is α = 0.05 (each suite spends α/8 of it): the count over a few dozen null releases
 stays within a bound consistent with that (24 releases: ≤ 2; P(X > 2) < 12 % even at α itself, the suites
 here spend 3α/8), and a clustered null imported with its cluster ignored (the mutation) exceeds it: the
-bench tells a clustered test from an unclustered one."""
+bench tells a clustered test from an unclustered one. BorderLines' rows under a clustered null (a territory's
+queries share a shock) keep standard errors that fit their changes only when clustered on the territory."""
 
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+
+import numpy as np
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "alert_calibration.py"
 
@@ -43,7 +46,7 @@ def test_registered_null_releases_rarely_alarm():
         "first": 0,
         "last": 24,
     }
-    rows, _ = bench.run_job(job)
+    rows = [r[bench.DECLARED] for r in bench.run_job(job)[0]]
     _clean(rows)
     assert {"worldbench", "borderlines", "blend"} <= set().union(*(r["family_sizes"] for r in rows))
     alarms = sum(r["alarm"] for r in rows)
@@ -74,3 +77,30 @@ def test_imported_clustered_null_stays_within_alpha_and_ignoring_the_cluster_wou
     alarms, mutated = sum(r["alarm"] for r in clustered), sum(r["alarm"] for r in flat)
     assert alarms <= 2, f"{alarms} of 12 clustered null releases delivered a regression alert"
     assert mutated > 2 and mutated > alarms, f"ignoring the cluster alarmed in only {mutated} of 12 releases"
+
+
+def test_borderlines_clustered_null_needs_its_territory_clusters():
+    """BorderLines at the default size under a clustered null (every rate of a territory, its queries' in
+    every language included, moved by a shock they share, drawn afresh per model), recorded with its
+    declarations and again with every row its own unit. Its pooled query metrics (every claimant language's
+    concurrence, every query's answer rate) have standard errors that fit the changes (mean squared z about 1)
+    only when clustered on the territory; ignoring it (the mutation) makes them too small. Alarms are too rare
+    here (a territory has four queries) to tell the two apart in a fast test: the z-scores can."""
+    bench = _bench()
+    job = {
+        "kind": "registered",
+        "size": "default",
+        "suites": ("borderlines",),
+        "shock": bench.REGISTERED_SHOCK,
+        "clusters": (bench.DECLARED, "item"),
+        "seed": 11,
+        "resamples": 4999,
+        "first": 0,
+        "last": 16,
+    }
+    rows, _ = bench.run_job(job)
+    pooled = [("borderlines", "claimant_concurrence"), ("borderlines", "answered_rate")]
+    z2 = {c: np.mean([r[c]["z"][key] ** 2 for r in rows for key in pooled]) for c in job["clusters"]}
+    _clean([r[bench.DECLARED] for r in rows])
+    assert z2[bench.DECLARED] < 1.4, f"clustered on the territory, mean squared z {z2[bench.DECLARED]:.2f}"
+    assert z2["item"] > 1.4, f"each row its own unit, mean squared z only {z2['item']:.2f}"
