@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
+.PHONY: setup run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
 
 setup: $(VENV)/.installed
 
@@ -29,8 +29,13 @@ run: setup
 	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder --fail-on never
 	$(BIN)/geomon run --profile $(PROFILE) --fail-on never $(ARGS)
 
+# Every test but the release tier, which `make test-release` runs (both in .ci/run): under 10 minutes on 2 cores.
 test: setup lint
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not release" $(PYTEST_ARGS)
+
+# A whole release decided through `geomon run` on scripted endpoints, every suite (about 3.5 minutes).
+test-release: setup
+	$(BIN)/pytest -m release $(PYTEST_ARGS)
 
 # The unit tier: no model server, no Dagster run, no browser (markers applied in geomon_tests/conftest.py).
 test-fast: setup lint

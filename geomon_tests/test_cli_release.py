@@ -27,7 +27,7 @@ from geomon.cli import main
 from geomon_tests.conftest import SHARED, write_settings
 from geomon_tests.loopback import ScriptedModel, Webhook, serve
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.release]
 
 WORSE = {
     "worldbench": ("mean_error", "region=Europe & Central Asia"),
