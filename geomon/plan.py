@@ -140,7 +140,12 @@ def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame, min_effects: di
 
 
 def powered(
-    planned: list[Comparison], settings: Any, suite: str, history: Any, population: dict[tuple[str, str], int]
+    planned: list[Comparison],
+    settings: Any,
+    suite: str,
+    history: Any,
+    population: dict[tuple[str, str], int],
+    measured: dict[tuple[str, str], Any] | None = None,
 ) -> None:
     """Each comparison's MDE at this sample and the clusters it needs to be decidable, in place: from the spread
     of its stored comparisons, else the worst case its range allows (``spread``), at its family's first Holm level
@@ -150,7 +155,7 @@ def powered(
     full = {d: sum(c.clusters is not None and c.disparity == d for c in planned) for d in (False, True)}
     for c in planned:
         c.population = population.get((c.metric, c.breakdown))
-        sd, c.source = spread(history, suite, c.metric, c.breakdown, c.bounds)
+        sd, c.source = spread(history, suite, c.metric, c.breakdown, c.bounds, measured)
         if c.clusters is None:
             continue
         if sd is None:
@@ -301,27 +306,64 @@ def test_level(settings: Any, suite: str, paging: int | None = None) -> float:
 WORST_CASE = "worst case for the metric's range"  # no comparison stored: a coin flip per cluster, each side
 
 
+MEASURED = "measured on a stored evaluation"
+
+
+def measured_spreads(history: Any, suite: str) -> dict[tuple[str, str], Any]:
+    """The suite's latest stored evaluation with items (any model: the bundled ones after `make run`), as the
+    baseline of a comparison would plan its MDE (``tracking.baseline_spreads``); {} where none is stored."""
+    from geomon.monitor import tracking
+
+    if history is None:
+        return {}
+    for row in reversed(list(history.evaluations(suite=suite).itertuples())):
+        evaluations = history.evaluations_of(suite, row.scope, model=row.model)
+        items = evaluations[-1].items if evaluations else None
+        if items is not None and len(items):
+            return tracking.baseline_spreads(registry.tracked(suite), items)
+    return {}
+
+
 def spread(
-    history: Any, suite: str, metric: str, breakdown: str, bounds: tuple[float, float] | None
+    history: Any,
+    suite: str,
+    metric: str,
+    breakdown: str,
+    bounds: tuple[float, float] | None,
+    measured: dict[tuple[str, str], Any] | None = None,
 ) -> tuple[float | None, str]:
     """The per-cluster spread of a comparison's change and where it comes from: its stored comparisons
-    (``headline_spread``), else the worst case its range allows (a coin flip per cluster, each side)."""
+    (``headline_spread``), else the latest stored evaluation's own variance as production plans a comparison's
+    MDE from its baseline (``measured_spreads``), else the worst case its range allows (a coin flip per cluster,
+    each side)."""
+    from geomon.monitor import tracking
+
     sd = headline_spread(history, suite, metric, breakdown)
     if sd is not None:
         return sd, "stored comparisons"
+    own = (measured or {}).get((metric, breakdown))
+    if own is not None:
+        se = tracking.planned_se(own, bounds)
+        if se > 0 and own[2] > 0:
+            return se * math.sqrt(own[2]), MEASURED
     if bounds is not None:
         return (bounds[1] - bounds[0]) * math.sqrt(0.5), WORST_CASE
     return None, "unknown until a first run"
 
 
 def headlines(
-    info: registry.SuiteInfo, clusters: int, settings: Any, history: Any, paging: int | None = None
+    info: registry.SuiteInfo,
+    clusters: int,
+    settings: Any,
+    history: Any,
+    paging: int | None = None,
+    measured: dict[tuple[str, str], Any] | None = None,
 ) -> list[Headline]:
     """Each tracked headline's MDE at ``clusters`` (the stated power, at the suite's ``test_level``)."""
     alpha = test_level(settings, info.name, paging)
     out = []
     for metric in registry.tracked(info.name):
-        sd, source = spread(history, info.name, metric.name, metric.breakdown, metric.bounds)
+        sd, source = spread(history, info.name, metric.name, metric.breakdown, metric.bounds, measured)
         if sd is None:
             out.append(Headline(metric.name, metric.breakdown, clusters, None, None, source))
             continue
@@ -389,9 +431,10 @@ def suite_plans(
         if options.get(option):
             everything, _ = build_prompts(settings, info.name, {**options, option: 0}, upstream)  # 0: every one
         population = {(c.metric, c.breakdown): c.clusters for c in comparisons(info, everything, min_effects)}
-    powered(planned, settings, info.name, history, population)
+    measured = measured_spreads(history, info.name)
+    powered(planned, settings, info.name, history, population, measured)
     paging = sum(c.in_family and not c.disparity for c in planned)
-    marks = headlines(info, clusters, settings, history, paging)
+    marks = headlines(info, clusters, settings, history, paging, measured)
     plans = []
     for spec in models:
         requests = asking.requests(prompts, spec, settings)
@@ -499,8 +542,12 @@ def blind_lines(plan: SuitePlan) -> list[str]:
         reason = "; ".join(w for w in (c.why, plan.remedy(c)) if w)
         column, _, value = c.breakdown.rpartition("=")
         shared.setdefault((c.metric, column if value else c.breakdown, reason), []).append(value)
-    worst = sum(c.source == WORST_CASE for c in plan.comparisons if not c.decidable)
+    blind = [c for c in plan.comparisons if not c.decidable]
+    worst = sum(c.source == WORST_CASE for c in blind)
     lines = [f"(the MDE of {worst} of them is the {WORST_CASE}: none is stored yet)"] if worst else []
+    measured = sum(c.source == MEASURED for c in blind)
+    if measured:
+        lines.append(f"(the MDE of {measured} of them is {MEASURED}: its variance, planned as its comparison would be)")
     for (metric, column, reason), values in shared.items():
         where = f"{column}={', '.join(values)}" if any(values) else column
         lines.append(f"{metric}{f' ({where})' if where else ''}: {reason}")

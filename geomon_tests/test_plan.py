@@ -157,3 +157,36 @@ def test_the_plan_says_what_would_decide_each_comparison_against_the_budget(tmp_
     assert "blend: 52 of 52 comparisons not decidable at profile default (240 asks; budget 1,000 per model" in out
     assert f"  sem_b_local: {local.why}; not decidable at this profile: needs ≈{asks:,} asks > budget 1,000" in out
     assert "sem_b_local (country=Algeria, Assam," in out and "worst case for the metric's range" in out
+
+
+def test_the_plan_measures_a_stored_evaluations_variance_before_assuming_the_worst(tmp_path, wdi_snapshot_dir):
+    """With one BLEnD evaluation stored (no comparison yet: the bundled models after `make run`), each comparison's
+    MDE is planned from that evaluation's own variance as production plans a comparison's (the baseline's bootstrap
+    SE × √2, never below Agresti–Coull), not from the worst case its range allows: a model right on nine questions
+    in ten needs fewer questions than a coin flip. Mutation caught: ``measured_spreads`` returning {}."""
+    import pandas as pd
+
+    from geomon.monitor import tracking
+    from geomon.stats.verdicts import VerdictSettings
+    from geomon.suites import blend as suite
+
+    rows = []
+    for country in ("Greece", "Spain"):
+        for q in range(40):
+            right = 0.0 if q % 10 == 0 else 100.0
+            for mode, asked_in in (("local", "local language"), ("english", "English")):
+                rows.append((f"{country}|{q}|{mode}", f"{country}|{q}", right, country, mode, asked_in, 1.0))
+    items = pd.DataFrame(rows, columns=["item", "question", "value", "country", "mode", "asked_in", "answered"])
+    settings = load_settings(write_settings(tmp_path, wdi_snapshot_dir))
+    history = MetricHistory(settings.store_url)
+    tracking.track(history, "blend", "smollm2-135m-instruct", [], items, suite.TRACKED, VerdictSettings(resamples=99))
+    spec = settings.model("smollm2-135m-instruct")
+    info = registry.suites()["blend"]
+    (measured,) = plan.make_plan(settings, [spec], [info], "default", settings.store(), history)
+    (worst,) = plan.make_plan(
+        settings, [spec], [info], "default", settings.store(), MetricHistory("sqlite:///:memory:")
+    )
+    ours, theirs = (next(c for c in p.comparisons if c.name == "sem_b_local") for p in (measured, worst))
+    assert ours.source == plan.MEASURED and theirs.source == plan.WORST_CASE
+    assert ours.mde < 0.7 * theirs.mde  # a Bernoulli(0.9) per question: SD 30 × √2, not a coin flip's 70.7
+    assert any(line.startswith("(the MDE of ") and plan.MEASURED in line for line in plan.blind_lines(measured))

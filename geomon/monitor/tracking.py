@@ -346,6 +346,29 @@ def _one_look(
     return rows
 
 
+Spread = tuple[float, float, int]  # a comparison's bootstrap standard error, value and clusters in one evaluation
+
+
+def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], Spread]:
+    """Each comparison's cluster-bootstrap standard error, value and clusters in one evaluation's items: what its
+    planned standard error rests on (``planned_se``)."""
+    out = {}
+    for metric in tracked:
+        if metric.columns() <= set(items.columns):
+            for e in declared.estimates(metric, items, resamples=PLANNING_RESAMPLES, seed=0):
+                out[(e.metric, e.breakdown)] = (e.se, e.value, e.clusters)
+    return out
+
+
+def planned_se(spread: Spread, bounds: tuple[float, float] | None) -> float:
+    """The standard error a comparison's MDE is planned at from its baseline's ``spread``: the bootstrap standard
+    error × √2 (two evaluations of that sample, as if independent), for a bounded metric never below the
+    Agresti–Coull standard error of its value over its clusters; NaN where there is neither."""
+    boot, value, clusters = spread
+    floor = declared.agresti_coull_se(value, clusters, bounds)
+    return math.sqrt(2) * max((x for x in (boot, floor) if math.isfinite(x)), default=math.nan)
+
+
 def _planned(
     tests: list[declared.PairedTest], tracked: Sequence[TrackedMetric], before: Evaluation
 ) -> list[declared.PairedTest]:
@@ -357,18 +380,11 @@ def _planned(
     p-value's sign-flip null is the new data's: an MDE read from it would say what the result already shows (0 for
     an unchanged metric, about its own size for a changed one). ``se`` stays the null's: the paired change's
     standard error, which its interval is shown with."""
-    spread: dict[tuple[str, str], tuple[float, float, int]] = {}
-    if before.items is not None:
-        for metric in tracked:
-            if metric.columns() <= set(before.items.columns):
-                for e in declared.estimates(metric, before.items, resamples=PLANNING_RESAMPLES, seed=0):
-                    spread[(e.metric, e.breakdown)] = (e.se, e.value, e.clusters)
+    spread = baseline_spreads(tracked, before.items) if before.items is not None else {}
     out = []
     for t in tests:
         if t.p_value is not None:
-            boot, value, clusters = spread.get((t.metric, t.breakdown), (math.nan, math.nan, 0))
-            floor = declared.agresti_coull_se(value, clusters, t.bounds)
-            se = math.sqrt(2) * max((x for x in (boot, floor) if math.isfinite(x)), default=math.nan)
+            se = planned_se(spread.get((t.metric, t.breakdown), (math.nan, math.nan, 0)), t.bounds)
             why = ""
             if not se > 0 and t.bounds is not None and t.clusters:
                 se = (t.bounds[1] - t.bounds[0]) * math.sqrt(0.5) / math.sqrt(t.clusters)
