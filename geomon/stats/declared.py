@@ -775,6 +775,28 @@ def _paired(
     return out
 
 
+ANSWERED_RATE = "answered_rate"
+
+
+def answered_rate(
+    cluster: str, by: tuple[str, ...] = (), where: Where = (), breakdown: str = "", min_effect: float = 5.0
+) -> TrackedMetric:
+    """Whether the model still answers, overall and per group (``by``): the percent of the asked items answered
+    (``answered``: 1, 0 for an unanswered or refused reply, NaN for a failed request — an outage is not a model
+    that stopped answering), lower is worse. Every suite tracks it: a score over the answered items alone would
+    look better when a model stops answering the ones it gets wrong."""
+    return TrackedMetric(
+        ANSWERED_RATE,
+        Mean("answered", where=where, scale=100),
+        cluster,
+        False,
+        min_effect,
+        breakdown,
+        by=by,
+        bounds=(0.0, 100.0),
+    )
+
+
 def is_disparity(statistic: Any) -> bool:
     """A statistic between groups: it can widen because one group got better, so its change is shown (``disparity
     widened``), and the groups' own tests are what page."""

@@ -37,7 +37,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import blend as source
 from geomon.stats import uncertainty
-from geomon.stats.declared import Mean, Range, TrackedMetric
+from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate
 from geomon.stats.values import MetricValue, metrics_from_mapping
 from geomon.suites.pipeline import (
     SEED,
@@ -547,15 +547,7 @@ TRACKED = (
     # model that hedges where it used to answer wrongly moves no SEM-B figure: only this rate tells. Local-language
     # prompts only, as sem_b_local: refusals concentrate in low-resource languages, and averaged with a country's
     # English prompts a collapse in its own language would show at half its size.
-    TrackedMetric(
-        "answered_rate",
-        Mean("answered", where=_LOCAL_PROMPTS, scale=100),
-        "question",
-        False,
-        5.0,
-        by=("country",),
-        bounds=(0, 100),
-    ),
+    answered_rate("question", by=("country",), where=_LOCAL_PROMPTS),
 )
 
 

@@ -25,7 +25,7 @@ from geomon.parsing import parse_choice
 from geomon.sources import borderlines as source
 from geomon.sources import wikipedia
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
-from geomon.stats.declared import Difference, Mean, TrackedMetric
+from geomon.stats.declared import Difference, Mean, TrackedMetric, answered_rate
 from geomon.suites.kit import continuation_logprob, likeliest, ranks_candidates
 from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome, status_of
@@ -565,9 +565,7 @@ TRACKED = (
     ),
     # Whether the model still answers, overall and per claimant language: the scores are over the answered
     # queries, so a model that stops answering would otherwise look no worse.
-    TrackedMetric(
-        "answered_rate", Mean("answered", scale=100), "territory", False, 5.0, _VANILLA, by=("lang",), bounds=(0, 100)
-    ),
+    answered_rate("territory", by=("lang",), breakdown=_VANILLA),
 )
 
 

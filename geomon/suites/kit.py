@@ -34,7 +34,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.jury import JurySettings
 from geomon.sources.release_files import ReleaseFiles
-from geomon.stats.declared import Mean, Range, TrackedMetric, estimates
+from geomon.stats.declared import ANSWERED_RATE, Mean, Range, TrackedMetric, answered_rate, estimates
 from geomon.stats.values import MetricValue, series_scope
 from geomon.suites.info import Headline, RunOption, SuiteError, SuiteInfo, status_of
 from geomon.suites.pipeline import (
@@ -216,9 +216,6 @@ def render_prompts(
     return prompts, filled_outcome("prompts_filled", len(prompts), unfilled)
 
 
-ANSWERED_RATE = "answered_rate"
-
-
 def group_metrics(
     metric: str,
     groups: tuple[str, ...],
@@ -236,12 +233,8 @@ def group_metrics(
     share of items (the items' ``answered``, 0 or 1) the model committed to an answer on, overall and per group
     (higher is better; a hedge or a list of candidates is no answer)."""
     mean = Mean("value")
-    rate = (
-        (TrackedMetric(ANSWERED_RATE, Mean("answered", scale=100), cluster, False, answered_min_effect, by=groups,
-                       bounds=(0.0, 100.0)),)
-        if answered_min_effect is not None
-        else ()
-    )  # fmt: skip
+    answered = answered_min_effect is not None
+    rate = (answered_rate(cluster, by=groups, min_effect=answered_min_effect),) if answered else ()
     tracked = (
         TrackedMetric(metric, mean, cluster, higher_is_worse, min_effect, by=groups, bounds=bounds),
         *rate,

@@ -43,7 +43,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.jury import parse_label, parse_likert
 from geomon.sources import quench as source
 from geomon.sources.quench import load_items
-from geomon.stats.declared import Mean, Range, TrackedMetric
+from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate
 from geomon.stats.uncertainty import (
     Estimate,
     Interval,
@@ -816,15 +816,7 @@ TRACKED = (
     ),
     # Whether the model still answers, overall and for the Indic and non-Indic questions: the score is over the
     # answered entities, so a model that stops answering the ones it gets wrong would otherwise look better.
-    TrackedMetric(
-        "answered_rate",
-        Mean("answered", where=_PLAIN, scale=100),
-        "question_id",
-        False,
-        5.0,
-        by=("questions",),
-        bounds=(0, 100),
-    ),
+    answered_rate("question_id", by=("questions",), where=_PLAIN),
 )
 
 

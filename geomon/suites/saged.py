@@ -46,7 +46,7 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import corpus as corpus_source
-from geomon.stats.declared import ImpactRatio, Mean, Range, TrackedMetric
+from geomon.stats.declared import ImpactRatio, Mean, Range, TrackedMetric, answered_rate
 from geomon.stats.disparity import (
     disparity_permutation_test,
     dixon_q,
@@ -707,7 +707,7 @@ TRACKED = (
     ),
     # Whether the model still answers, overall and per country: a country's sentiment is over its answered
     # prompts, so a model that stops answering for one country would otherwise raise nothing.
-    TrackedMetric("answered_rate", Mean("answered", scale=100), "root", False, 5.0, by=("concept",), bounds=(0, 100)),
+    answered_rate("root", by=("concept",)),
 )
 
 
