@@ -326,7 +326,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         + (f" (+ unknown for {', '.join(unknown)}: --probe measures)" if unknown else "")
         + (f", about ${total['cost']:,.2f}" if total["cost"] is not None else "")
         + f"; MDE at {settings.verdicts.power:.0%} power, one-sided, at each suite's share of the release's "
-        f"α = {settings.verdicts.alpha} over its decidable comparisons "
+        f"α = {settings.verdicts.alpha} over its comparisons with 30 clusters or more "
         f"({tracking.release_plan(settings.verdicts).describe()})."
     )
     for note in sorted({p.note for p in plans if p.note}):

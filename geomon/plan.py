@@ -332,20 +332,20 @@ def spread(
     bounds: tuple[float, float] | None,
     measured: dict[tuple[str, str], Any] | None = None,
 ) -> tuple[float | None, str]:
-    """The per-cluster spread of a comparison's change and where it comes from: its stored comparisons
-    (``headline_spread``), else the latest stored evaluation's own variance as production plans a comparison's
-    MDE from its baseline (``measured_spreads``), else the worst case its range allows (a coin flip per cluster,
-    each side)."""
+    """The per-cluster spread of a comparison's change and where it comes from: the latest stored evaluation's own
+    variance, as production plans a comparison's MDE from its baseline (``measured_spreads``), else its stored
+    comparisons (``headline_spread``: a comparison of a metric the latest evaluation lacks), else the worst case
+    its range allows (a coin flip per cluster, each side)."""
     from geomon.monitor import tracking
 
-    sd = headline_spread(history, suite, metric, breakdown)
-    if sd is not None:
-        return sd, "stored comparisons"
     own = (measured or {}).get((metric, breakdown))
     if own is not None:
         se = tracking.planned_se(own, bounds)
         if se > 0 and own[2] > 0:
             return se * math.sqrt(own[2]), MEASURED
+    sd = headline_spread(history, suite, metric, breakdown)
+    if sd is not None:
+        return sd, "stored comparisons"
     if bounds is not None:
         return (bounds[1] - bounds[0]) * math.sqrt(0.5), WORST_CASE
     return None, "unknown until a first run"

@@ -229,6 +229,7 @@ def release(tmp_path_factory):
         evaluations = history.evaluations(model=model)
         rows = history.comparisons(evaluations["evaluation_id"]).merge(evaluations[["evaluation_id", "suite"]])
         decided[model] = {(r.suite, r.metric, r.breakdown): r.verdict for r in rows.itertuples()}
+        decided[f"{model} mde"] = {(r.suite, r.metric, r.breakdown): r.mde for r in rows.itertuples()}
     yield {"posts": [p["body"] for p in hook["posts"]], "decided": decided}
 
 
@@ -243,6 +244,24 @@ def test_a_group_twenty_points_worse_pages_by_name_in_every_suite(release, suite
     metric, breakdown = WORSE[suite]
     assert release["decided"]["new"][(suite, metric, breakdown)] == "regression"
     assert f"{metric} ({breakdown})" in _paged(release, "new").get(suite, ""), release["posts"]
+
+
+def test_no_other_group_of_the_same_kind_pages(release):
+    """The only group of its kind (region, language, topic…) that regressed is the one that got worse: a spurious
+    group alarm would fail here, not pass with the page that names the right one."""
+    for suite, (_, breakdown) in WORSE.items():
+        column = breakdown.rsplit("=", 1)[0] + "="
+        regressed = {
+            b for (s, _, b), v in release["decided"]["new"].items() if s == suite and v == "regression" and column in b
+        }
+        assert regressed == {breakdown}, (suite, regressed)
+
+
+def test_no_comparison_states_an_mde_of_zero(release):
+    """Most comparisons did not change (temperature-0 scripted answers): none states an MDE of 0."""
+    for model in ("new", "silent"):
+        mdes = release["decided"][f"{model} mde"]
+        assert not [key for key, mde in mdes.items() if mde is not None and mde == mde and mde < 1e-6], model
 
 
 @pytest.mark.parametrize("suite", list(BETTER))

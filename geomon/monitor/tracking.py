@@ -346,26 +346,35 @@ def _one_look(
     return rows
 
 
-Spread = tuple[float, float, int]  # a comparison's bootstrap standard error, value and clusters in one evaluation
+# A comparison's bootstrap standard error, value and clusters in one evaluation, and whether it is a mean of
+# bounded outcomes (whose standard error has the Agresti–Coull floor).
+Spread = tuple[float, float, int, bool]
 
 
 def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], Spread]:
     """Each comparison's cluster-bootstrap standard error, value and clusters in one evaluation's items: what its
-    planned standard error rests on (``planned_se``)."""
+    planned standard error rests on (``planned_se``). A standard error at floating-point noise (a baseline whose
+    clusters all agree) is 0."""
     out = {}
     for metric in tracked:
         if metric.columns() <= set(items.columns):
             for e in declared.estimates(metric, items, resamples=PLANNING_RESAMPLES, seed=0):
-                out[(e.metric, e.breakdown)] = (e.se, e.value, e.clusters)
+                part = metric.statistic
+                if e.breakdown != metric.breakdown and isinstance(part, declared.Range):
+                    part = part.of  # a group of a range: one of its means
+                noise = 1e-9 * max(1.0, abs(e.value)) if math.isfinite(e.value) else 0.0
+                se = 0.0 if math.isfinite(e.se) and e.se < noise else e.se
+                out[(e.metric, e.breakdown)] = (se, e.value, e.clusters, isinstance(part, declared.Mean))
     return out
 
 
 def planned_se(spread: Spread, bounds: tuple[float, float] | None) -> float:
     """The standard error a comparison's MDE is planned at from its baseline's ``spread``: the bootstrap standard
-    error × √2 (two evaluations of that sample, as if independent), for a bounded metric never below the
-    Agresti–Coull standard error of its value over its clusters; NaN where there is neither."""
-    boot, value, clusters = spread
-    floor = declared.agresti_coull_se(value, clusters, bounds)
+    error × √2 (two evaluations of that sample, as if independent), for a mean of bounded outcomes never below the
+    Agresti–Coull standard error of its value over its clusters (a baseline at 100 % is not a certainty; a
+    continuous error or a gap between groups has no such floor); NaN where there is neither."""
+    boot, value, clusters, mean = spread
+    floor = declared.agresti_coull_se(value, clusters, bounds) if mean else math.nan
     return math.sqrt(2) * max((x for x in (boot, floor) if math.isfinite(x)), default=math.nan)
 
 
@@ -384,7 +393,7 @@ def _planned(
     out = []
     for t in tests:
         if t.p_value is not None:
-            se = planned_se(spread.get((t.metric, t.breakdown), (math.nan, math.nan, 0)), t.bounds)
+            se = planned_se(spread.get((t.metric, t.breakdown), (math.nan, math.nan, 0, False)), t.bounds)
             why = ""
             if not se > 0 and t.bounds is not None and t.clusters:
                 se = (t.bounds[1] - t.bounds[0]) * math.sqrt(0.5) / math.sqrt(t.clusters)

@@ -375,3 +375,38 @@ def test_a_gap_that_closes_from_the_leading_side_is_not_a_gap_widening(tmp_path,
     assert gap["change"] == pytest.approx(-0.3) and gap["verdict"] == verdicts.IMPROVEMENT
     (post,) = [p["body"] for p in state["posts"]]
     assert "questions_gap" not in post["title"]
+
+
+def test_an_unchanged_metric_never_states_an_mde_of_zero(tmp_path):
+    """Every country of a region errs alike and nothing changes: the region's bootstrap spread is floating-point
+    noise, which plans no MDE (none stated, never 0 with power 1). Mutation caught: `verdicts._planned_se` taking a
+    noise spread as one."""
+    rows = [(f"R{r}-{c}", f"R{r}", "high", (0.1 + 0.1 * r) * 11, 11, 11, 11) for r in range(4) for c in range(40)]
+    frame = pd.DataFrame(rows, columns=["item", "region", "income_group", "error_sum", "answers", "answered", "asked"])
+    history = MetricHistory(f"sqlite:///{tmp_path / 'same.sqlite'}")
+    settings = verdicts.VerdictSettings(resamples=199)
+    tracking.track(history, "worldbench", "old", [], frame, worldbench.TRACKED, settings)
+    out = tracking.track(history, "worldbench", "new", [], frame, worldbench.TRACKED, settings, predecessor="old")
+    decided = {(v["metric"], v["breakdown"]): v for v in out.verdicts}
+    region = decided[("mean_error", "region=R1")]
+    assert region["verdict"] == verdicts.NO_CHANGE
+    assert not region["mde"] < 1e-6 and not region["power"] > 0.999  # NaN or a real MDE; never 0 with power 1
+
+
+def test_only_a_mean_of_bounded_outcomes_has_the_agresti_coull_floor():
+    """A continuous error (WorldBench's, 0.15 ± 0.05 per country) plans from its own spread; a share of right
+    answers at 100 % (bootstrap spread 0) from the Agresti–Coull floor. Mutation caught: the floor applied to
+    every bounded metric (the continuous error's planned SE eight times its spread)."""
+    rng = np.random.default_rng(0)
+    errors = np.clip(rng.normal(0.15, 0.05, 160), 0, 1)
+    frame = pd.DataFrame(
+        {"item": [f"c{i}" for i in range(160)], "region": "R", "income_group": "high", "error_sum": errors * 11,
+         "answers": 11, "answered": 11, "asked": 11}
+    )  # fmt: skip
+    spread = tracking.baseline_spreads(worldbench.TRACKED, frame)[("mean_error", "")]
+    assert tracking.planned_se(spread, (0, 1)) == pytest.approx(np.sqrt(2) * spread[0])
+    right = pd.DataFrame({"item": [f"q{i}" for i in range(40)], "value": 100.0})
+    from geomon.stats.declared import Mean, TrackedMetric
+
+    share = tracking.baseline_spreads((TrackedMetric("acc", Mean("value"), bounds=(0, 100)),), right)[("acc", "")]
+    assert share[0] == 0 and tracking.planned_se(share, (0, 100)) > 0
