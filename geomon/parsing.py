@@ -433,6 +433,9 @@ HEDGES = (
     "نمی‌دانم", "نمیدانم", "مطمئن نیستم", "لا أعرف", "لا أعلم", "لست متأكدا", "لست متأكدًا",
     "sijui", "sina uhakika", "je ne sais pas", "no lo sé", "não sei", "ich weiß nicht", "weiß nicht",
     "не знаю", "bilmiyorum", "saya tidak tahu", "tidak tahu", "ไม่รู้", "ไม่ทราบ", "모르겠습니다", "모릅니다",
+    # BLEnD's other languages: Spanish, Korean, Greek, Azerbaijani, Amharic, Hausa, Sundanese, Assamese.
+    "no sé", "모르겠어요", "모르겠어", "잘 모르겠", "δεν ξέρω", "δεν γνωρίζω", "bilmirəm", "አላውቅም",
+    "ban sani ba", "teu nyaho", "teu terang", "মই নাজানো", "নাজানো",
 )  # fmt: skip
 
 

@@ -334,3 +334,15 @@ def test_candidates_named_in_their_order_the_longer_claiming_its_span():
 )
 def test_hedges_in_every_language(reply, hedge):
     assert hedge_in(reply) == hedge
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    ["No sé.", "잘 모르겠어요", "δεν ξέρω", "Bilmirəm.", "አላውቅም", "Ban sani ba.", "Teu nyaho.", "মই নাজানো", "不知道"],
+)
+def test_a_refusal_in_each_of_blends_languages_is_a_hedge(refusal):
+    """BLEnD's answer rate counts a refusal in the local language as unanswered: Spanish, Korean, Greek,
+    Azerbaijani, Amharic, Hausa, Sundanese, Assamese, Chinese."""
+    from geomon.parsing import hedge_in
+
+    assert hedge_in(refusal)
