@@ -480,8 +480,15 @@ def _strata(frame: pd.DataFrame, codes: np.ndarray, clusters: int, group: str) -
 
 
 def _smallest_group(statistic: Any, frame: pd.DataFrame, codes: np.ndarray, used: np.ndarray) -> int | None:
-    """For a statistic over groups (a range, an impact ratio), the clusters of its smallest group among the
-    rows it uses: the sample a between-group claim rests on (None for any other statistic)."""
+    """For a statistic over groups (a range, an impact ratio) or between two parts (a difference), the clusters of
+    its smallest group or part among the rows it uses: the sample a between-group claim rests on (None for any
+    other statistic)."""
+    if isinstance(statistic, Difference):
+        sides = [
+            np.unique(codes[used & (part.parts(frame)[1] != 0)]).size
+            for part in (statistic.minuend, statistic.subtrahend)
+        ]
+        return int(min(sides))
     by = getattr(statistic, "by", "")
     if not by or not isinstance(statistic, Range | ImpactRatio):
         return None

@@ -57,6 +57,10 @@ def test_declared_statistics_compute_what_they_say():
     # A tracked gap is its size (BorderLines' |Con − Non|): the same whichever side is ahead.
     flagged, unflagged = Mean("num", where=(("flag", True),)), Mean("num", where=(("flag", False),))
     assert one(Difference(flagged, unflagged, absolute=True)) == one(Difference(unflagged, flagged)) == 2.0
+    # A gap rests on its smaller side: 40 clusters with the flag, 3 without → 3 (a mutation counting both: 43).
+    sides = pd.DataFrame({"item": [f"c{i}" for i in range(43)], "num": 1.0, "flag": [True] * 40 + [False] * 3})
+    gap = TrackedMetric("gap", Difference(flagged, unflagged, absolute=True))
+    assert estimates(gap, sides, resamples=0)[0].clusters == 3
     # Larger-than standard: mean 1.5; x selects b (3 ≥ 1.5) of 2, y selects d of 2 → 0.5 / 0.5.
     assert one(ImpactRatio("num", "group")) == pytest.approx(1.0)
     assert math.isnan(one(Range(Mean("num", where=(("group", "x"),)), "group")))  # one group: no range
