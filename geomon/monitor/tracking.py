@@ -346,6 +346,8 @@ def _one_look(
     return rows
 
 
+NOISE = 1e-6  # a spread below this share of a metric's range (or value) is rounding: no spread to plan an MDE from
+
 # A comparison's bootstrap standard error, value and clusters in one evaluation, and whether it is a mean of
 # bounded outcomes (whose standard error has the Agresti–Coull floor).
 Spread = tuple[float, float, int, bool]
@@ -353,8 +355,8 @@ Spread = tuple[float, float, int, bool]
 
 def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], Spread]:
     """Each comparison's cluster-bootstrap standard error, value and clusters in one evaluation's items: what its
-    planned standard error rests on (``planned_se``). A standard error at floating-point noise (a baseline whose
-    clusters all agree) is 0."""
+    planned standard error rests on (``planned_se``). A standard error below a millionth of the metric's range (or
+    of its value) is rounding, not spread (a baseline whose clusters all agree): 0."""
     out = {}
     for metric in tracked:
         if metric.columns() <= set(items.columns):
@@ -362,7 +364,11 @@ def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> d
                 part = metric.statistic
                 if e.breakdown != metric.breakdown and isinstance(part, declared.Range):
                     part = part.of  # a group of a range: one of its means
-                noise = 1e-9 * max(1.0, abs(e.value)) if math.isfinite(e.value) else 0.0
+                group = e.breakdown != metric.breakdown
+                bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
+                noise = NOISE * (
+                    bounds[1] - bounds[0] if bounds else max(1.0, abs(e.value) if math.isfinite(e.value) else 1.0)
+                )
                 se = 0.0 if math.isfinite(e.se) and e.se < noise else e.se
                 out[(e.metric, e.breakdown)] = (se, e.value, e.clusters, isinstance(part, declared.Mean))
     return out

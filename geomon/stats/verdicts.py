@@ -292,8 +292,15 @@ def _planned_se(t: PairedTest) -> float:
     """The standard error a comparison's MDE and power are stated at: planned before the data where it was, else
     the sign-flip null's."""
     se = t.planned_se if math.isfinite(t.planned_se) else t.se
-    # A spread at floating-point noise is none: an MDE of 0 would claim any change is detected.
-    return se if math.isfinite(se) and se > 1e-9 * max(1.0, abs(t.before)) else math.nan
+    # A spread at rounding noise is none: an MDE of 0 would claim any change is detected.
+    scale = (
+        t.bounds[1] - t.bounds[0]
+        if t.bounds is not None
+        else max(1.0, abs(t.before))
+        if math.isfinite(t.before)
+        else 1.0
+    )
+    return se if math.isfinite(se) and se > 1e-6 * scale else math.nan
 
 
 def summary(verdicts: Sequence[Verdict] | Sequence[Mapping[str, Any]]) -> str:
