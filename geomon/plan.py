@@ -147,8 +147,9 @@ def powered(
     population: dict[tuple[str, str], int],
     measured: dict[tuple[str, str], Any] | None = None,
 ) -> None:
-    """Each comparison's MDE at this sample and the clusters it needs to be decidable, in place: from the spread
-    of its stored comparisons, else the worst case its range allows (``spread``), at its family's first Holm level
+    """Each comparison's MDE at this sample and the clusters it needs to be decidable, in place: from its spread
+    (``spread``: measured on the latest stored evaluation, else stored comparisons, else the worst case its range
+    allows), at its family's first Holm level
     (what can page, or the disparities) — now, and with every comparison of the suite in the family.
     ``population``: each comparison's clusters at the suite's full size, where counted."""
     now = {d: sum(c.in_family and c.disparity == d for c in planned) for d in (False, True)}

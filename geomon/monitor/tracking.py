@@ -346,8 +346,6 @@ def _one_look(
     return rows
 
 
-NOISE = 1e-6  # a spread below this share of a metric's range (or value) is rounding: no spread to plan an MDE from
-
 # A comparison's bootstrap standard error, value and clusters in one evaluation, and whether it is a mean of
 # bounded outcomes (whose standard error has the Agresti–Coull floor).
 Spread = tuple[float, float, int, bool]
@@ -361,15 +359,11 @@ def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> d
     for metric in tracked:
         if metric.columns() <= set(items.columns):
             for e in declared.estimates(metric, items, resamples=PLANNING_RESAMPLES, seed=0):
-                part = metric.statistic
-                if e.breakdown != metric.breakdown and isinstance(part, declared.Range):
-                    part = part.of  # a group of a range: one of its means
                 group = e.breakdown != metric.breakdown
+                ranged = group and isinstance(metric.statistic, declared.Range)
+                part = metric.statistic.of if ranged else metric.statistic  # a group of a range: one of its means
                 bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
-                noise = NOISE * (
-                    bounds[1] - bounds[0] if bounds else max(1.0, abs(e.value) if math.isfinite(e.value) else 1.0)
-                )
-                se = 0.0 if math.isfinite(e.se) and e.se < noise else e.se
+                se = 0.0 if math.isfinite(e.se) and e.se < verdicts.rounding_noise(bounds, e.value) else e.se
                 out[(e.metric, e.breakdown)] = (se, e.value, e.clusters, isinstance(part, declared.Mean))
     return out
 

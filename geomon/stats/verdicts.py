@@ -255,7 +255,8 @@ def decide(
         better = not kind and t.change != 0 and not t.worse
         shown_p = t.p_better if better else t.p_value
         shown_adjusted = improved.get(i) if better else p_adj
-        mde = minimum_detectable_effect(_planned_se(t), first_levels.get(i, alpha), settings.power)
+        planned = _planned_se(t)
+        mde = minimum_detectable_effect(planned, first_levels.get(i, alpha), settings.power)
         weak = sufficiency.underpowered(mde, t.min_effect) if not kind and verdict != REGRESSION else ""
         if weak:
             # The verdict stands (the false-alarm control does not rest on power), but a test this weak misses
@@ -280,9 +281,7 @@ def decide(
                 verdict=verdict,
                 note=note,
                 alpha=alpha,
-                power=power_at(t.min_effect, _planned_se(t), first_levels.get(i, alpha))
-                if t.min_effect > 0
-                else math.nan,
+                power=power_at(t.min_effect, planned, first_levels.get(i, alpha)) if t.min_effect > 0 else math.nan,
             )
         )
     return out
@@ -293,14 +292,18 @@ def _planned_se(t: PairedTest) -> float:
     the sign-flip null's."""
     se = t.planned_se if math.isfinite(t.planned_se) else t.se
     # A spread at rounding noise is none: an MDE of 0 would claim any change is detected.
-    scale = (
-        t.bounds[1] - t.bounds[0]
-        if t.bounds is not None
-        else max(1.0, abs(t.before))
-        if math.isfinite(t.before)
-        else 1.0
-    )
-    return se if math.isfinite(se) and se > 1e-6 * scale else math.nan
+    return se if math.isfinite(se) and se > rounding_noise(t.bounds, t.before) else math.nan
+
+
+NOISE = 1e-6  # a spread below this share of a metric's range (or of its value) is rounding, not spread
+
+
+def rounding_noise(bounds: tuple[float, float] | None, value: float) -> float:
+    """The largest spread that is rounding, not spread: ``NOISE`` of a bounded metric's range, else of its value
+    (at least 1); what neither a planned nor a stated MDE may rest on."""
+    if bounds is not None:
+        return NOISE * (bounds[1] - bounds[0])
+    return NOISE * (max(1.0, abs(value)) if math.isfinite(value) else 1.0)
 
 
 def summary(verdicts: Sequence[Verdict] | Sequence[Mapping[str, Any]]) -> str:
