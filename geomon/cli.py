@@ -340,6 +340,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"{args.profile} ({largest.asks:,} asks; budget {largest.budget:,} per model and suite):"
             )
             print("\n".join(f"  {line}" for line in plan.blind_lines(largest)))
+    if args.fit:
+        print(
+            f"\nThe sizes that decide every comparison the budget allows ({settings.budget.asks_per_suite:,} asks per "
+            "model and suite), and test every one it can (≥ 30 clusters), for geomon.yaml:"
+            f"\nprofiles:\n  {args.profile}:"
+        )
+        for info in chosen:
+            fitted = plan.fit(settings, info, args.profile, models[0], store, history)
+            print(f"    {fitted.line()}")
     if args.detect:
         print(f"\nTo detect a change of {args.detect:g} (each headline's units) at 80 % power:")
         for info in chosen:
@@ -770,6 +779,8 @@ def build_parser() -> argparse.ArgumentParser:
     planned.add_argument("--profile", default="default", help="run profile: quick, default, paper or geomon.yaml's")
     planned.add_argument("--detect", type=float, help="propose the sample that detects a change of this size")
     planned.add_argument("--probe", action="store_true", help="ask 3 requests of a model whose pace is unknown")
+    fit_help = "propose each suite's sample size that decides what the budget allows (from the first model's asks)"
+    planned.add_argument("--fit", action="store_true", help=fit_help)
     planned.add_argument("--format", choices=["table", "csv", "json"], default="table")
     planned.set_defaults(func=cmd_plan)
 

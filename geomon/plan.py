@@ -21,6 +21,7 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.stats import sufficiency, verdicts
+from geomon.stats.declared import is_disparity, with_min_effects
 from geomon.suites import registry
 from geomon.suites.pipeline import Pipeline, Stage, StageResult
 
@@ -113,8 +114,6 @@ def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame, min_effects: di
     """Every comparison production makes for this suite on these prompts — each tracked metric and each of its
     groups — with the clusters it rests on (a statistic between groups: its smallest group's) and its minimum
     effect (``min_effects``: the settings' overrides by name, as production applies them)."""
-    from geomon.stats.declared import is_disparity, with_min_effects
-
     out = []
     for metric in with_min_effects(registry.tracked(info.name), min_effects):
         group = metric.group
@@ -156,7 +155,7 @@ def powered(
     full = {d: sum(c.clusters is not None and c.disparity == d for c in planned) for d in (False, True)}
     for c in planned:
         c.population = population.get((c.metric, c.breakdown))
-        sd, c.source = spread(history, suite, c.metric, c.breakdown, c.bounds, measured)
+        sd, c.source = spread(history, suite, c.metric, c.breakdown, c.bounds, measured, c.disparity)
         if c.clusters is None:
             continue
         if sd is None:
@@ -208,6 +207,80 @@ class SuitePlan:
         value = self.options.get(self.sample_option)
         size = f"raise {self.sample_option} to {math.ceil(value * scale):,}" if value else f"{c.need:,} clusters"
         return f"{size} (≈{asks:,} asks, within the budget {self.budget:,})"
+
+    def reachable(self, need: int | None, c: Comparison) -> bool:
+        """Whether ``c`` can have ``need`` clusters: the whole benchmark has them and their asks are in the budget."""
+        if need is None or not c.clusters or (c.population is not None and c.population < need):
+            return False
+        return math.ceil(self.asks * need / c.clusters) <= self.budget
+
+    def wanted(self, c: Comparison) -> float | None:
+        """How much larger the sample must be for ``c``: decidable where the budget allows, else at least tested
+        (``MIN_SAMPLE`` clusters) where it allows that; None where it already is, or neither is possible."""
+        if c.decidable or not c.clusters:
+            return None
+        for need in (c.need, None if c.in_family else sufficiency.MIN_SAMPLE):
+            if self.reachable(need, c):
+                return max(need, c.clusters) / c.clusters
+        return None
+
+
+@dataclass
+class Fit:
+    """The size of a suite's sample option that decides every comparison the budget allows (``fit``)."""
+
+    suite: str
+    option: str
+    value: int | None  # None: the suite has no sample option
+    plan: SuitePlan
+
+    def line(self) -> str:
+        """``blend: {sample_questions: 66}  # ≈1,969 asks; 5 of 69 decidable, 64 tested but not decidable, …``."""
+        p = self.plan
+        decidable = sum(c.decidable for c in p.comparisons)
+        tested = sum(c.in_family and not c.decidable for c in p.comparisons)
+        blind = len(p.comparisons) - decidable - tested
+        size = f"{{{self.option}: {self.value}}}" if self.value is not None else "{}"
+        return (
+            f"{self.suite}: {size}  # ≈{p.asks:,} asks; {decidable} of {len(p.comparisons)} decidable, "
+            f"{tested} tested but not decidable, {blind} with too few clusters within the budget or the benchmark"
+        )
+
+
+def fit(
+    settings: Any,
+    info: registry.SuiteInfo,
+    profile: str,
+    spec: ModelSpec,
+    store: Any,
+    history: Any,
+    measured: dict[tuple[str, str], Any] | None = None,
+    rounds: int = 8,
+) -> Fit:
+    """The size of the suite's sample option (``sample_option``; its other options ``profile``'s) at which every
+    comparison is decidable where the budget of asks allows it, and at least tested (30 clusters) where it allows
+    that: ``profile``'s size, raised by the comparison that needs the most (``SuitePlan.wanted``) and planned
+    again, until none wants more (groups grow unevenly with the sample) or the sample is the whole benchmark.
+    ``measured``: the spreads to plan from (``measured_spreads``), else those ``suite_plans`` finds."""
+    option = sample_option(info.name)
+    options = settings.run_options(info.name, profile)
+    value = options.get(option) or None  # 0 or none: already the whole benchmark
+    upstream: dict[str, Any] = {}
+    found, previous = None, value
+    for _ in range(rounds):
+        now = {**options, option: value} if value else options
+        prompts, _ = build_prompts(settings, info.name, now, upstream)
+        (plan,) = suite_plans(settings, [spec], info, profile, store, history, prompts, True, measured, now)
+        if found is not None and plan.prompts == found.prompts:  # the whole benchmark already: no larger sample
+            value = previous
+            break
+        found, previous = plan, value
+        scale = max((w for c in plan.comparisons if (w := plan.wanted(c)) is not None), default=1.0)
+        if scale <= 1.0 or not value:
+            break
+        value = max(value + 1, math.ceil(value * scale))
+    assert found is not None
+    return Fit(info.name, option, value if option else None, found)
 
 
 def external_input(settings: Any, key: str) -> Any:
@@ -304,20 +377,20 @@ def test_level(settings: Any, suite: str, paging: int | None = None) -> float:
     return tracking.release_plan(settings.verdicts).share(suite) / max(count, 1)
 
 
-WORST_CASE = "worst case for the metric's range"  # no comparison stored: a coin flip per cluster, each side
+WORST_CASE = "worst case for the metric's range"  # nothing stored: ``verdicts.worst_case_spread``
 
 
 MEASURED = "measured on a stored evaluation"
 
 
-def measured_spreads(history: Any, suite: str) -> dict[tuple[str, str], Any]:
-    """The suite's latest stored evaluation with items (any model: the bundled ones after `make run`), as the
-    baseline of a comparison would plan its MDE (``tracking.baseline_spreads``); {} where none is stored."""
+def measured_spreads(history: Any, suite: str, model: str | None = None) -> dict[tuple[str, str], Any]:
+    """The suite's latest stored evaluation with items (of ``model``, else any: the bundled ones after `make run`),
+    as the baseline of a comparison would plan its MDE (``tracking.baseline_spreads``); {} where none is stored."""
     from geomon.monitor import tracking
 
     if history is None:
         return {}
-    for row in reversed(list(history.evaluations(suite=suite).itertuples())):
+    for row in reversed(list(history.evaluations(suite=suite, model=model).itertuples())):
         evaluations = history.evaluations_of(suite, row.scope, model=row.model)
         items = evaluations[-1].items if evaluations else None
         if items is not None and len(items):
@@ -332,11 +405,12 @@ def spread(
     breakdown: str,
     bounds: tuple[float, float] | None,
     measured: dict[tuple[str, str], Any] | None = None,
+    gap: bool = False,
 ) -> tuple[float | None, str]:
     """The per-cluster spread of a comparison's change and where it comes from: the latest stored evaluation's own
     variance, as production plans a comparison's MDE from its baseline (``measured_spreads``), else its stored
     comparisons (``headline_spread``: a comparison of a metric the latest evaluation lacks), else the worst case
-    its range allows (a coin flip per cluster, each side)."""
+    its range allows (``verdicts.worst_case_spread``; ``gap``: a statistic between groups)."""
     from geomon.monitor import tracking
 
     own = (measured or {}).get((metric, breakdown))
@@ -348,7 +422,7 @@ def spread(
     if sd is not None:
         return sd, "stored comparisons"
     if bounds is not None:
-        return (bounds[1] - bounds[0]) * math.sqrt(0.5), WORST_CASE
+        return verdicts.worst_case_spread(bounds, gap), WORST_CASE
     return None, "unknown until a first run"
 
 
@@ -364,7 +438,8 @@ def headlines(
     alpha = test_level(settings, info.name, paging)
     out = []
     for metric in registry.tracked(info.name):
-        sd, source = spread(history, info.name, metric.name, metric.breakdown, metric.bounds, measured)
+        gap = is_disparity(metric.statistic)
+        sd, source = spread(history, info.name, metric.name, metric.breakdown, metric.bounds, measured, gap)
         if sd is None:
             out.append(Headline(metric.name, metric.breakdown, clusters, None, None, source))
             continue
@@ -410,13 +485,17 @@ def suite_plans(
     history: Any,
     prompts: pd.DataFrame | None = None,
     full_size: bool = False,
+    measured: dict[tuple[str, str], Any] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> list[SuitePlan]:
-    """One suite's plan for each model (``prompts``: already built, e.g. by the prompts asset); ``full_size``
-    also builds the suite's prompts at its full size, to count the clusters each comparison could ever have."""
+    """One suite's plan for each model (``prompts``: already built, e.g. by the prompts asset, at ``options``, the
+    profile's by default); ``full_size`` also builds the suite's prompts at its full size, to count the clusters
+    each comparison could ever have; ``measured``: the spreads to plan from, else the suite's latest stored
+    evaluation's (``measured_spreads``)."""
     from geomon.engine.runner import model_identity
     from geomon.engine.store import response_key
 
-    options = settings.run_options(info.name, profile)
+    options = settings.run_options(info.name, profile) if options is None else options
     upstream: dict[str, Any] = {}
     if prompts is None:
         prompts, asking = build_prompts(settings, info.name, options, upstream)
@@ -432,7 +511,7 @@ def suite_plans(
         if options.get(option):
             everything, _ = build_prompts(settings, info.name, {**options, option: 0}, upstream)  # 0: every one
         population = {(c.metric, c.breakdown): c.clusters for c in comparisons(info, everything, min_effects)}
-    measured = measured_spreads(history, info.name)
+    measured = measured_spreads(history, info.name) if measured is None else measured
     powered(planned, settings, info.name, history, population, measured)
     paging = sum(c.in_family and not c.disparity for c in planned)
     marks = headlines(info, clusters, settings, history, paging, measured)
@@ -442,16 +521,16 @@ def suite_plans(
         identity = model_identity(spec)
         keys = list(dict.fromkeys(response_key(identity, r, settings.cache_epoch) for r in requests))
         stored = len(store.get_many(keys))
-        measured = pace(store, spec)
+        speed = pace(store, spec)
         seconds = tokens = cost = None
         remaining = len(keys) - stored
-        if measured is not None:
-            seconds = remaining * measured["latency_s"] / parallelism(settings, spec)
-            inputs, outputs = remaining * measured["prompt_tokens"], remaining * measured["completion_tokens"]
+        if speed is not None:
+            seconds = remaining * speed["latency_s"] / parallelism(settings, spec)
+            inputs, outputs = remaining * speed["prompt_tokens"], remaining * speed["completion_tokens"]
             tokens = int(inputs + outputs)
             if spec.price_input_per_million is not None and spec.price_output_per_million is not None:
                 cost = (inputs * spec.price_input_per_million + outputs * spec.price_output_per_million) / 1e6
-        note = "" if measured else "no answers stored yet: time and tokens unknown (geomon plan --probe measures)"
+        note = "" if speed else "no answers stored yet: time and tokens unknown (geomon plan --probe measures)"
         plans.append(
             SuitePlan(
                 info.name,

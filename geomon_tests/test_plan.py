@@ -154,7 +154,8 @@ def test_the_plan_says_what_would_decide_each_comparison_against_the_budget(tmp_
     # `geomon plan` names each comparison it cannot decide, why, and what would.
     assert main(["--config", str(path), "plan", "--suites", "blend", "--models", "smollm2-135m-instruct"]) == 0
     out = capsys.readouterr().out
-    assert "blend: 52 of 52 comparisons not decidable at profile default (240 asks; budget 1,000 per model" in out
+    blind = len(blend.comparisons)  # every comparison, the English answer rate's too
+    assert f"blend: {blind} of {blind} comparisons not decidable at profile default (240 asks; budget 1,000" in out
     assert f"  sem_b_local: {local.why}; not decidable at this profile: needs ≈{asks:,} asks > budget 1,000" in out
     assert "sem_b_local (country=Algeria, Assam," in out and "worst case for the metric's range" in out
 
@@ -190,3 +191,36 @@ def test_the_plan_measures_a_stored_evaluations_variance_before_assuming_the_wor
     assert ours.source == plan.MEASURED and theirs.source == plan.WORST_CASE
     assert ours.mde < 0.7 * theirs.mde  # a Bernoulli(0.9) per question: SD 30 × √2, not a coin flip's 70.7
     assert any(line.startswith("(the MDE of ") and plan.MEASURED in line for line in plan.blind_lines(measured))
+
+
+def test_fit_raises_a_sample_until_it_decides_what_the_budget_allows(tmp_path, wdi_snapshot_dir, capsys):
+    """``geomon plan --fit`` (``plan.fit``) raises BLEnD's questions per country until every comparison the budget
+    allows is decidable and every one it can test is tested (≥ 30 clusters): at the fitted size no comparison
+    says ``raise …``, and what stays blind says why (beyond the budget, or beyond the benchmark). A smaller budget
+    fits a smaller sample, within it. Mutation caught: ``SuitePlan.wanted`` asking for nothing (the profile's
+    size returned as fitted)."""
+    from geomon.cli import main
+
+    info = registry.suites()["blend"]
+    history = MetricHistory("sqlite:///:memory:")
+    fitted = {}
+    for budget in (20_000, 1_500):
+        path = write_settings(tmp_path, wdi_snapshot_dir, budget={"asks_per_suite": budget})
+        settings = load_settings(path)
+        spec = settings.model("smollm2-135m-instruct")
+        fit = plan.fit(settings, info, "default", spec, settings.store(), history)
+        start = settings.run_options("blend", "default")["sample_questions"]
+        assert fit.option == "sample_questions" and fit.value > start and fit.plan.asks <= budget
+        remedies = [fit.plan.remedy(c) for c in fit.plan.comparisons if not c.decidable]
+        assert remedies and not any(r.startswith("raise ") for r in remedies)
+        assert all(fit.plan.wanted(c) is None for c in fit.plan.comparisons)
+        assert all(c.in_family for c in fit.plan.comparisons)  # every country tested: 30 questions fit both budgets
+        fitted[budget] = fit
+    assert fitted[1_500].value < fitted[20_000].value
+    # The overall headline is decidable at the larger budget, beyond the smaller one.
+    local = {b: next(c for c in f.plan.comparisons if c.name == "sem_b_local") for b, f in fitted.items()}
+    assert local[20_000].decidable and not local[1_500].decidable
+    assert fitted[1_500].plan.remedy(local[1_500]).startswith("not decidable at this profile: needs")
+    assert main(["--config", str(path), "plan", "--suites", "blend", "--models", "smollm2-135m-instruct", "--fit"]) == 0
+    out = capsys.readouterr().out
+    assert f"profiles:\n  default:\n    blend: {{sample_questions: {fitted[1_500].value}}}  # ≈" in out

@@ -166,6 +166,8 @@ def rate_items(rates: pd.DataFrame, topics: Mapping[str, str]) -> pd.DataFrame:
     """One configuration's published rates as the suite's per-question items (``gapminder.items``' columns):
     each question's answers as shares of one (``n`` = 1), so each question's rate is exactly the published one
     whatever its number of answers, and a question whose answers were all indecisive has no correct rate."""
+    from geomon.suites import registry
+
     indecisive = rates["indecisive_rate"].to_numpy(float) / 100
     decisive = 1 - indecisive
     # Rounded to the 10 decimals the history keeps of an item (its JSON), so a stored evaluation pairs with the
@@ -181,9 +183,7 @@ def rate_items(rates: pd.DataFrame, topics: Mapping[str, str]) -> pd.DataFrame:
             "topic": [str(topics.get(q, "unknown")) for q in rates["question"]],
             "question": rates["question"].astype(str).to_numpy(),
             # no prompt family from rates alone: complete per-answer files add them (``gapminder_runs``)
-            "family": np.nan,
-            "family_correct": np.nan,
-            "family_decisive": np.nan,
+            **dict.fromkeys(registry.module("gapminder").FAMILY_COLUMNS, np.nan),
         }
     )
 

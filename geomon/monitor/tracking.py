@@ -385,7 +385,8 @@ def _planned(
     baseline's cluster-bootstrap standard error × √2 (two evaluations of that sample, as if independent: the paired
     test is at least as precise when the two agree item by item), for a bounded metric never below the
     Agresti–Coull standard error of its value over its clusters (a baseline at 100 % has a bootstrap SE of 0, not
-    a certainty); where there is neither, the worst case of a bounded metric (a coin flip per cluster). The
+    a certainty); where there is neither, the worst case of a bounded metric (``verdicts.worst_case_spread``: a
+    coin flip per cluster, on each side of a gap). The
     p-value's sign-flip null is the new data's: an MDE read from it would say what the result already shows (0 for
     an unchanged metric, about its own size for a changed one). ``se`` stays the null's: the paired change's
     standard error, which its interval is shown with."""
@@ -396,7 +397,7 @@ def _planned(
             se = planned_se(spread.get((t.metric, t.breakdown), (math.nan, math.nan, 0, False)), t.bounds)
             why = ""
             if not se > 0 and t.bounds is not None and t.clusters:
-                se = (t.bounds[1] - t.bounds[0]) * math.sqrt(0.5) / math.sqrt(t.clusters)
+                se = verdicts.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)
                 why = "MDE planned from the worst case of the metric's range: the baseline has no spread to plan from"
             elif not se > 0:
                 why = "MDE unknown: the baseline does not vary and the metric has no bounds"
@@ -488,9 +489,9 @@ def _worse(verdict: str) -> bool:
 def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
     """Per model and scope, the stored verdicts of its latest evaluation in ``suite`` in a phrase (``1
     regression, 3 no detectable change``; empty where nothing was compared), its regressions named
-    (``accuracy regression -12.5``; empty where none), and the comparisons not decidable at the run's profile
-    (``blind``: their MDE more than twice their minimum effect, so "no detectable change" is not "no
-    regression"): what a leaderboard row and a suite's report show."""
+    (``accuracy regression -12.5``; empty where none), and the comparisons not decidable at the run's profile or
+    sample (``blind``: their MDE more than twice their minimum effect, or too few clusters to be tested, so "no
+    detectable change" is not "no regression"): what a leaderboard row and a suite's report show."""
     columns = ["model", "scope", "verdicts", "regressions", "blind"]
     evaluations = history.evaluations(suite=suite)
     if evaluations.empty:
@@ -511,20 +512,25 @@ def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
 
 
 def profile_blind(rows: Sequence[Mapping[str, Any]], shown: int = 4) -> str:
-    """``not decidable at this profile (MDE > 2 × min effect; `geomon plan` says what would be): mean_error,
-    parse_rate and 3 more`` for stored comparisons whose note says so; "" where none does."""
-    names = [
-        f"{r['metric']} ({r['breakdown']})" if r.get("breakdown") else str(r["metric"])
-        for r in rows
-        if str(r.get("note") or "").startswith(sufficiency.PROFILE_PREFIX)
-    ]
-    if not names:
-        return ""
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return (
-        f"{sufficiency.PROFILE_PREFIX.rstrip(': ')} (MDE > {sufficiency.MAX_MDE_RATIO:g} × min effect; `geomon plan` "
-        f"says what would be): {', '.join(names[:shown])}{more}"
+    """The stored comparisons no verdict could be read from, by why: ``not decidable at this profile (MDE > 2 ×
+    min effect; …): mean_error, parse_rate and 3 more; not decidable at this sample (too few clusters; …):
+    mean_error (region=…) and 5 more``; "" where there is none."""
+    kinds = (
+        (sufficiency.PROFILE_PREFIX, f"MDE > {sufficiency.MAX_MDE_RATIO:g} × min effect"),
+        (sufficiency.SAMPLE_PREFIX, f"fewer than {sufficiency.MIN_SAMPLE} clusters or no interval"),
     )
+    parts = []
+    for prefix, why in kinds:
+        names = [
+            f"{r['metric']} ({r['breakdown']})" if r.get("breakdown") else str(r["metric"])
+            for r in rows
+            if str(r.get("note") or "").startswith(prefix)
+        ]
+        if names:
+            more = f" and {len(names) - shown} more" if len(names) > shown else ""
+            head = f"{prefix.rstrip(': ')} ({why}; `geomon plan` says what would be)"
+            parts.append(f"{head}: {', '.join(names[:shown])}{more}")
+    return "; ".join(parts)
 
 
 def new_series(history: MetricHistory, suite: str) -> dict[str, str]:

@@ -435,7 +435,7 @@ class Estimate:
     ci_high: float
     items: int
     clusters: int  # the sample size of the sufficiency rule (a group statistic: its smallest group's clusters)
-    se: float = math.nan  # the bootstrap standard error
+    se: float = math.nan  # the bootstrap standard error (a gap's: of its signed contrast, ``_signed_gap``)
 
 
 def _cluster_codes(frame: pd.DataFrame, cluster: str, group: str = "") -> tuple[np.ndarray, int]:
@@ -522,7 +522,9 @@ def estimates(
             boot = boot[np.isfinite(boot)]
             if boot.size >= 0.9 * resamples:  # an interval only where nearly every resample has the figure
                 low, high = (float(q) for q in np.quantile(boot, [0.025, 0.975]))
-                se = float(np.std(boot))
+                signed = _signed_gap(statistic, frame, draws)
+                signed = boot if signed is None else signed[np.isfinite(signed)]
+                se = float(np.std(signed)) if signed.size >= 0.9 * resamples else math.nan
         rows = _rows_with_value(statistic, frame)
         sample = _smallest_group(statistic, frame, codes, rows)
         clustered = int(np.unique(codes[rows]).size) if sample is None else sample
@@ -531,6 +533,24 @@ def estimates(
             low, high = _no_narrower_than_wilson(value, low, high, clustered, bounds)
         out.append(Estimate(metric.name_for(statistic), breakdown, value, low, high, int(rows.sum()), clustered, se))
     return out
+
+
+def _signed_gap(statistic: Any, frame: pd.DataFrame, draws: Weights) -> np.ndarray | None:
+    """A gap that is a size (a range, an absolute difference) drawn as the signed contrast between the groups that
+    define it in the data: the range's highest and lowest group, the difference's two sides. Its standard error
+    is the gap's: the size's own draws fold at 0, so a gap near 0 would state a spread, and plan an MDE, well
+    below what its groups allow. None for any other statistic."""
+    if isinstance(statistic, Difference) and statistic.absolute:
+        return statistic.minuend.weighted(frame, draws) - statistic.subtrahend.weighted(frame, draws)
+    if not isinstance(statistic, Range):
+        return None
+    point = group_values(statistic.of, statistic.by, frame, Weights.rows(np.ones(len(frame))))[0][0]
+    present = np.flatnonzero(np.isfinite(point))
+    if present.size < 2:
+        return None
+    order = present[np.argsort(point[present], kind="stable")]
+    values, _ = group_values(statistic.of, statistic.by, frame, draws)
+    return values[:, order[-1]] - values[:, order[0]]
 
 
 def _no_narrower_than_wilson(

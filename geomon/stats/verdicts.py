@@ -219,7 +219,7 @@ def decide(
             continue
         why = sufficiency.reasons(t.after, n=t.clusters, bounds=t.bounds, min_sample=min_sample)
         # Never decided either way: the sample (the run profile's size) cannot carry a claim about this comparison.
-        blind = f"not decidable at this sample ({why.removeprefix(sufficiency.PREFIX)}; `geomon plan --detect`)"
+        blind = f"{sufficiency.SAMPLE_PREFIX} ({why.removeprefix(sufficiency.PREFIX)}; `geomon plan --detect`)"
         notes.append((INSUFFICIENT, blind) if why else ("", ""))
     testable = [i for i, (kind, _) in enumerate(notes) if not kind]
     # Two families at the same α: what can page (a metric, a group), and the disparities between groups (shown
@@ -304,6 +304,14 @@ def rounding_noise(bounds: tuple[float, float] | None, value: float) -> float:
     if bounds is not None:
         return NOISE * (bounds[1] - bounds[0])
     return NOISE * (max(1.0, abs(value)) if math.isfinite(value) else 1.0)
+
+
+def worst_case_spread(bounds: tuple[float, float], gap: bool = False) -> float:
+    """The per-cluster standard deviation of a bounded metric's change between two evaluations in the worst case
+    its range allows: each cluster a coin flip at either end of the range, in each evaluation — the range × √½
+    for a mean; for a gap between two groups (clusters: the smaller group's), each side such a mean, the range × 1
+    (√2 more). What an MDE is planned from before any spread is known."""
+    return (bounds[1] - bounds[0]) * (1.0 if gap else math.sqrt(0.5))
 
 
 def summary(verdicts: Sequence[Verdict] | Sequence[Mapping[str, Any]]) -> str:

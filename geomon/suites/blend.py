@@ -64,6 +64,8 @@ class BlendSettings:
     templates: tuple[str, ...] = ("inst-4",)  # the paper reports inst-4 and pers-3
 
 
+_ENGLISH_BREAKDOWN = "asked_in=English"  # the answer rate of the prompts asked in English
+
 SUITE = SuiteInfo(
     name="blend",
     title="BLEnD (everyday cultural knowledge)",
@@ -75,6 +77,7 @@ SUITE = SuiteInfo(
             "country_gap_sem_b_local", "BLEnD: SEM-B gap between countries, local language (points)", bounds=(0, 100)
         ),
         Headline("answered_rate", "BLEnD: replies answered, local language (%)", bounds=(0, 100)),
+        Headline("answered_rate", "BLEnD: replies answered, in English (%)", _ENGLISH_BREAKDOWN, (0, 100)),
     ),
     options=(
         # 500 questions × 16 countries × two languages per model take hours on a laptop CPU: a seeded sample.
@@ -526,6 +529,7 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
 
 _LOCAL_PROMPTS = (("mode", "local"),)  # the paper's first view: each country asked in its own language
 _LOCAL = Mean("value", where=_LOCAL_PROMPTS)
+_ENGLISH_PROMPTS = (("asked_in", "English"),)  # the paper's second view (and the English-speaking countries' own)
 
 # The tracked headlines, each declared once over the per-prompt SEM-B; sem_b_local is also compared country
 # by country (a drop in one country of sixteen is a verdict of its own).
@@ -535,7 +539,7 @@ TRACKED = (
     # pages too.
     TrackedMetric(
         "sem_b_english",
-        Mean("value", where=(("asked_in", "English"),)),
+        Mean("value", where=_ENGLISH_PROMPTS),
         "question",
         False,
         5.0,
@@ -548,6 +552,9 @@ TRACKED = (
     # prompts only, as sem_b_local: refusals concentrate in low-resource languages, and averaged with a country's
     # English prompts a collapse in its own language would show at half its size.
     answered_rate("question", by=("country",), where=_LOCAL_PROMPTS),
+    # And in English (the paper's second view, as sem_b_english): a model that stops answering a country's
+    # questions when they are asked in English.
+    answered_rate("question", by=("country",), where=_ENGLISH_PROMPTS, breakdown=_ENGLISH_BREAKDOWN),
 )
 
 

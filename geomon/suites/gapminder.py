@@ -61,9 +61,16 @@ SUITE = SuiteInfo(
             "correct_rate", "Gapminder: correct rate (% of decisive answers, mean over questions)", bounds=(0, 100)
         ),
         Headline("very_wrong_rate", "Gapminder: very-wrong rate (%)", bounds=(0, 100)),
-        Headline("family_gap_correct_rate", "Gapminder: range of the prompt families' correct rates, pp"),
+        Headline(
+            "family_gap_correct_rate", "Gapminder: range of the prompt families' correct rates, pp", bounds=(0, 100)
+        ),
         Headline(
             "indecisive_rate", "Gapminder: indecisive rate (% of answers no option was read from)", bounds=(0, 100)
+        ),
+        Headline(
+            "family_gap_indecisive_rate",
+            "Gapminder: range of the prompt families' indecisive rates, pp",
+            bounds=(0, 100),
         ),
         Headline("judge_fleiss_kappa", "Gapminder: judges' agreement (Fleiss' kappa)"),
     ),
@@ -353,11 +360,17 @@ def diagnose(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict
 # --- monitoring ------------------------------------------------------------------------------------
 
 
+# The prompt-family level of ``items``: empty (NaN) in a row of the question level, and where rates were published
+# per question without their families.
+FAMILY_COLUMNS = ("family", "family_correct", "family_decisive", "family_indecisive", "family_n")
+
+
 def items(graded: pd.DataFrame) -> pd.DataFrame:
     """The tracked rows, two levels clustered on the question: per question (``item`` the question id): correct,
     very wrong and decisive answers, so rates are recomputed exactly, and its topic (SDG), by which the correct
     rate is tested group by group; and per question and prompt family (``item`` ``question|family``): its
-    ``family_correct`` and ``family_decisive`` answers, by which each family's correct rate is tested. A row
+    ``family_correct``, ``family_decisive`` and ``family_indecisive`` answers of its ``family_n``, by which each
+    family's correct and indecisive rates are tested. A row
     of one level has nothing in the other's columns."""
     per_q = _per_question(graded, ["model"])
     columns = ["question_id", "correct", "very_wrong", "decisive", "indecisive", "n"]
@@ -365,7 +378,7 @@ def items(graded: pd.DataFrame) -> pd.DataFrame:
     topics = graded.drop_duplicates("question_id").set_index("question_id")["topic"] if "topic" in graded else {}
     out = out.assign(question=out["item"].astype(str), topic=[str(topics.get(q, "unknown")) for q in out["item"]])
     if "family" not in graded:  # no prompt families (rates published per question): their comparisons undefined
-        return out.assign(family=np.nan, family_correct=np.nan, family_decisive=np.nan)
+        return out.assign(**dict.fromkeys(FAMILY_COLUMNS, np.nan))
     per_family = _per_question(graded, ["model", "family"])
     families = pd.DataFrame(
         {
@@ -374,6 +387,8 @@ def items(graded: pd.DataFrame) -> pd.DataFrame:
             "family": per_family["family"].astype(str),
             "family_correct": per_family["correct"],
             "family_decisive": per_family["decisive"],
+            "family_indecisive": per_family["indecisive"],
+            "family_n": per_family["n"],
         }
     )
     return pd.concat([out, families], ignore_index=True)
@@ -419,6 +434,22 @@ TRACKED = (
         groups_name="correct_rate",
         groups_min_effect=5.0,
         groups_bounds=(0, 100),
+        bounds=(0, 100),
+    ),
+    # And each family's indecisive rate: a wording under which the model stops committing to an option pages by
+    # name (the correct rate, over decisive answers, would not move).
+    TrackedMetric(
+        "family_gap_indecisive_rate",
+        Range(Mean("family_indecisive", per="family_n", scale=100), "family"),
+        "question",
+        True,
+        10.0,
+        by=("family",),
+        groups_higher_is_worse=True,
+        groups_name="indecisive_rate",
+        groups_min_effect=5.0,
+        groups_bounds=(0, 100),
+        bounds=(0, 100),
     ),
 )
 

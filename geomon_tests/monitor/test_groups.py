@@ -85,10 +85,11 @@ def _borderlines(drifts: str = "", silent: str = "", failed: str = "") -> pd.Dat
     return borderlines.items(pd.DataFrame(rows), countries)
 
 
-def _gapminder(silent: str = "", worse_family: str = "") -> pd.DataFrame:
+def _gapminder(silent: str = "", worse_family: str = "", hesitant_family: str = "") -> pd.DataFrame:
     """The suite's own tracked rows (``gapminder.items``) of graded answers: 40 questions per topic, each asked
     five times in each of two prompt families; in the ``silent`` topic the model commits to no option; under
-    the ``worse_family`` wording a third of its right answers turn wrong."""
+    the ``worse_family`` wording a third of its right answers turn wrong; under the ``hesitant_family`` wording a
+    third of all its answers commit to no option."""
     rows = []
     for topic in ("sdg-01", "sdg-02"):
         for q in range(40):
@@ -97,23 +98,25 @@ def _gapminder(silent: str = "", worse_family: str = "") -> pd.DataFrame:
                     grade = "correct" if q % 3 else "wrong"
                     if family == worse_family and grade == "correct" and (q + k) % 3 == 0:
                         grade = "wrong"
-                    grade = "indecisive" if topic == silent else grade
+                    hesitant = family == hesitant_family and (q + k) % 3 == 0
+                    grade = "indecisive" if topic == silent or hesitant else grade
                     rows.append(("m", f"{topic}-q{q}", topic, family, grade))
     return gapminder.items(pd.DataFrame(rows, columns=["model", "question_id", "topic", "family", "grade"]))
 
 
-def _blend(worse: str = "", drop: int = 0, silent: str = "") -> pd.DataFrame:
+def _blend(worse: str = "", drop: int = 0, silent: str = "", silent_mode: str = "local") -> pd.DataFrame:
     """The suite's own tracked rows (``blend.items``) of scored replies: 40 questions per country, each asked in
     the local language and in English, every third one answered wrong; in the ``worse`` country the first
-    ``drop`` questions' local answers turn wrong; in the ``silent`` country the local replies to the questions it
-    got wrong become empty or "I don't know" — a miss either way, so no SEM-B figure moves, only the answer rate."""
+    ``drop`` questions' local answers turn wrong; in the ``silent`` country the replies in ``silent_mode`` (local,
+    english) to the questions it got wrong become empty or "I don't know" — a miss either way, so no SEM-B figure
+    moves, only the answer rate."""
     rows = []
     for country in ("KE", "PE"):
         for q in range(40):
             right = 100.0 if q % 3 else 0.0
             for mode, asked_in in (("local", "local language"), ("english", "English")):
                 sem_b = 0.0 if mode == "local" and country == worse and q < drop else right
-                hedges = mode == "local" and country == silent and not sem_b
+                hedges = mode == silent_mode and country == silent and not sem_b
                 rows.append(
                     {
                         "prompt_id": f"{country}|{q}|{mode}",
@@ -174,6 +177,20 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
         ("quench", quench.TRACKED, _quench(), _quench(silent="Indic"), ("answered_rate", "questions=Indic")),
         ("saged", saged.TRACKED, _saged(), _saged(silent="Peru"), ("answered_rate", "concept=Peru")),
         ("blend", blend.TRACKED, _blend(), _blend(silent="PE"), ("answered_rate", "country=PE")),
+        (
+            "blend",
+            blend.TRACKED,
+            _blend(),
+            _blend(silent="PE", silent_mode="english"),
+            ("answered_rate", "asked_in=English,country=PE"),
+        ),
+        (
+            "gapminder",
+            gapminder.TRACKED,
+            _gapminder(),
+            _gapminder(hesitant_family="persona"),
+            ("indecisive_rate", "family=persona"),
+        ),
         (
             "borderlines",
             borderlines.TRACKED,
@@ -410,3 +427,48 @@ def test_only_a_mean_of_bounded_outcomes_has_the_agresti_coull_floor():
 
     share = tracking.baseline_spreads((TrackedMetric("acc", Mean("value"), bounds=(0, 100)),), right)[("acc", "")]
     assert share[0] == 0 and tracking.planned_se(share, (0, 100)) > 0
+
+
+def test_a_gap_near_zero_is_planned_from_its_groups_spread_not_a_folded_one():
+    """QUENCH's Indic and non-Indic questions are right equally often: the gap between them is near 0, and its
+    size's bootstrap draws fold at 0 (a spread about 0.6 × the gap's). Its standard error is the signed contrast's
+    between the two groups — √(se₁² + se₂²) of the groups' own — and an absolute difference's is its signed one's.
+    Mutation caught: ``declared._signed_gap`` returning None (the folded spread, an MDE too small)."""
+    from geomon.stats.declared import Difference, Mean, TrackedMetric, estimates
+
+    rows = _quench_rates(0.5, 0.5)
+    (gap_metric,) = [m for m in quench.TRACKED if m.name == "questions_gap_correct_answer_score"]
+    found = {e.breakdown: e for e in estimates(gap_metric, rows, resamples=2000)}
+    (rate,) = [m for m in quench.TRACKED if m.name == "correct_answer_score"]
+    groups = {e.breakdown: e for e in estimates(rate, rows, resamples=2000)}
+    contrast = np.hypot(groups["questions=Indic"].se, groups["questions=non-Indic"].se)
+    assert found[""].value < contrast  # near 0: where the size folds
+    assert found[""].se == pytest.approx(contrast, rel=0.15)
+    indic, other = (Mean("correct", where=(("questions", g),)) for g in ("Indic", "non-Indic"))
+    signed, size = (
+        TrackedMetric("gap", Difference(indic, other, absolute=a), "question_id", True, 5.0) for a in (False, True)
+    )
+    (a,), (b,) = (estimates(m, rows, resamples=500, seed=3) for m in (signed, size))
+    assert b.value == abs(a.value) and b.se == a.se > 0
+
+
+def test_a_gaps_worst_case_is_both_its_groups():
+    """With no baseline spread, a gap between two groups is planned at the worst case of both its sides — each
+    group's clusters a coin flip at either end of the range, in each evaluation: the range × 1 per cluster, √2
+    more than a mean's range × √½ — in production (``tracking``) and in ``geomon plan``. Mutation caught: the gap
+    planned as a mean (``verdicts.worst_case_spread`` ignoring ``gap``)."""
+    import math
+
+    from geomon import plan
+    from geomon.monitor.history import Evaluation
+    from geomon.stats.declared import PairedTest
+
+    def test(disparity: bool) -> PairedTest:
+        return PairedTest("m", "", 50.0, 50.0, 0.0, 0.5, 1.0, 40, 40, True, 5.0, (0, 100), disparity=disparity)
+
+    empty = Evaluation("e", "toy", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=None)
+    gap, mean = tracking._planned([test(True), test(False)], (), empty)
+    assert gap.planned_se == pytest.approx(100 / math.sqrt(40))
+    assert mean.planned_se == pytest.approx(100 * math.sqrt(0.5) / math.sqrt(40))
+    assert plan.spread(None, "toy", "m", "", (0, 100), gap=True) == (100.0, plan.WORST_CASE)
+    assert plan.spread(None, "toy", "m", "", (0, 100))[0] == pytest.approx(100 * math.sqrt(0.5))

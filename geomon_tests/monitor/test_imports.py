@@ -124,6 +124,7 @@ def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
         "very_wrong_rate",
         "indecisive_rate",
         "family_gap_correct_rate",
+        "family_gap_indecisive_rate",
     }
     # (a topic with fewer than 30 questions is an insufficient sample: no finding either way)
     assert all(abs(r["change"]) < 1e-9 for r in results)

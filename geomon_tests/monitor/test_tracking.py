@@ -275,3 +275,20 @@ def test_geomon_items_says_why_a_suite_has_no_items(tmp_path):
         tracking.item_rows(history, "quench", "m")
     with pytest.raises(tracking.TrackingError, match=r"no evaluation of n \(models evaluated: m\)"):
         tracking.item_rows(history, "quench", "n")
+
+
+def test_the_blind_line_names_comparisons_too_small_to_test_and_too_weak_to_decide():
+    """A leaderboard's "blind" line names both kinds of comparison whose "no detectable change" is not "no
+    regression": too few clusters to be tested at all (a small group), and an MDE over twice the minimum effect.
+    Mutation caught: the line naming only the profile-blind ones (the small groups were left out)."""
+    from geomon.stats import sufficiency
+
+    rows = [
+        {"metric": "acc", "breakdown": "", "note": f"{sufficiency.PROFILE_PREFIX}MDE 12 > 2 × min effect 5"},
+        {"metric": "acc", "breakdown": "country=Kenya", "note": f"{sufficiency.SAMPLE_PREFIX} (8 clusters < 30)"},
+        {"metric": "acc", "breakdown": "country=Peru", "note": ""},
+    ]
+    line = tracking.profile_blind(rows)
+    assert line.startswith("not decidable at this profile (MDE > 2 × min effect") and ": acc;" in line
+    assert "not decidable at this sample (fewer than 30 clusters" in line and "acc (country=Kenya)" in line
+    assert "Peru" not in line and tracking.profile_blind(rows[2:]) == ""
