@@ -575,7 +575,8 @@ def run_job(job: dict) -> tuple[list[dict], float]:
         if kind == "real":
             models = {"gapminder": gapminder_model(None, 0, job["rates"])}
         else:
-            models = models_for(SIZES[job["size"]], seed, job.get("blend"))
+            sizes = job["size"] if isinstance(job["size"], dict) else SIZES[job["size"]]  # a tier, or sizes
+            models = models_for(sizes, seed, job.get("blend"))
             models = {s: m for s, m in models.items() if s in job.get("suites", models)}
         worse = (PLANTED_COUNTRY, job["points"]) if job.get("points") else None
         target = ("blend", f"country={PLANTED_COUNTRY}") if worse else None

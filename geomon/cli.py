@@ -148,7 +148,7 @@ def terminal_table(board_csv: Path, suite: Any) -> str:
 
     board = pd.read_csv(board_csv)
     keys = [c for c in ("model", "revision", "persona") if c in board]
-    metrics = [h.metric for h in suite.headlines if h.metric in board]
+    metrics = list(dict.fromkeys(h.metric for h in suite.headlines if h.metric in board))  # a column once
     for metric in metrics:  # each headline with its 95 % interval where the board has one
         low, high = f"{metric}_ci_low", f"{metric}_ci_high"
         if low in board and high in board:
@@ -157,7 +157,7 @@ def terminal_table(board_csv: Path, suite: Any) -> str:
                 for v, lo, hi in zip(board[metric], board[low], board[high], strict=True)
             ]
     shown = keys[:]
-    for metric in dict.fromkeys(metrics):
+    for metric in metrics:
         text = board[[*shown, metric]].round(3).to_string(index=False)
         if max(len(line) for line in text.splitlines()) > TERMINAL_WIDTH:
             break
@@ -341,9 +341,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
             )
             print("\n".join(f"  {line}" for line in plan.blind_lines(largest)))
     if args.fit:
+        from geomon.stats import sufficiency
+
         print(
             f"\nThe sizes that decide every comparison the budget allows ({settings.budget.asks_per_suite:,} asks per "
-            "model and suite), and test every one it can (≥ 30 clusters), for geomon.yaml:"
+            f"model and suite), and test every one it can (≥ {sufficiency.MIN_SAMPLE} clusters), for geomon.yaml:"
             f"\nprofiles:\n  {args.profile}:"
         )
         for info in chosen:

@@ -230,20 +230,26 @@ class Fit:
     """The size of a suite's sample option that decides every comparison the budget allows (``fit``)."""
 
     suite: str
-    option: str
-    value: int | None  # None: the suite has no sample option
+    option: str  # "": the suite has no sample option
+    value: int | None  # 0: the whole benchmark (as the profile had it)
     plan: SuitePlan
+    whole: bool = False  # the size is the whole benchmark's
 
     def line(self) -> str:
-        """``blend: {sample_questions: 66}  # ≈1,969 asks; 5 of 69 decidable, 64 tested but not decidable, …``."""
+        """``blend: {sample_questions: 66}  # ≈1,969 asks; 5 of 69 decidable, 64 tested but not decidable, …`` (a
+        line of ``geomon.yaml``'s ``profiles:``; a size that was the profile's and already over the budget says so:
+        a fit only raises)."""
         p = self.plan
-        decidable = sum(c.decidable for c in p.comparisons)
+        unknown = sum(c.in_family and c.mde is None for c in p.comparisons)
+        decidable = sum(c.decidable for c in p.comparisons) - unknown
         tested = sum(c.in_family and not c.decidable for c in p.comparisons)
-        blind = len(p.comparisons) - decidable - tested
-        size = f"{{{self.option}: {self.value}}}" if self.value is not None else "{}"
+        blind = len(p.comparisons) - decidable - tested - unknown
+        size = f"{{{self.option}: {self.value}}}" if self.option else "{}  # no sample option"
+        notes = [" (the whole benchmark)" if self.whole else "", " (over the budget)" if p.asks > p.budget else ""]
         return (
-            f"{self.suite}: {size}  # ≈{p.asks:,} asks; {decidable} of {len(p.comparisons)} decidable, "
-            f"{tested} tested but not decidable, {blind} with too few clusters within the budget or the benchmark"
+            f"{self.suite}: {size}  # ≈{p.asks:,} asks{''.join(notes)}; {decidable} of {len(p.comparisons)} "
+            f"decidable, {tested} tested but not decidable, {unknown} tested with no spread known yet, {blind} with "
+            "too few clusters within the budget or the benchmark"
         )
 
 
@@ -264,23 +270,26 @@ def fit(
     ``measured``: the spreads to plan from (``measured_spreads``), else those ``suite_plans`` finds."""
     option = sample_option(info.name)
     options = settings.run_options(info.name, profile)
-    value = options.get(option) or None  # 0 or none: already the whole benchmark
+    value = options.get(option) if option else None  # 0: already the whole benchmark
     upstream: dict[str, Any] = {}
-    found, previous = None, value
-    for _ in range(rounds):
-        now = {**options, option: value} if value else options
+    whole = len(build_prompts(settings, info.name, {**options, option: 0}, upstream)[0]) if option else 0
+    below = 0  # the largest size known to be short of the whole benchmark
+    for last in range(rounds, 0, -1):
+        now = {**options, option: value} if option else options
         prompts, _ = build_prompts(settings, info.name, now, upstream)
-        (plan,) = suite_plans(settings, [spec], info, profile, store, history, prompts, True, measured, now)
-        if found is not None and plan.prompts == found.prompts:  # the whole benchmark already: no larger sample
-            value = previous
+        if value and len(prompts) >= whole and below:  # the whole benchmark: its smallest size that is
+            while value - below > 1:
+                middle = (below + value) // 2
+                short = len(build_prompts(settings, info.name, {**options, option: middle}, upstream)[0]) < whole
+                below, value = (middle, value) if short else (below, middle)
+            now = {**options, option: value}
+            prompts, _ = build_prompts(settings, info.name, now, upstream)
+        found = suite_plans(settings, [spec], info, profile, store, history, prompts, True, measured, now)[0]
+        scale = max((w for c in found.comparisons if (w := found.wanted(c)) is not None), default=1.0)
+        if not value or scale <= 1.0 or len(prompts) >= whole or last == 1:  # the size planned is the one given
             break
-        found, previous = plan, value
-        scale = max((w for c in plan.comparisons if (w := plan.wanted(c)) is not None), default=1.0)
-        if scale <= 1.0 or not value:
-            break
-        value = max(value + 1, math.ceil(value * scale))
-    assert found is not None
-    return Fit(info.name, option, value if option else None, found)
+        below, value = value, max(value + 1, math.ceil(value * scale))
+    return Fit(info.name, option, value, found, bool(option) and found.prompts >= whole)
 
 
 def external_input(settings: Any, key: str) -> Any:

@@ -9,7 +9,9 @@ wrong, the others right; WorldBench's numbers 10 % off). Two releases follow it:
   country, a BLEnD country — and better in another, which becomes the best, so the gap between the groups widens
   from both ends; elsewhere it is ``old``. Each suite pages naming the group that got worse, and neither the
   group that improved nor any gap;
-- ``silent`` stops answering one country's questions in SAGED and BLEnD: both page its answer rate there.
+- ``silent`` stops answering one country's questions in SAGED and BLEnD: both page its answer rate there;
+- ``better`` only improves ``new``'s better group, in every suite: the gap widens from the top, and nobody is
+  paged.
 
 The profile sizes each chosen group above the 30-cluster rule with room for a 20-point drop to be significant
 after Holm's correction over the suite's comparisons.
@@ -73,7 +75,7 @@ def _moved(model: str, suite: str, group: str) -> str:
     """How ``model`` answers ``group`` of ``suite``: "worse", "better", "silent" or "" (as the predecessor)."""
     if model == "new" and group == _group(WORSE, suite):
         return "worse"
-    if model == "new" and group == _group(BETTER, suite):
+    if model in ("new", "better") and group == _group(BETTER, suite):
         return "better"
     return "silent" if model == "silent" and group == _group(SILENT, suite) else ""
 
@@ -156,15 +158,15 @@ def _quench_judge(messages: list[dict[str, str]]) -> str:
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    """``geomon run`` at the profile for old and new (every suite), then for silent (SAGED, BLEnD): the webhook's
-    posts and each release's stored verdicts."""
+    """``geomon run`` at the profile for old, new and better (every suite), then for silent (SAGED, BLEnD): the
+    webhook's posts and each release's stored verdicts."""
     from geomon.config import load_settings
     from geomon.monitor.history import MetricHistory
     from geomon.sources.gapminder import read_snapshot
 
     tmp = tmp_path_factory.mktemp("release")
     hook: dict[str, Any] = {"posts": []}
-    contestants = ("old", "new", "silent")
+    contestants = ("old", "new", "silent", "better")
     tables: dict[str, dict[str, str]] = {m: {} for m in contestants}
 
     def scripted(model: str):
@@ -187,7 +189,7 @@ def release(tmp_path_factory):
             SHARED / "snapshots" / "worldbank" / "wdi-2023-12",
             models=models,
             include_bundled=False,
-            predecessors={"new": "old", "silent": "old"},
+            predecessors={"new": "old", "silent": "old", "better": "old"},
             engine={"slots": 4, "concurrency": 16},
             profiles={"watch": PROFILE},
             alerts={"webhook_url_env": "GEOMON_RELEASE_HOOK", "webhook_style": "json"},
@@ -221,11 +223,11 @@ def release(tmp_path_factory):
         env.setenv("GEOMON_CONFIG", str(path))
         env.setenv("GEOMON_RELEASE_HOOK", f"{hook_url}/hook")
         common = ["--config", str(path), "run", "--profile", "watch", "--fail-on", "never"]
-        assert main([*common, "--models", "old,new"]) == 0
+        assert main([*common, "--models", "old,new,better"]) == 0
         assert main([*common, "--suite", "saged,blend", "--models", "silent"]) == 0
     history = MetricHistory(settings.store_url)
     decided = {}
-    for model in ("new", "silent"):
+    for model in ("new", "silent", "better"):
         evaluations = history.evaluations(model=model)
         rows = history.comparisons(evaluations["evaluation_id"]).merge(evaluations[["evaluation_id", "suite"]])
         decided[model] = {(r.suite, r.metric, r.breakdown): r.verdict for r in rows.itertuples()}
@@ -259,7 +261,7 @@ def test_no_other_group_of_the_same_kind_pages(release):
 
 def test_no_comparison_states_an_mde_of_zero(release):
     """Most comparisons did not change (temperature-0 scripted answers): none states an MDE of 0."""
-    for model in ("new", "silent"):
+    for model in ("new", "silent", "better"):
         mdes = release["decided"][f"{model} mde"]
         assert not [key for key, mde in mdes.items() if mde is not None and mde == mde and mde < 1e-6], model
 
@@ -278,3 +280,13 @@ def test_a_model_that_stops_answering_one_country_pages(release, suite):
     metric, breakdown = SILENT[suite]
     assert release["decided"]["silent"][(suite, metric, breakdown)] == "regression"
     assert f"{metric} ({breakdown})" in _paged(release, "silent").get(suite, ""), release["posts"]
+
+
+@pytest.mark.parametrize("suite", list(BETTER))
+def test_a_release_whose_best_group_only_improves_pages_nobody(release, suite):
+    """``better`` differs from its predecessor only in the group that becomes the best: that group's test is an
+    improvement, its gap is shown (never a regression), and the release sends no regression alert at all."""
+    metric, breakdown = BETTER[suite]
+    assert release["decided"]["better"][(suite, metric, breakdown)] == "improvement"
+    assert [v for (s, _, _), v in release["decided"]["better"].items() if s == suite and v == "regression"] == []
+    assert suite not in _paged(release, "better"), release["posts"]

@@ -4,6 +4,7 @@ headline's minimum detectable effect — without calling a model."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +35,7 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
         ],
         include_bundled=False,
         engine={"concurrency": 4},
+        profiles={"default": {"worldbench": {"sample_countries": 40}}},  # the suite's own default may change
     )
     settings = load_settings(path)
     spec = settings.model("paid")
@@ -120,8 +122,12 @@ def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_di
     assert confirm_plan(settings, plans, args) is True
 
 
+# The default profile as these tests size it (the suites' own, fitted to the bundled models, may change).
+SMALL = {"default": {"blend": {"sample_questions": 8}, "gapminder": {"sample_questions": 40, "sample_variations": 5}}}
+
+
 def test_the_plan_says_what_would_decide_each_comparison_against_the_budget(tmp_path, wdi_snapshot_dir, capsys):
-    """At BLEnD's default 8 questions per country (no comparison stored: the worst case), the overall
+    """At 8 BLEnD questions per country (no comparison stored: the worst case), the overall
     ``sem_b_local`` needs about 61 per country: within a budget of 20,000 asks the plan says to raise
     ``sample_questions``, under a budget of 1,000 it says the comparison is not decidable at this profile; a
     country needs more questions than BLEnD has, and a Gapminder topic with fewer than 30 questions in the whole
@@ -133,7 +139,7 @@ def test_the_plan_says_what_would_decide_each_comparison_against_the_budget(tmp_
     infos = [registry.suites()[name] for name in ("blend", "gapminder")]
     outcomes = {}
     for budget in (20_000, 1_000):
-        path = write_settings(tmp_path, wdi_snapshot_dir, budget={"asks_per_suite": budget})
+        path = write_settings(tmp_path, wdi_snapshot_dir, budget={"asks_per_suite": budget}, profiles=SMALL)
         settings = load_settings(path)
         spec = settings.model("smollm2-135m-instruct")
         plans = plan.make_plan(settings, [spec], infos, "default", settings.store(), store, full_size=True)
@@ -205,7 +211,7 @@ def test_fit_raises_a_sample_until_it_decides_what_the_budget_allows(tmp_path, w
     history = MetricHistory("sqlite:///:memory:")
     fitted = {}
     for budget in (20_000, 1_500):
-        path = write_settings(tmp_path, wdi_snapshot_dir, budget={"asks_per_suite": budget})
+        path = write_settings(tmp_path, wdi_snapshot_dir, budget={"asks_per_suite": budget}, profiles=SMALL)
         settings = load_settings(path)
         spec = settings.model("smollm2-135m-instruct")
         fit = plan.fit(settings, info, "default", spec, settings.store(), history)
@@ -224,3 +230,59 @@ def test_fit_raises_a_sample_until_it_decides_what_the_budget_allows(tmp_path, w
     assert main(["--config", str(path), "plan", "--suites", "blend", "--models", "smollm2-135m-instruct", "--fit"]) == 0
     out = capsys.readouterr().out
     assert f"profiles:\n  default:\n    blend: {{sample_questions: {fitted[1_500].value}}}  # ≈" in out
+
+
+BUNDLED_SPREADS = Path(__file__).parent / "data" / "bundled_spreads.json"
+
+
+def test_the_default_profile_decides_what_the_budget_allows_on_the_bundled_models(tmp_path, monkeypatch):
+    """Each suite's ``default`` profile (what automation runs) is ``geomon plan --fit``'s size on each bundled
+    model's measured variance (``scripts/fit_default_profile.py`` after `make run PROFILE=default`, the spreads
+    kept in ``geomon_tests/data/bundled_spreads.json``): at it, every comparison the budget of asks can decide
+    is decidable and every one it can test is tested, so no comparison's remedy says ``raise …``. A suite whose
+    default is made smaller, or a budget raised without refitting, fails here."""
+    import json
+
+    measured = json.loads(BUNDLED_SPREADS.read_text())
+    # The repository's geomon.yaml, as the script read it (SAGED's corpus, the snapshots), with a store of its own.
+    monkeypatch.setenv("GEOMON_STORE_URL", f"sqlite:///{tmp_path / 'store.sqlite'}")
+    monkeypatch.setenv("GEOMON_BUDGET_ASKS_PER_SUITE", str(measured["budget"]))
+    monkeypatch.chdir(Path(__file__).parents[1])
+    settings = load_settings("geomon.yaml")
+    history = MetricHistory("sqlite:///:memory:")
+    assert set(measured["suites"]) == set(registry.suites())  # every suite measured on the bundled models
+    for suite, models in measured["suites"].items():
+        info = registry.suites()[suite]
+        for model, rows in models.items():
+            spreads = {(metric, breakdown): tuple(rest) for metric, breakdown, *rest in rows}
+            spec = settings.model(model)
+            fit = plan.fit(settings, info, "default", spec, settings.store(), history, spreads)
+            default = settings.run_options(suite, "default").get(fit.option)
+            assert fit.value == default, f"{suite} on {model}: default {fit.option} {default}, fitted {fit.value}"
+            raise_ = [c.name for c in fit.plan.comparisons if fit.plan.remedy(c).startswith("raise ")]
+            assert not raise_, f"{suite} on {model}: {raise_}"
+
+
+def test_fit_stops_at_the_smallest_size_that_is_the_whole_benchmark(tmp_path, wdi_snapshot_dir, monkeypatch):
+    """A comparison that always wants half as many countries again: the fit stops at the smallest
+    ``sample_countries`` that asks every question — one fewer asks fewer — and says it is the whole benchmark; a
+    profile already at 0 (every country) stays 0, never printed as ``{}``. Mutation caught: the bisection removed
+    (a size past the benchmark, or the first one that reached it)."""
+    monkeypatch.setattr(plan.SuitePlan, "wanted", lambda self, c: 1.5)
+    settings = load_settings(write_settings(tmp_path, wdi_snapshot_dir, profiles={"default": {}}))
+    info = registry.suites()["worldbench"]
+    spec = settings.model("smollm2-135m-instruct")
+    history = MetricHistory("sqlite:///:memory:")
+    fit = plan.fit(settings, info, "default", spec, settings.store(), history)
+    options = settings.run_options("worldbench", "default")
+    whole = len(plan.build_prompts(settings, "worldbench", {**options, "sample_countries": 0})[0])
+    fewer = len(plan.build_prompts(settings, "worldbench", {**options, "sample_countries": fit.value - 1})[0])
+    assert fit.whole and fit.plan.prompts == whole > fewer
+    assert "(the whole benchmark)" in fit.line() and fit.line().startswith(
+        f"worldbench: {{sample_countries: {fit.value}}}"
+    )
+    every = load_settings(
+        write_settings(tmp_path, wdi_snapshot_dir, profiles={"default": {"worldbench": {"sample_countries": 0}}})
+    )
+    zero = plan.fit(every, info, "default", spec, every.store(), history)
+    assert zero.value == 0 and zero.whole and zero.line().startswith("worldbench: {sample_countries: 0}")

@@ -517,7 +517,7 @@ def profile_blind(rows: Sequence[Mapping[str, Any]], shown: int = 4) -> str:
     mean_error (region=…) and 5 more``; "" where there is none."""
     kinds = (
         (sufficiency.PROFILE_PREFIX, f"MDE > {sufficiency.MAX_MDE_RATIO:g} × min effect"),
-        (sufficiency.SAMPLE_PREFIX, f"fewer than {sufficiency.MIN_SAMPLE} clusters or no interval"),
+        (sufficiency.SAMPLE_PREFIX, f"fewer than {sufficiency.MIN_SAMPLE} clusters, or a value outside its range"),
     )
     parts = []
     for prefix, why in kinds:

@@ -64,8 +64,6 @@ class BlendSettings:
     templates: tuple[str, ...] = ("inst-4",)  # the paper reports inst-4 and pers-3
 
 
-_ENGLISH_BREAKDOWN = "asked_in=English"  # the answer rate of the prompts asked in English
-
 SUITE = SuiteInfo(
     name="blend",
     title="BLEnD (everyday cultural knowledge)",
@@ -77,7 +75,7 @@ SUITE = SuiteInfo(
             "country_gap_sem_b_local", "BLEnD: SEM-B gap between countries, local language (points)", bounds=(0, 100)
         ),
         Headline("answered_rate", "BLEnD: replies answered, local language (%)", bounds=(0, 100)),
-        Headline("answered_rate", "BLEnD: replies answered, in English (%)", _ENGLISH_BREAKDOWN, (0, 100)),
+        Headline("answered_rate", "BLEnD: replies answered, the others' English prompts (%)", "mode=english", (0, 100)),
     ),
     options=(
         # 500 questions × 16 countries × two languages per model take hours on a laptop CPU: a seeded sample.
@@ -93,7 +91,7 @@ SUITE = SuiteInfo(
     settings=BlendSettings,
     sample="scored",
     unit=("country", "question_id"),
-    profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 8}},
+    profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 404}},
 )
 
 MAX_TOKENS = 32  # "a single answer without any explanations"
@@ -552,9 +550,10 @@ TRACKED = (
     # prompts only, as sem_b_local: refusals concentrate in low-resource languages, and averaged with a country's
     # English prompts a collapse in its own language would show at half its size.
     answered_rate("question", by=("country",), where=_LOCAL_PROMPTS),
-    # And in English (the paper's second view, as sem_b_english): a model that stops answering a country's
-    # questions when they are asked in English.
-    answered_rate("question", by=("country",), where=_ENGLISH_PROMPTS, breakdown=_ENGLISH_BREAKDOWN),
+    # And of the English prompts of the countries asked in another language too (the paper's second view): a model
+    # that stops answering a country's questions when they are asked in English. The English-speaking countries'
+    # own prompts are their local ones, already counted above: not tested twice.
+    answered_rate("question", by=("country",), where=(("mode", "english"),), breakdown="mode=english"),
 )
 
 

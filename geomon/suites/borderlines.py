@@ -72,7 +72,7 @@ SUITE = SuiteInfo(
     order=2,
     sample="territories",
     unit=("territory",),
-    profiles={"quick": {"sample_territories": 6}, "default": {"sample_territories": 60}},
+    profiles={"quick": {"sample_territories": 6}, "default": {"sample_territories": 251}},
 )
 
 CHAT_MAX_TOKENS = 32  # the claimant is named in the first sentence; longer answers only cost time

@@ -97,7 +97,7 @@ SUITE = SuiteInfo(
     unit=("question_id",),
     profiles={
         "quick": {"sample_questions": 4, "sample_variations": 2},
-        "default": {"sample_questions": 40, "sample_variations": 5},
+        "default": {"sample_questions": 365, "sample_variations": 5},
     },
 )
 
@@ -394,6 +394,24 @@ def items(graded: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([out, families], ignore_index=True)
 
 
+def _family_gap(rate: str, count: str, per: str, higher_is_worse: bool) -> TrackedMetric:
+    """``rate`` tested prompt family by prompt family (``rate (family=…)``, 5 points), and the range between the
+    families (``family_gap_<rate>``, 10 points: shown, never paged), over the family-level rows."""
+    return TrackedMetric(
+        f"family_gap_{rate}",
+        Range(Mean(count, per=per, scale=100), "family"),
+        "question",
+        True,
+        10.0,
+        by=("family",),
+        groups_higher_is_worse=higher_is_worse,
+        groups_name=rate,
+        groups_min_effect=5.0,
+        groups_bounds=(0, 100),
+        bounds=(0, 100),
+    )
+
+
 # The tracked headlines, each declared once over the per-question counts (geomon.stats.declared): the mean
 # over questions of each question's rate among its decisive answers.
 TRACKED = (
@@ -423,34 +441,10 @@ TRACKED = (
     ),
     # Each prompt family's correct rate (``correct_rate``, ``family=…``, as the suite reports it) is tested too: a
     # wording the model gets worse under pages by name. The gap between families is shown, never paged.
-    TrackedMetric(
-        "family_gap_correct_rate",
-        Range(Mean("family_correct", per="family_decisive", scale=100), "family"),
-        "question",
-        True,
-        10.0,
-        by=("family",),
-        groups_higher_is_worse=False,
-        groups_name="correct_rate",
-        groups_min_effect=5.0,
-        groups_bounds=(0, 100),
-        bounds=(0, 100),
-    ),
+    _family_gap("correct_rate", "family_correct", "family_decisive", higher_is_worse=False),
     # And each family's indecisive rate: a wording under which the model stops committing to an option pages by
     # name (the correct rate, over decisive answers, would not move).
-    TrackedMetric(
-        "family_gap_indecisive_rate",
-        Range(Mean("family_indecisive", per="family_n", scale=100), "family"),
-        "question",
-        True,
-        10.0,
-        by=("family",),
-        groups_higher_is_worse=True,
-        groups_name="indecisive_rate",
-        groups_min_effect=5.0,
-        groups_bounds=(0, 100),
-        bounds=(0, 100),
-    ),
+    _family_gap("indecisive_rate", "family_indecisive", "family_n", higher_is_worse=True),
 )
 
 

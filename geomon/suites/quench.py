@@ -112,7 +112,7 @@ SUITE = SuiteInfo(
     settings=QuenchSettings,
     sample="answered",
     unit=("question_id",),
-    profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 40}},
+    profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 400}},
 )
 
 MODES = ("normal", "cot")  # the paper's "without" and "with" chain-of-thought
@@ -216,6 +216,7 @@ def build_prompts(items: pd.DataFrame, sample: int = 0, seed: int = 0) -> pd.Dat
                     "variable": item.variable,
                     "mode": mode,
                     "indic": bool(item.indic),
+                    "questions": question_group(item.indic),  # the group its comparisons are tested by
                     "themes": list(item.themes),
                     "question": item.question,
                     "gold_answer": item.answer,
@@ -225,6 +226,11 @@ def build_prompts(items: pd.DataFrame, sample: int = 0, seed: int = 0) -> pd.Dat
                 }
             )
     return pd.DataFrame(rows)
+
+
+def question_group(indic: Any) -> str:
+    """The group a question is tested by: ``Indic`` or ``non-Indic`` (the paper's subsets)."""
+    return "Indic" if bool(indic) else "non-Indic"
 
 
 def unfilled_placeholders(prompts: pd.DataFrame, id_column: str = "prompt_id") -> list[str]:
@@ -784,7 +790,7 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
             "answered": answered_outcome(scores["status"]),
             "indic": scores["indic"].astype(bool).to_numpy(),
             # the group the questions are tested by, one by one: Indic or not
-            "questions": np.where(scores["indic"].astype(bool), "Indic", "non-Indic"),
+            "questions": [question_group(indic) for indic in scores["indic"]],
         }
     )
 

@@ -56,7 +56,7 @@ SUITE = SuiteInfo(
     order=1,
     sample="parsed",
     unit=("iso3",),
-    profiles={"quick": {"sample_countries": 8}, "default": {"sample_countries": 40}},
+    profiles={"quick": {"sample_countries": 8}, "default": {"sample_countries": 218}},
 )
 
 CODE_VERSION = "worldbench-1"

@@ -182,7 +182,7 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
             blend.TRACKED,
             _blend(),
             _blend(silent="PE", silent_mode="english"),
-            ("answered_rate", "asked_in=English,country=PE"),
+            ("answered_rate", "mode=english,country=PE"),
         ),
         (
             "gapminder",
@@ -472,3 +472,22 @@ def test_a_gaps_worst_case_is_both_its_groups():
     assert mean.planned_se == pytest.approx(100 * math.sqrt(0.5) / math.sqrt(40))
     assert plan.spread(None, "toy", "m", "", (0, 100), gap=True) == (100.0, plan.WORST_CASE)
     assert plan.spread(None, "toy", "m", "", (0, 100))[0] == pytest.approx(100 * math.sqrt(0.5))
+
+
+def test_a_range_over_several_groups_is_planned_from_its_highest_and_lowest():
+    """Three groups of unequal size and spread: a range's standard error is the contrast's between the highest
+    and the lowest group — √(se_high² + se_low²) of their own — not another pair's. Mutation caught: the
+    contrast drawn between the wrong groups (``order[-1]`` / ``order[0]`` swapped for a neighbour)."""
+    from geomon.stats.declared import Mean, Range, TrackedMetric, estimates
+
+    rows = [
+        (f"{group}{i}", group, float(i < right))
+        for group, size, right in (("A", 60, 54), ("B", 40, 20), ("C", 30, 2))
+        for i in range(size)
+    ]
+    frame = pd.DataFrame(rows, columns=["item", "group", "value"])
+    gap = TrackedMetric("gap", Range(Mean("value"), "group"), "item", True, 0.1, by=("group",))
+    found = {e.breakdown: e for e in estimates(gap, frame, resamples=4000, seed=1)}
+    high, middle, low = (found[f"group={g}"] for g in "ABC")
+    assert found[""].se == pytest.approx(np.hypot(high.se, low.se), rel=0.1)
+    assert abs(found[""].se - np.hypot(middle.se, low.se)) > 0.2 * found[""].se  # another pair's is far off

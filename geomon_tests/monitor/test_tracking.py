@@ -290,5 +290,5 @@ def test_the_blind_line_names_comparisons_too_small_to_test_and_too_weak_to_deci
     ]
     line = tracking.profile_blind(rows)
     assert line.startswith("not decidable at this profile (MDE > 2 × min effect") and ": acc;" in line
-    assert "not decidable at this sample (fewer than 30 clusters" in line and "acc (country=Kenya)" in line
+    assert "not decidable at this sample (fewer than 30 clusters, or a value" in line and "acc (country=Kenya)" in line
     assert "Peru" not in line and tracking.profile_blind(rows[2:]) == ""
