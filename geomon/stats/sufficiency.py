@@ -19,7 +19,7 @@ PREFIX = "insufficient sample: "
 # regressions worth paging: its "no detectable change" is not "no regression" (``underpowered``).
 MAX_MDE_RATIO = 2.0
 PROFILE_PREFIX = "not decidable at this profile: "
-SAMPLE_PREFIX = "not decidable at this sample"  # fewer clusters than MIN_SAMPLE (or no interval): never decided
+SAMPLE_PREFIX = "not decidable at this sample"  # fewer clusters than MIN_SAMPLE, or a value outside its range
 
 
 def _finite(value: Any) -> bool:
