@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -185,29 +186,23 @@ def describe_check(check: Any) -> str:
     return f"check {check.check_name} on {where}{f' [{partition}]' if partition else ''} failed: {', '.join(numbers)}"
 
 
-def write_trends(settings: Any) -> tuple[Path, Any]:
-    """The trends report and the results index from the whole history; returns the page and the table."""
-    from geomon.monitor.history import MetricHistory
-    from geomon.report import trends
-    from geomon.report.index import write_index
-    from geomon.suites import registry
+def write_trends(settings: Any, breakdowns: Sequence[str] = ()) -> tuple[Path, Any]:
+    """The trends report and the results index from the whole history (with each group of ``breakdowns``
+    charted too); returns the page and the table."""
+    from geomon.monitor import results
 
-    history = MetricHistory(settings.store_url)
-    catalog = registry.headline_catalog()
-    series = history.series(only=trends.headline_keys(catalog))
-    page = trends.write_report(settings.results_dir / "trends", series, history.comparisons(), catalog=catalog)
-    write_index(settings.results_dir, registry.titles())
-    return page, trends.trend_table(series, catalog)
+    page, _, table = results.write_trends(settings.results_dir, settings.store_url, breakdowns)
+    return page, table
 
 
 def imported_regressions(settings: Any) -> str:
     """The closing screen's lines on the imported history: each open regression, model vs baseline, metric,
-    change in its units and p (``imports.open_regressions``)."""
-    from geomon.monitor import imports, tracking
+    change in its units and p (``tracking.open_regressions``)."""
+    from geomon.monitor import tracking
     from geomon.monitor.history import MetricHistory
     from geomon.suites import registry
 
-    found = imports.open_regressions(MetricHistory(settings.store_url))
+    found = tracking.open_regressions(MetricHistory(settings.store_url), imported_only=True)
     bounds = {(suite, metric): bound for suite, metric, _, _, bound in registry.headline_catalog()}
     lines = [
         f"  {suite} {tracking.verdict_phrase(model, row, bounds.get((suite, row['metric'])))}"
@@ -220,9 +215,9 @@ def imported_regressions(settings: Any) -> str:
 
 
 def cmd_trends(args: argparse.Namespace) -> int:
-    page, table = write_trends(load_settings(args.config))
-    shown = ["suite", "metric", "model", "evaluated_at", "value", "ci_low", "ci_high"]
-    latest = table.groupby(["suite", "metric", "model", "scope"]).tail(1)[shown] if len(table) else table
+    page, table = write_trends(load_settings(args.config), args.breakdown)
+    shown = ["suite", "metric", "breakdown", "model", "evaluated_at", "value", "ci_low", "ci_high"]
+    latest = table.groupby(["suite", "metric", "breakdown", "model", "scope"]).tail(1)[shown] if len(table) else table
     shown_table = latest.to_string(index=False, na_rep="", float_format=lambda v: f"{v:.4g}")
     print(shown_table if len(table) else "no history yet")
     print(f"\nReport: {page}")
@@ -862,6 +857,14 @@ def build_parser() -> argparse.ArgumentParser:
     alerts.set_defaults(func=cmd_alerts)
 
     trends = sub.add_parser("trends", help="every headline metric per model over time (from the metric history)")
+    trends.add_argument(
+        "--breakdown",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="also chart this group of every headline metric, e.g. family=ideology (repeatable); groups with an "
+        "open regression of their own are always charted",
+    )
     trends.set_defaults(func=cmd_trends)
     models = sub.add_parser("models", help="list registered models")
     models.add_argument("--identity", action="store_true", help="also print the identity the store keys on")

@@ -8,12 +8,11 @@ import dagster as dg
 from geomon.defs.automation import EAGER
 from geomon.defs.execution import model_call_options
 from geomon.defs.resources import GeomonResource, api_models_partitions, cron_from_settings
-from geomon.monitor import alerts, drift
+from geomon.monitor import alerts, drift, results
 from geomon.monitor.history import MetricHistory
-from geomon.report import charts, trends
-from geomon.report.index import write_index
+from geomon.report import charts
 from geomon.stats.values import MetricValue
-from geomon.suites import registry, worldbench
+from geomon.suites import worldbench
 from geomon.suites.registry import suites
 
 DRIFT_SPEC = dg.AssetCheckSpec(
@@ -120,12 +119,8 @@ def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
     """Every headline metric of every model over time, and knowledge recency (best-matching data year),
     from the metric history; written to <results_dir>/trends/report.html."""
     settings = geomon.settings()
-    history = MetricHistory(settings.store_url)
-    catalog = registry.headline_catalog()
-    series = history.series(only=trends.headline_keys(catalog))
-    page = trends.write_report(settings.results_dir / "trends", series, history.comparisons(), catalog=catalog)
-    index = write_index(settings.results_dir, registry.titles())
-    table = trends.trend_table(series, catalog)
+    page, series, table = results.write_trends(settings.results_dir, settings.store_url)
+    index = settings.results_dir / "index.html"
     latest = table.groupby(["suite", "metric", "model", "scope"]).tail(1)
     return dg.MaterializeResult(
         metadata={

@@ -29,10 +29,12 @@ from geomon.defs.leaderboard import (
     leaderboard_metadata,
     mark_insufficient,
     samples,
+    with_imported,
     with_published,
     with_samples,
     with_verdicts,
     write_item_tables,
+    write_open_regressions,
 )
 from geomon.defs.resources import (
     by_partition,
@@ -348,14 +350,24 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         known = {str(k) for k in context.asset_partition_keys_for_input(tracked)}
         not_evaluated = sorted(known - {str(k) for k in results})
         answered_on = samples(context.instance, sample_key, list(results)) if sample_key else {}
+        board = with_imported(board, info.name, settings.store_url)  # every evaluated model: run or imported
         board = with_samples(mark_insufficient(board, info.name), answered_on, pipeline.labels)
         board = with_published(with_verdicts(board, info.name, settings.store_url), published)
         if "model" in board:  # the per-item tables the report links (``geomon items``)
             write_item_tables(out, info.name, settings.store_url, board["model"].unique())
+        write_open_regressions(out, info.name, settings.store_url)  # what the report opens with
         report = pipeline.write_report(out, board, results, settings, **extra)
         own = board[board[ORIGIN] == "geomon"]
         series = pipeline.series_rows(own) if pipeline.series_rows is not None else own
-        metadata = leaderboard_metadata(info.name, board, report, pipeline.leaderboard_columns, pipeline.labels, series)
+        metadata = leaderboard_metadata(
+            info.name,
+            board,
+            report,
+            pipeline.leaderboard_columns,
+            pipeline.labels,
+            series,
+            store_url=settings.store_url,
+        )
         if pipeline.board_metadata is not None:
             metadata.update({k: metadata_value(v) for k, v in pipeline.board_metadata(board, **extra).items()})
         metadata["partitions_not_evaluated"] = metadata_value(not_evaluated)

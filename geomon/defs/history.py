@@ -76,7 +76,7 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
             "\n".join(f"- {r.run.model}: {r.run.note}" for r in recorded if r.run.note) or "none"
         ),
         "regressions": dg.MetadataValue.md("\n".join(f"- {line}" for line in regressions) or "none"),
-        "alerts": dg.MetadataValue.json({e: told for r in recorded for e, told in r.tracked.told.items() if told}),
+        "alerts": dg.MetadataValue.md(announce.told_summary([r.tracked for r in recorded])),
     }
 
 

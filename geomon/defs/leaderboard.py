@@ -10,7 +10,6 @@ import pandas as pd
 from geomon.defs.resources import by_partition
 from geomon.defs.versions import SAMPLE
 from geomon.report import charts
-from geomon.report.index import write_index
 
 
 def _column_type(values: pd.Series) -> str:
@@ -61,10 +60,38 @@ VERDICTS = "verdicts"
 REGRESSIONS = "regressions"  # the latest evaluation's regressions, named (a suite's report opens with them)
 
 
+def with_imported(board: pd.DataFrame, suite: str, store_url: str) -> pd.DataFrame:
+    """``board`` with a row for each model imported into the suite's history and not on it (``origin``
+    ``imported (gapminder)``; ``tracking.imported_rows``): every evaluated model is on the leaderboard and in
+    the report, run or imported."""
+    from geomon.monitor.history import MetricHistory
+    from geomon.monitor.tracking import imported_rows
+    from geomon.suites.registry import suites
+
+    info = suites().get(suite)
+    if info is None:
+        return board
+    found = imported_rows(MetricHistory(store_url), suite, [(h.metric, h.breakdown) for h in info.headlines])
+    if "model" in board:
+        found = found[~found["model"].isin(set(board["model"]))]
+    return pd.concat([board, found], ignore_index=True) if len(found) else board
+
+
+def write_open_regressions(out: Path, suite: str, store_url: str) -> None:
+    """``open_regressions.csv`` beside the suite's report: the suite's open regressions, run or imported, which
+    the report opens with (``report.regressions``)."""
+    from geomon.monitor.history import MetricHistory
+    from geomon.monitor.tracking import open_regressions_frame
+    from geomon.report import regressions
+
+    out.mkdir(parents=True, exist_ok=True)
+    open_regressions_frame(MetricHistory(store_url), suite).to_csv(out / regressions.FILE, index=False)
+
+
 def with_verdicts(board: pd.DataFrame, suite: str, store_url: str) -> pd.DataFrame:
-    """``board`` with each geomon row's stored verdicts (its model's latest evaluation in the suite; with a
-    ``revision`` column, the evaluation of that revision) and its regressions named: the same verdicts as the
-    history and the alerts; its ``sample_note`` also names the comparisons not decidable at the run's profile."""
+    """``board`` with each geomon or imported row's stored verdicts (its model's latest evaluation in the suite;
+    with a ``revision`` column, the evaluation of that revision) and its regressions named: the same verdicts as
+    the history and the alerts; its ``sample_note`` also names the comparisons its sample could not decide."""
     from geomon.monitor.history import MetricHistory
     from geomon.monitor.tracking import latest_verdicts
 
@@ -76,7 +103,8 @@ def with_verdicts(board: pd.DataFrame, suite: str, store_url: str) -> pd.DataFra
         mine = latest[latest["model"] == row["model"]]
         if "revision" in row and len(mine):
             mine = mine[mine["scope"].str.startswith(f"{row['revision']}|")]
-        own = row.get(ORIGIN, "geomon") == "geomon" and len(mine)
+        origin = row.get(ORIGIN)
+        own = origin != "published" and len(mine)  # a paper's row is never compared (NaN: a geomon row)
         phrases.append(str(mine["verdicts"].iloc[-1]) if own else "")
         named.append(str(mine["regressions"].iloc[-1]) if own else "")
         # What its sample cannot decide is said where the figures' other limits are.
@@ -106,14 +134,16 @@ def leaderboard_metadata(
     columns: Sequence[str],
     labels: Sequence[str] = ("model",),
     series_rows: pd.DataFrame | None = None,
+    *,
+    store_url: str,
 ) -> dict[str, Any]:
     """What every suite's leaderboard shows: the board as Markdown and as a sortable table, the report's path
     and link, the results index, and one series per row of ``series_rows`` (default: the board; ``labels``
     name a row: model, or model and table version) of each of the suite's headline metrics, so the Plots tab
-    draws each model's own line."""
-    from geomon.suites.registry import titles
+    draws each model's own line. The results index (read from the history at ``store_url``) is rewritten."""
+    from geomon.monitor import results
 
-    index = write_index(report.parent.parent, titles())
+    index = results.write_index(report.parent.parent, store_url)
     shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE, SAMPLE_NOTE, VERDICTS) if c in board]
     rounded = board[shown].round(4)
     own = board[board[ORIGIN] == "geomon"] if ORIGIN in board else board
@@ -130,14 +160,14 @@ def leaderboard_metadata(
     }
 
 
-ORIGIN = "origin"  # "geomon" for geomon's own rows, "published" for a paper's aggregates
+ORIGIN = "origin"  # "geomon" for geomon's own rows, "imported (…)" for imported ones, "published" for a paper's
 PUBLISHED_NOTE = "published aggregate: no interval, no items (the per-item results are not public)"
 
 
 def with_published(board: pd.DataFrame, published: pd.DataFrame | None) -> pd.DataFrame:
     """``board`` with ``origin`` and, below geomon's rows, the paper's published ones (marked so, never
     mistaken for an insufficient sample or tracked in the history)."""
-    board = board.assign(**{ORIGIN: "geomon"})
+    board = board.assign(**{ORIGIN: board[ORIGIN].fillna("geomon") if ORIGIN in board else "geomon"})
     if published is None or published.empty:
         return board
     rows = published.assign(**{ORIGIN: "published", SAMPLE_NOTE: PUBLISHED_NOTE})

@@ -16,9 +16,11 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import pandas as pd
+
 from geomon.monitor import alerts
 from geomon.monitor.history import Evaluation, MetricHistory
-from geomon.monitor.tracking import Announcer, acknowledged, stored
+from geomon.monitor.tracking import Announcer, Tracked, acknowledged, stored
 
 Link = Callable[[Evaluation], str]
 
@@ -180,3 +182,34 @@ def resolved_alert(
         suite=evaluation.suite,
         url=url,
     )
+
+
+def told_summary(decided: Sequence[Tracked]) -> str:
+    """What the announcer did for these decisions (each ``Tracked.told``: per evaluation id, one line per
+    channel and message), as people read it: a sentence, then a Markdown table of model, evaluated, suite and
+    what was told — never the raw record keyed by evaluation id. "No alert was due." when nothing was."""
+    from geomon.report import charts
+
+    evaluations = {e.evaluation_id: e for t in decided for e in (t.evaluation, *t.redecided)}
+    rows = []
+    for tracked in decided:
+        for evaluation_id, lines in tracked.told.items():
+            evaluation = evaluations.get(evaluation_id)
+            for line in lines:
+                rows.append(
+                    {
+                        "model": evaluation.model if evaluation else evaluation_id,
+                        "evaluated": f"{evaluation.when:%Y-%m-%d}" if evaluation else "",
+                        "suite": evaluation.suite if evaluation else "",
+                        "what was told": line,
+                    }
+                )
+    if not rows:
+        return "No alert was due."
+    table = pd.DataFrame(rows).drop_duplicates()
+    sent = table["what was told"].str.contains(": sent", regex=False).sum()
+    nowhere = table["what was told"].str.contains(alerts.NO_CHANNEL, regex=False).sum()
+    models = table["model"].nunique()
+    said = f"{len(table)} alert outcome(s) for {models} model(s): {sent} sent"
+    said += f", {nowhere} reached no channel ({alerts.NO_CHANNEL}: `geomon alerts test` checks them)" if nowhere else ""
+    return f"{said}.\n\n{charts.markdown_table(table)}"

@@ -33,7 +33,6 @@ import pandas as pd
 
 from geomon.monitor import tracking
 from geomon.monitor.history import MetricHistory
-from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
 from geomon.stats.values import IMPORTED, MetricValue, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
@@ -741,21 +740,3 @@ def record_runs(
         if on_recorded is not None:
             on_recorded(recorded)
     return final
-
-
-def open_regressions(history: MetricHistory) -> list[tuple[str, str, dict[str, Any]]]:
-    """(suite, model, stored verdict) of every unacknowledged regression of an imported evaluation (each model's
-    latest per suite and scope), in release order: what ``geomon run``'s closing screen names."""
-    frame = history.evaluations()
-    imported = frame[frame["origin"].astype(str).str.startswith("import:")]
-    latest = imported.groupby(["suite", "model", "scope"], sort=False).tail(1)  # oldest first: the last is the latest
-    if latest.empty:
-        return []
-    tests = history.comparisons(latest["evaluation_id"])
-    acks = history.acknowledgements(latest["evaluation_id"])
-    out = []
-    for evaluation_id, suite, model in zip(latest["evaluation_id"], latest["suite"], latest["model"], strict=True):
-        rows = tests[(tests["evaluation_id"] == evaluation_id) & (tests["verdict"] == verdicts.REGRESSION)]
-        mine = acks[acks["evaluation_id"] == evaluation_id] if len(acks) else acks
-        out += [(suite, model, row) for row in rows.to_dict("records") if not tracking.acknowledged(mine, row)]
-    return out

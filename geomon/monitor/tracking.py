@@ -284,7 +284,8 @@ def compare_and_decide(
     release = release_of(evaluation, before.model)
     alpha, why = suite_alpha(history, plan, evaluation.suite, release)
     tests = _planned(_paired(tracked, before, evaluation, settings, alpha), tracked, before)
-    decided = verdicts.decide(tests, settings, alpha, min_sample=sufficiency.MIN_SAMPLE)
+    planned = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
+    decided = verdicts.decide(tests, settings, alpha, min_sample=sufficiency.MIN_SAMPLE, planned=planned)
     rows = [
         {
             "against_evaluation_id": before.evaluation_id,
@@ -515,9 +516,15 @@ def profile_blind(rows: Sequence[Mapping[str, Any]], shown: int = 4) -> str:
     """The stored comparisons no verdict could be read from, by why: ``not decidable at this profile (MDE > 2 ×
     min effect; …): mean_error, parse_rate and 3 more; not decidable at this sample (too few clusters; …):
     mean_error (region=…) and 5 more``; "" where there is none."""
+    plan = "; `geomon plan` says what would be"
+    wide = f"MDE > {sufficiency.MAX_MDE_RATIO:g} × min effect"
     kinds = (
-        (sufficiency.PROFILE_PREFIX, f"MDE > {sufficiency.MAX_MDE_RATIO:g} × min effect"),
-        (sufficiency.SAMPLE_PREFIX, f"fewer than {sufficiency.MIN_SAMPLE} clusters, or a value outside its range"),
+        (sufficiency.PROFILE_PREFIX, wide + plan),
+        (sufficiency.PUBLISHED_PREFIX, wide),  # an imported evaluation: no profile of geomon's sized it
+        (
+            sufficiency.SAMPLE_PREFIX,
+            f"fewer than {sufficiency.MIN_SAMPLE} clusters, or a value outside its range{plan}",
+        ),
     )
     parts = []
     for prefix, why in kinds:
@@ -528,8 +535,7 @@ def profile_blind(rows: Sequence[Mapping[str, Any]], shown: int = 4) -> str:
         ]
         if names:
             more = f" and {len(names) - shown} more" if len(names) > shown else ""
-            head = f"{prefix.rstrip(': ')} ({why}; `geomon plan` says what would be)"
-            parts.append(f"{head}: {', '.join(names[:shown])}{more}")
+            parts.append(f"{prefix.rstrip(': ')} ({why}): {', '.join(names[:shown])}{more}")
     return "; ".join(parts)
 
 
@@ -698,6 +704,9 @@ def item_rows(
 
 
 Bounds = tuple[float, float] | None
+# The power column's name says what it is: the chance the test had to find a worsening of the minimum effect
+# (a regression found at low power is a change larger than the test could reliably see, not a contradiction).
+POWER = "power at the minimum effect"
 CHANGE_Z = NormalDist().inv_cdf(0.975)  # a change's 95 % interval: change ± z × its paired test's standard error
 
 
@@ -761,10 +770,136 @@ def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds
                 "p": _p(row.get("p_value")),
                 "adjusted p": _p(row.get("p_adjusted")),
                 "MDE": _figure(row.get("mde"), suffix),
-                "power": _power(row.get("power")),
+                POWER: _power(row.get("power")),
                 "verdict": row["verdict"],
                 "note": str(row.get("note") or ""),
             }
         )
-    columns = ["metric", "baseline", "change", "95 % interval", "p", "adjusted p", "MDE", "power", "verdict", "note"]
+    columns = ["metric", "baseline", "change", "95 % interval", "p", "adjusted p", "MDE", POWER, "verdict", "note"]
     return pd.DataFrame(out, columns=columns)
+
+
+def open_regressions(
+    history: MetricHistory, suite: str | None = None, imported_only: bool = False
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """(suite, model, stored verdict) of every unacknowledged regression of each model's latest evaluation per
+    suite and scope — geomon's runs and imported ones (``imported_only``: imported ones), of one ``suite`` or
+    all — in release order, each verdict with its evaluation's ``evaluated_at`` and ``origin``: what ``geomon
+    run``'s closing screen, every suite's report and the results index name."""
+    frame = history.evaluations(suite=suite)
+    if imported_only:
+        frame = frame[frame["origin"].astype(str).str.startswith("import:")]
+    latest = frame.groupby(["suite", "model", "scope"], sort=False).tail(1)  # oldest first: the last is the latest
+    if latest.empty:
+        return []
+    tests = history.comparisons(latest["evaluation_id"])
+    acks = history.acknowledgements(latest["evaluation_id"])
+    out = []
+    for row in latest.to_dict("records"):
+        evaluation_id = row["evaluation_id"]
+        mine = tests[(tests["evaluation_id"] == evaluation_id) & (tests["verdict"] == verdicts.REGRESSION)]
+        acked = acks[acks["evaluation_id"] == evaluation_id] if len(acks) else acks
+        when = row["evaluated_at"] if pd.notna(row["evaluated_at"]) else row["recorded_at"]
+        out += [
+            (row["suite"], row["model"], {**test, "evaluated_at": when, "origin": row["origin"]})
+            for test in mine.to_dict("records")
+            if not acknowledged(acked, test)
+        ]
+    return out
+
+
+def origin_label(origin: str) -> str:
+    """An evaluation's origin as a reader says it: ``geomon`` (its own run) or ``imported (gapminder)``."""
+    return origin if origin == "geomon" else f"imported ({origin.split(':')[1] if ':' in origin else origin})"
+
+
+OPEN_REGRESSION_COLUMNS = [
+    "suite",
+    "model",
+    "source",
+    "evaluated",
+    "baseline",
+    "metric",
+    "group",
+    "change",
+    "95 % interval",
+    "min effect",
+    "MDE",
+    POWER,
+    "adjusted p",
+]
+
+
+def open_regressions_table(
+    found: Sequence[tuple[str, str, Mapping[str, Any]]], bounds: Mapping[tuple[str, str], Bounds]
+) -> pd.DataFrame:
+    """``open_regressions`` as a person reads them, one row each: the suite, the model, whether geomon ran it or
+    it was imported, when it was evaluated, the baseline, the metric and group (the breakdown: ``family=ideology``;
+    "" the overall figure), the change with its 95 % interval, the minimum effect, the MDE and the power at the
+    minimum effect in the metric's units (``bounds`` per (suite, metric)), and the Holm-adjusted p."""
+    out = []
+    for suite, model, row in found:
+        metric = str(row["metric"])
+        bound = bounds.get((suite, metric))
+        shown = verdict_table([row], {metric: bound}).iloc[0]
+        out.append(
+            {
+                "suite": suite,
+                "model": model,
+                "source": origin_label(str(row.get("origin") or "geomon")),
+                "evaluated": f"{pd.Timestamp(row['evaluated_at']):%Y-%m-%d}",
+                "baseline": shown["baseline"],
+                "metric": metric,
+                "group": str(row.get("breakdown") or "") or "overall",
+                "change": shown["change"],
+                "95 % interval": shown["95 % interval"],
+                "min effect": _figure(row.get("min_effect"), unit(bound)),
+                "MDE": shown["MDE"],
+                POWER: shown[POWER],
+                "adjusted p": shown["adjusted p"],
+            }
+        )
+    return pd.DataFrame(out, columns=OPEN_REGRESSION_COLUMNS)
+
+
+def open_regressions_frame(history: MetricHistory, suite: str | None = None) -> pd.DataFrame:
+    """``open_regressions_table`` of every open regression (of one ``suite``, or all), in the units of the
+    registered suites' headlines: what the results index and each suite's report open with."""
+    from geomon.suites import registry
+
+    bounds = {(name, metric): bound for name, metric, _, _, bound in registry.headline_catalog()}
+    return open_regressions_table(open_regressions(history, suite), bounds)
+
+
+def imported_rows(history: MetricHistory, suite: str, headlines: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """One row per model imported into ``suite`` (its latest imported evaluation per scope): ``model``,
+    ``origin``, ``evaluated_at``, ``n`` and each headline's (metric, breakdown) value with ``<metric>_ci_low`` and
+    ``<metric>_ci_high``: the rows a leaderboard adds to geomon's own, so every evaluated model is on it."""
+    evaluations = history.evaluations(suite=suite)
+    if evaluations.empty:
+        return pd.DataFrame(columns=["model"])
+    imported = evaluations[evaluations["origin"].astype(str).str.startswith("import:")]
+    latest = imported.groupby(["model", "scope"], sort=False).tail(1)
+    if latest.empty:
+        return pd.DataFrame(columns=["model"])
+    series = history.series(suite=suite)
+    series = series[series["evaluation_id"].isin(set(latest["evaluation_id"]))]
+    wanted = set(headlines)
+    rows = []
+    for evaluation in latest.to_dict("records"):
+        mine = series[series["evaluation_id"] == evaluation["evaluation_id"]]
+        row: dict[str, Any] = {
+            "model": evaluation["model"],
+            "origin": origin_label(evaluation["origin"]),
+            "evaluated_at": f"{pd.Timestamp(evaluation['evaluated_at'] or evaluation['recorded_at']):%Y-%m-%d}",
+        }
+        for value in mine.to_dict("records"):
+            if (value["metric"], value["breakdown"]) not in wanted:
+                continue
+            metric = value["metric"]
+            row.update(
+                {metric: value["value"], f"{metric}_ci_low": value["ci_low"], f"{metric}_ci_high": value["ci_high"]}
+            )
+            row.setdefault("n", value.get("n"))
+        rows.append(row)
+    return pd.DataFrame(rows)

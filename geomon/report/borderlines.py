@@ -118,7 +118,7 @@ def write_report(
     (out_dir / "table_changes.json").write_text(json.dumps(changes, indent=2, ensure_ascii=False))
     sections = [
         "<h1>geomon — BorderLines</h1>",
-        *verdict_section(out_dir, board),
+        *verdict_section(out_dir, board, "BorderLines"),
         "<p>Concurrence scores in percent (Li et al., Table 4): KB = English answer vs the table's controller; "
         "Con / Non = answers in the controller's / the other claimants' languages vs the controller; "
         "Δ = (Con − Non) / Non; Cst = agreeing pairs among the claimant-language answers. "

@@ -18,12 +18,14 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
         "<h1>geomon — Gapminder AI worldview</h1>",
-        *verdict_section(out_dir, board),
+        *verdict_section(out_dir, board, "Gapminder AI worldview"),
         "<p>Correct rate = per question, correct ÷ (answers − indecisive) × 100, averaged over questions "
         "(Gapminder's formula), with a 95 % bootstrap interval over questions. Answers naming exactly one "
         "option are pre-graded; the rest are graded by the jury (majority of the judges; no majority or too "
         "few readable verdicts = indecisive). Failed requests are excluded and counted.</p>",
-        charts.html_table(board, 2),
+        "<h2>Leaderboard</h2>",
+        charts.html_table(board[[c for c in SHOWN if c in board]], 2),
+        "<p>Every figure with its interval is in leaderboard.csv.</p>",
         headline_chart(board, "correct_rate", "Correct rate per model (%, 95 % interval over questions)"),
         *breakdown_sections(
             out_dir,
@@ -52,6 +54,21 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         ]
     return charts.write_html(out_dir / "report.html", "geomon Gapminder", sections)
 
+
+# The leaderboard's columns shown (every column is in leaderboard.csv): fits a laptop's width.
+SHOWN = (
+    "model",
+    "origin",
+    "evaluated_at",
+    "n",
+    "correct_rate",
+    "correct_rate_ci_low",
+    "correct_rate_ci_high",
+    "very_wrong_rate",
+    "indecisive_rate",
+    "judge_fleiss_kappa",
+    "sample_note",
+)
 
 # The data's own family names; "v" is its family of general variations (v_sensetive, v_nobody_knows, …).
 FAMILY_LABELS = {"v": "general variations (v)"}

@@ -28,7 +28,7 @@ def write_report(
     layout.to_csv(out_dir / "aggregated_scores.csv", index=False)  # the paper's file layout, geomon's numbers
     sections = [
         "<h1>geomon — QUENCH</h1>",
-        *verdict_section(out_dir, board),
+        *verdict_section(out_dir, board, "QUENCH"),
         "<p>Entity correctness (0-1) and rationale scores (1-5) are the jury's: each judge scores every item "
         "with the paper's Appendix C prompts and an item's score is the judges' mean; a subset's score is the "
         "mean over its entities (the paper's aggregation). Gaps are Indic − non-Indic with 95 % intervals "

@@ -19,7 +19,7 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
         "<h1>geomon — SAGED on countries</h1>",
-        *verdict_section(out_dir, board),
+        *verdict_section(out_dir, board, "SAGED on countries"),
         "<p>Sentiment is VADER's compound score on a 0-1 scale (0.5 neutral); distance is the L2 distance "
         "between the response's and its baseline sentence's all-MiniLM-L6-v2 embeddings. Calibrated = value − "
         "the baseline sentence's value (the paper's baseline calibration). Selection rate: share of a "

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from geomon.report import charts
+from geomon.report import charts, regressions
 
 
 @dataclass(frozen=True)
@@ -39,33 +39,41 @@ def _table(frame: pd.DataFrame) -> str:
     return charts.html_table(frame, 2)
 
 
-def verdict_section(out_dir: Path, board: pd.DataFrame) -> list[str]:
-    """What a suite's report opens with: each model's latest verdicts (the board's ``verdicts`` and
-    ``regressions``, from the metric history), every regression named, and a link to each model's per-item table
-    (``items-<model>.csv`` beside the report: every item's prompt, reply, parsed answer and score) where the
-    history kept one."""
+def verdict_section(out_dir: Path, board: pd.DataFrame, title: str = "") -> list[str]:
+    """What a suite's report opens with: its open regressions (``report.regressions``: run or imported, with
+    baseline, metric, group, change, interval, MDE and power at the minimum effect), then each model's latest
+    verdicts (the board's ``verdicts`` and ``regressions``, from the metric history) and a link to each model's
+    per-item table (``items-<model>.csv`` beside the report: every item's prompt, reply, parsed answer and score)
+    where the history kept one."""
+    opening = regressions.section(regressions.read(out_dir), f"in {title}" if title else "")
     if "verdicts" not in board or board.empty:
-        return ["<h2>Latest verdicts</h2>", "<p>No verdicts yet: nothing in the metric history to compare.</p>"]
-    labels = [c for c in ("model", "revision") if c in board]
+        return [
+            *opening,
+            "<h2>Latest verdicts</h2>",
+            "<p>No verdicts yet: nothing in the metric history to compare.</p>",
+        ]
+    labels = [c for c in ("model", "revision", "origin") if c in board]
     rows = board[[*labels, "verdicts", *(["regressions"] if "regressions" in board else [])]].fillna("")
-    own = board["origin"].fillna("geomon").eq("geomon") if "origin" in board else True
-    # A published figure (a paper's row) is never compared: only geomon's own rows wait for a comparison.
+    own = board["origin"].fillna("geomon").ne("published") if "origin" in board else True
+    # A published figure (a paper's row) is never compared: only evaluated rows wait for a comparison.
     rows["verdicts"] = rows["verdicts"].mask(own & rows["verdicts"].eq(""), "nothing compared yet")
     items = [f"items-{m}.csv" for m in board["model"]]
     rows["items"] = [
         f"<a href='{html.escape(name, quote=True)}'>{html.escape(name)}</a>" if (out_dir / name).is_file() else ""
         for name in items
     ]
-    named = rows[rows.get("regressions", pd.Series("", index=rows.index)) != ""]
-    said = [
-        f"<li><b>{html.escape(' '.join(str(r[c]) for c in labels))}</b>: {html.escape(str(r['regressions']))}</li>"
-        for r in named.to_dict("records")
-    ]
-    lead = (
-        f"<p><b>Regression in the latest evaluation:</b></p><ul>{''.join(said)}</ul>"
-        if said
-        else "<p>No regression in the latest evaluations.</p>"
-    )
+    lead = []
+    if not opening:  # no open-regressions table beside the report: name the board's regressions instead
+        named = rows[rows.get("regressions", pd.Series("", index=rows.index)) != ""]
+        said = [
+            f"<li><b>{html.escape(str(r['model']))}</b>: {html.escape(str(r['regressions']))}</li>"
+            for r in named.to_dict("records")
+        ]
+        lead = [
+            f"<p><b>Regression in the latest evaluation:</b></p><ul>{''.join(said)}</ul>"
+            if said
+            else "<p>No regression in the latest evaluations.</p>"
+        ]
     kept = rows["items"].ne("").any()
     if not kept:  # a built-in suite keeps its answers in its per-model CSVs, not in the history
         rows = rows.drop(columns="items")
@@ -75,7 +83,15 @@ def verdict_section(out_dir: Path, board: pd.DataFrame) -> list[str]:
         if kept
         else "<p>Each model's answers as scored: the per-model CSVs beside this report.</p>"
     )
-    return ["<h2>Latest verdicts</h2>", lead, safe.to_html(index=False, escape=False, na_rep="—"), where]
+    table = safe.to_html(index=False, escape=False, na_rep="—")
+    return [
+        *opening,
+        "<h2>Latest verdicts</h2>",
+        *lead,
+        f"<details{' open' if len(rows) <= 12 else ''}><summary>every model's latest verdicts ({len(rows)})"
+        f"</summary>{table}</details>",
+        where,
+    ]
 
 
 def write_suite_report(
@@ -94,7 +110,7 @@ def write_suite_report(
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
         f"<h1>geomon — {html.escape(title)}</h1>",
-        *verdict_section(out_dir, board),
+        *verdict_section(out_dir, board, title),
         f"<p>{html.escape(' '.join(definition.replace('``', '').split()))}</p>",
         "<h2>Leaderboard</h2>",
         _table(board[[c for c in ("model", "origin", *columns, "sample_note") if c in board]] if columns else board),

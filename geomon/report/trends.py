@@ -31,15 +31,29 @@ def headline_keys(catalog: Catalog) -> list[tuple[str, str, str]]:
     return [(suite, metric, breakdown) for suite, metric, breakdown, _, _ in headlines(catalog)]
 
 
-TABLE_COLUMNS = ["suite", "metric", "model", "scope", "evaluated_at", "value", "ci_low", "ci_high", "evaluation_id"]
+TABLE_COLUMNS = [
+    "suite",
+    "metric",
+    "breakdown",
+    "model",
+    "scope",
+    "origin",
+    "evaluated_at",
+    "value",
+    "ci_low",
+    "ci_high",
+    "evaluation_id",
+]
+Key = tuple[str, str, str]  # (suite, metric, breakdown): one series of the history
 
 
-def trend_table(series: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
-    """One row per (suite, metric, model, evaluation date) for the headline metrics: the date the model was
-    evaluated (an imported run's own date), not when geomon recorded it."""
+def trend_table(series: pd.DataFrame, catalog: Catalog, breakdowns: Sequence[Key] = ()) -> pd.DataFrame:
+    """One row per (suite, metric, breakdown, model, evaluation date) for the headline metrics and the
+    ``breakdowns`` asked for: the date the model was evaluated (an imported run's own date), not when geomon
+    recorded it."""
     if series.empty:
         return pd.DataFrame(columns=[*TABLE_COLUMNS, "n"])
-    wanted = set(headline_keys(catalog))
+    wanted = set(headline_keys(catalog)) | set(breakdowns)
     keep = [(s, m, b) in wanted for s, m, b in zip(series["suite"], series["metric"], series["breakdown"], strict=True)]
     frame = series.loc[keep].copy()
     if "evaluated_at" not in frame:
@@ -47,8 +61,10 @@ def trend_table(series: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     frame["evaluated_at"] = pd.to_datetime(frame["evaluated_at"], utc=True)
     if "evaluation_id" not in frame:
         frame["evaluation_id"] = ""
+    frame["origin"] = frame["origin"].fillna("geomon") if "origin" in frame else "geomon"
     frame["n"] = frame.get("n", None)
-    return frame[[*TABLE_COLUMNS, "n"]].sort_values(["suite", "metric", "model", "evaluated_at"], ignore_index=True)
+    order = ["suite", "metric", "breakdown", "model", "evaluated_at"]
+    return frame[[*TABLE_COLUMNS, "n"]].sort_values(order, ignore_index=True)
 
 
 def release_lines(series: pd.DataFrame, comparisons: pd.DataFrame) -> dict[str, str]:
@@ -129,16 +145,44 @@ def series_breaks(table: pd.DataFrame) -> pd.Series:
     return pd.Series(why, index=ordered.index, dtype=object).reindex(table.index)
 
 
-def panels(part: pd.DataFrame, title: str) -> list[tuple[pd.DataFrame, str]]:
-    """One headline's rows as charts of one scale each: geomon's own runs (and imports made to its definition),
-    and the metric as imported from per-item files (in the file's units, which geomon does not know), never on
-    one axis."""
-    imported = part["scope"].map(series_key).str.startswith(IMPORTED)
-    out = [(part[~imported], title), (part[imported], f"{title} (imported, in the file's units)")]
-    return [(rows, name) for rows, name in out if len(rows)]
+# The page's sections, in its order: the real history (evaluations imported from their publishers) first, then
+# metrics imported from per-item files (in the file's units), then geomon's own runs (the bundled models' dates
+# and 0/100 % figures never stretch the history's axes).
+HISTORY = "Published history (imported evaluations)"
+FILES = "Imported from per-item files (in each file's units)"
+RUNS = "geomon's own runs"
+SECTIONS = (HISTORY, FILES, RUNS)
 
 
-def _chart(frame: pd.DataFrame, title: str) -> str:
+def panels(part: pd.DataFrame, title: str) -> list[tuple[pd.DataFrame, str, str]]:
+    """One series' rows as charts of one scale and one time span each, (rows, title, section): the imported
+    history, the metric as imported from per-item files (in the file's units, which geomon does not know) and
+    geomon's own runs, never on one axis."""
+    files = part["scope"].map(series_key).str.startswith(IMPORTED)
+    origin = part["origin"] if "origin" in part else pd.Series("geomon", index=part.index)
+    imported = origin.fillna("geomon").astype(str).str.startswith("import:")
+    out = [
+        (part[imported & ~files], title, HISTORY),
+        (part[files], f"{title} (imported, in the file's units)", FILES),
+        (part[~imported & ~files], title, RUNS),
+    ]
+    return [(rows, name, section) for rows, name, section in out if len(rows)]
+
+
+# One colour per line across the whole page (matplotlib's tab10 without its red, which marks regressions, and
+# its grey, which draws the unlabelled models; then darker tones): a model is the same colour on every chart.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939",
+    "#8c6d31", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#843c39", "#6baed6", "#fd8d3c", "#74c476",
+)  # fmt: skip
+
+
+def line_colours(lines: pd.Series) -> dict[str, str]:
+    """Each line's colour, from the whole page's lines in name order (beyond the palette, colours repeat)."""
+    return {line: PALETTE[i % len(PALETTE)] for i, line in enumerate(sorted(set(lines)))}
+
+
+def _chart(frame: pd.DataFrame, title: str, colours: dict[str, str]) -> str:
     """One line per model (or release line) over real dates, its interval as a band, regressions marked with
     a red cross. With many models the legend would be unreadable (and drawing 100 bands takes seconds): the
     models with the highest and lowest latest values are labelled, the others drawn as one grey line
@@ -149,6 +193,8 @@ def _chart(frame: pd.DataFrame, title: str) -> str:
     from matplotlib.figure import Figure
 
     frame = frame.assign(when=pd.to_datetime(frame["evaluated_at"], utc=True), model=trend_lines(frame))
+    # A line is its model's colour; a model's line per table version (``a · 2023-05-15``) too.
+    colours = {line: colours.get(line.split(" · ")[0], "#444444") for line in frame["model"].unique()}
     labelled = labelled_models(frame)
     # Constrained layout sizes the axes around their labels and the legend outside them: nothing is clipped,
     # however long the models' names.
@@ -166,9 +212,9 @@ def _chart(frame: pd.DataFrame, title: str) -> str:
         ax.add_collection(LineCollection(others, colors="0.75", linewidths=0.8, label=f"{len(others)} other models"))
     for model, part in frame[frame["model"].isin(labelled)].groupby("model"):
         when = part["when"].dt.tz_localize(None)
-        ax.plot(when, part["value"], marker="o", label=model)
+        ax.plot(when, part["value"], marker="o", label=model, color=colours[model])
         if part["ci_low"].notna().any():
-            ax.fill_between(when, part["ci_low"], part["ci_high"], alpha=0.15)
+            ax.fill_between(when, part["ci_low"], part["ci_high"], alpha=0.15, color=colours[model])
     for row in frame[frame.get("new_series", pd.Series("", index=frame.index)).fillna("") != ""].itertuples():
         ax.axvline(row.when.tz_localize(None), color="0.5", linestyle=":", linewidth=0.8)
         ax.annotate(row.new_series, (row.when.tz_localize(None), row.value), fontsize=7, xytext=(4, 6),
@@ -237,36 +283,45 @@ def verdict_marks(table: pd.DataFrame, bounds: dict[tuple[str, str], tuple[float
     return marks
 
 
-def _cached_chart(cache: Path, part: pd.DataFrame, title: str) -> Path:
-    """The chart of ``part``, drawn only if its data or title changed since it was last drawn: drawing is
-    what the report costs (~0.14 s a chart), and new evaluations change only their suite's charts."""
-    digest = hashlib.sha256(f"{CHART_VERSION}|{title}|{part.to_csv(index=False)}".encode()).hexdigest()[:32]
-    path = cache / f"{digest}.svg"
+def _cached_chart(cache: Path, part: pd.DataFrame, title: str, colours: dict[str, str]) -> Path:
+    """The chart of ``part``, drawn only if its data, title or colours changed since it was last drawn: drawing
+    is what the report costs (~0.14 s a chart), and new evaluations change only their suite's charts."""
+    mine = sorted((model, colour) for model, colour in colours.items() if model in set(part["model"]))
+    key = f"{CHART_VERSION}|{title}|{mine}|{part.to_csv(index=False)}"
+    path = cache / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.svg"
     if not path.exists():
-        path.write_text(_chart(part, title), encoding="utf-8")
+        path.write_text(_chart(part, title, colours), encoding="utf-8")
     return path
 
 
-CHART_VERSION = "7"  # bump when _chart draws differently, so cached charts are redrawn
+CHART_VERSION = "8"  # bump when _chart draws differently, so cached charts are redrawn
 
 
 def write_report(
-    out_dir: Path, series: pd.DataFrame, comparisons: pd.DataFrame | None = None, *, catalog: Catalog
+    out_dir: Path,
+    series: pd.DataFrame,
+    comparisons: pd.DataFrame | None = None,
+    *,
+    catalog: Catalog,
+    breakdowns: Sequence[Key] = (),
 ) -> Path:
-    """trends.csv and report.html (a chart and the latest values per headline metric). ``comparisons`` (the
-    history's paired tests) join a vendor's successive releases into one line and mark regressions. Charts
-    are kept in ``out_dir/charts`` by a hash of their data; charts no headline uses any more are removed."""
+    """trends.csv and report.html: a contents list, then a chart and the latest values per headline metric and
+    per ``breakdowns`` series (a group's own line: o3's indecisive rate under the ideology wording), in the
+    ``SECTIONS``' order, each chart's time axis and scale its section's own; one colour per model on the whole
+    page. ``comparisons`` (the history's paired tests) join a vendor's successive releases into one line and
+    mark regressions. Charts are kept in ``out_dir/charts`` by a hash of their data; charts no series uses any
+    more are removed."""
     cache = out_dir / "charts"
     cache.mkdir(parents=True, exist_ok=True)
-    table = trend_table(series, catalog)
+    table = trend_table(series, catalog, breakdowns)
     lines = release_lines(table, comparisons) if comparisons is not None else {}
     if lines:
         table["release"] = table["model"]
         table["model"] = table["model"].map(lambda m: lines.get(m, m))
-        table = table.sort_values(["suite", "metric", "model", "evaluated_at"], ignore_index=True)
+        table = table.sort_values(["suite", "metric", "breakdown", "model", "evaluated_at"], ignore_index=True)
     if comparisons is not None and len(comparisons) and len(table):
         # The stored verdict of each figure (its breakdown too: one country's drop is its own verdict).
-        keys = ["evaluation_id", "metric", *(["breakdown"] if "breakdown" in table else [])]
+        keys = ["evaluation_id", "metric", "breakdown"]
         verdicts = comparisons.assign(breakdown=comparisons["breakdown"].fillna(""))[
             [*keys, "verdict", "change", "against"]
         ]
@@ -275,29 +330,58 @@ def write_report(
     if len(table):
         table["new_series"] = series_breaks(table)
     table.to_csv(out_dir / "trends.csv", index=False)
-    sections = [
-        "<h1>geomon — trends</h1>",
-        "<p>Every evaluation in the history — geomon's own runs and imported ones — per model (a vendor's "
-        "successive releases joined into one line, in release order) over the dates the models were "
-        "evaluated; bands are 95 % intervals, red crosses regressions against the predecessor; a dotted line "
-        "marks where a model's series changed (another version of the benchmark's data, prompt, scorer or code: "
-        "a new series, never compared with the one before). A metric imported from per-item files has a chart "
-        "of its own: it is in the file's units.</p>",
-    ]
-    used = set()
+    colours = line_colours(table["model"]) if len(table) else {}
     bounds = bounds_of(catalog)
-    for suite, metric, _, headline, _ in headlines(catalog):
-        for part, title in panels(table[(table["suite"] == suite) & (table["metric"] == metric)], headline):
-            sections += _panel(cache, part, title, bounds.get((suite, metric)) if title == headline else None, used)
+    titles = {(suite, metric): headline for suite, metric, _, headline, _ in headlines(catalog)}
+    wanted = [(s, m, b, t) for s, m, b, t, _ in headlines(catalog)]
+    wanted += [(s, m, b, f"{titles.get((s, m), m)} — {b}") for s, m, b in breakdowns]
+    charts_by_section: dict[str, list[tuple[pd.DataFrame, str, tuple[float, float] | None]]] = {}
+    for suite, metric, breakdown, headline in wanted:
+        rows = table[(table["suite"] == suite) & (table["metric"] == metric) & (table["breakdown"] == breakdown)]
+        for part, title, section in panels(rows, headline):
+            bound = bounds.get((suite, metric)) if section != FILES else None
+            charts_by_section.setdefault(section, []).append((part, title, bound))
+    used: set[Path] = set()
+    contents, body = [], []
+    for section in [s for s in SECTIONS if s in charts_by_section]:
+        anchor = f"section-{SECTIONS.index(section)}"
+        items = []
+        body.append(f"<h2 id='{anchor}'>{html.escape(section)}</h2>")
+        for number, (part, title, bound) in enumerate(charts_by_section[section]):
+            chart_id = f"{anchor}-{number}"
+            items.append(f"<li><a href='#{chart_id}'>{html.escape(title)}</a></li>")
+            body += _panel(cache, part, title, bound, used, colours, chart_id)
+        contents.append(f"<li><a href='#{anchor}'>{html.escape(section)}</a><ol>{''.join(items)}</ol></li>")
     for stale in (set(cache.glob("*.png")) | set(cache.glob("*.svg"))) - used:
         stale.unlink()
+    sections = [
+        "<h1>geomon — trends</h1>",
+        "<p>Every evaluation in the history per model (a vendor's successive releases joined into one line, in "
+        "release order, one colour per line on the whole page) over the dates the models were evaluated; bands "
+        "are 95 % intervals, red crosses regressions against the predecessor; a dotted line marks where a "
+        "model's series changed (another version of the benchmark's data, prompt, scorer or code: a new series, "
+        "never compared with the one before). The published history comes first; geomon's own runs have charts "
+        "of their own, so their dates and scales never stretch the history's axes. A group's chart (a prompt "
+        "family's, a topic's) is drawn where an open regression is in that group only; <code>geomon trends "
+        "--breakdown family=ideology</code> draws any group.</p>",
+        "<nav><b>Contents</b><ol class='contents'>" + "".join(contents) + "</ol></nav>" if contents else "",
+        *(body or ["<p>No history yet.</p>"]),
+    ]
     return charts.write_html(out_dir / "report.html", "geomon trends", sections)
 
 
-def _panel(cache: Path, part: pd.DataFrame, title: str, bounds: tuple[float, float] | None, used: set) -> list[str]:
+def _panel(
+    cache: Path,
+    part: pd.DataFrame,
+    title: str,
+    bounds: tuple[float, float] | None,
+    used: set[Path],
+    colours: dict[str, str],
+    chart_id: str,
+) -> list[str]:
     """One chart (one scale) and the latest value of each of its lines, noted with its sample's shortfall and, for a
     series that followed another, why it is a new series."""
-    chart = _cached_chart(cache, part, title)
+    chart = _cached_chart(cache, part, title, colours)
     used.add(chart)
     latest = part.groupby(["model", "scope"]).tail(1)
     began = part[part["new_series"].fillna("") != ""].groupby(["model", "scope"])["new_series"].first()
@@ -313,7 +397,9 @@ def _panel(cache: Path, part: pd.DataFrame, title: str, bounds: tuple[float, flo
         evaluated_at=pd.to_datetime(latest["evaluated_at"]).dt.strftime("%Y-%m-%d"),
     )  # fmt: skip
     return [
-        f"<h2>{html.escape(title)}</h2>",
+        f"<h3 id='{chart_id}'>{html.escape(title)}</h3>",
         f"<figure style='margin:0'>{chart.read_text(encoding='utf-8')}</figure>",
+        f"<details><summary>latest value of each line ({len(latest)})</summary>",
         latest.pipe(charts.html_table, 3),
+        "</details>",
     ]

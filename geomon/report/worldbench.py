@@ -18,7 +18,7 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
         "<h1>geomon — WorldBench</h1>",
-        *verdict_section(out_dir, board),
+        *verdict_section(out_dir, board, "WorldBench"),
         "<p>Absolute relative error |a−b|/max(a,b) against World Bank ground truth (mean of the latest three "
         "years); disparity = max − min of group mean errors, with 95 % bootstrap intervals (countries resampled "
         "within groups); baseline = the paper's: the same countries put in k = 7 (regions) or 4 (income groups) "

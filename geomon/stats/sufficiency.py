@@ -19,6 +19,8 @@ PREFIX = "insufficient sample: "
 # regressions worth paging: its "no detectable change" is not "no regression" (``underpowered``).
 MAX_MDE_RATIO = 2.0
 PROFILE_PREFIX = "not decidable at this profile: "
+# The same for an imported evaluation: its sample was the publisher's, not a run profile's.
+PUBLISHED_PREFIX = "too few shared items to detect the minimum effect: "
 SAMPLE_PREFIX = "not decidable at this sample"  # fewer clusters than MIN_SAMPLE, or a value outside its range
 
 

@@ -88,7 +88,7 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
             "p",
             "adjusted p",
             "MDE",
-            "power",
+            "power at the minimum effect",
             "verdict",
             "note",
         ]

@@ -65,8 +65,9 @@ def test_each_table_version_is_its_own_line():
 
 
 def test_a_metric_imported_in_its_own_units_gets_its_own_chart(tmp_path):
-    """A suite's score (0–100) and the same metric imported under its name from a per-item file (0–1): two
-    charts, each of one scale, never both on one axis."""
+    """A suite's score (0–100) run by geomon, the same metric imported to geomon's definition (a publisher's
+    history) and the metric imported under its name from a per-item file (0–1): three charts, each of one scale
+    and one time span, never on one axis; the published history comes first on the page and in its contents."""
     from geomon.report import trends
     from geomon.stats.values import series_scope
 
@@ -76,22 +77,29 @@ def test_a_metric_imported_in_its_own_units_gets_its_own_chart(tmp_path):
             "suite": "toy",
             "metric": "score",
             "breakdown": "",
-            "model": ["m", "m", "n", "n"],
-            "scope": [own, own, imported, imported],
-            "recorded_at": pd.to_datetime(["2026-01-01", "2026-02-01", "2026-01-01", "2026-02-01"], utc=True),
-            "value": [72.0, 70.0, 0.71, 0.69],
+            "model": ["m", "m", "n", "n", "p", "p"],
+            "scope": [own, own, imported, imported, "published answers", "published answers"],
+            "origin": ["geomon", "geomon", "import:items:f", "import:items:f", "import:pub:1", "import:pub:2"],
+            "recorded_at": pd.to_datetime(
+                ["2026-01-01", "2026-02-01", "2026-01-01", "2026-02-01", "2024-01-01", "2025-01-01"], utc=True
+            ),
+            "value": [100.0, 0.0, 0.71, 0.69, 12.0, 13.0],
             "ci_low": None,
             "ci_high": None,
         }
     )
     catalog = [("toy", "score", "", "Toy: score", (0.0, 100.0))]
     charts = trends.panels(trends.trend_table(frame, catalog), "Toy: score")
-    assert [(title, sorted(part["value"])) for part, title in charts] == [
-        ("Toy: score", [70.0, 72.0]),
-        ("Toy: score (imported, in the file's units)", [0.69, 0.71]),
+    assert [(title, section, sorted(part["value"])) for part, title, section in charts] == [
+        ("Toy: score", trends.HISTORY, [12.0, 13.0]),
+        ("Toy: score (imported, in the file's units)", trends.FILES, [0.69, 0.71]),
+        ("Toy: score", trends.RUNS, [0.0, 100.0]),
     ]
     text = trends.write_report(tmp_path, frame, catalog=catalog).read_text()
-    assert text.count("<svg") == 2 and "Toy: score (imported, in the file&#x27;s units)" in text
+    assert text.count("<svg") == 3 and "Toy: score (imported, in the file&#x27;s units)" in text
+    contents, body = text.split("<nav>")[1].split("</nav>")
+    assert contents.index("Published history") < contents.index("per-item files") < contents.index("own runs")
+    assert body.index("<svg") > body.index("Published history") and body.index("own runs") > body.index("<svg")
 
 
 def test_each_verdict_mark_says_what_it_is(tmp_path, monkeypatch):
