@@ -46,7 +46,9 @@ def leaderboard_frame(
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The board (rows labelled by their partition: the model, or model and revision; each result's
     ``rows``, by default its ``summary``) and the results by partition key."""
-    results = by_partition(context, input_name, per_partition)
+    # Nothing stored yet (the leaderboard materialized before any model was run: only imported models to
+    # show) is no result, not a failure.
+    results = {k: v for k, v in (by_partition(context, input_name, per_partition) or {}).items() if v is not None}
     records = []
     for key, result in sorted(results.items()):
         # A multi-partition key joins its dimensions in name order: "model|revision".

@@ -284,8 +284,8 @@ def compare_and_decide(
     release = release_of(evaluation, before.model)
     alpha, why = suite_alpha(history, plan, evaluation.suite, release)
     tests = _planned(_paired(tracked, before, evaluation, settings, alpha), tracked, before)
-    planned = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
-    decided = verdicts.decide(tests, settings, alpha, min_sample=sufficiency.MIN_SAMPLE, planned=planned)
+    profiled = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
+    decided = verdicts.decide(tests, settings, alpha, min_sample=sufficiency.MIN_SAMPLE, profiled=profiled)
     rows = [
         {
             "against_evaluation_id": before.evaluation_id,

@@ -56,7 +56,11 @@ def verdict_section(out_dir: Path, board: pd.DataFrame, title: str = "") -> list
     rows = board[[*labels, "verdicts", *(["regressions"] if "regressions" in board else [])]].fillna("")
     own = board["origin"].fillna("geomon").ne("published") if "origin" in board else True
     # A published figure (a paper's row) is never compared: only evaluated rows wait for a comparison.
-    rows["verdicts"] = rows["verdicts"].mask(own & rows["verdicts"].eq(""), "nothing compared yet")
+    imported = board["origin"].fillna("").str.startswith("imported") if "origin" in board else False
+    empty = own & rows["verdicts"].eq("")
+    rows["verdicts"] = rows["verdicts"].mask(empty, "nothing compared yet")
+    # An imported model compared with nothing is the first of its release line in the history.
+    rows["verdicts"] = rows["verdicts"].mask(empty & imported, "nothing to compare with: the first of its line here")
     items = [f"items-{m}.csv" for m in board["model"]]
     rows["items"] = [
         f"<a href='{html.escape(name, quote=True)}'>{html.escape(name)}</a>" if (out_dir / name).is_file() else ""

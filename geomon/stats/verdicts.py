@@ -208,10 +208,10 @@ def decide(
     settings: VerdictSettings,
     alpha: float | None = None,
     min_sample: int = sufficiency.MIN_SAMPLE,
-    planned: bool = True,
+    profiled: bool = True,
 ) -> list[Verdict]:
     """One suite's comparisons of one evaluation, decided together at ``alpha`` (its share of the release's α;
-    the settings' whole α when None), in the order of ``tests``. ``planned``: the sample was a geomon run
+    the settings' whole α when None), in the order of ``tests``. ``profiled``: the sample was a geomon run
     profile's (False for an imported evaluation: its sample was the publisher's, and no profile or plan of
     geomon's could have changed it, so its notes say so instead of pointing at ``geomon plan``)."""
     alpha = settings.alpha if alpha is None else alpha
@@ -222,7 +222,7 @@ def decide(
             continue
         why = sufficiency.reasons(t.after, n=t.clusters, bounds=t.bounds, min_sample=min_sample)
         # Never decided either way: the sample (the run profile's size) cannot carry a claim about this comparison.
-        hint = "; `geomon plan --detect`" if planned else ""
+        hint = "; `geomon plan --detect`" if profiled else ""
         blind = f"{sufficiency.SAMPLE_PREFIX} ({why.removeprefix(sufficiency.PREFIX)}{hint})"
         notes.append((INSUFFICIENT, blind) if why else ("", ""))
     testable = [i for i, (kind, _) in enumerate(notes) if not kind]
@@ -267,7 +267,7 @@ def decide(
             # most regressions worth paging: its silence is no evidence of none.
             weak = (
                 f"{sufficiency.PROFILE_PREFIX}{weak} (`geomon plan --detect`)"
-                if planned
+                if profiled
                 else sufficiency.PUBLISHED_PREFIX + weak
             )
             note = "; ".join(n for n in (weak, t.note) if n)

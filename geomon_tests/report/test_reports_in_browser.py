@@ -1,0 +1,130 @@
+"""The reports as a person opens them, in headless Chromium at 1440 × 900, from a store holding Gapminder's real
+published history (four real configurations of one release line: o1, o3-mini, GPT-4.1, o3) and a toy model's run
+of 2026: the index and the Gapminder report open with the imported models' open regressions (o3-mini vs o1, o3's
+indecisive rate under the ideology wording), the leaderboard holds the imported models, the trends page leads with
+the real history, and nothing needs scrolling sideways."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import dagster as dg
+import pytest
+
+from geomon.report.browser import chromium_path, headless_page, overflow_px
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(chromium_path() is None, reason="no Chromium: apt-get install chromium"),
+]
+
+# o1, o3-mini, GPT-4.1, o3: OpenAI's release line; the per-answer files of GPT-4.1 and o3 give each prompt
+# family's figures (o3's indecisive rate under the ideology wording).
+CONFIGS = ["mc059", "mc049", "mc065", "mc064", "mc062", "mc063"]  # the last two share an answer file
+ANSWERS = ("master_output_20250417_043240.csv", "master_output_20250429_020523.csv")
+WIDE = {"width": 1440, "height": 900}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory, wdi_snapshot_dir):
+    """The imported history and a toy run in a store, the Gapminder leaderboard materialized (its report and
+    the index written as `make run` writes them) and the trends written; returns the results folder."""
+    from geomon.definitions import defs
+    from geomon.defs.resources import GeomonResource
+    from geomon.monitor import imports, results
+    from geomon.monitor.history import MetricHistory
+    from geomon.sources import gapminder as source
+    from geomon.stats.values import MetricValue
+    from geomon_tests.conftest import GAPMINDER_ENTITIES, SHARED, published_gapminder, write_settings
+
+    tmp = tmp_path_factory.mktemp("reports")
+    folder = published_gapminder(tmp / "published", CONFIGS, ANSWERS)
+    settings = write_settings(tmp, wdi_snapshot_dir)
+    history = MetricHistory(f"sqlite:///{tmp / 'store.sqlite'}")
+    bank = source.read_snapshot(SHARED / "snapshots" / "gapminder")
+    imports.record_runs(history, imports.gapminder_runs(folder, GAPMINDER_ENTITIES, bank))
+    for day, value in ((1, 100.0), (2, 0.0)):  # a bundled model's two runs: 2026 dates, 0 and 100 %
+        history.record(
+            "gapminder",
+            "toy-model",
+            [MetricValue("correct_rate", value, ci_low=0.0, ci_high=100.0, n=2)],
+            scope="quick",
+            evaluated_at=datetime(2026, 11, day, tzinfo=UTC),
+            dagster_run_id=f"toy-{day}",
+        )
+    with dg.instance_for_test() as instance:
+        assert dg.materialize(
+            [a for a in defs.assets if not isinstance(a, dg.SourceAsset)],
+            instance=instance,
+            resources={"geomon": GeomonResource(config_path=str(settings))},
+            selection=dg.AssetSelection.assets(["gapminder", "leaderboard"]),
+        ).success
+    results.write_trends(tmp / "results", f"sqlite:///{tmp / 'store.sqlite'}")
+    return tmp / "results"
+
+
+def _open(page, path):
+    page.goto(path.as_uri(), wait_until="load")
+    assert overflow_px(page) == 0, f"{path} scrolls sideways at 1440 px"
+    return page
+
+
+def _first_heading(page) -> str:
+    return page.locator("h2").first.inner_text()
+
+
+def test_the_index_and_the_suite_report_open_with_the_imported_regressions(results):
+    with headless_page(WIDE) as page:
+        _open(page, results / "index.html")
+        page.screenshot(path=str(results / "index.png"))
+        assert _first_heading(page).startswith("Open regressions across every suite")
+        lead = page.locator("p.lead").first.inner_text()
+        assert "o3-mini-2025-01-31 vs o1-2024-12-17: correct_rate −17.2 pts" in lead
+        assert "o3-2025-04-16 vs gpt-4.1-2025-04-14: indecisive_rate (family=ideology) +23.8 pts" in lead
+        assert page.locator("th", has_text="power at the minimum effect").count() >= 1
+        (suite_row,) = [r for r in page.locator("tr").all() if "Gapminder AI worldview" in r.inner_text()]
+        assert "6 imported" in suite_row.inner_text()
+        assert suite_row.locator("a[href='gapminder/report.html#open-regressions']").count() == 1
+
+        _open(page, results / "gapminder" / "report.html")
+        page.screenshot(path=str(results / "gapminder.png"))
+        assert _first_heading(page).startswith("Open regressions in Gapminder AI worldview")
+        leads = page.locator("table").first
+        rows = [[c.inner_text() for c in r.locator("td").all()] for r in leads.locator("tr").all()[1:]]
+        by_model = {row[0]: row for row in rows}
+        assert by_model["o3-mini-2025-01-31"][3:7] == [
+            "o1-2024-12-17 (predecessor)",
+            "correct_rate",
+            "overall",
+            "−17.2 pts",
+        ]
+        assert by_model["o3-2025-04-16"][4:6] == ["indecisive_rate", "family=ideology"]
+        # the leaderboard holds every evaluated model: the toy model's Dagster row is absent (not run here),
+        # the six imported ones are there, marked imported
+        board = page.locator("h2", has_text="Leaderboard").locator("xpath=following-sibling::table[1]")
+        text = board.inner_text()
+        assert all(model in text for model in ("o1-2024-12-17", "o3-mini-2025-01-31", "gpt-4.1-2025-04-14"))
+        assert text.count("imported") == 6
+        assert "not decidable at this profile" not in page.content()  # imported models never had a profile
+
+
+def test_the_trends_page_leads_with_the_real_history(results):
+    with headless_page(WIDE) as page:
+        _open(page, results / "trends" / "report.html")
+        page.screenshot(path=str(results / "trends.png"))
+        contents = page.locator("nav").inner_text()
+        assert contents.index("Published history") < contents.index("geomon's own runs")
+        assert _first_heading(page) == "Published history (imported evaluations)"
+        first_chart = page.locator("h3").first
+        assert first_chart.inner_text().startswith("Gapminder: correct rate")
+        assert first_chart.bounding_box()["y"] < 900  # on the first screen
+        # o3's indecisive rate under the ideology wording has its own chart, in the history's section
+        charts = [h.inner_text() for h in page.locator("h3").all()]
+        ideology = charts.index("Gapminder: indecisive rate (% of answers no option was read from) — family=ideology")
+        toy = page.locator("h2", has_text="geomon's own runs")
+        assert toy.bounding_box()["y"] > page.locator("h3").nth(ideology).bounding_box()["y"]
+        # the toy model's 2026 dates are on its own chart: the history's axes end in 2025
+        words = page.locator("figure").first.evaluate(
+            "f => Array.from(f.querySelectorAll('text'), t => t.textContent).join(' ')"
+        )
+        assert "2025" in words and "2026" not in words and "toy-model" not in words
