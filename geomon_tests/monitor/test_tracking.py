@@ -292,3 +292,14 @@ def test_the_blind_line_names_comparisons_too_small_to_test_and_too_weak_to_deci
     assert line.startswith("not decidable at this profile (MDE > 2 × min effect") and ": acc;" in line
     assert "not decidable at this sample (fewer than 30 clusters, or a value" in line and "acc (country=Kenya)" in line
     assert "Peru" not in line and tracking.profile_blind(rows[2:]) == ""
+
+
+def test_imported_comparisons_note_what_applies_to_them(forward):
+    """An imported evaluation never had a geomon run profile: a comparison too weak to detect its minimum effect
+    says so in terms of its published sample, never "not decidable at this profile" or `geomon plan`."""
+    from geomon.stats import sufficiency
+
+    notes = forward["note"].fillna("")
+    assert notes.str.startswith(sufficiency.PUBLISHED_PREFIX).any()
+    assert not notes.str.contains(sufficiency.PROFILE_PREFIX.strip(": ")).any()
+    assert not notes.str.contains("geomon plan").any()
