@@ -277,8 +277,8 @@ def test_geomon_items_and_the_report_show_each_item_and_the_regression(
     assert "no evaluation in the history (is the name right?)" in capsys.readouterr().err
     report = (tmp_path / "results" / "capital_aliases" / "report.html").read_text()
     opening = report[: report.index("Leaderboard")]
-    assert "Latest verdicts" in opening and "Regression in the latest evaluation" in opening
-    assert "successor</b>: accuracy regression" in opening
+    assert opening.index("Open regressions in") < opening.index("Latest verdicts")  # the report opens with them
+    assert "successor vs scripted: accuracy −" in opening and "accuracy regression" in opening
     assert (
         "items-successor.csv" in opening
         and (tmp_path / "results" / "capital_aliases" / "items-successor.csv").is_file()
