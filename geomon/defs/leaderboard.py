@@ -151,6 +151,8 @@ def leaderboard_metadata(
     own = board[board[ORIGIN] == "geomon"] if ORIGIN in board else board
     return {
         "models": int(own["model"].nunique()) if len(own) else 0,
+        # Every model on the board evaluated elsewhere and imported into the history (the report lists them too).
+        "models_imported": int(board[ORIGIN].fillna("").str.startswith("imported").sum()) if ORIGIN in board else 0,
         "samples": int(own[SAMPLE].replace("", pd.NA).nunique()) if SAMPLE in own else 0,
         "leaderboard": dg.MetadataValue.md(charts.markdown_table(rounded)),
         "leaderboard_table": metadata_table(rounded),

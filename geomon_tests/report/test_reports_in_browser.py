@@ -53,12 +53,14 @@ def results(tmp_path_factory, wdi_snapshot_dir):
             dagster_run_id=f"toy-{day}",
         )
     with dg.instance_for_test() as instance:
-        assert dg.materialize(
+        done = dg.materialize(
             [a for a in defs.assets if not isinstance(a, dg.SourceAsset)],
             instance=instance,
             resources={"geomon": GeomonResource(config_path=str(settings))},
             selection=dg.AssetSelection.assets(["gapminder", "leaderboard"]),
-        ).success
+        )
+        (board,) = done.asset_materializations_for_node("gapminder__leaderboard")
+        assert board.metadata["models_imported"].value == len(CONFIGS)
     results.write_trends(tmp / "results", f"sqlite:///{tmp / 'store.sqlite'}")
     return tmp / "results"
 
