@@ -68,6 +68,11 @@ def results(tmp_path_factory, wdi_snapshot_dir):
 def _open(page, path):
     page.goto(path.as_uri(), wait_until="load")
     assert overflow_px(page) == 0, f"{path} scrolls sideways at 1440 px"
+    wide = page.evaluate(
+        "Array.from(document.querySelectorAll('table'))"
+        ".filter(t => t.offsetParent !== null && t.scrollWidth > t.clientWidth + 1).map(t => t.innerText.slice(0, 80))"
+    )
+    assert wide == [], f"{path}: a table scrolls sideways at 1440 px"
     return page
 
 
