@@ -386,7 +386,9 @@ def _panel(
     latest = part.groupby(["model", "scope"]).tail(1)
     began = part[part["new_series"].fillna("") != ""].groupby(["model", "scope"])["new_series"].first()
     shown = [c for c in ("model", "release", "scope", "evaluated_at", "value", "ci_low", "ci_high", "n") if c in part]
+    numbers = {c: pd.to_numeric(latest[c], errors="coerce") for c in ("value", "ci_low", "ci_high", "n") if c in shown}
     latest = latest[shown].assign(
+        **numbers,  # a missing interval or count is a dash, never "None"
         note=[
             "; ".join(x for x in (sufficiency.reasons(v, lo, hi, count, bounds), began.get((m, s), "")) if x)
             for m, s, v, lo, hi, count in zip(

@@ -150,3 +150,32 @@ def test_each_verdict_mark_says_what_it_is(tmp_path, monkeypatch):
         assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1, artist
     marks = pd.read_csv(tmp_path / "trends.csv")["mark"].dropna()
     assert list(marks) == ["o3-mini vs o1: −17.2 pts, regression"]
+
+
+def test_a_group_asked_for_gets_its_own_chart(tmp_path):
+    """`geomon trends --breakdown family=ideology`: each headline metric's figure in that group, charted on its own
+    (here with no regression in it, so only because it was asked for)."""
+    from datetime import UTC, datetime
+
+    from geomon.cli import main
+    from geomon.monitor.history import MetricHistory
+    from geomon.stats.values import MetricValue
+
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    for day in (1, 2):
+        MetricHistory(url).record(
+            "gapminder",
+            "m",
+            [MetricValue("indecisive_rate", 1.0 + day), MetricValue("indecisive_rate", 5.0 * day, "family=ideology")],
+            evaluated_at=datetime(2025, 1, day, tzinfo=UTC),
+            origin=f"import:test:{day}",
+        )
+    settings = tmp_path / "geomon.yaml"
+    settings.write_text(f"store_url: {url}\nresults_dir: {tmp_path / 'results'}\n")
+    group = "Gapminder: indecisive rate (% of answers no option was read from) — family=ideology"
+    assert main(["--config", str(settings), "trends"]) == 0
+    assert group not in (tmp_path / "results" / "trends" / "report.html").read_text()
+    assert main(["--config", str(settings), "trends", "--breakdown", "family=ideology"]) == 0
+    page = (tmp_path / "results" / "trends" / "report.html").read_text()
+    assert f"'>{group}</h3>" in page and page.index("Published history") < page.index(f"'>{group}</h3>")
+    assert "None" not in page  # a missing interval or count is a dash
