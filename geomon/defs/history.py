@@ -13,7 +13,14 @@ from typing import Any
 import dagster as dg
 
 from geomon.defs.automation import EAGER
-from geomon.defs.monitoring import comparisons_table, regression_spec
+from geomon.defs.monitoring import (
+    Context,
+    check_line,
+    comparisons_table,
+    regression_spec,
+    report_check,
+    report_open_regressions,
+)
 from geomon.defs.resources import GeomonResource
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, tracking
@@ -92,6 +99,7 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     }
     key = repr(
         (
+            "tied to its materialization",  # checks reported before they were tied (uncounted) are reported again
             evaluation.evaluation_id,
             sorted((v["metric"], v["breakdown"], v["verdict"], v["against_evaluation_id"]) for v in now.verdicts),
             sorted((v["metric"], v["breakdown"]) for v in failing),
@@ -106,6 +114,8 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]  # what was decided: unchanged, nothing to report
     return {
         "passed": not failing,
+        "failing": failing,
+        "verdicts": now.verdicts,
         "decision": digest,
         "materialization": {
             **shared,
@@ -118,40 +128,83 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     }
 
 
-def report_evaluations(
-    instance: dg.DagsterInstance, history: MetricHistory, recorded: Sequence[imports.Recorded]
-) -> int:
-    """Each imported model's latest evaluation as a runless materialization of its partition of
-    ``history/gapminder_evaluations`` and its ``no_regression`` check result, where it is new or was decided
-    again since it was last reported (a re-import reports nothing); returns how many were reported."""
+def report_evaluations(context: Context, history: MetricHistory, recorded: Sequence[imports.Recorded]) -> int:
+    """Each imported model's latest evaluation as a materialization of its partition of
+    ``history/gapminder_evaluations`` and its ``no_regression`` check result, logged by the import's run
+    (``context``), where it is new or was decided again since it was last reported (a re-import reports
+    nothing), and ``monitor/open_regressions`` where what is open changed; returns how many were reported."""
+    instance = context.instance
     latest: dict[str, imports.Recorded] = {}
     for r in sorted(recorded, key=lambda r: tracking.release_order(r.tracked.evaluation)):
         latest[r.run.model] = r
     known = set(instance.get_dynamic_partitions(imported_models_partitions.name))
     instance.add_dynamic_partitions(imported_models_partitions.name, sorted(set(latest) - known))
     key = dg.AssetKey(EVALUATIONS_KEY)
-    reported = 0
-    for model, r in sorted(latest.items()):
-        decision = _decision(history, r.tracked.evaluation, r.run.tracked)
+    decisions = {model: (_decision(history, r.tracked.evaluation, r.run.tracked), r) for model, r in latest.items()}
+    changed = []
+    for model, (decision, _) in decisions.items():
         before = instance.fetch_materializations(dg.AssetRecordsFilter(key, asset_partitions=[model]), limit=1)
         last = before.records[0].asset_materialization if before.records else None
-        if last is not None and getattr(last.metadata.get("decision"), "value", None) == decision["decision"]:
-            continue
-        instance.report_runless_asset_event(
-            dg.AssetMaterialization(key, partition=model, metadata=decision["materialization"])
+        if last is None or getattr(last.metadata.get("decision"), "value", None) != decision["decision"]:
+            changed.append(model)
+
+    def worst(model: str) -> tuple[int, str]:
+        return len(decisions[model][0]["failing"]), model
+
+    def check(model: str) -> None:
+        decision, r = decisions[model]
+        report_check(
+            context,
+            EVALUATIONS_KEY,
+            model,
+            decision["failing"],
+            decision["verdicts"],
+            r.run.tracked,
+            decision["check"],
+            subject=model,
         )
-        instance.report_runless_asset_event(
-            dg.AssetCheckEvaluation(
-                asset_key=key,
-                check_name="no_regression",
-                passed=decision["passed"],
-                severity=dg.AssetCheckSeverity.ERROR,
+
+    # The asset's latest check result is the last one reported, whichever partition: passes first, the most
+    # regressions last, so the check reads as the worst open state and not as whichever model sorts last.
+    changed.sort(key=worst)
+    for model in changed:
+        decision, r = decisions[model]
+        context.log_event(
+            dg.AssetMaterialization(
+                key,
                 partition=model,
-                metadata=decision["check"],
+                description=f"{model}: " + check_line(decision["failing"], decision["verdicts"], r.run.tracked),
+                metadata=decision["materialization"],
             )
         )
-        reported += 1
-    return reported
+        check(model)
+    failing = sorted((m for m, (d, _) in decisions.items() if d["failing"]), key=worst)
+    if failing and changed and not decisions[changed[-1]][0]["failing"]:  # this import fixed one, others still fail
+        check(failing[-1])
+    report_open_regressions(context, history)
+    return len(changed)
+
+
+def report_import(instance: dg.DagsterInstance, history: MetricHistory, recorded: Sequence[imports.Recorded]) -> int:
+    """``geomon import``'s evaluations in the Dagster catalog (``report_evaluations``), and the import itself as a
+    materialization of ``history/gapminder_import`` when it reported anything, logged by an in-process run of
+    its own (``geomon_import``, in the UI's run list); returns how many models were reported."""
+    reported: list[int] = []
+
+    @dg.op(name="report_import")
+    def report(context: dg.OpExecutionContext) -> None:
+        count = report_evaluations(context, history, recorded)
+        if count:
+            metadata = {**import_metadata(recorded), "reported": count}
+            context.log_event(dg.AssetMaterialization(dg.AssetKey(IMPORT_KEY), metadata=metadata))
+        reported.append(count)
+
+    @dg.job(name="geomon_import", tags={"geomon/suite": "gapminder"})
+    def geomon_import() -> None:
+        report()
+
+    geomon_import.execute_in_process(instance=instance)
+    return reported[0]
 
 
 def gapminder_import_runs(geomon: GeomonResource) -> list[imports.ImportedRun]:
@@ -188,13 +241,14 @@ def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) 
         settings.lineage(),
         announcer=announce.announcer(settings.alerts),  # alerts exactly as `geomon import` and `geomon run` do
     )
-    reported = report_evaluations(context.instance, history, recorded)
+    reported = report_evaluations(context, history, recorded)
     return dg.MaterializeResult(metadata={**import_metadata(recorded), "reported": reported})
 
 
 @dg.asset(
     key=EVALUATIONS_KEY,
     group_name="history",
+    deps=[IMPORT_KEY],  # the lineage shows where the evaluations come from: the import reports them
     partitions_def=imported_models_partitions,
     check_specs=[regression_spec(EVALUATIONS_KEY, imported_models_partitions)],
     code_version=source_version(imports),
@@ -210,7 +264,8 @@ def gapminder_evaluations(context: dg.AssetExecutionContext, geomon: GeomonResou
     evaluation = history.latest("gapminder", model, imports.GAPMINDER_SCOPE)
     if evaluation is None:
         raise imports.ImportError_(f"{model}: no imported Gapminder evaluation in the history (geomon import)")
-    decision = _decision(history, evaluation, registry.module("gapminder").TRACKED)
+    tracked = registry.module("gapminder").TRACKED
+    decision = _decision(history, evaluation, tracked)
     return dg.MaterializeResult(
         metadata=decision["materialization"],
         check_results=[
@@ -218,6 +273,7 @@ def gapminder_evaluations(context: dg.AssetExecutionContext, geomon: GeomonResou
                 check_name="no_regression",
                 passed=decision["passed"],
                 severity=dg.AssetCheckSeverity.ERROR,
+                description=f"{model}: " + check_line(decision["failing"], decision["verdicts"], tracked),
                 metadata=decision["check"],
             )
         ],
