@@ -7,7 +7,8 @@ evaluation there as a runless materialization and its ``no_regression`` check re
 imported model's latest evaluation and a regression fails that model's check without a click on Materialize."""
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -128,12 +129,19 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     }
 
 
-def report_evaluations(context: Context, history: MetricHistory, recorded: Sequence[imports.Recorded]) -> int:
-    """Each imported model's latest evaluation as a materialization of its partition of
-    ``history/gapminder_evaluations`` and its ``no_regression`` check result, logged by the import's run
-    (``context``), where it is new or was decided again since it was last reported (a re-import reports
-    nothing), and ``monitor/open_regressions`` where what is open changed; returns how many were reported."""
-    instance = context.instance
+@dataclass
+class Pending:
+    """What an import has to report: every imported model's decision, and the models whose decision is new."""
+
+    decisions: dict[str, tuple[dict[str, Any], imports.Recorded]]
+    changed: list[str]  # passes first, the most regressions last (see report_evaluations)
+
+
+def pending_reports(
+    instance: dg.DagsterInstance, history: MetricHistory, recorded: Sequence[imports.Recorded]
+) -> Pending:
+    """Each imported model's latest evaluation decided, and the models new or decided again since they were last
+    reported (a re-import has none); their partitions are added to ``gapminder_models``."""
     latest: dict[str, imports.Recorded] = {}
     for r in sorted(recorded, key=lambda r: tracking.release_order(r.tracked.evaluation)):
         latest[r.run.model] = r
@@ -147,6 +155,19 @@ def report_evaluations(context: Context, history: MetricHistory, recorded: Seque
         last = before.records[0].asset_materialization if before.records else None
         if last is None or getattr(last.metadata.get("decision"), "value", None) != decision["decision"]:
             changed.append(model)
+    # The asset's latest check result is the last one reported, whichever partition: passes first, the most
+    # regressions last, so the check reads as the worst open state and not as whichever model sorts last.
+    changed.sort(key=lambda model: (len(decisions[model][0]["failing"]), model))
+    return Pending(decisions, changed)
+
+
+def report_evaluations(context: Context, history: MetricHistory, pending: Pending) -> None:
+    """The ``pending`` models' evaluations as materializations of their partitions of
+    ``history/gapminder_evaluations`` with their ``no_regression`` check results, and ``monitor/open_regressions``
+    where what is open changed, logged by the import's run (``context``) after the import's own materialization:
+    logged first, they would be older than the import that feeds them, and the UI would call them unsynced."""
+    key = dg.AssetKey(EVALUATIONS_KEY)
+    decisions, changed = pending.decisions, pending.changed
 
     def worst(model: str) -> tuple[int, str]:
         return len(decisions[model][0]["failing"]), model
@@ -164,9 +185,6 @@ def report_evaluations(context: Context, history: MetricHistory, recorded: Seque
             subject=model,
         )
 
-    # The asset's latest check result is the last one reported, whichever partition: passes first, the most
-    # regressions last, so the check reads as the worst open state and not as whichever model sorts last.
-    changed.sort(key=worst)
     for model in changed:
         decision, r = decisions[model]
         context.log_event(
@@ -182,7 +200,6 @@ def report_evaluations(context: Context, history: MetricHistory, recorded: Seque
     if failing and changed and not decisions[changed[-1]][0]["failing"]:  # this import fixed one, others still fail
         check(failing[-1])
     report_open_regressions(context, history)
-    return len(changed)
 
 
 def report_import(instance: dg.DagsterInstance, history: MetricHistory, recorded: Sequence[imports.Recorded]) -> int:
@@ -193,11 +210,12 @@ def report_import(instance: dg.DagsterInstance, history: MetricHistory, recorded
 
     @dg.op(name="report_import")
     def report(context: dg.OpExecutionContext) -> None:
-        count = report_evaluations(context, history, recorded)
-        if count:
-            metadata = {**import_metadata(recorded), "reported": count}
+        pending = pending_reports(context.instance, history, recorded)
+        if pending.changed:
+            metadata = {**import_metadata(recorded), "reported": len(pending.changed)}
             context.log_event(dg.AssetMaterialization(dg.AssetKey(IMPORT_KEY), metadata=metadata))
-        reported.append(count)
+        report_evaluations(context, history, pending)
+        reported.append(len(pending.changed))
 
     @dg.job(name="geomon_import", tags={"geomon/suite": "gapminder"})
     def geomon_import() -> None:
@@ -226,13 +244,14 @@ def gapminder_import_runs(geomon: GeomonResource) -> list[imports.ImportedRun]:
     automation_condition=EAGER,
     code_version=source_version(imports),
 )
-def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) -> dg.MaterializeResult:
+def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) -> Iterator[dg.MaterializeResult]:
     """Gapminder's published history recorded in the metric history (``geomon import gapminder-results``): one
     evaluation per model configuration, dated, compared with the vendor's previous release; each reported in
     ``history/gapminder_evaluations``."""
     settings = geomon.settings()
     if settings.gapminder_results is None:
-        return dg.MaterializeResult(metadata={"imported": "nothing: gapminder_results is not configured"})
+        yield dg.MaterializeResult(metadata={"imported": "nothing: gapminder_results is not configured"})
+        return
     history = MetricHistory(settings.store_url)
     recorded = imports.record_runs(
         history,
@@ -241,8 +260,9 @@ def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) 
         settings.lineage(),
         announcer=announce.announcer(settings.alerts),  # alerts exactly as `geomon import` and `geomon run` do
     )
-    reported = report_evaluations(context, history, recorded)
-    return dg.MaterializeResult(metadata={**import_metadata(recorded), "reported": reported})
+    pending = pending_reports(context.instance, history, recorded)
+    yield dg.MaterializeResult(metadata={**import_metadata(recorded), "reported": len(pending.changed)})
+    report_evaluations(context, history, pending)
 
 
 @dg.asset(

@@ -23,7 +23,6 @@ from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
 from geomon.stats.values import MetricValue
-from geomon.suites.registry import suites
 
 
 def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheckSpec:
@@ -290,7 +289,12 @@ def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, An
             }
         )
     frame = pd.DataFrame(rows)
-    per_model = frame.groupby("model", sort=False).size() if rows else pd.Series(dtype=int)
+    # the most open regressions first
+    per_model = (
+        frame.groupby("model", sort=False).size().sort_values(ascending=False, kind="stable")
+        if rows
+        else pd.Series(dtype=int)
+    )
     summary = (
         f"{len(rows)} open regression{'s' * (len(rows) != 1)} in {len(per_model)} model"
         f"{'s' * (len(per_model) != 1)}: " + ", ".join(f"{m} ({n})" for m, n in per_model.items())
@@ -298,13 +302,32 @@ def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, An
         else "no open regression"
     )
     links = [alerts.asset_url("", IMPORTED_EVALUATIONS_KEY, model) for model in frame.get("model", [])]
+    link = dict(zip(frame.get("model", []), links, strict=True))
     return summary, {
         "summary": summary,
+        "by_model": dg.MetadataValue.md(_by_model(per_model, link) if rows else summary),
         "open": len(rows),
         "models": ", ".join(per_model.index) or "none",
         "open_regressions": dg.MetadataValue.md(_linked(markdown_table(frame), links) if rows else summary),
         "digest": hashlib.sha256(repr(rows).encode()).hexdigest()[:16],  # unchanged: not reported again
     }
+
+
+SHOWN_INLINE = 1000  # the UI shows a shorter Markdown entry in place; a longer one behind "Show Markdown"
+
+
+def _by_model(per_model: pd.Series, link: dict[str, str]) -> str:
+    """Each model with open regressions, linked to its partition's view (its comparisons table, its check):
+    short enough for the UI to show in place on the asset's page, the rest counted."""
+    lines: list[str] = []
+    for model, count in per_model.items():
+        text = str(model).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]").replace("<", "&lt;")
+        line = f"- [{text}]({link[model]}): {count} open regression{'s' * (count != 1)}"
+        if sum(len(x) + 1 for x in [*lines, line]) > SHOWN_INLINE - 60:
+            lines.append(f"- and {len(per_model) - len(lines)} more models: see open_regressions")
+            break
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _linked(table: str, links: Sequence[str]) -> str:
@@ -335,9 +358,9 @@ def report_open_regressions(context: Context, history: MetricHistory) -> None:
 @dg.asset(
     key=OPEN_REGRESSIONS_KEY,
     group_name="monitor",
-    # Where the verdicts come from: the imported history and every suite's evaluations (lineage only: the
-    # imports and suite runs report this asset themselves when what is open changes).
-    deps=[dg.AssetKey(["history", "gapminder_import"]), *(dg.AssetKey([name, "leaderboard"]) for name in suites())],
+    # Where the imported verdicts come from (lineage only: imports and suite runs log this asset themselves when
+    # what is open changes, after the import's own materialization, so it is never older than its upstream).
+    deps=[dg.AssetKey(["history", "gapminder_import"])],
     required_resource_keys={"geomon"},
 )
 def open_regressions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:

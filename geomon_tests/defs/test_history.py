@@ -148,7 +148,9 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
             "comparisons",
         ]
         assert len(rows) == 2 + regressions
-        assert rows[2].endswith("[table](/assets/history/gapminder_evaluations?partition=o3-mini-2025-01-31) |")
+        assert rows[2].endswith(
+            "[table](/assets/history/gapminder_evaluations?view=partitions&partition=o3-mini-2025-01-31) |"
+        )
         (imported,) = instance.fetch_materializations(dg.AssetKey(IMPORT_KEY), limit=5).records
         assert "o3-mini-2025-01-31 vs o1-2024-12-17: correct_rate −17.2 pts" in (
             imported.asset_materialization.metadata["regressions"].value

@@ -103,7 +103,7 @@ def test_a_worse_model_version_alerts_once_when_its_late_predecessor_arrives(
             assert "oracle-v1's evaluation arrived" in latest["oracle-v2"].metadata["decided_again_because"].value
             alert = hook["posts"][0]["body"]
             assert alert["kind"] == "regression" and alert["model"] == "oracle-v2"
-            assert alert["url"] == "http://ui.test/assets/worldbench/disparity?partition=oracle-v2"
+            assert alert["url"] == "http://ui.test/assets/worldbench/disparity?view=partitions&partition=oracle-v2"
             numbers = alert["numbers"]
             assert (
                 numbers["before"] == pytest.approx(0.0, abs=1e-4)
