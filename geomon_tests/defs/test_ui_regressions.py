@@ -73,6 +73,8 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
             listed.click()  # click 2: the model's partition (its latest evaluation and check)
             page.wait_for_url(f"**partition={O3_MINI}**", timeout=120_000)
             page.get_by_text("comparisons", exact=True).first.wait_for(timeout=120_000)
+            # the evaluation was logged after the import that feeds it: the UI does not call it unsynced
+            assert "Unsynced" not in page.inner_text("body")
             row = page.locator("tr", has_text="comparisons").first
             row.get_by_text("Show Markdown").click()  # click 3: its comparisons table
             dialog = page.get_by_role("dialog")
@@ -80,4 +82,11 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
             table = dialog.inner_text()
             assert "correct_rate" in table and "−17.2 pts" in table and "regression" in table
             page.screenshot(path=str(tmp_path / "o3-mini.png"))
+            # Typing a model's name in the catalog's search box finds it (a tag of the assets partitioned by it;
+            # the search suggests tags, never partition keys)
+            page.goto(f"{url}/assets", wait_until="networkidle", timeout=120_000)
+            page.get_by_text("Asset name").first.wait_for(timeout=120_000)
+            page.locator(".CodeMirror").first.click()
+            page.keyboard.type("o3-mini")
+            page.get_by_text(f"model/{O3_MINI}").first.wait_for(timeout=60_000)
             assert page.errors == []
