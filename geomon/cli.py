@@ -519,22 +519,18 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def report_to_dagster(history: Any, recorded: list[Any]) -> str:
-    """The imported Gapminder evaluations in the Dagster catalog (``defs.history.report_evaluations``) of the
-    instance in DAGSTER_HOME, and the import as a materialization of ``history/gapminder_import`` when it
-    reported anything; returns what it did in a line."""
+    """The imported Gapminder evaluations in the Dagster catalog of the instance in DAGSTER_HOME
+    (``defs.history.report_import``); returns what it did in a line."""
     import dagster as dg
 
-    from geomon.defs.history import IMPORT_KEY, import_metadata, report_evaluations
+    from geomon.defs.history import report_import
 
     try:
         home = _dagster_home()
     except ConfigError as exc:
         return f"not shown in Dagster: {exc}"
     with dg.DagsterInstance.get() as instance:
-        reported = report_evaluations(instance, history, recorded)
-        if reported:
-            metadata = {**import_metadata(recorded), "reported": reported}
-            instance.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey(IMPORT_KEY), metadata=metadata))
+        reported = report_import(instance, history, recorded)
     return (
         f"Dagster ({home}): {reported} model(s) new or decided again in history/gapminder_evaluations "
         "(each model a partition, with its no_regression check); `make ui` shows them"

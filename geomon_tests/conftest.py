@@ -33,7 +33,12 @@ FIXTURE_MARKERS = {
     "gemma": "llama",
     "postgres_url": "postgres",
 }
-MODULE_MARKERS = {"defs": "dagster", "test_browser.py": "browser", "test_ui.py": "browser"}
+MODULE_MARKERS = {
+    "defs": "dagster",
+    "test_browser.py": "browser",
+    "test_ui.py": "browser",
+    "test_ui_regressions.py": "browser",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -28,6 +28,8 @@ UI_PAGES = [
     ("runs", "/runs", "Runs"),
     ("automation", "/automation", "Automation"),
     ("catalog", "/assets", "Catalog"),
+    ("monitor-open-regressions", "/assets/monitor/open_regressions", "open_regressions"),
+    ("gapminder-evaluations-checks", "/assets/history/gapminder_evaluations?view=checks", "no_regression"),
     ("lineage-worldbench", "/locations/geomon/asset-groups/worldbench", "worldbench"),
     ("worldbench-leaderboard", "/assets/worldbench/leaderboard", "leaderboard"),
     ("worldbench-scores-events", "/assets/worldbench/scores?view=events", "scores"),

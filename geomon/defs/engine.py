@@ -69,27 +69,27 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes} min {rest} s" if minutes else f"{rest} s"
 
 
+PROGRESS_TAG = "geomon/progress"  # the run's one progress entry, updated in place while a step asks
+
+
 def progress_events(context: dg.AssetExecutionContext) -> ProgressListener:
-    """Progress of a model-calling step where the UI shows it while the step runs: a line in the step's logs
-    and an observation of the asset (this partition) whose metadata hold done / total asks, the rate and the
-    time left (the materialization's own metadata only arrive at the end)."""
+    """Progress of a model-calling step where the UI shows it while the step runs: a line in the step's logs,
+    and the run's ``geomon/progress`` tag (the run's page and the Runs list) updated in place with done / total
+    asks, the rate and the time left. Not an asset event per report: those flooded the asset's Events tab, and
+    a stopped run's last count stayed its newest entry."""
     partition = str(context.partition_key) if context.assets_def.partitions_def is not None else None
+    asset = context.asset_key.to_user_string() + (f" {partition}" if partition else "")
 
     def report(progress: ProgressReport) -> None:
         percent = 100 * progress.done // max(progress.total, 1)
         context.log.info(progress.line())
-        context.log_event(
-            dg.AssetObservation(
-                asset_key=context.asset_key,
-                partition=partition,
-                metadata={
-                    "progress": f"{progress.done} / {progress.total} asks ({percent} %)",
-                    "failed": progress.failed,
-                    "rate": f"{progress.rate:.2f} asks/s",
-                    "time_left": _duration(progress.seconds_left),
-                    "asking": progress.label,
-                },
-            )
+        failed = f", {progress.failed} failed" if progress.failed else ""
+        context.instance.add_run_tags(
+            context.run_id,
+            {
+                PROGRESS_TAG: f"{asset}: {progress.done} / {progress.total} asks ({percent} %){failed}, "
+                f"{progress.rate:.2f} asks/s, {_duration(progress.seconds_left)} left"
+            },
         )
 
     return report

@@ -7,13 +7,21 @@ evaluation there as a runless materialization and its ``no_regression`` check re
 imported model's latest evaluation and a regression fails that model's check without a click on Materialize."""
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
 from geomon.defs.automation import EAGER
-from geomon.defs.monitoring import comparisons_table, regression_spec
+from geomon.defs.monitoring import (
+    Context,
+    check_line,
+    comparisons_table,
+    regression_spec,
+    report_check,
+    report_open_regressions,
+)
 from geomon.defs.resources import GeomonResource
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, tracking
@@ -92,6 +100,7 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     }
     key = repr(
         (
+            "tied to its materialization",  # checks reported before they were tied (uncounted) are reported again
             evaluation.evaluation_id,
             sorted((v["metric"], v["breakdown"], v["verdict"], v["against_evaluation_id"]) for v in now.verdicts),
             sorted((v["metric"], v["breakdown"]) for v in failing),
@@ -106,6 +115,8 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]  # what was decided: unchanged, nothing to report
     return {
         "passed": not failing,
+        "failing": failing,
+        "verdicts": now.verdicts,
         "decision": digest,
         "materialization": {
             **shared,
@@ -118,40 +129,100 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     }
 
 
-def report_evaluations(
+@dataclass
+class Pending:
+    """What an import has to report: every imported model's decision, and the models whose decision is new."""
+
+    decisions: dict[str, tuple[dict[str, Any], imports.Recorded]]
+    changed: list[str]  # passes first, the most regressions last (see report_evaluations)
+
+
+def pending_reports(
     instance: dg.DagsterInstance, history: MetricHistory, recorded: Sequence[imports.Recorded]
-) -> int:
-    """Each imported model's latest evaluation as a runless materialization of its partition of
-    ``history/gapminder_evaluations`` and its ``no_regression`` check result, where it is new or was decided
-    again since it was last reported (a re-import reports nothing); returns how many were reported."""
+) -> Pending:
+    """Each imported model's latest evaluation decided, and the models new or decided again since they were last
+    reported (a re-import has none); their partitions are added to ``gapminder_models``."""
     latest: dict[str, imports.Recorded] = {}
     for r in sorted(recorded, key=lambda r: tracking.release_order(r.tracked.evaluation)):
         latest[r.run.model] = r
     known = set(instance.get_dynamic_partitions(imported_models_partitions.name))
     instance.add_dynamic_partitions(imported_models_partitions.name, sorted(set(latest) - known))
     key = dg.AssetKey(EVALUATIONS_KEY)
-    reported = 0
-    for model, r in sorted(latest.items()):
-        decision = _decision(history, r.tracked.evaluation, r.run.tracked)
+    decisions = {model: (_decision(history, r.tracked.evaluation, r.run.tracked), r) for model, r in latest.items()}
+    changed = []
+    for model, (decision, _) in decisions.items():
         before = instance.fetch_materializations(dg.AssetRecordsFilter(key, asset_partitions=[model]), limit=1)
         last = before.records[0].asset_materialization if before.records else None
-        if last is not None and getattr(last.metadata.get("decision"), "value", None) == decision["decision"]:
-            continue
-        instance.report_runless_asset_event(
-            dg.AssetMaterialization(key, partition=model, metadata=decision["materialization"])
+        if last is None or getattr(last.metadata.get("decision"), "value", None) != decision["decision"]:
+            changed.append(model)
+    # The asset's latest check result is the last one reported, whichever partition: passes first, the most
+    # regressions last, so the check reads as the worst open state and not as whichever model sorts last.
+    changed.sort(key=lambda model: (len(decisions[model][0]["failing"]), model))
+    return Pending(decisions, changed)
+
+
+def report_evaluations(context: Context, history: MetricHistory, pending: Pending) -> None:
+    """The ``pending`` models' evaluations as materializations of their partitions of
+    ``history/gapminder_evaluations`` with their ``no_regression`` check results, and ``monitor/open_regressions``
+    where what is open changed, logged by the import's run (``context``) after the import's own materialization:
+    logged first, they would be older than the import that feeds them, and the UI would call them unsynced."""
+    key = dg.AssetKey(EVALUATIONS_KEY)
+    decisions, changed = pending.decisions, pending.changed
+
+    def worst(model: str) -> tuple[int, str]:
+        return len(decisions[model][0]["failing"]), model
+
+    def check(model: str) -> None:
+        decision, r = decisions[model]
+        report_check(
+            context,
+            EVALUATIONS_KEY,
+            model,
+            decision["failing"],
+            decision["verdicts"],
+            r.run.tracked,
+            decision["check"],
+            subject=model,
         )
-        instance.report_runless_asset_event(
-            dg.AssetCheckEvaluation(
-                asset_key=key,
-                check_name="no_regression",
-                passed=decision["passed"],
-                severity=dg.AssetCheckSeverity.ERROR,
+
+    for model in changed:
+        decision, r = decisions[model]
+        context.log_event(
+            dg.AssetMaterialization(
+                key,
                 partition=model,
-                metadata=decision["check"],
+                description=f"{model}: " + check_line(decision["failing"], decision["verdicts"], r.run.tracked),
+                metadata=decision["materialization"],
             )
         )
-        reported += 1
-    return reported
+        check(model)
+    failing = sorted((m for m, (d, _) in decisions.items() if d["failing"]), key=worst)
+    if failing and changed and not decisions[changed[-1]][0]["failing"]:  # this import fixed one, others still fail
+        check(failing[-1])
+    report_open_regressions(context, history)
+
+
+def report_import(instance: dg.DagsterInstance, history: MetricHistory, recorded: Sequence[imports.Recorded]) -> int:
+    """``geomon import``'s evaluations in the Dagster catalog (``report_evaluations``), and the import itself as a
+    materialization of ``history/gapminder_import`` when it reported anything, logged by an in-process run of
+    its own (``geomon_import``, in the UI's run list); returns how many models were reported."""
+    reported: list[int] = []
+
+    @dg.op(name="report_import")
+    def report(context: dg.OpExecutionContext) -> None:
+        pending = pending_reports(context.instance, history, recorded)
+        if pending.changed:
+            metadata = {**import_metadata(recorded), "reported": len(pending.changed)}
+            context.log_event(dg.AssetMaterialization(dg.AssetKey(IMPORT_KEY), metadata=metadata))
+        report_evaluations(context, history, pending)
+        reported.append(len(pending.changed))
+
+    @dg.job(name="geomon_import", tags={"geomon/suite": "gapminder"})
+    def geomon_import() -> None:
+        report()
+
+    geomon_import.execute_in_process(instance=instance)
+    return reported[0]
 
 
 def gapminder_import_runs(geomon: GeomonResource) -> list[imports.ImportedRun]:
@@ -173,13 +244,14 @@ def gapminder_import_runs(geomon: GeomonResource) -> list[imports.ImportedRun]:
     automation_condition=EAGER,
     code_version=source_version(imports),
 )
-def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) -> dg.MaterializeResult:
+def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) -> Iterator[dg.MaterializeResult]:
     """Gapminder's published history recorded in the metric history (``geomon import gapminder-results``): one
     evaluation per model configuration, dated, compared with the vendor's previous release; each reported in
     ``history/gapminder_evaluations``."""
     settings = geomon.settings()
     if settings.gapminder_results is None:
-        return dg.MaterializeResult(metadata={"imported": "nothing: gapminder_results is not configured"})
+        yield dg.MaterializeResult(metadata={"imported": "nothing: gapminder_results is not configured"})
+        return
     history = MetricHistory(settings.store_url)
     recorded = imports.record_runs(
         history,
@@ -188,13 +260,15 @@ def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) 
         settings.lineage(),
         announcer=announce.announcer(settings.alerts),  # alerts exactly as `geomon import` and `geomon run` do
     )
-    reported = report_evaluations(context.instance, history, recorded)
-    return dg.MaterializeResult(metadata={**import_metadata(recorded), "reported": reported})
+    pending = pending_reports(context.instance, history, recorded)
+    yield dg.MaterializeResult(metadata={**import_metadata(recorded), "reported": len(pending.changed)})
+    report_evaluations(context, history, pending)
 
 
 @dg.asset(
     key=EVALUATIONS_KEY,
     group_name="history",
+    deps=[IMPORT_KEY],  # the lineage shows where the evaluations come from: the import reports them
     partitions_def=imported_models_partitions,
     check_specs=[regression_spec(EVALUATIONS_KEY, imported_models_partitions)],
     code_version=source_version(imports),
@@ -210,7 +284,8 @@ def gapminder_evaluations(context: dg.AssetExecutionContext, geomon: GeomonResou
     evaluation = history.latest("gapminder", model, imports.GAPMINDER_SCOPE)
     if evaluation is None:
         raise imports.ImportError_(f"{model}: no imported Gapminder evaluation in the history (geomon import)")
-    decision = _decision(history, evaluation, registry.module("gapminder").TRACKED)
+    tracked = registry.module("gapminder").TRACKED
+    decision = _decision(history, evaluation, tracked)
     return dg.MaterializeResult(
         metadata=decision["materialization"],
         check_results=[
@@ -218,6 +293,7 @@ def gapminder_evaluations(context: dg.AssetExecutionContext, geomon: GeomonResou
                 check_name="no_regression",
                 passed=decision["passed"],
                 severity=dg.AssetCheckSeverity.ERROR,
+                description=f"{model}: " + check_line(decision["failing"], decision["verdicts"], tracked),
                 metadata=decision["check"],
             )
         ],

@@ -3,12 +3,17 @@ with its baseline in release order and decided with its family (``geomon.monitor
 regression verdict raises an alert and fails ``no_regression`` until it is superseded or acknowledged.
 Also the alert on failed runs. Any suite plugs in with ``track_evaluation``."""
 
+import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
 import pandas as pd
+
+# Not exported by dagster's top level, but the documented field of AssetCheckEvaluation that ties a runless check
+# evaluation to the materialization it judged (see report_check).
+from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
 
 from geomon.config import Settings
 from geomon.defs.resources import check_spec
@@ -84,10 +89,12 @@ def track_evaluation(
             context, history, asset_key, evaluation, model, result.told.get(evaluation.evaluation_id, []), tracked
         )
     acked = len(result.regressions) - len(open_regressions)
+    report_open_regressions(context, history)
     return dg.AssetCheckResult(
         check_name="no_regression",
         passed=not open_regressions,
         severity=dg.AssetCheckSeverity.ERROR,
+        description=check_line(open_regressions, result.verdicts, tracked),
         metadata={
             "evaluation_id": current.evaluation_id,
             "recorded_by_run": current.dagster_run_id,
@@ -126,22 +133,81 @@ def redecided_check(
         partition = evaluation.model if key is not None else None
     now = tracking.stored(history, evaluation)
     failing = tracking.failing(history, evaluation)
-    context.instance.report_runless_asset_event(
+    report_check(
+        context,
+        asset_key,
+        partition,
+        failing,
+        now.verdicts,
+        tracked,
+        {
+            "evaluation_id": evaluation.evaluation_id,
+            "compared_with": now.against,
+            "decided_again_because": f"{because}'s evaluation arrived and became its baseline",
+            "verdicts": verdicts.summary(now.verdicts) if now.verdicts else "nothing compared",
+            "comparisons": comparisons_table(now.verdicts, tracked),
+            "regressions": len(failing),
+            "alert": ", ".join(told) or "none (no regression)",
+        },
+    )
+
+
+def check_line(
+    failing: Sequence[dict[str, Any]], decided: Sequence[dict[str, Any]], tracked: Sequence[TrackedMetric]
+) -> str:
+    """A ``no_regression`` result in one line, the check's Description in the UI: ``18 regressions vs o1
+    (predecessor): correct_rate −17.2 pts, …``, worst first, or what passed."""
+    if not failing:
+        return f"no open regression ({verdicts.summary(list(decided))})" if decided else "no open regression"
+    table = tracking.verdict_table(list(failing), {m.name: m.bounds for m in tracked})
+    changes = [f"{row.metric} {row.change}" for row in table.itertuples()]
+    shown = ", ".join(changes[:3]) + (", …" if len(changes) > 3 else "")
+    plural = "s" if len(failing) > 1 else ""
+    return f"{len(failing)} regression{plural} vs {table['baseline'].iloc[0]}: {shown}"
+
+
+Context = dg.OpExecutionContext | dg.AssetExecutionContext
+
+
+def report_check(
+    context: Context,
+    asset_key: list[str],
+    partition: str | None,
+    failing: Sequence[dict[str, Any]],
+    decided: Sequence[dict[str, Any]],
+    tracked: Sequence[TrackedMetric],
+    metadata: dict[str, Any],
+    subject: str = "",
+) -> None:
+    """A ``no_regression`` evaluation of one partition, logged by the run ``context`` decides it in (another
+    model's partition, an import's), tied to that partition's latest materialization (the evaluation it judged)
+    and described in one line (``check_line``). Dagster counts a partition's check result only when it targets
+    the partition's latest materialization: untied, the Partitions tab calls every partition missing and the
+    history shows "-" as its target. Logged in a run, not reported runless: Dagster stores one runless result per
+    partition, and a second one (the model decided again) fails on its unique index. ``subject`` (a model)
+    opens the line."""
+    instance = context.instance
+    key = dg.AssetKey(asset_key)
+    latest = instance.fetch_materializations(
+        dg.AssetRecordsFilter(key, asset_partitions=[partition] if partition is not None else None), limit=1
+    ).records
+    target = (
+        AssetCheckEvaluationTargetMaterializationData(
+            storage_id=latest[0].storage_id, run_id=latest[0].run_id, timestamp=latest[0].timestamp
+        )
+        if latest
+        else None
+    )
+    context.log_event(
         dg.AssetCheckEvaluation(
-            asset_key=dg.AssetKey(asset_key),
+            asset_key=key,
             check_name="no_regression",
             passed=not failing,
             severity=dg.AssetCheckSeverity.ERROR,
             partition=partition,
-            metadata={
-                "evaluation_id": evaluation.evaluation_id,
-                "compared_with": now.against,
-                "decided_again_because": f"{because}'s evaluation arrived and became its baseline",
-                "verdicts": verdicts.summary(now.verdicts) if now.verdicts else "nothing compared",
-                "comparisons": comparisons_table(now.verdicts, tracked),
-                "regressions": len(failing),
-                "alert": ", ".join(told) or "none (no regression)",
-            },
+            target_materialization_data=target,
+            description=f"{subject}: " * bool(subject) + check_line(failing, decided, tracked),
+            metadata=metadata,
         )
     )
 
@@ -190,3 +256,117 @@ def alert_on_run_failure(context: dg.RunFailureSensorContext) -> None:
         ),
         settings.alerts,
     )
+
+
+OPEN_REGRESSIONS_KEY = ["monitor", "open_regressions"]
+IMPORTED_EVALUATIONS_KEY = ["history", "gapminder_evaluations"]  # where an imported model's comparisons are
+
+
+def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, Any]]:
+    """The open regressions (``imports.open_regressions``: each unacknowledged regression of a model's latest
+    imported evaluation) as a one-line summary (how many, which models) and the ``monitor/open_regressions``
+    metadata: a table of model, baseline, suite, metric, group, change with its interval, MDE and power at the
+    minimum effect, each row linked to its model's comparisons table (one click)."""
+    from geomon.monitor import imports
+    from geomon.suites import registry
+
+    found = imports.open_regressions(history)
+    bounds = {(suite, metric): bound for suite, metric, _, _, bound in registry.headline_catalog()}
+    rows = []
+    for suite, model, row in found:
+        shown = tracking.verdict_table([row], {row["metric"]: bounds.get((suite, row["metric"]))}).iloc[0]
+        rows.append(
+            {
+                "model": model,
+                "baseline": shown["baseline"],
+                "suite": suite,
+                "metric": row["metric"],
+                "group": row.get("breakdown") or "overall",
+                "change": shown["change"],
+                "95 % interval": shown["95 % interval"],
+                "MDE": shown["MDE"],
+                "power at the minimum effect": shown["power"],
+            }
+        )
+    frame = pd.DataFrame(rows)
+    # the most open regressions first
+    per_model = (
+        frame.groupby("model", sort=False).size().sort_values(ascending=False, kind="stable")
+        if rows
+        else pd.Series(dtype=int)
+    )
+    summary = (
+        f"{len(rows)} open regression{'s' * (len(rows) != 1)} in {len(per_model)} model"
+        f"{'s' * (len(per_model) != 1)}: " + ", ".join(f"{m} ({n})" for m, n in per_model.items())
+        if rows
+        else "no open regression"
+    )
+    links = [alerts.asset_url("", IMPORTED_EVALUATIONS_KEY, model) for model in frame.get("model", [])]
+    link = dict(zip(frame.get("model", []), links, strict=True))
+    return summary, {
+        "summary": summary,
+        "by_model": dg.MetadataValue.md(_by_model(per_model, link) if rows else summary),
+        "open": len(rows),
+        "models": ", ".join(per_model.index) or "none",
+        "open_regressions": dg.MetadataValue.md(_linked(markdown_table(frame), links) if rows else summary),
+        "digest": hashlib.sha256(repr(rows).encode()).hexdigest()[:16],  # unchanged: not reported again
+    }
+
+
+SHOWN_INLINE = 1000  # the UI shows a shorter Markdown entry in place; a longer one behind "Show Markdown"
+
+
+def _by_model(per_model: pd.Series, link: dict[str, str]) -> str:
+    """Each model with open regressions, linked to its partition's view (its comparisons table, its check):
+    short enough for the UI to show in place on the asset's page, the rest counted."""
+    lines: list[str] = []
+    for model, count in per_model.items():
+        text = str(model).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]").replace("<", "&lt;")
+        line = f"- [{text}]({link[model]}): {count} open regression{'s' * (count != 1)}"
+        if sum(len(x) + 1 for x in [*lines, line]) > SHOWN_INLINE - 60:
+            lines.append(f"- and {len(per_model) - len(lines)} more models: see open_regressions")
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _linked(table: str, links: Sequence[str]) -> str:
+    """A Markdown table with a last column of links (the UI's own paths, so the link works on any host)."""
+    head, rule, *rows = table.splitlines()
+    return "\n".join(
+        [
+            head + " comparisons |",
+            rule + ":---|",
+            *(f"{row} [table]({link}) |" for row, link in zip(rows, links, strict=True)),
+        ]
+    )
+
+
+def report_open_regressions(context: Context, history: MetricHistory) -> None:
+    """``monitor/open_regressions`` brought up to date, logged by the run that changed what is open (an import,
+    a suite's decision), so the catalog shows them without materializing it."""
+    instance = context.instance
+    summary, metadata = open_regressions_metadata(history)
+    key = dg.AssetKey(OPEN_REGRESSIONS_KEY)
+    before = instance.fetch_materializations(key, limit=1).records
+    last = before[0].asset_materialization if before else None
+    if last is not None and getattr(last.metadata.get("digest"), "value", None) == metadata["digest"]:
+        return
+    context.log_event(dg.AssetMaterialization(key, description=summary, metadata=metadata))
+
+
+@dg.asset(
+    key=OPEN_REGRESSIONS_KEY,
+    group_name="monitor",
+    # Where the imported verdicts come from (lineage only: imports and suite runs log this asset themselves when
+    # what is open changes, after the import's own materialization, so it is never older than its upstream).
+    deps=[dg.AssetKey(["history", "gapminder_import"])],
+    required_resource_keys={"geomon"},
+)
+def open_regressions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+    """Every open regression (unacknowledged, of a model's latest evaluation): how many, which models; its
+    metadata's table names model, baseline, suite, metric, group, change with its 95 % interval, MDE and power at
+    the minimum effect, each row linked to that model's comparisons. Kept up to date by imports and runs."""
+    summary, metadata = open_regressions_metadata(MetricHistory(context.resources.geomon.settings().store_url))
+    context.log.info(summary)
+    return dg.MaterializeResult(metadata=metadata)

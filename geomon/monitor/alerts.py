@@ -156,5 +156,7 @@ def send(alert: Alert, settings: AlertSettings) -> list[str]:
 
 
 def asset_url(ui_url: str, key: list[str], partition: str | None = None) -> str:
+    """The asset's page in the Dagster UI; with ``partition``, that partition's view (its latest materialization
+    and checks: the asset's overview would show whichever partition was materialized last)."""
     url = f"{ui_url.rstrip('/')}/assets/{'/'.join(key)}"
-    return f"{url}?partition={quote(partition, safe='')}" if partition else url
+    return f"{url}?view=partitions&partition={quote(partition, safe='')}" if partition else url

@@ -95,6 +95,11 @@ def _read_entities(path: Path) -> pd.DataFrame:
     return frame.set_index("model_configuration")
 
 
+def published_model_names(entities: Path) -> tuple[str, ...]:
+    """The model names of Gapminder's published configurations (``mc049`` → ``o3-mini-2025-01-31``), in order."""
+    return tuple(dict.fromkeys(_model_name(m) for m in _read_entities(entities)["model_id"]))
+
+
 GAPMINDER_RATES = ("correct", "wrong", "very_wrong", "indecisive")  # published per question and configuration
 RATES_ONLY = "rates only: no per-answer file"
 

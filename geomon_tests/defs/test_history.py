@@ -7,7 +7,8 @@ from __future__ import annotations
 import dagster as dg
 
 from geomon.definitions import defs
-from geomon.defs.history import EVALUATIONS_KEY, IMPORT_KEY
+from geomon.defs.history import EVALUATIONS_KEY, IMPORT_KEY, imported_models_partitions
+from geomon.defs.monitoring import OPEN_REGRESSIONS_KEY
 from geomon.defs.resources import GeomonResource
 from geomon.monitor.history import MetricHistory
 from geomon_tests.conftest import published_gapminder, write_settings
@@ -54,6 +55,19 @@ def _check(instance: dg.DagsterInstance, partition: str) -> dg.AssetCheckEvaluat
     return latest.event.dagster_event.event_specific_data
 
 
+def _partition_statuses(instance: dg.DagsterInstance) -> dict[str, list[str]]:
+    """What the check's Partitions tab counts (Dagster's own state of the check, as the UI's GraphQL reads it):
+    each status with its partitions; a partition in none of them is "missing"."""
+    key = dg.AssetCheckKey(dg.AssetKey(EVALUATIONS_KEY), "no_regression")
+    with dg.partition_loading_context(dynamic_partitions_store=instance):
+        state = instance.event_log_storage.get_asset_check_state([(key, imported_models_partitions)])[key]
+    return {
+        status.value: sorted(subset.value.get_partition_keys())
+        for status, subset in state.subsets.items()
+        if not subset.is_empty
+    }
+
+
 def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
     """``geomon import`` (what ``make run`` starts with) on a real Dagster instance: o3-mini's evaluation is its
     partition's latest materialization, and its ``no_regression`` check failed against o1 with a readable table,
@@ -61,7 +75,8 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
     from geomon.cli import imported_regressions, main
     from geomon.config import load_settings
 
-    folder = published_gapminder(tmp_path / "gapminder", ["mc059", "mc049"])  # o1 and o3-mini
+    # o1 and o3-mini; Qwen Max (the first of its line, nothing to compare) sorts after them and passes
+    folder = published_gapminder(tmp_path / "gapminder", ["mc059", "mc049", "mc039"])
     settings = write_settings(tmp_path, wdi_snapshot_dir)
     home = tmp_path / "dagster"
     home.mkdir()
@@ -98,6 +113,44 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         assert cells[3].startswith("\\[−") and cells[3].endswith("\\] pts") and cells[4] == "&lt; 0.001"
         assert cells[6].endswith(" pts")  # the MDE in the metric's units
         assert _check(instance, "o1-2024-12-17").passed
+        # Each check result judges its partition's materialization, so Dagster counts it: 1 failed, 2 passed
+        assert _partition_statuses(instance) == {
+            "FAILED": ["o3-mini-2025-01-31"],
+            "SUCCEEDED": ["o1-2024-12-17", "qwen-max-2024-09-19"],
+        }
+        assert check.target_materialization_data.storage_id == record.storage_id
+        assert check.description.startswith(f"o3-mini-2025-01-31: {check.metadata['regressions'].value} regression")
+        assert "vs o1-2024-12-17 (predecessor): correct_rate −17.2 pts" in check.description
+        # The check's latest result, what the asset and the lineage show, is the worst open state, not the
+        # partition reported last in name order
+        key = dg.AssetCheckKey(dg.AssetKey(EVALUATIONS_KEY), "no_regression")
+        (latest,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+        assert latest.partition == "o3-mini-2025-01-31"
+        # monitor/open_regressions says how many are open, in which model, each row linked to its comparisons
+        (board,) = instance.fetch_materializations(dg.AssetKey(OPEN_REGRESSIONS_KEY), limit=5).records
+        regressions = check.metadata["regressions"].value
+        summary = board.asset_materialization.description
+        assert (
+            summary
+            == f"{regressions} open regression{'s' * (regressions > 1)} in 1 model: o3-mini-2025-01-31 ({regressions})"
+        )
+        rows = board.asset_materialization.metadata["open_regressions"].value.splitlines()
+        assert [c.strip() for c in rows[0].strip("|").split("|")] == [
+            "model",
+            "baseline",
+            "suite",
+            "metric",
+            "group",
+            "change",
+            "95 % interval",
+            "MDE",
+            "power at the minimum effect",
+            "comparisons",
+        ]
+        assert len(rows) == 2 + regressions
+        assert rows[2].endswith(
+            "[table](/assets/history/gapminder_evaluations?view=partitions&partition=o3-mini-2025-01-31) |"
+        )
         (imported,) = instance.fetch_materializations(dg.AssetKey(IMPORT_KEY), limit=5).records
         assert "o3-mini-2025-01-31 vs o1-2024-12-17: correct_rate −17.2 pts" in (
             imported.asset_materialization.metadata["regressions"].value
@@ -111,7 +164,8 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
     )
     assert closing[1].startswith("  gapminder o3-mini-2025-01-31 vs o1-2024-12-17: correct_rate −17.2 pts (p < 0.001")
     with dg.DagsterInstance.get() as instance:
-        assert len(instance.fetch_materializations(dg.AssetKey(EVALUATIONS_KEY), limit=10).records) == 2
+        assert len(instance.fetch_materializations(dg.AssetKey(EVALUATIONS_KEY), limit=10).records) == 3
+        assert len(instance.fetch_materializations(dg.AssetKey(OPEN_REGRESSIONS_KEY), limit=10).records) == 1
         assert len(instance.fetch_materializations(dg.AssetKey(IMPORT_KEY), limit=10).records) == 1
         # Materialize in the UI: the partition reads its evaluation again from the history, with the same verdict.
         result = dg.materialize(
@@ -124,3 +178,15 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         )
         (evaluation,) = result.get_asset_check_evaluations()
         assert not evaluation.passed and evaluation.metadata["baseline"].value == "o1-2024-12-17 (predecessor)"
+    # Acknowledged, o3-mini is decided again: its second check result (Dagster keeps one runless result per
+    # partition: these are logged by the import's run) passes, and nothing is open any more
+    evaluation_id = check.metadata["evaluation_id"].value
+    assert main(["--config", str(settings), "alerts", "ack", evaluation_id, "--by", "test"]) == 0
+    assert main(["--config", str(settings), "import", "gapminder-results", str(folder), "--fail-on", "never"]) == 0
+    assert "1 model(s) new or decided again" in capsys.readouterr().out
+    with dg.DagsterInstance.get() as instance:
+        assert _partition_statuses(instance) == {
+            "SUCCEEDED": ["o1-2024-12-17", "o3-mini-2025-01-31", "qwen-max-2024-09-19"]
+        }
+        latest = instance.fetch_materializations(dg.AssetKey(OPEN_REGRESSIONS_KEY), limit=1).records[0]
+        assert latest.asset_materialization.description == "no open regression"

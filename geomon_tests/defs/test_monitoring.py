@@ -83,7 +83,13 @@ def test_a_worse_model_version_alerts_once_when_its_late_predecessor_arrives(
             # Its predecessor arrives late: the successor is decided again, and its regression delivered then,
             # from the predecessor's run, linking to the successor's partition.
             late = materialize_worldbench(instance, ["oracle-v1"], config, resources=resources)
-            v1_check = next(c for r in late for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
+            # (the predecessor's run logs both results: its own and the successor's, decided again)
+            v1_check = next(
+                c
+                for r in late
+                for c in r.get_asset_check_evaluations()
+                if c.check_name == "no_regression" and c.partition == "oracle-v1"
+            )
             assert v1_check.passed and v1_check.metadata["redecided"].value == "oracle-v2"
             assert len(hook["posts"]) == 1
             # oracle-v2's own check fails now, in the UI, not at its next materialization.
@@ -97,7 +103,7 @@ def test_a_worse_model_version_alerts_once_when_its_late_predecessor_arrives(
             assert "oracle-v1's evaluation arrived" in latest["oracle-v2"].metadata["decided_again_because"].value
             alert = hook["posts"][0]["body"]
             assert alert["kind"] == "regression" and alert["model"] == "oracle-v2"
-            assert alert["url"] == "http://ui.test/assets/worldbench/disparity?partition=oracle-v2"
+            assert alert["url"] == "http://ui.test/assets/worldbench/disparity?view=partitions&partition=oracle-v2"
             numbers = alert["numbers"]
             assert (
                 numbers["before"] == pytest.approx(0.0, abs=1e-4)

@@ -1,0 +1,81 @@
+"""What the Dagster catalog filters and searches on, given to every asset in one place (``geomon/definitions.py``
+maps it over the definitions): an owner, kinds (what an asset is made of: a model's answers, a table, a report,
+the metric history) and the tags ``suite`` and ``stage``. The catalog's search finds asset keys, groups, kinds,
+owners and tags, never partition keys: each model is a tag (``model/o3-mini-2025-01-31``) of the assets
+partitioned by it, so searching a model's name finds where its evaluations are."""
+
+from functools import cache
+from pathlib import Path
+
+import dagster as dg
+
+from geomon.defs.resources import settings_at_load
+from geomon.suites.registry import suites
+
+OWNER = "team:geomon"
+HISTORY_SUITE = {"history": "gapminder"}  # the imported history's assets belong to Gapminder's suite
+REPORTS = {"leaderboard", "trends"}  # write an HTML report
+FROM_HISTORY = {("history", "gapminder_evaluations"), ("monitor", "open_regressions"), ("monitor", "trends")}
+MODEL_TAG = "model/"
+# Dagster's rule for a tag key's name part: longer names, or other characters, cannot be a tag (the model is
+# still a partition; only its search tag is left out).
+TAG_NAME_CHARACTERS = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+@cache
+def _asks_models() -> frozenset[tuple[str, ...]]:
+    """The keys of the assets that ask the models (their kind is ``llm``): the declared suites' stages that do,
+    and the drift probe."""
+    from geomon.defs.factory import declared, declared_names, stage_key
+
+    stages = {
+        tuple(stage_key(name, stage))
+        for name in declared_names()
+        for stage in declared(name).pipeline.stages
+        if stage.asks_models
+    }
+    return frozenset({*stages, ("monitor", "drift_probe")})
+
+
+def _model_tags(names: list[str]) -> dict[str, str]:
+    return {f"{MODEL_TAG}{n}": "" for n in names if 0 < len(n) <= 63 and set(n) <= TAG_NAME_CHARACTERS}
+
+
+@cache
+def _published_models(entities: Path | None) -> tuple[str, ...]:
+    """The model names of Gapminder's published configurations (its snapshot's entities), the partitions an
+    import adds to ``history/gapminder_evaluations``; none where the snapshot is not there."""
+    from geomon.monitor import imports
+
+    if entities is None or not entities.is_file():
+        return ()
+    return imports.published_model_names(entities)
+
+
+def model_tags(key: tuple[str, ...], partitioned: bool) -> dict[str, str]:
+    """The models an asset holds a partition of, as tags: the registered models for a suite's per-model asset,
+    Gapminder's published ones for the imported history."""
+    settings = settings_at_load()
+    if settings is None or not partitioned:
+        return {}
+    if key == ("history", "gapminder_evaluations"):
+        snapshot = settings.gapminder.snapshot
+        entities = snapshot / "ddf" / "ddf--entities--model_configuration.csv" if snapshot else None
+        return _model_tags(list(_published_models(entities)))
+    if key[0] in suites():
+        return _model_tags([m.name for m in settings.models])
+    return {}
+
+
+def described(spec: dg.AssetSpec) -> dg.AssetSpec:
+    """``spec`` with geomon's owner, kinds and tags (``suite``, ``stage``, each model it is partitioned by)."""
+    key = tuple(spec.key.path)
+    suite = key[0] if key[0] in suites() else HISTORY_SUITE.get(key[0])
+    kinds = {"llm"} if key in _asks_models() else {"pandas"}
+    if key[-1] in REPORTS:
+        kinds.add("html")
+    if key in FROM_HISTORY or key[0] == "history":
+        kinds = (kinds - {"pandas"}) | {"sql"}
+    tags = {"stage": key[-1], **({"suite": suite} if suite else {})}
+    tags.update(model_tags(key, spec.partitions_def is not None))
+    return spec.merge_attributes(owners=[OWNER], kinds=kinds, tags=tags)

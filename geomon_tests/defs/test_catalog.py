@@ -1,0 +1,28 @@
+"""What the Dagster catalog filters and searches on: every asset's owner, kinds and tags (suite, stage), and
+each model a tag of the assets partitioned by it (the catalog's search finds tags, never partition keys)."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from geomon.definitions import defs
+from geomon.defs.catalog import OWNER
+from geomon.suites.registry import suites
+
+
+def test_every_asset_carries_its_owner_kinds_suite_and_stage():
+    graph = defs.resolve_asset_graph()
+    described = [graph.get(key) for key in graph.get_all_asset_keys() if graph.get(key).is_materializable]
+    assert len(described) > 40
+    for node in described:
+        path = node.key.path
+        assert node.owners == [OWNER] and node.kinds, path
+        assert node.tags["stage"] == path[-1]
+        if path[0] in suites():
+            assert node.tags["suite"] == path[0]
+    assert graph.get(dg.AssetKey(["worldbench", "responses"])).kinds == {"llm"}  # it asks the models
+    assert graph.get(dg.AssetKey(["worldbench", "leaderboard"])).kinds == {"pandas", "html"}
+    imported = graph.get(dg.AssetKey(["history", "gapminder_evaluations"]))
+    assert imported.tags["suite"] == "gapminder"
+    # Gapminder's published models (the partitions an import adds) are found by name
+    assert "model/o3-mini-2025-01-31" in imported.tags and "model/o1-2024-12-17" in imported.tags

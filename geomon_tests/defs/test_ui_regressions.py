@@ -1,0 +1,92 @@
+"""Where a person looks, in headless Chromium on the real Dagster UI: after ``geomon import`` of published history
+with a regression (o3-mini against o1), the check's Partitions counts the failed partition, the check reads as its
+worst open state, ``monitor/open_regressions`` lists the regressed model, and o3-mini's comparisons table is three
+clicks from the catalog, none of them typing."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from geomon.report.browser import chromium_path, dagster_ui, headless_page
+from geomon_tests.conftest import published_gapminder, write_settings
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(chromium_path() is None, reason="no Chromium: apt-get install chromium"),
+]
+
+CHECK = """
+{ assetNodeOrError(assetKey: {path: ["history", "gapminder_evaluations"]}) { ... on AssetNode {
+  assetCheckOrError(checkName: "no_regression") { ... on AssetCheck {
+    executionForLatestMaterialization { partition status evaluation { description } }
+    partitionStatuses { ... on AssetCheckDefaultPartitionStatuses { succeededPartitions failedPartitions } } } } } } }
+"""
+O3_MINI = "o3-mini-2025-01-31"
+
+
+def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog(
+    tmp_path, wdi_snapshot_dir, monkeypatch
+):
+    from geomon.cli import main
+
+    # o1 and o3-mini (a regression), and Qwen Max, which passes and sorts after them
+    folder = published_gapminder(tmp_path / "gapminder", ["mc059", "mc049", "mc039"])
+    settings = write_settings(tmp_path, wdi_snapshot_dir)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\nnux:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("GEOMON_CONFIG", str(settings))  # the code location the UI loads reads the same settings
+    assert main(["--config", str(settings), "import", "gapminder-results", str(folder), "--fail-on", "never"]) == 0
+    with dagster_ui(home, ["-w", "workspace.yaml"]) as url:
+        answer = requests.post(f"{url}/graphql", json={"query": CHECK}, timeout=120).json()["data"]
+        check = answer["assetNodeOrError"]["assetCheckOrError"]
+        # The check's Partitions: 1 failed, 2 passed (not 3 missing)
+        assert check["partitionStatuses"] == {
+            "failedPartitions": [O3_MINI],
+            "succeededPartitions": ["o1-2024-12-17", "qwen-max-2024-09-19"],
+        }
+        # The check's latest result is the worst open state, its Description the one-line summary
+        latest = check["executionForLatestMaterialization"]
+        assert latest["partition"] == O3_MINI and latest["status"] == "FAILED"
+        assert (
+            "regressions vs o1-2024-12-17 (predecessor): correct_rate −17.2 pts" in latest["evaluation"]["description"]
+        )
+
+        with headless_page({"width": 1440, "height": 900}) as page:
+            page.goto(f"{url}/assets", wait_until="networkidle", timeout=120_000)
+            board = page.locator('a[href="/assets/monitor/open_regressions"]').first
+            page.get_by_text("Asset name").first.wait_for(timeout=120_000)
+            page.mouse.move(700, 500)  # over the catalog's table, which draws only the rows in view
+            for _ in range(40):  # scroll (not a click) to the row
+                if board.count():
+                    break
+                page.mouse.wheel(0, 600)
+                page.wait_for_timeout(250)
+            board.click()  # click 1: the open-regressions asset, from the catalog
+            listed = page.locator("a", has_text=O3_MINI).first
+            listed.wait_for(timeout=120_000)
+            body = page.inner_text("body")
+            assert "open regressions in 1 model: o3-mini-2025-01-31" in body  # how many, which models
+            assert f"{O3_MINI}: " in body and "open regression" in body
+            listed.click()  # click 2: the model's partition (its latest evaluation and check)
+            page.wait_for_url(f"**partition={O3_MINI}**", timeout=120_000)
+            page.get_by_text("comparisons", exact=True).first.wait_for(timeout=120_000)
+            # the evaluation was logged after the import that feeds it: the UI does not call it unsynced
+            assert "Unsynced" not in page.inner_text("body")
+            row = page.locator("tr", has_text="comparisons").first
+            row.get_by_text("Show Markdown").click()  # click 3: its comparisons table
+            dialog = page.get_by_role("dialog")
+            dialog.wait_for(timeout=60_000)
+            table = dialog.inner_text()
+            assert "correct_rate" in table and "−17.2 pts" in table and "regression" in table
+            page.screenshot(path=str(tmp_path / "o3-mini.png"))
+            # Typing a model's name in the catalog's search box finds it (a tag of the assets partitioned by it;
+            # the search suggests tags, never partition keys)
+            page.goto(f"{url}/assets", wait_until="networkidle", timeout=120_000)
+            page.get_by_text("Asset name").first.wait_for(timeout=120_000)
+            page.locator(".CodeMirror").first.click()
+            page.keyboard.type("o3-mini")
+            page.get_by_text(f"model/{O3_MINI}").first.wait_for(timeout=60_000)
+            assert page.errors == []
