@@ -22,7 +22,7 @@ records nothing new.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -32,8 +32,7 @@ import numpy as np
 import pandas as pd
 
 from geomon.monitor import tracking
-from geomon.monitor.history import MetricHistory
-from geomon.stats import verdicts
+from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.stats.declared import TrackedMetric
 from geomon.stats.values import IMPORTED, MetricValue, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
@@ -702,14 +701,17 @@ def record_runs(
     on_recorded: Callable[[Recorded], None] | None = None,
     plan: ReleasePlan | None = None,
     announcer: tracking.Announcer | None = None,
+    hosted: Collection[str] = (),
 ) -> list[Recorded]:
     """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
     settings) win over the source's own (an item file's column; Gapminder: the vendor's previous release). An
-    identical run already recorded is reused (nothing new). Each suite is decided at its share of the release's α
-    (``plan``) and ``announcer`` tells people, as ``geomon run`` does. Returns each run with its verdicts as
-    finally stored (a later run may have become an earlier one's baseline)."""
+    identical run already recorded is reused (nothing new). Each suite is decided at its share of the release's
+    α (``plan``; by default the plan of a model geomon runs — in ``hosted`` — or else of a model that only
+    arrives by import: ``tracking.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.
+    Returns each run with its verdicts as finally stored (a later run may have become an earlier one's
+    baseline)."""
     settings = settings or VerdictSettings()
-    plan = plan or tracking.release_plan(settings)
+    plans = {here: plan or tracking.release_plan(settings, hosted=here) for here in (True, False)}
     chosen = {**{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
     out = []
     for run in runs:
@@ -727,7 +729,7 @@ def record_runs(
             evaluated_at=run.evaluated_at,
             origin=run.origin,
             figures_declared=run.figures_declared,
-            plan=plan,
+            plan=plans[run.model in hosted],
             announcer=announcer,
         )
         recorded = Recorded(run, result, chosen.get(run.model))
@@ -744,18 +746,14 @@ def record_runs(
 
 
 def open_regressions(history: MetricHistory) -> list[tuple[str, str, dict[str, Any]]]:
-    """(suite, model, stored verdict) of every unacknowledged regression of an imported evaluation (each model's
-    latest per suite and scope), in release order: what ``geomon run``'s closing screen names."""
+    """(suite, model, stored verdict) of every unacknowledged regression the gate of an imported evaluation reads
+    (each model's latest per suite and scope; ``tracking.failing``: its own, and its release's against the
+    predecessor), in release order: what ``geomon run``'s closing screen names."""
     frame = history.evaluations()
     imported = frame[frame["origin"].astype(str).str.startswith("import:")]
     latest = imported.groupby(["suite", "model", "scope"], sort=False).tail(1)  # oldest first: the last is the latest
-    if latest.empty:
-        return []
-    tests = history.comparisons(latest["evaluation_id"])
-    acks = history.acknowledgements(latest["evaluation_id"])
     out = []
-    for evaluation_id, suite, model in zip(latest["evaluation_id"], latest["suite"], latest["model"], strict=True):
-        rows = tests[(tests["evaluation_id"] == evaluation_id) & (tests["verdict"] == verdicts.REGRESSION)]
-        mine = acks[acks["evaluation_id"] == evaluation_id] if len(acks) else acks
-        out += [(suite, model, row) for row in rows.to_dict("records") if not tracking.acknowledged(mine, row)]
+    for row in latest.itertuples(index=False):
+        evaluation = Evaluation(row.evaluation_id, row.suite, row.model, row.scope, row.recorded_at)
+        out += [(row.suite, row.model, v) for v in tracking.failing(history, evaluation)]
     return out

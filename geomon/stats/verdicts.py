@@ -29,6 +29,7 @@ more than twice its minimum effect (``sufficiency.underpowered``) keeps its verd
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -72,6 +73,12 @@ class VerdictSettings:
     # geomon does not register (each such suite takes one).
     shares: dict[str, float] = field(default_factory=dict)
     import_slots: int = 2
+    # Suite name → how many scopes it decides in one release (BorderLines: its revisions; the config fills it in):
+    # its share is split evenly among them, and a scope beyond them is decided at α 0 (shown, never paged).
+    scopes: dict[str, int] = field(default_factory=dict)
+    # The part of each scope's α kept for one more look: a decision against a fallback baseline (a predecessor
+    # evaluated after its successor: provisional) or a re-decision after the baseline changed.
+    reserve: float = 0.2
     min_effects: dict[str, float] = field(default_factory=dict)
     # Evaluations imported from elsewhere (``geomon import items`` / ``inspect``): accuracy in percent, a
     # raw score (0-1), and the gap between groups in the same units.
@@ -90,6 +97,11 @@ class VerdictSettings:
             raise ValueError(f"verdicts.max_resamples: {self.max_resamples} is below resamples ({self.resamples})")
         if not 0 <= self.exact_up_to <= 20:
             raise ValueError(f"verdicts.exact_up_to: {self.exact_up_to} must lie in 0..20 (2^20 flips at most)")
+        if not 0 < self.reserve < 1:
+            raise ValueError(f"verdicts.reserve: {self.reserve} must lie strictly between 0 and 1")
+        for suite, count in self.scopes.items():
+            if not (isinstance(count, int) and count >= 1):
+                raise ValueError(f"verdicts.scopes.{suite}: {count!r} must be a whole number ≥ 1")
         if self.import_slots < 0:
             raise ValueError(f"verdicts.import_slots: {self.import_slots} must not be negative")
         for suite, weight in self.shares.items():
@@ -97,33 +109,62 @@ class VerdictSettings:
                 raise ValueError(f"verdicts.shares.{suite}: {weight!r} must be a number ≥ 0")
 
 
+FIRST, RESERVE, SPENT = "first", "reserve", "spent"  # a scope's looks in a release (``ReleasePlan.look``)
+
+
 @dataclass(frozen=True)
 class ReleasePlan:
-    """How a release's α is shared among its suites, fixed before any result arrives (module docstring)."""
+    """How a release's α is shared among its suites, scopes and looks, fixed by its first decision and stored with
+    it (module docstring)."""
 
     alpha: float
     weights: Mapping[str, float]  # every planned suite's weight
     import_slots: int = 2
+    scopes: Mapping[str, int] = field(default_factory=dict)  # a suite's scopes per release (1 when not named)
+    reserve: float = 0.2  # the part of a scope's α kept for its second look
 
     @classmethod
-    def of(cls, settings: VerdictSettings, registered: Sequence[str]) -> ReleasePlan:
-        weights = {name: 1.0 for name in registered} | {k: float(v) for k, v in settings.shares.items()}
-        return cls(settings.alpha, weights, settings.import_slots)
+    def of(cls, settings: VerdictSettings, registered: Sequence[str], hosted: bool = True) -> ReleasePlan:
+        """The plan of a release: every registered suite a weight of 1 when geomon runs the model (``hosted``);
+        for a model that only arrives by import, none — the suites that never run for it reserve nothing, so
+        its imports share α between ``verdicts.shares`` and the import slots. ``verdicts.shares`` wins."""
+        planned = {name: 1.0 for name in registered} if hosted else {}
+        weights = planned | {k: float(v) for k, v in settings.shares.items()}
+        return cls(settings.alpha, weights, settings.import_slots, dict(settings.scopes), settings.reserve)
 
     @property
     def total(self) -> float:
         return sum(self.weights.values()) + self.import_slots
 
     def share(self, suite: str) -> float:
-        """The α this suite's comparisons are decided at: its weight's part of the release's α; a suite outside
-        the plan takes one import slot (0 when the plan keeps none)."""
+        """The α this suite's comparisons are decided at over all its scopes and looks: its weight's part of the
+        release's α; a suite outside the plan takes one import slot (0 when the plan keeps none)."""
         weight = self.weights.get(suite, 1.0 if self.import_slots else 0.0)
         return self.alpha * weight / self.total if self.total > 0 else 0.0
+
+    def look(self, suite: str, kind: str = FIRST) -> float:
+        """The α of one look at one of the suite's scopes: its share split evenly among its scopes, then between
+        the first look and the reserve."""
+        part = self.reserve if kind == RESERVE else 1.0 - self.reserve if kind == FIRST else 0.0
+        return self.share(suite) / self.scopes.get(suite, 1) * part
 
     def describe(self) -> str:
         planned = ", ".join(f"{name} {self.share(name):.4g}" for name in sorted(self.weights))
         slots = f"; {self.import_slots} import slot(s) of {self.alpha / self.total:.4g}" if self.import_slots else ""
-        return f"α {self.alpha:g} per release: {planned}{slots}"
+        split = "".join(f"; {name} over {n} scopes" for name, n in sorted(self.scopes.items()) if n > 1)
+        reserve = f"; each scope's first look {1 - self.reserve:.0%} of it, a reserve of {self.reserve:.0%}"
+        return f"α {self.alpha:g} per release: {planned or 'no planned suite'}{slots}{split}{reserve}"
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"alpha": self.alpha, "weights": dict(self.weights), "import_slots": self.import_slots,
+             "scopes": dict(self.scopes), "reserve": self.reserve},
+            sort_keys=True,
+        )  # fmt: skip
+
+    @classmethod
+    def from_json(cls, text: str) -> ReleasePlan:
+        return cls(**json.loads(text))
 
 
 @dataclass(frozen=True)
