@@ -491,6 +491,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"{r.run.evaluated_at:%Y-%m-%d} {what}: {state}{against}{': ' + summary if summary else ''}")
         if shown:
             print(f"    {shown}")
+        unpaged = [part for v in r.tracked.verdicts if not v["alpha"] for part in str(v["note"]).split("; ")]
+        for note in dict.fromkeys(part for part in unpaged if part.endswith(tracking.NEVER_PAGED)):
+            print(f"    α 0: {note}")  # decided, shown, never paged: say so, not only "watch"
         if r.run.note and r.run.note != imports.RATES_ONLY:
             print(f"    {r.run.note}")
         for evaluation_id, told in r.tracked.told.items():
@@ -524,7 +527,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     }
     for e, v in open_regressions.values():
         print(
-            f"geomon: {e.suite} {e.model}: {verdict_text(v)} (not acknowledged: "
+            f"geomon: {e.suite} {e.model}: {verdict_text(v)} against {v['against']} (not acknowledged: "
             f"`geomon alerts ack {v['evaluation_id']}`)",
             file=sys.stderr,
         )

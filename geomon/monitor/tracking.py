@@ -259,6 +259,7 @@ def provisional(evaluation: Evaluation, before: Evaluation) -> bool:
     return before.model != evaluation.model and release_order(before) > release_order(evaluation)
 
 
+NEVER_PAGED = "(shown, never paged)"  # ends the note of a decision at α 0
 PROVISIONAL_NOTE = (
     "provisional: decided at the scope's reserve against the predecessor's evaluation made after this one; decided "
     "again at its first look when one made before it arrives"
@@ -290,7 +291,7 @@ def spend(
     if not why and kind in taken:
         why = "no α left: the scope's first look and its reserve are spent (decisions against earlier baselines)"
     if why:
-        look = Look(0.0, verdicts.SPENT, f"{why} (shown, never paged)")
+        look = Look(0.0, verdicts.SPENT, f"{why} {NEVER_PAGED}")
     else:
         note = "" if kind == verdicts.FIRST else PROVISIONAL_NOTE if fallback else REBASED_NOTE
         look = Look(plan.look(suite, kind), kind, note)
@@ -319,13 +320,13 @@ def _no_alpha(plan: verdicts.ReleasePlan, looks: pd.DataFrame, suite: str, scope
         if suite not in holders and len(holders) >= plan.import_slots:
             return (
                 f"no α left: the release's {plan.import_slots} import slot(s) are taken by {', '.join(holders)} (in "
-                "the order they arrived); name this suite in verdicts.shares to page on it"
+                "the order they arrived): name this suite in verdicts.shares to page on it"
             )
     scopes = list(dict.fromkeys(holding[holding["suite"] == suite]["scope"]))
     planned = plan.scopes.get(suite, 1)
     if scope not in scopes and len(scopes) >= planned:
         return (
-            f"no α left: suite {suite}'s share covers {planned} scope(s) per release, taken by {', '.join(scopes)}; "
+            f"no α left: suite {suite}'s share covers {planned} scope(s) per release, taken by {', '.join(scopes)}: "
             f"raise verdicts.scopes.{suite} to page on more"
         )
     return ""
@@ -382,7 +383,8 @@ def compare_and_decide(
             "q_value": v.q_value,
             "mde": _finite(v.mde),
             "power": _finite(v.power),
-            "note": v.note or t.note or why,
+            # The look's note always (why its α is what it is), first: the column holds 500 characters.
+            "note": "; ".join(n for n in (why, v.note or t.note) if n)[:500],
             "verdict": v.verdict,
         }
         for t, v in zip(tests, decided, strict=True)

@@ -43,7 +43,8 @@ from geomon.stats.declared import PairedTest
 
 REGRESSION = "regression"
 BELOW_THRESHOLD = "regression (below alert threshold)"
-REBASED = "regression (baseline changed)"  # found only when a late baseline re-decided it: shown, never paged
+# Found by a look with no α left (its scope's looks, slots or share spent): shown, never paged.
+REBASED = "regression (no α left)"
 IMPROVEMENT = "improvement"
 WIDENED = "disparity widened"
 WATCH = "watch"

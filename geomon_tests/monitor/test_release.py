@@ -22,14 +22,14 @@ QUESTIONS = 80
 VARIATIONS = 3
 
 
-def _items(path: Path, model: str, when: str, correct: np.ndarray, predecessor: str = "") -> Path:
+def _items(path: Path, model: str, when: str, correct: np.ndarray, predecessor: str = "", first: int = 0) -> Path:
     """One model's per-item outcomes: each question asked in three prompt variations (one cluster), the
-    questions split between two countries."""
+    questions split between two countries; ``first``: the first question's number (another item set)."""
     rows = [
         {
             "model": model,
-            "item": f"q{q}-v{v}",
-            "question": f"q{q}",
+            "item": f"q{q + first}-v{v}",
+            "question": f"q{q + first}",
             "country": "Kenya" if q % 2 else "Peru",
             "evaluated_at": when,
             "correct": int(correct[q, v]),
@@ -286,7 +286,7 @@ def test_a_changed_baseline_pages_at_the_reserve_and_a_third_look_has_no_alpha(t
     """The successor is decided against its predecessor's first evaluation (nothing worse: nothing sent). A
     stronger evaluation of the predecessor, dated between the two, then becomes its baseline, and against it the
     successor is worse: decided at the scope's reserve (20 % of its share), it pages. A third baseline, as strong,
-    finds no α left: ``regression (baseline changed)`` — shown, never paged. The release never spends more than
+    finds no α left: ``regression (no α left)`` — shown, never paged. The release never spends more than
     the suite's share. Mutations caught: a re-decision at the first look's α; a reserve spent twice."""
     state, settings = webhook
     history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
@@ -312,3 +312,158 @@ def test_a_changed_baseline_pages_at_the_reserve_and_a_third_look_has_no_alpha(t
     looks = history.release_looks("new vs old")
     assert list(looks["look"]) == [verdicts.FIRST, verdicts.RESERVE, verdicts.SPENT]
     assert looks["alpha"].sum() == pytest.approx(0.05 / 3)
+
+
+def _cli(tmp_path: Path, monkeypatch, **extra) -> tuple[list[str], MetricHistory]:
+    """``geomon import items`` with a settings file of its own (the bundled models: ``old`` and ``new`` only arrive
+    by import) and its store."""
+    from geomon_tests.conftest import write_settings
+
+    monkeypatch.delenv("GEOMON_STORE_URL", raising=False)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = write_settings(tmp_path, tmp_path, **extra)
+    args = ["--config", str(path), "import", "items", "--group", "country", "--cluster", "question"]
+    return args, MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
+
+
+def test_one_budget_per_release_whatever_the_scopes_slots_and_days_through_geomon_import(
+    tmp_path, webhook, monkeypatch, capsys
+):
+    """A model that only arrives by import reserves nothing for suites that never run for it: its release's α is
+    shared by the two import slots (0.025 each, 80 % of it at the first look). Three unplanned suites, each much
+    worse, arriving on three days: the first two take the slots, the third is decided at α 0 and says so on the
+    terminal; a second item set under the first suite's name (a second scope) finds its share spent. The release's
+    looks never sum above α. ``verdicts.shares`` names the third suite: it is planned, and pages. Mutations
+    caught: import slots counted per evaluation day; a suite's share spent again per scope; the registered suites
+    reserved for an imported-only model."""
+    from geomon.cli import main
+
+    state, _ = webhook
+    args, history = _cli(tmp_path, monkeypatch, alerts={"webhook_url_env": "GEOMON_TEST_HOOK", "webhook_style": "json"})
+    for i, suite in enumerate(["imp-x", "imp-y", "imp-z"]):
+        old = _items(tmp_path / f"{suite}-old.csv", "old", "2026-11-20", _outcomes(30 + i, 0.9))
+        new = _items(tmp_path / f"{suite}-new.csv", "new", f"2026-11-2{4 + i}", _outcomes(40 + i, 0.9, 0.6), "old")
+        assert main([*args, "--suite", suite, str(old)]) == 0
+        assert main([*args, "--suite", suite, str(new)]) == (3 if suite != "imp-z" else 0)
+    out = capsys.readouterr().out
+    assert "α 0: no α left: the release's 2 import slot(s) are taken by imp-x, imp-y" in out
+    other = _items(tmp_path / "x2-old.csv", "old", "2026-11-20", _outcomes(50, 0.9), first=500)
+    worse = _items(tmp_path / "x2-new.csv", "new", "2026-11-27", _outcomes(51, 0.9, 0.6), "old", first=500)
+    assert main([*args, "--suite", "imp-x", str(other)]) == 0
+    assert main([*args, "--suite", "imp-x", str(worse)]) == 0
+    assert "α 0: no α left: suite imp-x's share covers 1 scope(s) per release" in capsys.readouterr().out
+    looks = history.release_looks("new vs old")
+    assert list(looks["alpha"]) == pytest.approx([0.05 / 2 * 0.8] * 2 + [0.0, 0.0])
+    assert looks["alpha"].sum() <= 0.05
+    assert sorted({p["body"]["suite"] for p in state["posts"]}) == ["imp-x", "imp-y"]
+    # verdicts.shares plans the third suite for a model that only arrives by import: it pages at its share.
+    planned, history = _cli(tmp_path / "planned", monkeypatch, verdicts={"shares": {"imp-z": 2}})
+    z = [tmp_path / "imp-z-old.csv", tmp_path / "imp-z-new.csv"]
+    assert main([*planned, "--suite", "imp-z", str(z[0])]) == 0
+    assert main([*planned, "--suite", "imp-z", str(z[1])]) == 3
+    assert list(history.release_looks("new vs old")["alpha"]) == pytest.approx([0.05 * 2 / 4 * 0.8])
+
+
+def test_the_same_files_in_any_order_give_the_same_verdicts_and_exit_codes(tmp_path, monkeypatch, capsys):
+    """The predecessor evaluated before and after its successor, and the successor 60 points worse in Peru,
+    imported in three orders through ``geomon import``: the same stored verdicts, each decided against the
+    predecessor's evaluation made before it (at the first look), and the last import of each order exits 3. A
+    decision against the later evaluation, while the earlier is missing, is provisional (the reserve); the
+    late predecessor's import that makes the page gates on it."""
+    from geomon.cli import main
+
+    files = {
+        "old-early": _items(tmp_path / "old1.csv", "old", "2026-11-20", _outcomes(1, 0.9)),
+        "new": _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old"),
+        "old-late": _items(tmp_path / "old2.csv", "old", "2026-11-26", _outcomes(3, 0.9)),
+    }
+    orders = {
+        "release order": ["old-early", "new", "old-late"],
+        "late first": ["old-late", "new", "old-early"],
+        "successor first": ["new", "old-early", "old-late"],
+    }
+    seen = {}
+    for name, order in orders.items():
+        args, history = _cli(tmp_path / name.replace(" ", "-"), monkeypatch)
+        codes = [main([*args, "--suite", "geo-b", str(files[f]), "--fail-on", "regression"]) for f in order]
+        capsys.readouterr()
+        assert codes[-1] == 3, (name, codes)
+        if name == "successor first":
+            assert codes[1] == 3  # the late predecessor's import made the page: it gates on it
+        if name == "late first":
+            provisional = history.release_looks("new vs old")
+            assert list(provisional["look"]) == [verdicts.RESERVE, verdicts.FIRST], provisional
+        decided = _decisions(history)
+        assert np.allclose(decided[decided["model"] == "new"]["alpha"], 0.05 / 2 * 0.8), name
+        seen[name] = decided.drop(columns=["family"])
+    first = seen.pop("release order")
+    for other in seen.values():
+        pd.testing.assert_frame_equal(other, first)
+
+
+def test_a_re_import_never_turns_the_gate_green_and_an_ack_of_every_breakdown_does(tmp_path, monkeypatch, capsys):
+    """The successor's regression against its predecessor stands when the same model is imported again a day
+    later (compared with its own previous run: no change): the import still exits 3, naming the evaluation to
+    acknowledge, and ``geomon run``'s closing screen lists it. ``geomon alerts ack --breakdown '*'`` (the
+    documented form) on the re-import acknowledges the metric's every breakdown where it was decided: the next
+    import exits 0. Mutations caught: the gate reading only the evaluation's own verdicts; '*' refused."""
+    from geomon.cli import main
+    from geomon.monitor import imports
+
+    args, history = _cli(tmp_path, monkeypatch)
+    outcomes = _outcomes(2, 0.9, 0.6)
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
+    assert main([*args, "--suite", "geo-b", str(old)]) == 0
+    assert (
+        main([*args, "--suite", "geo-b", str(_items(tmp_path / "b1.csv", "new", "2026-11-25", outcomes, "old"))]) == 3
+    )
+    again = _items(tmp_path / "b2.csv", "new", "2026-11-26", outcomes, "old")
+    capsys.readouterr()
+    assert main([*args, "--suite", "geo-b", str(again)]) == 3
+    captured = capsys.readouterr()
+    assert "recorded vs previous run: 7 no detectable change" in captured.out  # the re-import's own verdicts
+    first = history.evaluations(model="new").iloc[0]["evaluation_id"]
+    assert "accuracy (country=Peru) regression -55.8 against predecessor old" in captured.err
+    assert f"geomon alerts ack {first}" in captured.err
+    assert ("geo-b", "new") in {(s, m) for s, m, _ in imports.open_regressions(history)}
+    latest = history.evaluations(model="new").iloc[-1]["evaluation_id"]
+    assert (
+        main(["--config", args[1], "alerts", "ack", latest, "--metric", "accuracy", "--breakdown", "*", "--by", "a"])
+        == 0
+    )
+    acks = history.acknowledgements()
+    assert set(acks["evaluation_id"]) == {first, latest} and set(acks["breakdown"]) == {"*"}
+    assert imports.open_regressions(history) == []
+    later = _items(tmp_path / "b3.csv", "new", "2026-11-27", outcomes, "old")
+    assert main([*args, "--suite", "geo-b", str(later)]) == 0
+
+
+def test_track_takes_the_suites_lock(tmp_path):
+    """``tracking.track`` records and decides under the suite's lock: while another holder has it (the lock file
+    beside the SQLite database, as another process would), an import of that suite waits, and goes on when it is
+    let go. Mutation caught: ``track`` not taking the lock."""
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    runs = imports.item_runs(
+        _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9)), "geo-b", ["country"], None, "question"
+    )
+    held, let_go, done = threading.Event(), threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}").lock("geomon decisions: geo-b"):
+            held.set()
+            let_go.wait(30)
+
+    def importer() -> None:
+        imports.record_runs(history, runs, plan=PLAN)
+        done.set()
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=importer)]
+    threads[0].start()
+    assert held.wait(30)
+    threads[1].start()
+    assert not done.wait(1.0)  # waiting for the lock (a slow machine only waits longer)
+    assert history.evaluations().empty
+    let_go.set()
+    for thread in threads:
+        thread.join(30)
+    assert done.is_set() and len(history.evaluations()) == 1
