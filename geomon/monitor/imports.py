@@ -22,6 +22,7 @@ records nothing new.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
@@ -34,9 +35,11 @@ import pandas as pd
 from geomon.monitor import tracking
 from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.stats.declared import TrackedMetric
-from geomon.stats.values import IMPORTED, MetricValue, series_scope
+from geomon.stats.values import IMPORTED, MetricValue, series_key, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 from geomon.suites.kit import group_metrics
+
+log = logging.getLogger(__name__)
 
 GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items
 
@@ -391,8 +394,42 @@ def item_runs(
 def scope_of(metric: str, items: Sequence[str]) -> str:
     """An imported series' scope: the suite (its own key), the metric and the items (a hash of their sorted ids),
     never the file it came in, so the next release's file is compared with this one; another item set is
-    another benchmark, a new series."""
+    another benchmark, a new series (``same_benchmark``: a few items missing or added are not)."""
     return series_scope(f"{IMPORTED}{metric}", {"items": "\n".join(sorted(map(str, items)))})
+
+
+# Two item sets sharing at least this share of the larger one are one benchmark with a few rows missing or added:
+# compared on their shared items (the paired tests pair on them), with the difference said.
+MIN_OVERLAP = 0.9
+
+
+def same_benchmark(history: MetricHistory, run: ImportedRun, predecessor: str | None) -> ImportedRun:
+    """``run`` in the series of the model's (else its predecessor's) latest imported evaluation on another item set
+    of the same suite and metric when the two share at least ``MIN_OVERLAP`` of the larger set's items: a row
+    missing from a file is not a new benchmark. Its note says how many items it lacks and adds; a new series
+    starts only below the overlap."""
+    if not run.scope.startswith(IMPORTED) or run.scope in set(history.evaluations(suite=run.suite)["scope"]):
+        return run
+    mine = set(map(str, run.items["item"]))
+    key = series_key(run.scope)
+    for model in (run.model, predecessor):
+        held = history.evaluations(suite=run.suite, model=model) if model else pd.DataFrame()
+        scopes = [s for s in reversed(held["scope"].tolist()) if series_key(s) == key] if len(held) else []
+        for scope in dict.fromkeys(scopes):
+            theirs = history.latest(run.suite, str(model), scope)
+            if theirs is None or theirs.items is None:
+                continue
+            other = set(map(str, theirs.items["item"]))
+            shared = len(mine & other)
+            if shared >= MIN_OVERLAP * max(len(mine), len(other)):
+                missing, added = len(other - mine), len(mine - other)
+                said = (
+                    f"compared on the {shared} items it shares with {theirs.model}'s evaluation of "
+                    f"{theirs.when:%Y-%m-%d}: {missing} of its items missing here, {added} not there"
+                )
+                log.warning("%s %s: %s", run.suite, run.model, said)
+                return replace(run, scope=scope, note="; ".join(n for n in (run.note, said) if n))
+    return run
 
 
 def imported_metrics(
@@ -715,6 +752,7 @@ def record_runs(
     chosen = {**{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
     out = []
     for run in runs:
+        run = same_benchmark(history, run, chosen.get(run.model))
         result = tracking.track(
             history,
             run.suite,

@@ -467,3 +467,25 @@ def test_track_takes_the_suites_lock(tmp_path):
     for thread in threads:
         thread.join(30)
     assert done.is_set() and len(history.evaluations()) == 1
+
+
+def test_a_missing_row_still_compares_on_the_shared_items_with_a_warning(tmp_path, monkeypatch, capsys, caplog):
+    """The successor's file lacks one of its 240 rows: it is the same benchmark, compared on the 239 items it
+    shares with its predecessor's evaluation — the regression pages, the import exits 3 — and the terminal and the
+    log say what is missing. Half the items another set: a new series, nothing compared. Mutation caught: the
+    scope keyed on the exact item set (one missing row starting a new series)."""
+    from geomon.cli import main
+
+    args, history = _cli(tmp_path, monkeypatch)
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
+    new = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old")
+    pd.read_csv(new).drop(index=7).to_csv(new, index=False)
+    assert main([*args, "--suite", "geo-b", str(old)]) == 0
+    assert main([*args, "--suite", "geo-b", str(new)]) == 3
+    out = capsys.readouterr().out
+    said = "compared on the 239 items it shares with old's evaluation of 2026-11-20: 1 of its items missing here"
+    assert said in out and said in caplog.text
+    assert "vs old: " in out
+    half = _items(tmp_path / "half.csv", "new", "2026-11-26", _outcomes(3, 0.9), predecessor="old", first=40)
+    assert main([*args, "--suite", "geo-b", str(half)]) == 0
+    assert len(set(history.evaluations(suite="geo-b")["scope"])) == 2
