@@ -99,12 +99,25 @@ def track_evaluation(
             ),
             "verdicts": verdicts.summary(result.verdicts) if result.verdicts else "nothing compared",
             "comparisons": comparisons_table(result.verdicts, tracked),
+            "alpha": decided_at(result.verdicts),
             "regressions": len(open_regressions),
             "acknowledged": acked,
             "alert": ", ".join(told) or "none (no regression)",
             "redecided": ", ".join(e.model for e in result.redecided) or "none",
         },
     )
+
+
+def decided_at(rows: list[dict]) -> str:
+    """The α the evaluation's comparisons were decided at, and why where it is 0 (nothing pages: said, not only
+    shown as ``watch``)."""
+    if not rows:
+        return "nothing decided"
+    alpha = max(float(r["alpha"] or 0) for r in rows)
+    if alpha > 0:
+        return f"{alpha:.4g}"
+    notes = [p for r in rows for p in str(r["note"]).split("; ") if p.endswith(tracking.NEVER_PAGED)]
+    return f"0: {notes[0] if notes else 'no α'}"
 
 
 def redecided_check(

@@ -34,7 +34,7 @@ import pandas as pd
 
 from geomon.monitor import tracking
 from geomon.monitor.history import Evaluation, MetricHistory
-from geomon.stats.declared import TrackedMetric
+from geomon.stats.declared import Mean, TrackedMetric
 from geomon.stats.values import IMPORTED, MetricValue, series_key, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 from geomon.suites.kit import group_metrics
@@ -446,7 +446,18 @@ def imported_metrics(
         metric, tuple(groups), effects.get(metric, 0.0), gap_effect, metric, bounds=(0.0, 100.0) if percent else None,
         cluster=cluster, answered_min_effect=effects.get("answered_rate", 5.0),
     )  # fmt: skip
-    return tracked
+    if not percent:
+        return tracked
+    # Intention to treat beside the answered-only accuracy: a model that stops answering the items it used to get
+    # wrong looks better on answered items alone, not on every item with unanswered ones wrong.
+    itt = TrackedMetric(
+        f"{metric}{INTENTION_TO_TREAT}", Mean(ITT_COLUMN), cluster, False, effects.get(metric, 0.0), bounds=(0.0, 100.0)
+    )
+    return (*tracked, itt)
+
+
+INTENTION_TO_TREAT = "_itt"  # accuracy_itt: every item, an unanswered one wrong
+ITT_COLUMN = "value_itt"
 
 
 def outcome_runs(
@@ -476,6 +487,7 @@ def outcome_runs(
                 "item": part["item"].astype(str).to_numpy(),
                 "value": part["_value"].to_numpy(),
                 "answered": part["_value"].notna().astype(float).to_numpy(),
+                **({ITT_COLUMN: part["_value"].fillna(0.0).to_numpy()} if metric == "accuracy" else {}),
                 **{g: part[g].astype(str).to_numpy() for g in groups},
                 **({"cluster": part["_cluster"].to_numpy()} if clustered else {}),
             }

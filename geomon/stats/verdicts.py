@@ -199,6 +199,15 @@ class Verdict:
         return asdict(self)
 
 
+UNDERPOWERED_PAGE = "paged by an underpowered comparison"
+
+
+def page_probability(power: float) -> float:
+    """The chance that a true worsening of exactly the minimum effect pages: found significant (``power``) *and*
+    estimated at least the minimum effect (half the time at most, the estimate centred on it)."""
+    return min(power, 0.5) if math.isfinite(power) else math.nan
+
+
 def holm(p_values: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjusted p-values (family-wise error control under any dependence)."""
     p = np.asarray(p_values, dtype=float)
@@ -299,7 +308,11 @@ def decide(
         shown_adjusted = improved.get(i) if better else p_adj
         planned = _planned_se(t)
         mde = minimum_detectable_effect(planned, first_levels.get(i, alpha), settings.power)
+        power = power_at(t.min_effect, planned, first_levels.get(i, alpha)) if t.min_effect > 0 else math.nan
         weak = sufficiency.underpowered(mde, t.min_effect) if not kind and verdict != REGRESSION else ""
+        if verdict == REGRESSION and power < settings.power:
+            # It pages (its false-alarm control holds), but it says how little a test this weak could see.
+            note = "; ".join(n for n in (f"{UNDERPOWERED_PAGE} ({power:.0%} power at the minimum effect)", t.note) if n)
         if weak:
             # The verdict stands (the false-alarm control does not rest on power), but a test this weak misses
             # most regressions worth paging: its silence is no evidence of none.
@@ -323,7 +336,7 @@ def decide(
                 verdict=verdict,
                 note=note,
                 alpha=alpha,
-                power=power_at(t.min_effect, planned, first_levels.get(i, alpha)) if t.min_effect > 0 else math.nan,
+                power=power,
             )
         )
     return out
