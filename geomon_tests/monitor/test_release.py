@@ -356,6 +356,9 @@ def test_one_budget_per_release_whatever_the_scopes_slots_and_days_through_geomo
     assert list(looks["alpha"]) == pytest.approx([0.05 / 2 * 0.8] * 2 + [0.0, 0.0])
     assert looks["alpha"].sum() <= 0.05
     assert sorted({p["body"]["suite"] for p in state["posts"]}) == ["imp-x", "imp-y"]
+    summary = state["posts"][0]["body"]["summary"]  # the claim a page makes, and what the test could see
+    assert "a significant worsening, estimated at least the minimum effect 5" in summary
+    assert "where a worsening of exactly that size pages with probability" in summary
     # verdicts.shares plans the third suite for a model that only arrives by import: it pages at its share.
     planned, history = _cli(tmp_path / "planned", monkeypatch, verdicts={"shares": {"imp-z": 2}})
     z = [tmp_path / "imp-z-old.csv", tmp_path / "imp-z-new.csv"]
@@ -421,7 +424,7 @@ def test_a_re_import_never_turns_the_gate_green_and_an_ack_of_every_breakdown_do
     capsys.readouterr()
     assert main([*args, "--suite", "geo-b", str(again)]) == 3
     captured = capsys.readouterr()
-    assert "recorded vs previous run: 7 no detectable change" in captured.out  # the re-import's own verdicts
+    assert "recorded vs previous run: 8 no detectable change" in captured.out  # the re-import's own verdicts
     first = history.evaluations(model="new").iloc[0]["evaluation_id"]
     assert "accuracy (country=Peru) regression -55.8 against predecessor old" in captured.err
     assert f"geomon alerts ack {first}" in captured.err

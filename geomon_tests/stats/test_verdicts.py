@@ -259,3 +259,17 @@ def test_a_comparison_too_weak_for_its_minimum_effect_keeps_its_verdict_and_says
     # The rule, on its own: more than twice the minimum effect; nothing to say without one.
     assert sufficiency.underpowered(2.01, 1.0) and not sufficiency.underpowered(2.0, 1.0)
     assert not sufficiency.underpowered(5.0, 0.0) and not sufficiency.underpowered(float("nan"), 1.0)
+
+
+def test_a_page_from_an_underpowered_comparison_says_so():
+    """A regression still pages when its test had little power at the minimum effect (the false-alarm control does
+    not rest on power), but its note says how little it could see; a well-powered one says nothing of the kind. A
+    worsening of exactly the minimum effect pages at most half the time (significant *and* estimated at least
+    that): the chance the alert states. Mutation caught: the note removed."""
+    settings = VerdictSettings()
+    (weak,) = decide([_test(0.001, -5, se=1.0)], settings)
+    assert weak.verdict == verdicts.REGRESSION and weak.power < 0.8
+    assert weak.note.startswith(f"{verdicts.UNDERPOWERED_PAGE} ({weak.power:.0%} power at the minimum effect)")
+    (strong,) = decide([_test(0.001, -5, se=0.1)], settings)
+    assert strong.verdict == verdicts.REGRESSION and strong.power > 0.99 and not strong.note
+    assert verdicts.page_probability(strong.power) == 0.5 and verdicts.page_probability(0.3) == 0.3
