@@ -22,7 +22,9 @@ page when one gets worse); ``improvement``: Holm-significant one-sided toward
 better at the same share (shown, never paged); ``watch``: a worsening Benjamini–Hochberg flags at ``q``
 (shown, never paged); ``no detectable change`` with its minimum detectable effect at the test's first
 Holm level and the stated power. ``insufficient sample`` (the one rule of ``stats.sufficiency``) and
-``undefined`` (a NaN statistic) get no p-value in the family. A comparison in the family whose planned MDE is
+``undefined`` (a NaN statistic) get no p-value in the family; a comparison where no cluster differs from the
+baseline (p = 1 both ways: it cannot be significant) is ``no detectable change`` outside the family, so a
+suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). A comparison in the family whose planned MDE is
 more than twice its minimum effect (``sufficiency.underpowered``) keeps its verdict — a regression still pages
 — but any other verdict of it says ``not decidable at this profile``: its silence is no evidence of no regression.
 """
@@ -200,6 +202,7 @@ class Verdict:
 
 
 UNDERPOWERED_PAGE = "paged by an underpowered comparison"
+UNCHANGED_NOTE = "no cluster differs from the baseline: left out of the Holm family (it cannot be significant)"
 
 
 def page_probability(power: float) -> float:
@@ -272,6 +275,12 @@ def decide(
         # Never decided either way: the sample (the run profile's size) cannot carry a claim about this comparison.
         blind = f"{sufficiency.SAMPLE_PREFIX} ({why.removeprefix(sufficiency.PREFIX)}; `geomon plan --detect`)"
         notes.append((INSUFFICIENT, blind) if why else ("", ""))
+    # No cluster differs from the baseline: the sign-flip null is one point, p = 1 both ways, so the comparison
+    # cannot be significant at any level. Given the clusters' absolute differences (what the sign-flip test
+    # conditions on) that is known before the test: leaving it out of Holm's count spends nothing (Tarone).
+    for i, t in enumerate(tests):
+        if not notes[i][0] and t.p_value == 1 and t.p_better == 1 and not t.disparity:
+            notes[i] = (NO_CHANGE, UNCHANGED_NOTE)
     testable = [i for i, (kind, _) in enumerate(notes) if not kind]
     # Two families at the same α: what can page (a metric, a group), and the disparities between groups (shown
     # only: a gap widens when the best group improves; the groups' own tests are what page).
@@ -307,8 +316,10 @@ def decide(
         shown_p = t.p_better if better else t.p_value
         shown_adjusted = improved.get(i) if better else p_adj
         planned = _planned_se(t)
-        mde = minimum_detectable_effect(planned, first_levels.get(i, alpha), settings.power)
-        power = power_at(t.min_effect, planned, first_levels.get(i, alpha)) if t.min_effect > 0 else math.nan
+        # Left out of Holm as unchanged: stated at the family's first level; never tested: at α.
+        level = first_levels.get(i, alpha / max(len(paging), 1) if note == UNCHANGED_NOTE else alpha)
+        mde = minimum_detectable_effect(planned, level, settings.power)
+        power = power_at(t.min_effect, planned, level) if t.min_effect > 0 else math.nan
         weak = sufficiency.underpowered(mde, t.min_effect) if not kind and verdict != REGRESSION else ""
         if verdict == REGRESSION and power < settings.power:
             # It pages (its false-alarm control holds), but it says how little a test this weak could see.
