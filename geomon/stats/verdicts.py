@@ -6,8 +6,10 @@ evaluation). Its family-wise promise: the probability of *any* false regression 
 any result arrives):
 
 - ``ReleasePlan`` shares α among the suites a release can hold: every registered suite a weight (1 unless
-  ``verdicts.shares`` says otherwise) and ``import_slots`` shares for imported suites geomon does not
-  register. A suite's share is α × its weight ÷ the plan's total weight.
+  ``verdicts.shares`` says otherwise; none for a model that only arrives by import) and ``import_slots`` shares
+  for imported suites outside the plan. A suite's share is α × its weight ÷ the plan's total weight, split among
+  its scopes, each scope's between a first look and a reserve (``ReleasePlan.look``). The plan is stored with
+  the release's first decision (``tracking.spend``).
 - When a suite's evaluation is compared with its baseline, its comparisons (metrics × groups) are decided
   together by Holm's step-down procedure at the suite's share, on *one-sided* p-values toward worse: the
   claim a regression alert makes. Nothing another suite does later changes that decision, so the decision
@@ -24,9 +26,12 @@ better at the same share (shown, never paged); ``watch``: a worsening Benjamini�
 Holm level and the stated power. ``insufficient sample`` (the one rule of ``stats.sufficiency``) and
 ``undefined`` (a NaN statistic) get no p-value in the family; a comparison where no cluster differs from the
 baseline (p = 1 both ways: it cannot be significant) is ``no detectable change`` outside the family, so a
-suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). A comparison in the family whose planned MDE is
-more than twice its minimum effect (``sufficiency.underpowered``) keeps its verdict — a regression still pages
-— but any other verdict of it says ``not decidable at this profile``: its silence is no evidence of no regression.
+suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). A comparison
+in the family whose planned MDE is more than twice its minimum effect (``sufficiency.underpowered``) keeps its
+verdict — a regression still pages, saying it is underpowered where its power at the minimum effect is below the
+stated power — but any other verdict of it says ``not decidable at this profile``: its silence is no evidence of
+no regression. A page claims a significant worsening *estimated* at least the minimum effect: a true worsening of
+exactly the minimum effect pages at most half the time (``page_probability``).
 """
 
 from __future__ import annotations
