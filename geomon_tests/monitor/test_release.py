@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -492,3 +493,39 @@ def test_a_missing_row_still_compares_on_the_shared_items_with_a_warning(tmp_pat
     half = _items(tmp_path / "half.csv", "new", "2026-11-26", _outcomes(3, 0.9), predecessor="old", first=40)
     assert main([*args, "--suite", "geo-b", str(half)]) == 0
     assert len(set(history.evaluations(suite="geo-b")["scope"])) == 2
+
+
+@pytest.mark.postgres
+def test_a_releases_slots_are_taken_under_its_own_lock(postgres_url, tmp_path):
+    """On PostgreSQL each suite has its own lock, so two unplanned suites of one release can be decided at once:
+    the release's plan and looks are read and taken under the release's lock. While another holder has it, an
+    import of a suite of that release records its evaluation (the suite's lock) but takes no look until it is let
+    go. Mutation caught: ``spend`` outside the release's lock (two suites both taking the last slot)."""
+    history = MetricHistory(postgres_url)
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
+    new = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old")
+    imports.record_runs(history, imports.item_runs(old, "imp-q", ["country"], None, "question"), plan=PLAN)
+    runs = imports.item_runs(new, "imp-q", ["country"], None, "question")
+    held, let_go, done = threading.Event(), threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with MetricHistory(postgres_url).lock("geomon release: new vs old"):
+            held.set()
+            let_go.wait(30)
+
+    def importer() -> None:
+        imports.record_runs(history, runs, plan=verdicts.ReleasePlan(0.05, {}, 1))
+        done.set()
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=importer)]
+    threads[0].start()
+    assert held.wait(30)
+    threads[1].start()
+    deadline = time.monotonic() + 30
+    while len(history.evaluations(model="new")) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)  # recorded under the suite's lock, which nobody holds
+    assert not done.wait(1.0) and history.release_looks("new vs old").empty
+    let_go.set()
+    for thread in threads:
+        thread.join(30)
+    assert done.is_set() and list(history.release_looks("new vs old")["look"]) == [verdicts.FIRST]
