@@ -431,12 +431,12 @@ def test_a_re_import_never_turns_the_gate_green_and_an_ack_of_every_breakdown_do
     assert f"geomon alerts ack {first}" in captured.err
     assert ("geo-b", "new") in {(s, m) for s, m, _ in imports.open_regressions(history)}
     latest = history.evaluations(model="new").iloc[-1]["evaluation_id"]
-    assert (
-        main(["--config", args[1], "alerts", "ack", latest, "--metric", "accuracy", "--breakdown", "*", "--by", "a"])
-        == 0
-    )
+    ack = ["--config", args[1], "alerts", "ack", latest, "--breakdown", "*", "--by", "a"]
+    assert main([*ack, "--metric", "accuracy"]) == 0
     acks = history.acknowledgements()
     assert set(acks["evaluation_id"]) == {first, latest} and set(acks["breakdown"]) == {"*"}
+    assert {r[2]["metric"] for r in imports.open_regressions(history)} == {"accuracy_itt"}  # not acknowledged yet
+    assert main([*ack, "--metric", "accuracy_itt"]) == 0
     assert imports.open_regressions(history) == []
     later = _items(tmp_path / "b3.csv", "new", "2026-11-27", outcomes, "old")
     assert main([*args, "--suite", "geo-b", str(later)]) == 0
