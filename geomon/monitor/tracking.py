@@ -254,14 +254,15 @@ class Look:
 
 
 def provisional(evaluation: Evaluation, before: Evaluation) -> bool:
-    """Whether ``before`` is a fallback baseline: the predecessor's evaluation made *after* its successor's (the
-    release-order one, no later than the successor, has not arrived)."""
-    return before.model != evaluation.model and release_order(before) > release_order(evaluation)
+    """Whether ``before`` is a fallback baseline: the predecessor's evaluation made on a *later day* than its
+    successor's (the release-order one, no later than the successor, has not arrived). One made later the same
+    day — a ``geomon run`` of both models, the successor's suite done first — is the release's own baseline."""
+    return before.model != evaluation.model and _utc(before.when).date() > _utc(evaluation.when).date()
 
 
 NEVER_PAGED = "(shown, never paged)"  # ends the note of a decision at α 0
 PROVISIONAL_NOTE = (
-    "provisional: decided at the scope's reserve against the predecessor's evaluation made after this one; decided "
+    "provisional: decided at the scope's reserve against the predecessor's evaluation made on a later day; decided "
     "again at its first look when one made before it arrives"
 )
 
