@@ -299,6 +299,11 @@ def decide(
         improved.update(zip(family, holm(better_p), strict=True))
         q_values.update(zip(family, benjamini_hochberg(worse_p), strict=True))
         first_levels.update({i: alpha / len(family) for i in family})  # Holm's first step: the smallest p's level
+    # The MDE and power are planned before the data: at the paging family's first level as if the unchanged
+    # comparisons were in it (leaving them out only adds power), so an unchanged release states what a changed one
+    # does.
+    unchanged = [i for i, (_, note) in enumerate(notes) if note == UNCHANGED_NOTE]
+    first_levels.update({i: alpha / (len(paging) + len(unchanged)) for i in (*paging, *unchanged)})
     m = len(paging)
     out = []
     for i, t in enumerate(tests):
@@ -321,8 +326,7 @@ def decide(
         shown_p = t.p_better if better else t.p_value
         shown_adjusted = improved.get(i) if better else p_adj
         planned = _planned_se(t)
-        # Left out of Holm as unchanged: stated at the family's first level; never tested: at α.
-        level = first_levels.get(i, alpha / max(len(paging), 1) if note == UNCHANGED_NOTE else alpha)
+        level = first_levels.get(i, alpha)
         mde = minimum_detectable_effect(planned, level, settings.power)
         power = power_at(t.min_effect, planned, level) if t.min_effect > 0 else math.nan
         weak = sufficiency.underpowered(mde, t.min_effect) if not kind and verdict != REGRESSION else ""
