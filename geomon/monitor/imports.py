@@ -688,7 +688,9 @@ def lm_eval_runs(
         except (KeyError, TypeError, ValueError):
             raise ImportError_(f"{results_path}: field date: {results.get('date')!r} is not a Unix time") from None
         date_id = results_path.stem[results_path.stem.rfind("_") + 1 :]  # as lm-eval names its files
-        for task, config in sorted(results["configs"].items()):
+        # In the results file's order (the harness's, as its --tasks named them), never alphabetical: the tasks take
+        # the release's import slots in the order they are recorded.
+        for task, config in results["configs"].items():
             samples_path = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
             metric, chosen, rows = _lm_eval_samples(samples_path, groups, cluster)
             declared = next(
@@ -715,7 +717,7 @@ def lm_eval_runs(
             name = "accuracy" if zero_one else "score"
             origin = f"import:lm-eval:{results_path.name}:{task}:{metric},{chosen}"
             runs += outcome_runs(frame, task, [g.removeprefix("doc.") for g in groups], name, origin, settings)
-    return sorted(runs, key=lambda r: (r.evaluated_at, r.suite, r.model))
+    return sorted(runs, key=lambda r: r.evaluated_at)  # stable: each file's tasks in its order
 
 
 # --- recording -------------------------------------------------------------------------------------
