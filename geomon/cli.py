@@ -466,14 +466,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     history = MetricHistory(settings.store_url)
     if not alerts.notifiers(settings.alerts):
         log.warning("alerts go nowhere: no channel is configured (set %s)", settings.alerts.webhook_url_env)
-    plan = tracking.release_plan(settings.verdicts)
     recorded = imports.record_runs(
         history,
         runs,
         settings.verdicts,
         settings.lineage(),
-        plan=plan,
         announcer=announce.announcer(settings.alerts),
+        hosted={spec.name for spec in settings.models},  # a model geomon runs; the others only arrive by import
     )
     shown_in_dagster = report_to_dagster(history, recorded) if args.kind == "gapminder-results" else ""
     new = [r for r in recorded if not r.tracked.evaluation.reused]
@@ -487,6 +486,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"{r.run.evaluated_at:%Y-%m-%d} {what}: {state}{against}{': ' + summary if summary else ''}")
         if shown:
             print(f"    {shown}")
+        unpaged = [part for v in r.tracked.verdicts if not v["alpha"] for part in str(v["note"]).split("; ")]
+        for note in dict.fromkeys(part for part in unpaged if part.endswith(tracking.NEVER_PAGED)):
+            print(f"    α 0: {note}")  # decided, shown, never paged: say so, not only "watch"
         if r.run.note and r.run.note != imports.RATES_ONLY:
             print(f"    {r.run.note}")
         for evaluation_id, told in r.tracked.told.items():
@@ -510,11 +512,20 @@ def cmd_import(args: argparse.Namespace) -> int:
     )
     if shown_in_dagster:
         print(shown_in_dagster)
-    # Every imported evaluation's unacknowledged regressions, as finally decided (a later run may have re-decided
-    # an earlier one), one line each.
-    open_regressions = [(r.run, v) for r in recorded for v in tracking.failing(history, r.tracked.evaluation)]
-    for run, v in open_regressions:
-        print(f"geomon: {run.suite} {run.model}: {verdict_text(v)} (not acknowledged)", file=sys.stderr)
+    # The unacknowledged regressions the gates of every imported evaluation read, and of every evaluation the import
+    # decided again (a late predecessor's import that creates a page gates on it), as finally decided; one line each.
+    decided = {e.evaluation_id: e for r in recorded for e in (r.tracked.evaluation, *r.tracked.redecided)}
+    open_regressions = {
+        (v["evaluation_id"], v["metric"], v["breakdown"]): (e, v)
+        for e in decided.values()
+        for v in tracking.failing(history, e)
+    }
+    for e, v in open_regressions.values():
+        print(
+            f"geomon: {e.suite} {e.model}: {verdict_text(v)} against {v['against']} (not acknowledged: "
+            f"`geomon alerts ack {v['evaluation_id']}`)",
+            file=sys.stderr,
+        )
     return gate(args.fail_on, 0, len(open_regressions))
 
 
@@ -577,26 +588,31 @@ def acknowledge(settings: Any, args: argparse.Namespace) -> int:
     if args.breakdown and not args.metric:
         raise ConfigError("alerts ack: --breakdown needs --metric (without both, every regression is acknowledged)")
     history = MetricHistory(settings.store_url)
-    if args.evaluation not in set(history.evaluations()["evaluation_id"]):
+    held = history.evaluations()
+    if args.evaluation not in set(held["evaluation_id"]):
         raise ConfigError(f"alerts ack: no evaluation {args.evaluation!r} in the metric history")
-    if args.metric:
-        import pandas as pd
+    import pandas as pd
 
-        from geomon.monitor import tracking
+    from geomon.monitor import tracking
 
-        regressions = history.comparisons([args.evaluation])
-        regressions = regressions[regressions["verdict"] == "regression"]
-        wanted = {"metric": args.metric, "breakdown": args.breakdown}
-        if not any(tracking.acknowledged(pd.DataFrame([wanted]), r) for r in regressions.to_dict("records")):
-            found = ", ".join(tracking.verdict_text(r) for r in regressions.to_dict("records")) or "none"
-            raise ConfigError(
-                f"alerts ack: evaluation {args.evaluation} has no regression on {args.metric}"
-                f"{f' ({args.breakdown})' if args.breakdown else ''}; its regressions: {found}"
-            )
-    try:
-        history.acknowledge(args.evaluation, who, args.metric, args.note, args.breakdown)
-    except KeyError as exc:
-        raise ConfigError(f"alerts ack: {exc.args[0]}") from None
+    row = held[held["evaluation_id"] == args.evaluation].iloc[0]
+    evaluation = next(
+        e for e in history.evaluations_of(row["suite"], row["scope"], model=row["model"])
+        if e.evaluation_id == args.evaluation
+    )  # fmt: skip
+    # What its gates read: its own regressions and its release's against the predecessor (``tracking.standing``).
+    regressions = tracking.standing(history, evaluation)
+    wanted = {"metric": args.metric, "breakdown": args.breakdown}
+    covered = [r for r in regressions if tracking.acknowledged(pd.DataFrame([wanted]), r)]
+    if args.metric and not covered:
+        found = ", ".join(tracking.verdict_text(r) for r in regressions) or "none"
+        raise ConfigError(
+            f"alerts ack: evaluation {args.evaluation} has no regression on {args.metric}"
+            f"{f' ({args.breakdown})' if args.breakdown else ''}; its regressions: {found}"
+        )
+    # Stored on the evaluation each regression was decided on, so every later evaluation's gate honours it.
+    for evaluation_id in dict.fromkeys([*(r["evaluation_id"] for r in covered), args.evaluation]):
+        history.acknowledge(evaluation_id, who, args.metric, args.note, args.breakdown)
     what = " (every regression)"
     if args.metric:
         what = f" ({args.metric}, {'every breakdown' if args.breakdown == '*' else args.breakdown or 'overall'})"

@@ -21,6 +21,7 @@ it per deployment and is the only place secrets come from:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -384,6 +385,9 @@ def load_settings(path: str | Path | None = None) -> Settings:
             sections[name] = kind(**section)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"settings file {path}: {name}: {exc}") from exc
+    # BorderLines decides each of its revisions in a release: its share of α is split among them.
+    scopes = {"borderlines": len(borderlines.revisions), **sections["verdicts"].scopes}
+    sections["verdicts"] = dataclasses.replace(sections["verdicts"], scopes=scopes)
     return Settings(
         **sections,
         budget=_budget(doc.get("budget"), path),

@@ -383,7 +383,7 @@ def test_level(settings: Any, suite: str, paging: int | None = None) -> float:
     from geomon.monitor import tracking
 
     count = paging if paging is not None else len(registry.tracked(suite))
-    return tracking.release_plan(settings.verdicts).share(suite) / max(count, 1)
+    return tracking.release_plan(settings.verdicts).look(suite) / max(count, 1)
 
 
 WORST_CASE = "worst case for the metric's range"  # nothing stored: ``verdicts.worst_case_spread``

@@ -232,7 +232,8 @@ def release(tmp_path_factory):
         rows = history.comparisons(evaluations["evaluation_id"]).merge(evaluations[["evaluation_id", "suite"]])
         decided[model] = {(r.suite, r.metric, r.breakdown): r.verdict for r in rows.itertuples()}
         decided[f"{model} mde"] = {(r.suite, r.metric, r.breakdown): r.mde for r in rows.itertuples()}
-    yield {"posts": [p["body"] for p in hook["posts"]], "decided": decided}
+    looks = {model: history.release_looks(f"{model} vs old") for model in ("new", "silent", "better")}
+    yield {"posts": [p["body"] for p in hook["posts"]], "decided": decided, "looks": looks}
 
 
 def _paged(release: dict[str, Any], model: str) -> dict[str, str]:
@@ -290,3 +291,15 @@ def test_a_release_whose_best_group_only_improves_pages_nobody(release, suite):
     assert release["decided"]["better"][(suite, metric, breakdown)] == "improvement"
     assert [v for (s, _, _), v in release["decided"]["better"].items() if s == suite and v == "regression"] == []
     assert suite not in _paged(release, "better"), release["posts"]
+
+
+def test_each_release_spends_at_most_its_alpha_through_geomon_run(release):
+    """``geomon run``'s releases, decided suite by suite: each suite's one scope takes its first look at 80 % of its
+    share of the plan stored with the release's first decision (six suites and two import slots: 0.05 / 8), and no
+    release's looks sum above α. Mutation caught: a suite's share spent per scope or per look."""
+    for model, looks in release["looks"].items():
+        suites = {"saged", "blend"} if model == "silent" else set(WORSE)
+        assert set(looks["suite"]) == suites, model
+        assert list(looks["look"]) == ["first"] * len(suites), model
+        assert looks["alpha"].tolist() == pytest.approx([0.05 / 8 * 0.8] * len(suites)), model
+        assert looks["alpha"].sum() <= 0.05

@@ -55,7 +55,7 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     assert tested == ["mean_error", "parse_rate"] and "clusters < 30" in first.comparisons[2].why
     assert not any(c.decidable for c in first.comparisons)
     assert first.comparisons[0].why == f"MDE {first.comparisons[0].mde:.3g} > 2 × min effect 0.03"
-    level = settings.verdicts.alpha / 8 / 2
+    level = settings.verdicts.alpha / 8 * 0.8 / 2  # the first look at its one scope: 80 % of its share
     assert plan.test_level(settings, "worldbench", 2) == pytest.approx(level)
     assert mean_error.mde == pytest.approx(verdicts.minimum_detectable_effect(se, level, 0.8))
     # Ten answers stored (2 s each, 100 + 20 tokens): the plan knows the pace and what is left to ask.

@@ -106,12 +106,25 @@ def track_evaluation(
             ),
             "verdicts": verdicts.summary(result.verdicts) if result.verdicts else "nothing compared",
             "comparisons": comparisons_table(result.verdicts, tracked),
+            "alpha": decided_at(result.verdicts),
             "regressions": len(open_regressions),
             "acknowledged": acked,
             "alert": ", ".join(told) or "none (no regression)",
             "redecided": ", ".join(e.model for e in result.redecided) or "none",
         },
     )
+
+
+def decided_at(rows: list[dict]) -> str:
+    """The α the evaluation's comparisons were decided at, and why where it is 0 (nothing pages: said, not only
+    shown as ``watch``)."""
+    if not rows:
+        return "nothing decided"
+    alpha = max(float(r["alpha"] or 0) for r in rows)
+    if alpha > 0:
+        return f"{alpha:.4g}"
+    notes = [p for r in rows for p in str(r["note"]).split("; ") if p.endswith(tracking.NEVER_PAGED)]
+    return f"0: {notes[0] if notes else 'no α'}"
 
 
 def redecided_check(
@@ -263,32 +276,15 @@ IMPORTED_EVALUATIONS_KEY = ["history", "gapminder_evaluations"]  # where an impo
 
 
 def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, Any]]:
-    """The open regressions (``imports.open_regressions``: each unacknowledged regression of a model's latest
-    imported evaluation) as a one-line summary (how many, which models) and the ``monitor/open_regressions``
-    metadata: a table of model, baseline, suite, metric, group, change with its interval, MDE and power at the
-    minimum effect, each row linked to its model's comparisons table (one click)."""
-    from geomon.monitor import imports
-    from geomon.suites import registry
-
-    found = imports.open_regressions(history)
-    bounds = {(suite, metric): bound for suite, metric, _, _, bound in registry.headline_catalog()}
-    rows = []
-    for suite, model, row in found:
-        shown = tracking.verdict_table([row], {row["metric"]: bounds.get((suite, row["metric"]))}).iloc[0]
-        rows.append(
-            {
-                "model": model,
-                "baseline": shown["baseline"],
-                "suite": suite,
-                "metric": row["metric"],
-                "group": row.get("breakdown") or "overall",
-                "change": shown["change"],
-                "95 % interval": shown["95 % interval"],
-                "MDE": shown["MDE"],
-                "power at the minimum effect": shown["power"],
-            }
-        )
-    frame = pd.DataFrame(rows)
+    """The open regressions (``tracking.open_regressions``: every regression the gate of a model's latest
+    evaluation reads, run or imported, unacknowledged) as a one-line summary (how many, which models) and the
+    ``monitor/open_regressions`` metadata: a table of suite, model, source, baseline, metric, group, change with
+    its interval, minimum effect, MDE and power at the minimum effect, each row linked to the model's
+    comparisons table (one click)."""
+    found = tracking.open_regressions(history)
+    frame = tracking.open_regressions_frame(history, found=found)
+    rows = frame.to_dict("records")
+    links = [_comparisons_url(suite, model, row) for suite, model, row in found]
     # the most open regressions first
     per_model = (
         frame.groupby("model", sort=False).size().sort_values(ascending=False, kind="stable")
@@ -301,7 +297,6 @@ def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, An
         if rows
         else "no open regression"
     )
-    links = [alerts.asset_url("", IMPORTED_EVALUATIONS_KEY, model) for model in frame.get("model", [])]
     link = dict(zip(frame.get("model", []), links, strict=True))
     return summary, {
         "summary": summary,
@@ -311,6 +306,21 @@ def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, An
         "open_regressions": dg.MetadataValue.md(_linked(markdown_table(frame), links) if rows else summary),
         "digest": hashlib.sha256(repr(rows).encode()).hexdigest()[:16],  # unchanged: not reported again
     }
+
+
+def _comparisons_url(suite: str, model: str, row: dict[str, Any]) -> str:
+    """Where a regression's comparisons table is: a published Gapminder configuration's partition of
+    ``history/gapminder_evaluations``, a geomon run's partition of its suite's tracked stage (the asset in a suite
+    with revisions, whose partitions are model × revision), else the imported history's asset."""
+    from geomon.suites import registry
+
+    if str(row.get("origin", "")).startswith("import:gapminder-results"):
+        return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY, model)
+    if str(row.get("origin", "")).startswith("import:") or suite not in registry.suites():
+        return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY)
+    pipeline = registry.pipeline(suite)
+    key = [suite, pipeline.tracked.name]
+    return alerts.asset_url("", key, None if pipeline.revisions is not None else model)
 
 
 SHOWN_INLINE = 1000  # the UI shows a shorter Markdown entry in place; a longer one behind "Show Markdown"

@@ -12,6 +12,7 @@ again the next time the evaluation is decided or re-run. An acknowledged regress
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -21,6 +22,7 @@ import pandas as pd
 from geomon.monitor import alerts
 from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.monitor.tracking import Announcer, Tracked, acknowledged, stored
+from geomon.stats import verdicts
 
 Link = Callable[[Evaluation], str]
 
@@ -36,6 +38,7 @@ ALERT_NUMBERS = (
     "alpha",
     "mde",
     "min_effect",
+    "power",
     "clusters",
 )
 
@@ -155,12 +158,26 @@ def regression_alert(evaluation: Evaluation, against: str, regressions: list[dic
         f"{worst['before']:.4g} → {worst['after']:.4g} (change {worst['change']:+.4g}, worse when "
         f"{worst['worse_when']}) over {worst['clusters']} clusters; one-sided p = {worst['p_value']:.3g}, "
         f"Holm-adjusted {worst['p_adjusted']:.3g} over the suite's {worst['family_size']} comparisons, decided "
-        f"at α = {worst['alpha'] or 0:.3g} (the suite's share of the release's α); minimum detectable effect "
-        f"{worst['mde']:.3g}.",
+        f"at α = {worst['alpha'] or 0:.3g} (the look's part of the suite's share of the release's α): a significant "
+        f"worsening, estimated at least the minimum effect {worst['min_effect']:.3g}. {_chance(worst)}",
         model=model,
         suite=suite,
         url=url,
         numbers={k: worst.get(k) for k in ALERT_NUMBERS},
+    )
+
+
+def _chance(row: dict[str, Any]) -> str:
+    """What the test could see: its minimum detectable effect, its power at the minimum effect, and the chance a
+    worsening of exactly the minimum effect would have paged (``verdicts.page_probability``)."""
+    power = row.get("power")
+    if power is None or not math.isfinite(float(power)):
+        return f"Minimum detectable effect {row['mde']:.3g}."
+    underpowered = verdicts.UNDERPOWERED_PAGE in str(row.get("note") or "")  # below the stated power
+    weak = " This comparison is underpowered: a page from it is weak evidence of that size." if underpowered else ""
+    return (
+        f"Minimum detectable effect {row['mde']:.3g}; power {power:.0%} at the minimum effect, where a worsening of "
+        f"exactly that size pages with probability {verdicts.page_probability(float(power)):.0%}.{weak}"
     )
 
 

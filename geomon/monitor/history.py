@@ -32,6 +32,7 @@ __all__ = ["Evaluation", "MetricHistory", "MetricValue"]
 
 metadata = sa.MetaData()
 _PROCESS_LOCK = threading.RLock()
+_HELD = threading.local()  # per thread: the SQLite lock files it holds
 
 evaluations = sa.Table(
     "metric_evaluations",
@@ -122,6 +123,32 @@ acknowledgements = sa.Table(
     sa.Column("acknowledged_by", sa.String(200), nullable=False),
     sa.Column("acknowledged_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("note", sa.String(1000), nullable=False, default=""),
+)
+# A release's plan (``verdicts.ReleasePlan`` as JSON), fixed by its first decision: every later suite, scope and
+# import of the release is decided against it, whatever the registry or the settings say by then.
+release_plans = sa.Table(
+    "release_plans",
+    metadata,
+    sa.Column("family", sa.String(400), primary_key=True),  # the release: "<model> vs <baseline model>"
+    sa.Column("plan", sa.Text, nullable=False),
+    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+)
+# Each look a release took at one evaluation of a suite's scope against one baseline, and the α it spent: what
+# the scopes, the import slots and the reserve are counted from (under the release's lock).
+release_looks = sa.Table(
+    "release_looks",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("family", sa.String(400), nullable=False),
+    sa.Column("suite", sa.String(100), nullable=False),
+    sa.Column("scope", sa.String(200), nullable=False),
+    sa.Column("evaluation_id", sa.String(36), nullable=False),
+    sa.Column("against_evaluation_id", sa.String(36), nullable=False),
+    sa.Column("look", sa.String(20), nullable=False),  # verdicts.FIRST, RESERVE or SPENT (no α left: 0)
+    sa.Column("alpha", sa.Float, nullable=False),
+    sa.Column("note", sa.String(500), nullable=False, default=""),
+    sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Index("ix_release_looks_family", "family"),
 )
 # Columns added after a table's first release: added in place to an older database.
 _ADDED_COLUMNS = {
@@ -344,16 +371,28 @@ class MetricHistory:
             if rows:
                 conn.execute(comparisons.insert(), [{"evaluation_id": evaluation.evaluation_id, **r} for r in rows])
 
-    def release_suites(self, release: str) -> set[str]:
-        """The suites with comparisons decided at a share of α (α > 0) in one release."""
-        query = (
-            sa.select(evaluations.c.suite)
-            .join(comparisons, comparisons.c.evaluation_id == evaluations.c.evaluation_id)
-            .where(comparisons.c.family == release, comparisons.c.alpha > 0)
-            .distinct()
-        )
+    def release_plan(self, family: str, proposed: str) -> str:
+        """The plan stored for ``family`` (a release), storing ``proposed`` when it has none yet: the first
+        decision fixes it. Call under the release's lock."""
+        with self.engine.begin() as conn:
+            query = sa.select(release_plans.c.plan).where(release_plans.c.family == family)
+            stored = conn.execute(query).scalar()
+            if stored is not None:
+                return str(stored)
+            conn.execute(release_plans.insert().values(family=family, plan=proposed, recorded_at=datetime.now(UTC)))
+        return proposed
+
+    def release_looks(self, family: str) -> pd.DataFrame:
+        """Every look ``family`` (a release) took, in the order taken."""
+        query = sa.select(release_looks).where(release_looks.c.family == family).order_by(release_looks.c.id)
         with self.engine.connect() as conn:
-            return {row[0] for row in conn.execute(query)}
+            rows = conn.execute(query).mappings().all()
+        return pd.DataFrame(rows, columns=[c.name for c in release_looks.c])
+
+    def record_look(self, **row: Any) -> None:
+        """Store one look of a release (``release_looks``). Call under the release's lock."""
+        with self.engine.begin() as conn:
+            conn.execute(release_looks.insert().values(**row, recorded_at=datetime.now(UTC)))
 
     def suite_comparisons(self, suite: str, metric: str, breakdown: str = "") -> pd.DataFrame:
         """Every stored comparison of one metric of ``suite`` (any model), oldest first."""
@@ -420,9 +459,11 @@ class MetricHistory:
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:
-        """Serialise the decisions of one suite's series across processes (two runs of one release at once
-        must not decide on half of each other's records): a PostgreSQL advisory lock, or for SQLite a lock
-        file beside the database (an in-memory database: a lock of this process)."""
+        """Serialise the decisions of one suite's series, or one release's budget, across processes (two runs of
+        one release at once must not decide on half of each other's records, nor both take its last slot): a
+        PostgreSQL advisory lock per name, or for SQLite one lock file beside the database for every name (an
+        in-memory database: a lock of this process) — held again by the thread holding it (a release's lock
+        taken inside a suite's)."""
         if self.engine.dialect.name == "postgresql":
             key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
             with self.engine.connect() as conn:
@@ -439,12 +480,18 @@ class MetricHistory:
             with _PROCESS_LOCK:
                 yield
             return
-        path = Path(f"{database}.lock")
-        with path.open("a") as handle:
+        path = f"{database}.lock"
+        held = _HELD.__dict__.setdefault("paths", set())
+        if path in held:  # this thread holds the one lock file already: every name is serialised by it
+            yield
+            return
+        with Path(path).open("a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
+            held.add(path)
             try:
                 yield
             finally:
+                held.discard(path)
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def acknowledgements(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:

@@ -22,7 +22,8 @@ records nothing new.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -33,10 +34,12 @@ import pandas as pd
 
 from geomon.monitor import tracking
 from geomon.monitor.history import MetricHistory
-from geomon.stats.declared import TrackedMetric
-from geomon.stats.values import IMPORTED, MetricValue, series_scope
+from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.values import IMPORTED, MetricValue, series_key, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 from geomon.suites.kit import group_metrics
+
+log = logging.getLogger(__name__)
 
 GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items
 
@@ -396,8 +399,42 @@ def item_runs(
 def scope_of(metric: str, items: Sequence[str]) -> str:
     """An imported series' scope: the suite (its own key), the metric and the items (a hash of their sorted ids),
     never the file it came in, so the next release's file is compared with this one; another item set is
-    another benchmark, a new series."""
+    another benchmark, a new series (``same_benchmark``: a few items missing or added are not)."""
     return series_scope(f"{IMPORTED}{metric}", {"items": "\n".join(sorted(map(str, items)))})
+
+
+# Two item sets sharing at least this share of the larger one are one benchmark with a few rows missing or added:
+# compared on their shared items (the paired tests pair on them), with the difference said.
+MIN_OVERLAP = 0.9
+
+
+def same_benchmark(history: MetricHistory, run: ImportedRun, predecessor: str | None) -> ImportedRun:
+    """``run`` in the series of the model's (else its predecessor's) latest imported evaluation on another item set
+    of the same suite and metric when the two share at least ``MIN_OVERLAP`` of the larger set's items: a row
+    missing from a file is not a new benchmark. Its note says how many items it lacks and adds; a new series
+    starts only below the overlap."""
+    if not run.scope.startswith(IMPORTED) or run.scope in set(history.evaluations(suite=run.suite)["scope"]):
+        return run
+    mine = set(map(str, run.items["item"]))
+    key = series_key(run.scope)
+    for model in (run.model, predecessor):
+        held = history.evaluations(suite=run.suite, model=model) if model else pd.DataFrame()
+        scopes = [s for s in reversed(held["scope"].tolist()) if series_key(s) == key] if len(held) else []
+        for scope in dict.fromkeys(scopes):
+            theirs = history.latest(run.suite, str(model), scope)
+            if theirs is None or theirs.items is None:
+                continue
+            other = set(map(str, theirs.items["item"]))
+            shared = len(mine & other)
+            if shared >= MIN_OVERLAP * max(len(mine), len(other)):
+                missing, added = len(other - mine), len(mine - other)
+                said = (
+                    f"compared on the {shared} items it shares with {theirs.model}'s evaluation of "
+                    f"{theirs.when:%Y-%m-%d}: {missing} of its items missing here, {added} not there"
+                )
+                log.warning("%s %s: %s", run.suite, run.model, said)
+                return replace(run, scope=scope, note="; ".join(n for n in (run.note, said) if n))
+    return run
 
 
 def imported_metrics(
@@ -414,7 +451,18 @@ def imported_metrics(
         metric, tuple(groups), effects.get(metric, 0.0), gap_effect, metric, bounds=(0.0, 100.0) if percent else None,
         cluster=cluster, answered_min_effect=effects.get("answered_rate", 5.0),
     )  # fmt: skip
-    return tracked
+    if not percent:
+        return tracked
+    # Intention to treat beside the answered-only accuracy: a model that stops answering the items it used to get
+    # wrong looks better on answered items alone, not on every item with unanswered ones wrong.
+    itt = TrackedMetric(
+        f"{metric}{INTENTION_TO_TREAT}", Mean(ITT_COLUMN), cluster, False, effects.get(metric, 0.0), bounds=(0.0, 100.0)
+    )
+    return (*tracked, itt)
+
+
+INTENTION_TO_TREAT = "_itt"  # accuracy_itt: every item, an unanswered one wrong
+ITT_COLUMN = "value_itt"
 
 
 def outcome_runs(
@@ -444,6 +492,7 @@ def outcome_runs(
                 "item": part["item"].astype(str).to_numpy(),
                 "value": part["_value"].to_numpy(),
                 "answered": part["_value"].notna().astype(float).to_numpy(),
+                **({ITT_COLUMN: part["_value"].fillna(0.0).to_numpy()} if metric == "accuracy" else {}),
                 **{g: part[g].astype(str).to_numpy() for g in groups},
                 **({"cluster": part["_cluster"].to_numpy()} if clustered else {}),
             }
@@ -644,7 +693,9 @@ def lm_eval_runs(
         except (KeyError, TypeError, ValueError):
             raise ImportError_(f"{results_path}: field date: {results.get('date')!r} is not a Unix time") from None
         date_id = results_path.stem[results_path.stem.rfind("_") + 1 :]  # as lm-eval names its files
-        for task, config in sorted(results["configs"].items()):
+        # In the results file's order (the harness's, as its --tasks named them), never alphabetical: the tasks take
+        # the release's import slots in the order they are recorded.
+        for task, config in results["configs"].items():
             samples_path = results_path.with_name(f"samples_{task}_{date_id}.jsonl")
             metric, chosen, rows = _lm_eval_samples(samples_path, groups, cluster)
             declared = next(
@@ -671,7 +722,7 @@ def lm_eval_runs(
             name = "accuracy" if zero_one else "score"
             origin = f"import:lm-eval:{results_path.name}:{task}:{metric},{chosen}"
             runs += outcome_runs(frame, task, [g.removeprefix("doc.") for g in groups], name, origin, settings)
-    return sorted(runs, key=lambda r: (r.evaluated_at, r.suite, r.model))
+    return sorted(runs, key=lambda r: r.evaluated_at)  # stable: each file's tasks in its order
 
 
 # --- recording -------------------------------------------------------------------------------------
@@ -706,17 +757,21 @@ def record_runs(
     on_recorded: Callable[[Recorded], None] | None = None,
     plan: ReleasePlan | None = None,
     announcer: tracking.Announcer | None = None,
+    hosted: Collection[str] = (),
 ) -> list[Recorded]:
     """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
     settings) win over the source's own (an item file's column; Gapminder: the vendor's previous release). An
-    identical run already recorded is reused (nothing new). Each suite is decided at its share of the release's α
-    (``plan``) and ``announcer`` tells people, as ``geomon run`` does. Returns each run with its verdicts as
-    finally stored (a later run may have become an earlier one's baseline)."""
+    identical run already recorded is reused (nothing new). Each suite is decided at its share of the release's
+    α (``plan``; by default the plan of a model geomon runs — in ``hosted`` — or else of a model that only
+    arrives by import: ``tracking.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.
+    Returns each run with its verdicts as finally stored (a later run may have become an earlier one's
+    baseline)."""
     settings = settings or VerdictSettings()
-    plan = plan or tracking.release_plan(settings)
+    plans = {here: plan or tracking.release_plan(settings, hosted=here) for here in (True, False)}
     chosen = {**{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
     out = []
     for run in runs:
+        run = same_benchmark(history, run, chosen.get(run.model))
         result = tracking.track(
             history,
             run.suite,
@@ -731,7 +786,7 @@ def record_runs(
             evaluated_at=run.evaluated_at,
             origin=run.origin,
             figures_declared=run.figures_declared,
-            plan=plan,
+            plan=plans[run.model in hosted],
             announcer=announcer,
         )
         recorded = Recorded(run, result, chosen.get(run.model))

@@ -120,11 +120,13 @@ def _agree(a: float | None, b: float | None) -> bool:
 Announcer = Callable[[MetricHistory, Sequence[Evaluation]], dict[str, list[str]]]
 
 
-def release_plan(settings: verdicts.VerdictSettings) -> verdicts.ReleasePlan:
-    """The release's α-sharing over every registered suite (``verdicts.ReleasePlan``)."""
+def release_plan(settings: verdicts.VerdictSettings, hosted: bool = True) -> verdicts.ReleasePlan:
+    """The α-sharing a release starts with (``verdicts.ReleasePlan``): over every registered suite when geomon
+    runs the model (``hosted``), over the import slots and ``verdicts.shares`` alone when it only arrives by
+    import."""
     from geomon.suites import registry
 
-    return verdicts.ReleasePlan.of(settings, list(registry.suites()))
+    return verdicts.ReleasePlan.of(settings, list(registry.suites()), hosted)
 
 
 def track(
@@ -241,23 +243,94 @@ def _dependents(history: MetricHistory, evaluation: Evaluation) -> list[Evaluati
     return out + list(firsts.values())
 
 
-def suite_alpha(history: MetricHistory, plan: verdicts.ReleasePlan, suite: str, release: str) -> tuple[float, str]:
-    """The α a suite's comparisons in ``release`` are decided at, and why it is 0 when it is: a planned suite's
-    share; a suite outside the plan (an import geomon does not register) takes one of the release's import
-    slots while one is free — the slots are taken in the order such suites arrive, so a release never spends
-    more than its α."""
-    if suite in plan.weights:
-        share = plan.share(suite)
-        return share, "" if share > 0 else "its weight in verdicts.shares is 0: shown, never paged"
-    if not plan.import_slots:
-        return 0.0, "not in the release plan, which keeps no import slots: shown, never paged"
-    holders = sorted(s for s in history.release_suites(release) if s != suite and s not in plan.weights)
-    if len(holders) >= plan.import_slots:
-        return 0.0, (
-            f"no α left: the release's {plan.import_slots} import slot(s) are taken by {', '.join(holders)}; name "
-            "this suite in verdicts.shares to page on it"
+@dataclass(frozen=True)
+class Look:
+    """The α one decision is taken at (``verdicts.FIRST``, ``RESERVE`` or ``SPENT``: none left) and why, when it is
+    not the first look's."""
+
+    alpha: float
+    kind: str
+    note: str = ""
+
+
+def provisional(evaluation: Evaluation, before: Evaluation) -> bool:
+    """Whether ``before`` is a fallback baseline: the predecessor's evaluation made on a *later day* than its
+    successor's (the release-order one, no later than the successor, has not arrived). One made later the same
+    day — a ``geomon run`` of both models, the successor's suite done first — is the release's own baseline."""
+    return before.model != evaluation.model and _utc(before.when).date() > _utc(evaluation.when).date()
+
+
+NEVER_PAGED = "(shown, never paged)"  # ends the note of a decision at α 0
+PROVISIONAL_NOTE = (
+    "provisional: decided at the scope's reserve against the predecessor's evaluation made on a later day; decided "
+    "again at its first look when one made before it arrives"
+)
+
+
+def spend(
+    history: MetricHistory, proposed: verdicts.ReleasePlan, family: str, evaluation: Evaluation, before: Evaluation
+) -> Look:
+    """The look this decision of ``evaluation`` against ``before`` takes in the release ``family``, under its lock:
+    the plan stored with the release's first decision (``proposed`` becomes it when there is none); the suite's
+    share split among its planned scopes (a suite outside the plan takes one of the import slots, in the order
+    suites arrive, while one is free); in its scope, the first look, and the reserve for a decision against a
+    fallback baseline (``provisional``) or against a changed one. Deciding again against the same baseline takes
+    the same look; a look with no α left is ``SPENT`` (α 0). Never more than the release's α in all."""
+    plan = verdicts.ReleasePlan.from_json(history.release_plan(family, proposed.to_json()))
+    looks = history.release_looks(family)
+    suite, scope = evaluation.suite, evaluation.scope
+    mine = looks[
+        (looks["suite"] == suite) & (looks["scope"] == scope) & (looks["evaluation_id"] == evaluation.evaluation_id)
+    ]
+    again = mine[mine["against_evaluation_id"] == before.evaluation_id]
+    if len(again):
+        return Look(float(again["alpha"].iloc[0]), str(again["look"].iloc[0]), str(again["note"].iloc[0]))
+    taken = set(mine["look"])
+    fallback = provisional(evaluation, before)
+    kind = verdicts.RESERVE if fallback or verdicts.FIRST in taken else verdicts.FIRST
+    why = _no_alpha(plan, looks, suite, scope)
+    if not why and kind in taken:
+        why = "no α left: the scope's first look and its reserve are spent (decisions against earlier baselines)"
+    if why:
+        look = Look(0.0, verdicts.SPENT, f"{why} {NEVER_PAGED}")
+    else:
+        note = "" if kind == verdicts.FIRST else PROVISIONAL_NOTE if fallback else REBASED_NOTE
+        look = Look(plan.look(suite, kind), kind, note)
+    history.record_look(
+        family=family,
+        suite=suite,
+        scope=scope,
+        evaluation_id=evaluation.evaluation_id,
+        against_evaluation_id=before.evaluation_id,
+        look=look.kind,
+        alpha=look.alpha,
+        note=look.note,
+    )
+    return look
+
+
+def _no_alpha(plan: verdicts.ReleasePlan, looks: pd.DataFrame, suite: str, scope: str) -> str:
+    """Why ``suite``'s ``scope`` has no α in this release (its weight is 0; no import slot or scope left), or ""."""
+    holding = looks[looks["look"] != verdicts.SPENT]
+    if suite in plan.weights and plan.share(suite) == 0:
+        return "α 0: its weight in verdicts.shares is 0"
+    if suite not in plan.weights:
+        if not plan.import_slots:
+            return "α 0: not in the release plan, which keeps no import slots"
+        holders = list(dict.fromkeys(s for s in holding["suite"] if s not in plan.weights))
+        if suite not in holders and len(holders) >= plan.import_slots:
+            return (
+                f"no α left: the release's {plan.import_slots} import slot(s) are taken by {', '.join(holders)} (in "
+                "the order they arrived): name this suite in verdicts.shares to page on it"
+            )
+    scopes = list(dict.fromkeys(holding[holding["suite"] == suite]["scope"]))
+    planned = plan.scopes.get(suite, 1)
+    if scope not in scopes and len(scopes) >= planned:
+        return (
+            f"no α left: suite {suite}'s share covers {planned} scope(s) per release, taken by {', '.join(scopes)}: "
+            f"raise verdicts.scopes.{suite} to page on more"
         )
-    return plan.share(suite), ""
+    return ""
 
 
 def release_of(evaluation: Evaluation, against_model: str) -> str:
@@ -282,7 +355,11 @@ def compare_and_decide(
         return
     before, against = found
     release = release_of(evaluation, before.model)
-    alpha, why = suite_alpha(history, plan, evaluation.suite, release)
+    with history.lock(f"geomon release: {release}"):  # its plan and looks: one writer at a time
+        look = spend(history, plan, release, evaluation, before)
+    # A look with no α left is decided at the reserve's level to show what it would say, and pages nothing.
+    alpha = look.alpha if look.kind != verdicts.SPENT else plan.look(evaluation.suite, verdicts.RESERVE)
+    why = look.note
     tests = _planned(_paired(tracked, before, evaluation, settings, alpha), tracked, before)
     profiled = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
     decided = verdicts.decide(tests, settings, alpha, min_sample=sufficiency.MIN_SAMPLE, profiled=profiled)
@@ -303,48 +380,31 @@ def compare_and_decide(
             "min_effect": t.min_effect,
             "family": release,
             "family_size": v.family_size,
-            "alpha": alpha,
+            "alpha": look.alpha,
             "p_adjusted": v.p_adjusted,
             "q_value": v.q_value,
             "mde": _finite(v.mde),
             "power": _finite(v.power),
-            "note": v.note or t.note or why,
+            # The look's note always (why its α is what it is), first: the column holds 500 characters.
+            "note": "; ".join(n for n in (why, v.note or t.note) if n)[:500],
             "verdict": v.verdict,
         }
         for t, v in zip(tests, decided, strict=True)
     ]
-    history.record_comparisons(evaluation, _one_look(history, evaluation, before, rows))
+    if look.kind == verdicts.SPENT:
+        for row in rows:
+            if row["verdict"] == verdicts.REGRESSION:
+                row["verdict"] = verdicts.REBASED
+    history.record_comparisons(evaluation, rows)
 
 
 # The baseline's bootstrap for the planned MDE: a standard error, not an interval's tails, needs few resamples.
 PLANNING_RESAMPLES = 200
 
 REBASED_NOTE = (
-    "decided again against a baseline that arrived later: the suite's share of the release's α was spent by its "
-    "first decision, so a regression found only now is shown, not paged"
+    "decided again against a baseline that changed: at the scope's reserve (the first look was spent against the "
+    "earlier baseline)"
 )
-
-
-def _one_look(
-    history: MetricHistory, evaluation: Evaluation, before: Evaluation, rows: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """A suite's decision in a release pages once. When a later-arriving baseline re-decides an evaluation that was
-    already decided against another, a regression the first decision had (and paged) stays a regression — so a
-    withdrawal is announced as resolved — but one found only now is ``regression (baseline changed)``: shown,
-    never paged, so a release gets no second chance to alert falsely."""
-    prior = history.comparisons([evaluation.evaluation_id])
-    if prior.empty or (prior["against_evaluation_id"] == before.evaluation_id).all():
-        return rows
-    paged = {
-        (m, b)
-        for m, b, v in zip(prior["metric"], prior["breakdown"], prior["verdict"], strict=True)
-        if v == verdicts.REGRESSION
-    }
-    for row in rows:
-        if row["verdict"] == verdicts.REGRESSION and (row["metric"], row["breakdown"]) not in paged:
-            row["verdict"] = verdicts.REBASED
-            row["note"] = "; ".join(n for n in (row["note"], REBASED_NOTE) if n)
-    return rows
 
 
 # A comparison's bootstrap standard error, value and clusters in one evaluation, and whether it is a mean of
@@ -454,12 +514,31 @@ def _paired(
         raise TrackingError(f"suite {after.suite}, {after.model}: {exc}") from None
 
 
+def standing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, Any]]:
+    """Every regression the gates of ``evaluation`` read, each with the ``evaluation_id`` it was decided on: its
+    own, and those of its release against the predecessor — the model's first evaluation in the suite's scope,
+    decided against the predecessor's — which stand until acknowledged or withdrawn by a later decision against
+    the predecessor: a re-run compared with the model's own previous run (a re-import, a new epoch) never
+    clears them."""
+    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model)
+    first = own[0].evaluation_id if own else evaluation.evaluation_id
+    rows = history.comparisons(dict.fromkeys([first, evaluation.evaluation_id]))
+    if rows.empty:
+        return []
+    inherited = (rows["evaluation_id"] == first) & rows["against"].str.startswith("predecessor ")
+    chosen = rows[
+        (rows["verdict"] == verdicts.REGRESSION) & ((rows["evaluation_id"] == evaluation.evaluation_id) | inherited)
+    ]
+    return chosen.drop(columns=["id"]).to_dict("records")
+
+
 def failing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, Any]]:
-    """The regressions of ``evaluation`` no operator has acknowledged: the no_regression check and the exit
-    status of ``geomon run`` / ``geomon import`` fail on them, on every re-run, until a newer evaluation
-    changes the verdict or someone acknowledges that metric and breakdown."""
-    acks = history.acknowledgements([evaluation.evaluation_id])
-    return [r for r in stored(history, evaluation).regressions if not acknowledged(acks, r)]
+    """The regressions ``evaluation``'s gates read (``standing``) that no operator has acknowledged: the
+    no_regression check and the exit status of ``geomon run`` / ``geomon import`` fail on them, on every re-run,
+    until a decision against the predecessor withdraws them or someone acknowledges that metric and breakdown."""
+    rows = standing(history, evaluation)
+    acks = history.acknowledgements({r["evaluation_id"] for r in rows})
+    return [r for r in rows if not acknowledged(acks[acks["evaluation_id"] == r["evaluation_id"]], r)]
 
 
 def acknowledged(acks: pd.DataFrame, comparison: dict[str, Any]) -> bool:
@@ -782,28 +861,22 @@ def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds
 def open_regressions(
     history: MetricHistory, suite: str | None = None, imported_only: bool = False
 ) -> list[tuple[str, str, dict[str, Any]]]:
-    """(suite, model, stored verdict) of every unacknowledged regression of each model's latest evaluation per
-    suite and scope — geomon's runs and imported ones (``imported_only``: imported ones), of one ``suite`` or
-    all — in release order, each verdict with its evaluation's ``evaluated_at`` and ``origin``: what ``geomon
-    run``'s closing screen, every suite's report and the results index name."""
+    """(suite, model, stored verdict) of every regression the gate of each model's latest evaluation per suite
+    and scope reads (``failing``: its own, and its release's against the predecessor, unacknowledged) — geomon's
+    runs and imported ones (``imported_only``: imported ones), of one ``suite`` or all — in release order, each
+    verdict with its evaluation's ``evaluated_at`` and ``origin``: what ``geomon run``'s closing screen, every
+    suite's report, the results index and ``monitor/open_regressions`` name."""
     frame = history.evaluations(suite=suite)
     if imported_only:
         frame = frame[frame["origin"].astype(str).str.startswith("import:")]
     latest = frame.groupby(["suite", "model", "scope"], sort=False).tail(1)  # oldest first: the last is the latest
-    if latest.empty:
-        return []
-    tests = history.comparisons(latest["evaluation_id"])
-    acks = history.acknowledgements(latest["evaluation_id"])
     out = []
     for row in latest.to_dict("records"):
-        evaluation_id = row["evaluation_id"]
-        mine = tests[(tests["evaluation_id"] == evaluation_id) & (tests["verdict"] == verdicts.REGRESSION)]
-        acked = acks[acks["evaluation_id"] == evaluation_id] if len(acks) else acks
+        evaluation = Evaluation(row["evaluation_id"], row["suite"], row["model"], row["scope"], row["recorded_at"])
         when = row["evaluated_at"] if pd.notna(row["evaluated_at"]) else row["recorded_at"]
         out += [
             (row["suite"], row["model"], {**test, "evaluated_at": when, "origin": row["origin"]})
-            for test in mine.to_dict("records")
-            if not acknowledged(acked, test)
+            for test in failing(history, evaluation)
         ]
     return out
 
@@ -862,13 +935,18 @@ def open_regressions_table(
     return pd.DataFrame(out, columns=OPEN_REGRESSION_COLUMNS)
 
 
-def open_regressions_frame(history: MetricHistory, suite: str | None = None) -> pd.DataFrame:
-    """``open_regressions_table`` of every open regression (of one ``suite``, or all), in the units of the
-    registered suites' headlines: what the results index and each suite's report open with."""
+def open_regressions_frame(
+    history: MetricHistory,
+    suite: str | None = None,
+    found: Sequence[tuple[str, str, Mapping[str, Any]]] | None = None,
+) -> pd.DataFrame:
+    """``open_regressions_table`` of every open regression (of one ``suite``, or all; or those ``found`` already),
+    in the units of the registered suites' headlines: what the results index, each suite's report and
+    ``monitor/open_regressions`` show."""
     from geomon.suites import registry
 
     bounds = {(name, metric): bound for name, metric, _, _, bound in registry.headline_catalog()}
-    return open_regressions_table(open_regressions(history, suite), bounds)
+    return open_regressions_table(open_regressions(history, suite) if found is None else found, bounds)
 
 
 def imported_rows(history: MetricHistory, suite: str, headlines: Sequence[tuple[str, str]]) -> pd.DataFrame:

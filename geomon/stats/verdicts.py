@@ -6,8 +6,10 @@ evaluation). Its family-wise promise: the probability of *any* false regression 
 any result arrives):
 
 - ``ReleasePlan`` shares α among the suites a release can hold: every registered suite a weight (1 unless
-  ``verdicts.shares`` says otherwise) and ``import_slots`` shares for imported suites geomon does not
-  register. A suite's share is α × its weight ÷ the plan's total weight.
+  ``verdicts.shares`` says otherwise; none for a model that only arrives by import) and ``import_slots`` shares
+  for imported suites outside the plan. A suite's share is α × its weight ÷ the plan's total weight, split among
+  its scopes, each scope's between a first look and a reserve (``ReleasePlan.look``). The plan is stored with
+  the release's first decision (``tracking.spend``).
 - When a suite's evaluation is compared with its baseline, its comparisons (metrics × groups) are decided
   together by Holm's step-down procedure at the suite's share, on *one-sided* p-values toward worse: the
   claim a regression alert makes. Nothing another suite does later changes that decision, so the decision
@@ -22,13 +24,19 @@ page when one gets worse); ``improvement``: Holm-significant one-sided toward
 better at the same share (shown, never paged); ``watch``: a worsening Benjamini–Hochberg flags at ``q``
 (shown, never paged); ``no detectable change`` with its minimum detectable effect at the test's first
 Holm level and the stated power. ``insufficient sample`` (the one rule of ``stats.sufficiency``) and
-``undefined`` (a NaN statistic) get no p-value in the family. A comparison in the family whose planned MDE is
-more than twice its minimum effect (``sufficiency.underpowered``) keeps its verdict — a regression still pages
-— but any other verdict of it says ``not decidable at this profile``: its silence is no evidence of no regression.
+``undefined`` (a NaN statistic) get no p-value in the family; a comparison where no cluster differs from the
+baseline (p = 1 both ways: it cannot be significant) is ``no detectable change`` outside the family, so a
+suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). A comparison
+in the family whose planned MDE is more than twice its minimum effect (``sufficiency.underpowered``) keeps its
+verdict — a regression still pages, saying it is underpowered where its power at the minimum effect is below the
+stated power — but any other verdict of it says ``not decidable at this profile``: its silence is no evidence of
+no regression. A page claims a significant worsening *estimated* at least the minimum effect: a true worsening of
+exactly the minimum effect pages at most half the time (``page_probability``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -42,7 +50,8 @@ from geomon.stats.declared import PairedTest
 
 REGRESSION = "regression"
 BELOW_THRESHOLD = "regression (below alert threshold)"
-REBASED = "regression (baseline changed)"  # found only when a late baseline re-decided it: shown, never paged
+# Found by a look with no α left (its scope's looks, slots or share spent): shown, never paged.
+REBASED = "regression (no α left)"
 IMPROVEMENT = "improvement"
 WIDENED = "disparity widened"
 WATCH = "watch"
@@ -72,6 +81,12 @@ class VerdictSettings:
     # geomon does not register (each such suite takes one).
     shares: dict[str, float] = field(default_factory=dict)
     import_slots: int = 2
+    # Suite name → how many scopes it decides in one release (BorderLines: its revisions; the config fills it in):
+    # its share is split evenly among them, and a scope beyond them is decided at α 0 (shown, never paged).
+    scopes: dict[str, int] = field(default_factory=dict)
+    # The part of each scope's α kept for one more look: a decision against a fallback baseline (a predecessor
+    # evaluated after its successor: provisional) or a re-decision after the baseline changed.
+    reserve: float = 0.2
     min_effects: dict[str, float] = field(default_factory=dict)
     # Evaluations imported from elsewhere (``geomon import items`` / ``inspect``): accuracy in percent, a
     # raw score (0-1), and the gap between groups in the same units.
@@ -90,6 +105,11 @@ class VerdictSettings:
             raise ValueError(f"verdicts.max_resamples: {self.max_resamples} is below resamples ({self.resamples})")
         if not 0 <= self.exact_up_to <= 20:
             raise ValueError(f"verdicts.exact_up_to: {self.exact_up_to} must lie in 0..20 (2^20 flips at most)")
+        if not 0 < self.reserve < 1:
+            raise ValueError(f"verdicts.reserve: {self.reserve} must lie strictly between 0 and 1")
+        for suite, count in self.scopes.items():
+            if not (isinstance(count, int) and count >= 1):
+                raise ValueError(f"verdicts.scopes.{suite}: {count!r} must be a whole number ≥ 1")
         if self.import_slots < 0:
             raise ValueError(f"verdicts.import_slots: {self.import_slots} must not be negative")
         for suite, weight in self.shares.items():
@@ -97,33 +117,62 @@ class VerdictSettings:
                 raise ValueError(f"verdicts.shares.{suite}: {weight!r} must be a number ≥ 0")
 
 
+FIRST, RESERVE, SPENT = "first", "reserve", "spent"  # a scope's looks in a release (``ReleasePlan.look``)
+
+
 @dataclass(frozen=True)
 class ReleasePlan:
-    """How a release's α is shared among its suites, fixed before any result arrives (module docstring)."""
+    """How a release's α is shared among its suites, scopes and looks, fixed by its first decision and stored with
+    it (module docstring)."""
 
     alpha: float
     weights: Mapping[str, float]  # every planned suite's weight
     import_slots: int = 2
+    scopes: Mapping[str, int] = field(default_factory=dict)  # a suite's scopes per release (1 when not named)
+    reserve: float = 0.2  # the part of a scope's α kept for its second look
 
     @classmethod
-    def of(cls, settings: VerdictSettings, registered: Sequence[str]) -> ReleasePlan:
-        weights = {name: 1.0 for name in registered} | {k: float(v) for k, v in settings.shares.items()}
-        return cls(settings.alpha, weights, settings.import_slots)
+    def of(cls, settings: VerdictSettings, registered: Sequence[str], hosted: bool = True) -> ReleasePlan:
+        """The plan of a release: every registered suite a weight of 1 when geomon runs the model (``hosted``);
+        for a model that only arrives by import, none — the suites that never run for it reserve nothing, so
+        its imports share α between ``verdicts.shares`` and the import slots. ``verdicts.shares`` wins."""
+        planned = {name: 1.0 for name in registered} if hosted else {}
+        weights = planned | {k: float(v) for k, v in settings.shares.items()}
+        return cls(settings.alpha, weights, settings.import_slots, dict(settings.scopes), settings.reserve)
 
     @property
     def total(self) -> float:
         return sum(self.weights.values()) + self.import_slots
 
     def share(self, suite: str) -> float:
-        """The α this suite's comparisons are decided at: its weight's part of the release's α; a suite outside
-        the plan takes one import slot (0 when the plan keeps none)."""
+        """The α this suite's comparisons are decided at over all its scopes and looks: its weight's part of the
+        release's α; a suite outside the plan takes one import slot (0 when the plan keeps none)."""
         weight = self.weights.get(suite, 1.0 if self.import_slots else 0.0)
         return self.alpha * weight / self.total if self.total > 0 else 0.0
+
+    def look(self, suite: str, kind: str = FIRST) -> float:
+        """The α of one look at one of the suite's scopes: its share split evenly among its scopes, then between
+        the first look and the reserve."""
+        part = self.reserve if kind == RESERVE else 1.0 - self.reserve if kind == FIRST else 0.0
+        return self.share(suite) / self.scopes.get(suite, 1) * part
 
     def describe(self) -> str:
         planned = ", ".join(f"{name} {self.share(name):.4g}" for name in sorted(self.weights))
         slots = f"; {self.import_slots} import slot(s) of {self.alpha / self.total:.4g}" if self.import_slots else ""
-        return f"α {self.alpha:g} per release: {planned}{slots}"
+        split = "".join(f"; {name} over {n} scopes" for name, n in sorted(self.scopes.items()) if n > 1)
+        reserve = f"; each scope's first look {1 - self.reserve:.0%} of it, a reserve of {self.reserve:.0%}"
+        return f"α {self.alpha:g} per release: {planned or 'no planned suite'}{slots}{split}{reserve}"
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"alpha": self.alpha, "weights": dict(self.weights), "import_slots": self.import_slots,
+             "scopes": dict(self.scopes), "reserve": self.reserve},
+            sort_keys=True,
+        )  # fmt: skip
+
+    @classmethod
+    def from_json(cls, text: str) -> ReleasePlan:
+        return cls(**json.loads(text))
 
 
 @dataclass(frozen=True)
@@ -155,6 +204,16 @@ class Verdict:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+UNDERPOWERED_PAGE = "paged by an underpowered comparison"
+UNCHANGED_NOTE = "no cluster differs from the baseline: left out of the Holm family (it cannot be significant)"
+
+
+def page_probability(power: float) -> float:
+    """The chance that a true worsening of exactly the minimum effect pages: found significant (``power``) *and*
+    estimated at least the minimum effect (half the time at most, the estimate centred on it)."""
+    return min(power, 0.5) if math.isfinite(power) else math.nan
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -225,6 +284,12 @@ def decide(
         hint = "; `geomon plan --detect`" if profiled else ""
         blind = f"{sufficiency.SAMPLE_PREFIX} ({why.removeprefix(sufficiency.PREFIX)}{hint})"
         notes.append((INSUFFICIENT, blind) if why else ("", ""))
+    # No cluster differs from the baseline: the sign-flip null is one point, p = 1 both ways, so the comparison
+    # cannot be significant at any level. Given the clusters' absolute differences (what the sign-flip test
+    # conditions on) that is known before the test: leaving it out of Holm's count spends nothing (Tarone).
+    for i, t in enumerate(tests):
+        if not notes[i][0] and t.p_value == 1 and t.p_better == 1 and not t.disparity:
+            notes[i] = (NO_CHANGE, UNCHANGED_NOTE)
     testable = [i for i, (kind, _) in enumerate(notes) if not kind]
     # Two families at the same α: what can page (a metric, a group), and the disparities between groups (shown
     # only: a gap widens when the best group improves; the groups' own tests are what page).
@@ -238,6 +303,11 @@ def decide(
         improved.update(zip(family, holm(better_p), strict=True))
         q_values.update(zip(family, benjamini_hochberg(worse_p), strict=True))
         first_levels.update({i: alpha / len(family) for i in family})  # Holm's first step: the smallest p's level
+    # The MDE and power are planned before the data: at the paging family's first level as if the unchanged
+    # comparisons were in it (leaving them out only adds power), so an unchanged release states what a changed one
+    # does.
+    unchanged = [i for i, (_, note) in enumerate(notes) if note == UNCHANGED_NOTE]
+    first_levels.update({i: alpha / (len(paging) + len(unchanged)) for i in (*paging, *unchanged)})
     m = len(paging)
     out = []
     for i, t in enumerate(tests):
@@ -260,8 +330,13 @@ def decide(
         shown_p = t.p_better if better else t.p_value
         shown_adjusted = improved.get(i) if better else p_adj
         planned = _planned_se(t)
-        mde = minimum_detectable_effect(planned, first_levels.get(i, alpha), settings.power)
+        level = first_levels.get(i, alpha)
+        mde = minimum_detectable_effect(planned, level, settings.power)
+        power = power_at(t.min_effect, planned, level) if t.min_effect > 0 else math.nan
         weak = sufficiency.underpowered(mde, t.min_effect) if not kind and verdict != REGRESSION else ""
+        if verdict == REGRESSION and power < settings.power:
+            # It pages (its false-alarm control holds), but it says how little a test this weak could see.
+            note = "; ".join(n for n in (f"{UNDERPOWERED_PAGE} ({power:.0%} power at the minimum effect)", t.note) if n)
         if weak:
             # The verdict stands (the false-alarm control does not rest on power), but a test this weak misses
             # most regressions worth paging: its silence is no evidence of none.
@@ -290,7 +365,7 @@ def decide(
                 verdict=verdict,
                 note=note,
                 alpha=alpha,
-                power=power_at(t.min_effect, planned, first_levels.get(i, alpha)) if t.min_effect > 0 else math.nan,
+                power=power,
             )
         )
     return out

@@ -91,7 +91,7 @@ SUITE = SuiteInfo(
     settings=BlendSettings,
     sample="scored",
     unit=("country", "question_id"),
-    profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 404}},
+    profiles={"quick": {"sample_questions": 2}, "default": {"sample_questions": 413}},
 )
 
 MAX_TOKENS = 32  # "a single answer without any explanations"

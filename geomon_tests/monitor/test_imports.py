@@ -187,10 +187,14 @@ def test_item_files_of_any_benchmark(tmp_path):
     assert a1[("country_gap", "")].value == 100
     history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
     recorded = imports.record_runs(history, runs)
-    # One verdict per figure, under the names the values use: accuracy, each country's, the gap.
+    # One verdict per figure, under the names the values use: accuracy, each country's, the gap, and the accuracy
+    # by intention to treat (an unanswered item wrong).
     found = {(v["metric"], v["breakdown"]): v for v in recorded[1].tracked.verdicts}
     by_country = {"", "country=FR", "country=JP"}
-    expected = {(m, b) for m in ("accuracy", "answered_rate") for b in by_country} | {("country_gap", "")}
+    expected = {(m, b) for m in ("accuracy", "answered_rate") for b in by_country} | {
+        ("country_gap", ""),
+        ("accuracy_itt", ""),
+    }
     assert set(found) == expected
     overall = found[("accuracy", "")]
     assert overall["verdict"] == "improvement" and overall["before"] == 50 and overall["after"] == 100
@@ -354,3 +358,23 @@ def test_a_release_in_its_own_file_is_compared_and_shown_under_a_registered_suit
     score = shown[shown["metric"] == "score"].set_index("model")
     assert list(score.index) == ["v-1", "v-2", "v-3"] and score.loc["v-2", "verdict"] == "regression"
     assert score.loc["v-3", "verdict"] == "" and "new series: items changed" in score.loc["v-3", "note"]
+
+
+def test_a_model_that_stops_answering_the_items_it_got_wrong_looks_worse_by_intention_to_treat(tmp_path):
+    """b-2 gives no answer wherever b-1 was wrong (a third of 240 items): its accuracy over what it answered rises
+    to 100 % (an improvement), while ``accuracy_itt`` — every item, an unanswered one wrong — is unchanged, and the
+    answer rate is a regression. Mutation caught: the intention-to-treat column filled from the answered items
+    only (the same figure as ``accuracy``)."""
+    rows = [
+        {"model": m, "item": f"q{i}", "country": "FR", "correct": "" if m == "b-2" and i % 3 == 0 else int(i % 3 > 0)}
+        | {"evaluated_at": day, "predecessor": pred}
+        for m, day, pred in (("b-1", "2025-01-10", ""), ("b-2", "2025-03-01", "b-1"))
+        for i in range(240)
+    ]
+    runs = imports.item_runs(_items_csv(tmp_path / "outcomes.csv", rows), "mybench", [])
+    figures = {m.metric: m.value for m in runs[1].metrics if not m.breakdown}
+    assert figures["accuracy"] == 100 and figures["accuracy_itt"] == pytest.approx(200 / 3)
+    recorded = imports.record_runs(MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}"), runs)
+    found = {v["metric"]: v for v in recorded[1].tracked.verdicts if not v["breakdown"]}
+    assert found["accuracy"]["verdict"] == "improvement"
+    assert found["accuracy_itt"]["change"] == 0 and found["answered_rate"]["verdict"] == "regression"

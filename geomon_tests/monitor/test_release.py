@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,14 +23,14 @@ QUESTIONS = 80
 VARIATIONS = 3
 
 
-def _items(path: Path, model: str, when: str, correct: np.ndarray, predecessor: str = "") -> Path:
+def _items(path: Path, model: str, when: str, correct: np.ndarray, predecessor: str = "", first: int = 0) -> Path:
     """One model's per-item outcomes: each question asked in three prompt variations (one cluster), the
-    questions split between two countries."""
+    questions split between two countries; ``first``: the first question's number (another item set)."""
     rows = [
         {
             "model": model,
-            "item": f"q{q}-v{v}",
-            "question": f"q{q}",
+            "item": f"q{q + first}-v{v}",
+            "question": f"q{q + first}",
             "country": "Kenya" if q % 2 else "Peru",
             "evaluated_at": when,
             "correct": int(correct[q, v]),
@@ -85,7 +86,8 @@ def _decisions(history: MetricHistory) -> pd.DataFrame:
 
 def test_each_suite_is_decided_at_its_share_whatever_the_order_and_day(tmp_path, webhook):
     """The same release imported suite by suite in three orders — forward, successors first (every
-    predecessor late), interleaved — gives the same stored decisions, each suite at its share α/3, and the
+    predecessor late), interleaved — gives the same stored decisions, each suite at its first look (80 % of its share
+    α/3), and the
     webhook receives the one regression (geo-b, Peru) once in every order. Mutations caught: a family split
     by day or baseline, or a decision that depends on what has arrived (the shares, the stored p-values)."""
     state, settings = webhook
@@ -102,7 +104,7 @@ def test_each_suite_is_decided_at_its_share_whatever_the_order_and_day(tmp_path,
         for suite, path in order:
             _import(history, path, suite, PLAN, settings)
         decided = _decisions(history)
-        assert np.allclose(decided["alpha"], 0.05 / 3), name
+        assert np.allclose(decided["alpha"], 0.05 / 3 * 0.8), name  # each suite's first look: 80 % of its share
         assert set(decided["family"]) == {"new vs old"}, name
         regressions = decided[decided["verdict"] == verdicts.REGRESSION]
         assert set(zip(regressions["suite"], regressions["breakdown"], strict=True)) >= {("geo-b", "country=Peru")}
@@ -274,17 +276,19 @@ def test_a_release_never_spends_more_than_its_alpha_on_unplanned_imports(tmp_pat
         _import(history, new, suite, plan, settings)
     decided = _decisions(history)
     alphas = decided.groupby("suite")["alpha"].max().to_dict()
-    assert alphas == {"imp-x": pytest.approx(0.05 / 3), "imp-y": pytest.approx(0.05 / 3), "imp-z": 0.0}
+    first = 0.05 / 3 * 0.8
+    assert alphas == {"imp-x": pytest.approx(first), "imp-y": pytest.approx(first), "imp-z": 0.0}
     assert sorted({p["body"]["suite"] for p in state["posts"]}) == ["imp-x", "imp-y"]
     notes = history.comparisons()["note"]
     assert notes.str.contains("no α left: the release's 2 import slot").any()
 
 
-def test_a_baseline_that_changes_again_gives_no_second_chance_to_page(tmp_path, webhook):
+def test_a_changed_baseline_pages_at_the_reserve_and_a_third_look_has_no_alpha(tmp_path, webhook):
     """The successor is decided against its predecessor's first evaluation (nothing worse: nothing sent). A
     stronger evaluation of the predecessor, dated between the two, then becomes its baseline, and against it the
-    successor is worse: ``regression (baseline changed)`` — shown, never paged, failing no gate — since the
-    suite's share was spent by the first decision. Mutation caught: every re-decision pages at the full share."""
+    successor is worse: decided at the scope's reserve (20 % of its share), it pages. A third baseline, as strong,
+    finds no α left: ``regression (no α left)`` — shown, never paged. The release never spends more than
+    the suite's share. Mutations caught: a re-decision at the first look's α; a reserve spent twice."""
     state, settings = webhook
     history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
     weak = _outcomes(1, 0.9, 0.6)
@@ -295,8 +299,233 @@ def test_a_baseline_that_changes_again_gives_no_second_chance_to_page(tmp_path, 
     strong = _items(tmp_path / "old2.csv", "old", "2026-11-22", _outcomes(3, 0.9))
     _import(history, strong, "geo-b", PLAN, settings)
     now = tracking.stored(history, first.tracked.evaluation)
+    assert [v["alpha"] for v in now.verdicts] == pytest.approx([0.05 / 3 * 0.2] * len(now.verdicts))
+    assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in now.regressions}
+    assert "at the scope's reserve" in now.regressions[0]["note"]
+    assert [p["body"]["model"] for p in state["posts"] if p["body"]["kind"] == "regression"] == ["new"]
+    assert tracking.failing(history, now.evaluation)
+    stronger = _items(tmp_path / "old3.csv", "old", "2026-11-23", _outcomes(4, 0.9))
+    _import(history, stronger, "geo-b", PLAN, settings)
+    now = tracking.stored(history, first.tracked.evaluation)
     rebased = [v for v in now.verdicts if v["verdict"] == verdicts.REBASED]
     assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in rebased}
-    assert "share of the release's α was spent" in rebased[0]["note"]
-    assert [p["body"]["model"] for p in state["posts"] if p["body"]["kind"] == "regression"] == []
-    assert tracking.failing(history, now.evaluation) == []
+    assert {v["alpha"] for v in now.verdicts} == {0.0} and "no α left" in rebased[0]["note"]
+    looks = history.release_looks("new vs old")
+    assert list(looks["look"]) == [verdicts.FIRST, verdicts.RESERVE, verdicts.SPENT]
+    assert looks["alpha"].sum() == pytest.approx(0.05 / 3)
+
+
+def _cli(tmp_path: Path, monkeypatch, **extra) -> tuple[list[str], MetricHistory]:
+    """``geomon import items`` with a settings file of its own (the bundled models: ``old`` and ``new`` only arrive
+    by import) and its store."""
+    from geomon_tests.conftest import write_settings
+
+    monkeypatch.delenv("GEOMON_STORE_URL", raising=False)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = write_settings(tmp_path, tmp_path, **extra)
+    args = ["--config", str(path), "import", "items", "--group", "country", "--cluster", "question"]
+    return args, MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
+
+
+def test_one_budget_per_release_whatever_the_scopes_slots_and_days_through_geomon_import(
+    tmp_path, webhook, monkeypatch, capsys
+):
+    """A model that only arrives by import reserves nothing for suites that never run for it: its release's α is
+    shared by the two import slots (0.025 each, 80 % of it at the first look). Three unplanned suites, each much
+    worse, arriving on three days: the first two take the slots, the third is decided at α 0 and says so on the
+    terminal; a second item set under the first suite's name (a second scope) finds its share spent. The release's
+    looks never sum above α. ``verdicts.shares`` names the third suite: it is planned, and pages. Mutations
+    caught: import slots counted per evaluation day; a suite's share spent again per scope; the registered suites
+    reserved for an imported-only model."""
+    from geomon.cli import main
+
+    state, _ = webhook
+    args, history = _cli(tmp_path, monkeypatch, alerts={"webhook_url_env": "GEOMON_TEST_HOOK", "webhook_style": "json"})
+    for i, suite in enumerate(["imp-x", "imp-y", "imp-z"]):
+        old = _items(tmp_path / f"{suite}-old.csv", "old", "2026-11-20", _outcomes(30 + i, 0.9))
+        new = _items(tmp_path / f"{suite}-new.csv", "new", f"2026-11-2{4 + i}", _outcomes(40 + i, 0.9, 0.6), "old")
+        assert main([*args, "--suite", suite, str(old)]) == 0
+        assert main([*args, "--suite", suite, str(new)]) == (3 if suite != "imp-z" else 0)
+    out = capsys.readouterr().out
+    assert "α 0: no α left: the release's 2 import slot(s) are taken by imp-x, imp-y" in out
+    other = _items(tmp_path / "x2-old.csv", "old", "2026-11-20", _outcomes(50, 0.9), first=500)
+    worse = _items(tmp_path / "x2-new.csv", "new", "2026-11-27", _outcomes(51, 0.9, 0.6), "old", first=500)
+    assert main([*args, "--suite", "imp-x", str(other)]) == 0
+    assert main([*args, "--suite", "imp-x", str(worse)]) == 0
+    assert "α 0: no α left: suite imp-x's share covers 1 scope(s) per release" in capsys.readouterr().out
+    looks = history.release_looks("new vs old")
+    assert list(looks["alpha"]) == pytest.approx([0.05 / 2 * 0.8] * 2 + [0.0, 0.0])
+    assert looks["alpha"].sum() <= 0.05
+    assert sorted({p["body"]["suite"] for p in state["posts"]}) == ["imp-x", "imp-y"]
+    summary = state["posts"][0]["body"]["summary"]  # the claim a page makes, and what the test could see
+    assert "a significant worsening, estimated at least the minimum effect 5" in summary
+    assert "where a worsening of exactly that size pages with probability" in summary
+    # verdicts.shares plans the third suite for a model that only arrives by import: it pages at its share.
+    planned, history = _cli(tmp_path / "planned", monkeypatch, verdicts={"shares": {"imp-z": 2}})
+    z = [tmp_path / "imp-z-old.csv", tmp_path / "imp-z-new.csv"]
+    assert main([*planned, "--suite", "imp-z", str(z[0])]) == 0
+    assert main([*planned, "--suite", "imp-z", str(z[1])]) == 3
+    assert list(history.release_looks("new vs old")["alpha"]) == pytest.approx([0.05 * 2 / 4 * 0.8])
+
+
+def test_the_same_files_in_any_order_give_the_same_verdicts_and_exit_codes(tmp_path, monkeypatch, capsys):
+    """The predecessor evaluated before and after its successor, and the successor 60 points worse in Peru,
+    imported in three orders through ``geomon import``: the same stored verdicts, each decided against the
+    predecessor's evaluation made before it (at the first look), and the last import of each order exits 3. A
+    decision against the later evaluation, while the earlier is missing, is provisional (the reserve); the
+    late predecessor's import that makes the page gates on it."""
+    from geomon.cli import main
+
+    files = {
+        "old-early": _items(tmp_path / "old1.csv", "old", "2026-11-20", _outcomes(1, 0.9)),
+        "new": _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old"),
+        "old-late": _items(tmp_path / "old2.csv", "old", "2026-11-26", _outcomes(3, 0.9)),
+    }
+    orders = {
+        "release order": ["old-early", "new", "old-late"],
+        "late first": ["old-late", "new", "old-early"],
+        "successor first": ["new", "old-early", "old-late"],
+    }
+    seen = {}
+    for name, order in orders.items():
+        args, history = _cli(tmp_path / name.replace(" ", "-"), monkeypatch)
+        codes = [main([*args, "--suite", "geo-b", str(files[f]), "--fail-on", "regression"]) for f in order]
+        capsys.readouterr()
+        assert codes[-1] == 3, (name, codes)
+        if name == "successor first":
+            assert codes[1] == 3  # the late predecessor's import made the page: it gates on it
+        if name == "late first":
+            provisional = history.release_looks("new vs old")
+            assert list(provisional["look"]) == [verdicts.RESERVE, verdicts.FIRST], provisional
+        decided = _decisions(history)
+        assert np.allclose(decided[decided["model"] == "new"]["alpha"], 0.05 / 2 * 0.8), name
+        seen[name] = decided.drop(columns=["family"])
+    first = seen.pop("release order")
+    for other in seen.values():
+        pd.testing.assert_frame_equal(other, first)
+
+
+def test_a_re_import_never_turns_the_gate_green_and_an_ack_of_every_breakdown_does(tmp_path, monkeypatch, capsys):
+    """The successor's regression against its predecessor stands when the same model is imported again a day
+    later (compared with its own previous run: no change): the import still exits 3, naming the evaluation to
+    acknowledge, and ``geomon run``'s closing screen lists it. ``geomon alerts ack --breakdown '*'`` (the
+    documented form) on the re-import acknowledges the metric's every breakdown where it was decided: the next
+    import exits 0. Mutations caught: the gate reading only the evaluation's own verdicts; '*' refused."""
+    from geomon.cli import main
+    from geomon.monitor import imports
+
+    args, history = _cli(tmp_path, monkeypatch)
+    outcomes = _outcomes(2, 0.9, 0.6)
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
+    assert main([*args, "--suite", "geo-b", str(old)]) == 0
+    assert (
+        main([*args, "--suite", "geo-b", str(_items(tmp_path / "b1.csv", "new", "2026-11-25", outcomes, "old"))]) == 3
+    )
+    again = _items(tmp_path / "b2.csv", "new", "2026-11-26", outcomes, "old")
+    capsys.readouterr()
+    assert main([*args, "--suite", "geo-b", str(again)]) == 3
+    captured = capsys.readouterr()
+    assert "recorded vs previous run: 8 no detectable change" in captured.out  # the re-import's own verdicts
+    first = history.evaluations(model="new").iloc[0]["evaluation_id"]
+    assert "accuracy (country=Peru) regression -55.8 against predecessor old" in captured.err
+    assert f"geomon alerts ack {first}" in captured.err
+    assert ("geo-b", "new") in {(s, m) for s, m, _ in tracking.open_regressions(history, imported_only=True)}
+    latest = history.evaluations(model="new").iloc[-1]["evaluation_id"]
+    ack = ["--config", args[1], "alerts", "ack", latest, "--breakdown", "*", "--by", "a"]
+    assert main([*ack, "--metric", "accuracy"]) == 0
+    acks = history.acknowledgements()
+    assert set(acks["evaluation_id"]) == {first, latest} and set(acks["breakdown"]) == {"*"}
+    assert {r[2]["metric"] for r in tracking.open_regressions(history, imported_only=True)} == {"accuracy_itt"}  # not acknowledged yet
+    assert main([*ack, "--metric", "accuracy_itt"]) == 0
+    assert tracking.open_regressions(history, imported_only=True) == []
+    later = _items(tmp_path / "b3.csv", "new", "2026-11-27", outcomes, "old")
+    assert main([*args, "--suite", "geo-b", str(later)]) == 0
+
+
+def test_track_takes_the_suites_lock(tmp_path):
+    """``tracking.track`` records and decides under the suite's lock: while another holder has it (the lock file
+    beside the SQLite database, as another process would), an import of that suite waits, and goes on when it is
+    let go. Mutation caught: ``track`` not taking the lock."""
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    runs = imports.item_runs(
+        _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9)), "geo-b", ["country"], None, "question"
+    )
+    held, let_go, done = threading.Event(), threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}").lock("geomon decisions: geo-b"):
+            held.set()
+            let_go.wait(30)
+
+    def importer() -> None:
+        imports.record_runs(history, runs, plan=PLAN)
+        done.set()
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=importer)]
+    threads[0].start()
+    assert held.wait(30)
+    threads[1].start()
+    assert not done.wait(1.0)  # waiting for the lock (a slow machine only waits longer)
+    assert history.evaluations().empty
+    let_go.set()
+    for thread in threads:
+        thread.join(30)
+    assert done.is_set() and len(history.evaluations()) == 1
+
+
+def test_a_missing_row_still_compares_on_the_shared_items_with_a_warning(tmp_path, monkeypatch, capsys, caplog):
+    """The successor's file lacks one of its 240 rows: it is the same benchmark, compared on the 239 items it
+    shares with its predecessor's evaluation — the regression pages, the import exits 3 — and the terminal and the
+    log say what is missing. Half the items another set: a new series, nothing compared. Mutation caught: the
+    scope keyed on the exact item set (one missing row starting a new series)."""
+    from geomon.cli import main
+
+    args, history = _cli(tmp_path, monkeypatch)
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
+    new = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old")
+    pd.read_csv(new).drop(index=7).to_csv(new, index=False)
+    assert main([*args, "--suite", "geo-b", str(old)]) == 0
+    assert main([*args, "--suite", "geo-b", str(new)]) == 3
+    out = capsys.readouterr().out
+    said = "compared on the 239 items it shares with old's evaluation of 2026-11-20: 1 of its items missing here"
+    assert said in out and said in caplog.text
+    assert "vs old: " in out
+    half = _items(tmp_path / "half.csv", "new", "2026-11-26", _outcomes(3, 0.9), predecessor="old", first=40)
+    assert main([*args, "--suite", "geo-b", str(half)]) == 0
+    assert len(set(history.evaluations(suite="geo-b")["scope"])) == 2
+
+
+@pytest.mark.postgres
+def test_a_releases_slots_are_taken_under_its_own_lock(postgres_url, tmp_path):
+    """On PostgreSQL each suite has its own lock, so two unplanned suites of one release can be decided at once:
+    the release's plan and looks are read and taken under the release's lock. While another holder has it, an
+    import of a suite of that release records its evaluation (the suite's lock) but takes no look until it is let
+    go. Mutation caught: ``spend`` outside the release's lock (two suites both taking the last slot)."""
+    history = MetricHistory(postgres_url)
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
+    new = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old")
+    imports.record_runs(history, imports.item_runs(old, "imp-q", ["country"], None, "question"), plan=PLAN)
+    runs = imports.item_runs(new, "imp-q", ["country"], None, "question")
+    held, let_go, done = threading.Event(), threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with MetricHistory(postgres_url).lock("geomon release: new vs old"):
+            held.set()
+            let_go.wait(30)
+
+    def importer() -> None:
+        imports.record_runs(history, runs, plan=verdicts.ReleasePlan(0.05, {}, 1))
+        done.set()
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=importer)]
+    threads[0].start()
+    assert held.wait(30)
+    threads[1].start()
+    deadline = time.monotonic() + 30
+    while len(history.evaluations(model="new")) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)  # recorded under the suite's lock, which nobody holds
+    assert not done.wait(1.0) and history.release_looks("new vs old").empty
+    let_go.set()
+    for thread in threads:
+        thread.join(30)
+    assert done.is_set() and list(history.release_looks("new vs old")["look"]) == [verdicts.FIRST]

@@ -91,7 +91,8 @@ def test_identical_evaluations_give_p_one_and_a_planted_drop_is_found():
     decided = {v.breakdown: v for v in decide(list(tests.values()), VerdictSettings())}
     assert decided["country=A"].verdict == verdicts.REGRESSION and decided["country=A"].change < 0
     assert decided["country=B"].verdict == verdicts.NO_CHANGE and decided["country=B"].clusters == 100
-    assert decided[""].family_size == 5
+    # B, C and D unchanged (no cluster differs: p = 1 both ways) leave the family: the overall figure and A's.
+    assert decided[""].family_size == 2 and decided["country=B"].note == verdicts.UNCHANGED_NOTE
 
 
 def test_duplicated_items_and_missing_columns_are_errors_naming_them():
@@ -245,7 +246,7 @@ def test_an_error_in_a_statistic_is_not_swallowed():
 
 def test_a_comparison_too_weak_for_its_minimum_effect_keeps_its_verdict_and_says_so():
     """MDE more than twice the minimum effect: "no detectable change" says it is not decidable at this profile
-    (so it is never read as "no regression"), while a regression still pages and carries no such note; a test
+    (so it is never read as "no regression"), while a regression still pages and says it is underpowered; a test
     strong enough for its minimum effect says nothing. Mutation caught: the 2× rule removed from
     ``sufficiency.underpowered``, or the note dropped from ``decide``."""
     settings = VerdictSettings()
@@ -253,9 +254,37 @@ def test_a_comparison_too_weak_for_its_minimum_effect_keeps_its_verdict_and_says
     assert weak.verdict == verdicts.NO_CHANGE and weak.mde > 2.0
     assert weak.note == f"not decidable at this profile: MDE {weak.mde:.3g} > 2 × min effect 1 (`geomon plan --detect`)"
     paged = decide([_test(0.0001, -20.0, min_effect=1.0, se=1.0)], settings)[0]
-    assert paged.verdict == verdicts.REGRESSION and paged.alerts and paged.note == ""
+    assert paged.verdict == verdicts.REGRESSION and paged.alerts
+    assert paged.note.startswith(verdicts.UNDERPOWERED_PAGE) and "not decidable" not in paged.note
     strong = decide([_test(0.5, 0.0, min_effect=1.0, se=0.2)], settings)[0]
     assert strong.mde <= 2.0 and strong.note == ""
     # The rule, on its own: more than twice the minimum effect; nothing to say without one.
     assert sufficiency.underpowered(2.01, 1.0) and not sufficiency.underpowered(2.0, 1.0)
     assert not sufficiency.underpowered(5.0, 0.0) and not sufficiency.underpowered(float("nan"), 1.0)
+
+
+def test_a_page_from_an_underpowered_comparison_says_so():
+    """A regression still pages when its test had little power at the minimum effect (the false-alarm control does
+    not rest on power), but its note says how little it could see; a well-powered one says nothing of the kind. A
+    worsening of exactly the minimum effect pages at most half the time (significant *and* estimated at least
+    that): the chance the alert states. Mutation caught: the note removed."""
+    settings = VerdictSettings()
+    (weak,) = decide([_test(0.001, -5, se=1.0)], settings)
+    assert weak.verdict == verdicts.REGRESSION and weak.power < 0.8
+    assert weak.note.startswith(f"{verdicts.UNDERPOWERED_PAGE} ({weak.power:.0%} power at the minimum effect)")
+    (strong,) = decide([_test(0.001, -5, se=0.1)], settings)
+    assert strong.verdict == verdicts.REGRESSION and strong.power > 0.99 and not strong.note
+    assert verdicts.page_probability(strong.power) == 0.5 and verdicts.page_probability(0.3) == 0.3
+
+
+def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
+    """Ten comparisons, nine with no cluster differing from the baseline (p = 1 both ways: an answer rate at 100 %
+    before and after): the tenth is decided in a family of one, at the suite's whole share; the nine are ``no
+    detectable change`` outside it, saying why. Mutation caught: the unchanged comparisons counted by Holm (the
+    tenth then needs p < 0.005)."""
+    settings = VerdictSettings()
+    family = [_test(0.01, -5), *[_test(1.0, 0.0, p_better=1.0)] * 9]
+    decided = decide(family, settings)
+    assert decided[0].verdict == verdicts.REGRESSION and decided[0].family_size == 1
+    assert {v.verdict for v in decided[1:]} == {verdicts.NO_CHANGE}
+    assert decided[1].note == verdicts.UNCHANGED_NOTE and decided[1].p_adjusted is None
