@@ -12,9 +12,17 @@ baseline arrives, and must deliver then). What is counted is what the webhook re
 false alarm when the webhook received a ``regression`` message about its successor.
 
 - Registered suites, null (a): both models' per-item outcomes are independent re-draws from the same
-  per-item rates, in each suite's own per-item format, at ``geomon run``'s default sample sizes (each suite's
-  ``default`` profile) and at the paper's (``SIZES``); each suite's production declarations
-  (``registry.tracked``) are tested.
+  per-item rates, at ``geomon run``'s default sample sizes (each suite's ``default`` profile) and at the
+  paper's (``SIZES``); each suite's production declarations (``registry.tracked``) are tested. The draws are
+  answers (graded, scored, featured) that each suite's own ``items()`` turns into its tracked rows — what its
+  Dagster step records — so a column a new declaration needs is made there, not here (BorderLines' two-level
+  rows are built here: its ``items()`` needs the disputes table).
+- A whole release on several scopes: the six suites, BorderLines on three scopes (``borderlines.revisions``'s
+  three revisions), then two imported suites; each tier prints the α its decisions were taken at, summed over
+  the successor's evaluations (suite × scope), beside the release's α.
+- Two predecessor evaluations late: every unit's successor recorded first, then the predecessor dated with it
+  (after it in release order: the successor's fallback baseline), then the predecessor dated the day before
+  (the release-order baseline: the successor is decided again).
 - BorderLines and Gapminder, clustered null: in every draw each territory's rates (its queries' in every
   language included) and each question's correct rate (shared by its prompt families) are shifted by a shock
   of their log-odds, drawn afresh for each model. The same draws are recorded as declared and again with
@@ -29,21 +37,29 @@ false alarm when the webhook received a ``regression`` message about its success
   afresh for each model). The same files are imported again without a cluster (each row its own unit, the
   question ignored): under (b) that test is too confident and should alarm more — the bench can tell a
   clustered test from an unclustered one.
-- Planted: one BLEnD country's local answers made worse (``--points`` before clipping at 0; the change
-  expected after clipping is computed from the clipped rates) with the other suites as in null (a); the
-  measured power (the share of releases whose webhook received a regression naming ``sem_b_local
-  (country=…)`` about the successor) beside the power the stated MDE claims (``verdicts.power_at`` of the
-  expected change, at the stored comparison's ``se`` and its first Holm level ``alpha / family_size``).
+- Imported only: a model whose release is one imported suite (10 countries × 40 questions × 2 variations,
+  ``--group country --cluster question``), null, and with one country 35 points worse (the expected change
+  after clipping at 0).
+- Planted at the minimum effect: BLEnD alone at the default size, every local answer made worse so that the
+  expected change of its headline ``sem_b_local`` is its declared minimum effect (the drop before clipping at
+  0 solved for it), in the usual schedule and with two predecessor evaluations late. The measured power (the
+  share of releases whose webhook received a regression naming the planted comparison) is set beside the
+  power the verdict claims: its stated MDE's, ``power_at(change, MDE / (z(1 − α/m) + z(power)), α/m)`` at the
+  first Holm level (the planned standard error the MDE was built from, not the new data's null one), and the
+  stated power at the minimum effect.
 - Gapminder's real per-question correct rates (its published grades), a model against re-draws of itself
   (only the gapminder suite in the release), when the reference table is there.
 
 Each rate is printed as k/n with its one-sided 95 % Clopper–Pearson upper bound (power: a two-sided 95 %
 interval), and every tier also counts what would show a broken delivery path: regressions stored for the
 successor that the webhook did not receive (or the reverse), alerts about predecessors and ``resolved``
-messages.
+messages. A null tier whose decisions were taken at more than α in all, or whose alarm rate's lower bound is
+above α, prints ``PROMISE FAILS``; a planted tier whose measured power's upper bound is below the claimed
+power prints ``POWER BELOW CLAIM``.
 
-    .venv/bin/python bench/alert_calibration.py [--releases 300] [--paper 30] [--planted 60] [--points 24]
-        [--clustered 100] [--imported 100] [--real 200] [--workers 2] [--seed 0]
+    .venv/bin/python bench/alert_calibration.py [--quick] [--releases 200] [--paper 20] [--scopes 100]
+        [--late 60] [--planted 100] [--imported 60] [--imported-only 100] [--clustered 60] [--real 100]
+        [--workers 2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -53,6 +69,7 @@ import contextlib
 import functools
 import itertools
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -79,6 +96,7 @@ if str(ROOT) not in sys.path:  # the loopback webhook of the tests
 from geomon_tests.loopback import Webhook, serve  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
+SELF, CHILDREN = resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN
 Items = Callable[[np.random.Generator, dict], pd.DataFrame]
 
 # The option each suite's run profiles size its sample with, in the units its model below takes: countries,
@@ -781,10 +799,10 @@ def pre_clip_drop(p: np.ndarray, change: float, scale: float = 1.0) -> float:
     return float(optimize.brentq(lambda d: np.mean(p - np.clip(p - d / 100, 0, 1)) * 100 * scale - change, 0, 100))
 
 
-def blend_points(seed: int, change: float) -> float:
+def blend_points(seed: int, change: float, sizes: dict[str, int]) -> float:
     """BLEnD's local answers' pre-clip drop whose expected headline change is ``change`` (an unanswered reply
-    is a miss either way, so only the answered share moves)."""
-    model = models_for({"blend": SIZES["default"]["blend"]}, seed)["blend"]
+    is a miss either way, so only the answered share moves), in the model a tier at ``sizes`` draws."""
+    model = models_for(sizes, seed)["blend"]
     local = (model["fixed"]["mode"] == "local").to_numpy()
     return pre_clip_drop(model["p"][local], change, BLEND_ANSWERED)
 
@@ -823,7 +841,7 @@ def report_null(title: str, rows: list[dict], seconds: float, alpha: float) -> N
     print(
         f"{title}: false regression alerts received by the webhook, per release: {rate(k, len(rows))}; by suite: "
         f"{by_suite}; testable comparisons per suite (median): {families(rows)}; {delivery(rows)} "
-        f"[{seconds:.0f} core-s]\n  {promise(rows, alpha)}"
+        f"[{seconds:.0f} s in its workers]\n  {promise(rows, alpha)}"
     )
 
 
@@ -851,7 +869,7 @@ def report_planted(title: str, label: str, rows: list[dict], change: float, seco
         f", α {np.median([t['alpha'] for t in targets]):.4g}; mean observed change "
         f"{np.mean([t['change'] for t in targets]):+.2f}; releases also alarming on another suite "
         f"{sum(any(s != label.split(' ')[0] for s in r['suites']) for r in rows)}; {delivery(rows)} "
-        f"[{seconds:.0f} core-s]\n  {fails if high < claimed else 'power as claimed, within the interval'}"
+        f"[{seconds:.0f} s in its workers]\n  {fails if high < claimed else 'power as claimed, within the interval'}"
     )
 
 
@@ -869,14 +887,15 @@ def jobs_of(tier: str, releases: int, chunks: int, **job: Any) -> list[dict]:
     return [{"tier": tier, "first": int(a), "last": int(b), **job} for a, b in itertools.pairwise(bounds) if b > a]
 
 
-def tiers_of(args: argparse.Namespace, chunks: int) -> dict[str, list[dict]]:
-    """Every tier's worker jobs (a tier of 0 releases has none)."""
+def tiers_of(args: argparse.Namespace, chunks: int, sizes: dict[str, int] | None = None) -> dict[str, list[dict]]:
+    """Every tier's worker jobs (a tier of 0 releases has none); ``sizes``: every registered tier at these
+    sizes instead of the default profile's and the paper's (the fixed-seed tests' fast tier)."""
     base = {"seed": args.seed, "resamples": args.resamples}
-    registered = {"kind": "registered", "size": "default", **base}
-    blend_drop = blend_points(args.seed, min_effect("blend", PLANTED_METRIC))
+    registered = {"kind": "registered", "size": sizes or "default", **base}
+    blend_drop = blend_points(args.seed, min_effect("blend", PLANTED_METRIC), sizes or SIZES["default"])
     tiers = {
         "default": jobs_of("default", args.releases, chunks, **registered),
-        "paper": jobs_of("paper", args.paper, chunks, **(registered | {"size": "paper"})),
+        "paper": jobs_of("paper", args.paper, chunks, **(registered | {"size": sizes or "paper"})),
         "scopes": jobs_of("scopes", args.scopes, chunks, scopes={"borderlines": 3}, imports=2, **registered),
         "late twice": jobs_of("late twice", args.late, chunks, late_twice=True, **registered),
         "planted": jobs_of("planted", args.planted, chunks, suites=("blend",), points=blend_drop, **registered),
@@ -932,7 +951,7 @@ def tiers_of(args: argparse.Namespace, chunks: int) -> dict[str, list[dict]]:
 
 # --quick: each tier's releases (at most)
 QUICK = {
-    "releases": 2, "paper": 1, "scopes": 2, "late": 1, "planted": 3, "imported": 2, "imported_only": 6,
+    "releases": 1, "paper": 1, "scopes": 1, "late": 1, "planted": 2, "imported": 2, "imported_only": 6,
     "clustered": 2, "real": 4,
 }  # fmt: skip
 
@@ -1043,7 +1062,8 @@ def main(argv: list[str] | None = None) -> None:
             seconds["real"],
             alpha,
         )
-    print(f"total {time.perf_counter() - started:.0f} s wall")
+    cpu = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime for who in (SELF, CHILDREN))
+    print(f"total {time.perf_counter() - started:.0f} s wall, {cpu:.0f} s CPU (this process and its workers)")
 
 
 if __name__ == "__main__":
