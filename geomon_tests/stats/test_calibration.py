@@ -165,11 +165,20 @@ def test_a_whole_release_spends_at_most_alpha(every_tier):
     assert spent <= ALPHA * (1 + 1e-9), f"the release's decisions were taken at α {spent:.4g} in all"
 
 
-def test_claimed_power_reads_the_stated_mde():
+def test_claimed_power_reads_the_stated_mde(capsys):
     """The claimed power is the stated MDE's: at the MDE itself, the power the MDE is stated at (0.8), whatever
-    the new data's null standard error."""
+    the new data's null standard error (here half the planned one: read instead, it would claim 0.99); and a
+    measured power far below the claim is printed as such."""
     bench = _bench()
     level = 0.05 / 8 / 20
     se = bench.stated_se(4.0, level)
     assert bench.verdicts.power_at(4.0, se, level) == pytest.approx(0.8, abs=1e-6)
     assert np.isnan(bench.stated_se(float("nan"), level))
+    target = {"se": se / 2, "planned_se": se, "level": level, "family_size": 20, "alpha": 0.05 / 8, "mde": 4.0}
+    row = {"target_alerted": False, "target_verdict": "no detectable change", "suites": [], "late": False}
+    row |= {"undelivered": 0, "unstored": 0, "about_old": 0, "resolved": 0}
+    rows = [row | {"target": target | {"change": -4.0, "power": 0.5}}] * 20
+    bench.report_planted("planted", "m", rows, -4.0, 0.0)
+    printed = capsys.readouterr().out
+    assert "claimed by the stated MDE 0.80" in printed
+    assert "POWER BELOW CLAIM: measured 0.00" in printed
