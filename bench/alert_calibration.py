@@ -845,10 +845,11 @@ def report_null(title: str, rows: list[dict], seconds: float, alpha: float) -> N
     )
 
 
-def report_planted(title: str, label: str, rows: list[dict], change: float, seconds: float) -> None:
-    """Measured power (the webhook received a regression naming ``label``) beside what the verdict claims: the
-    power of the stated MDE at the planted change (``power_at(change, MDE's se, α / family size)``), and the
-    stated power at the minimum effect; ``FAILS`` when the measured power's 95 % upper bound is below the claim."""
+def report_planted(title: str, suite: str, label: str, rows: list[dict], change: float, seconds: float) -> None:
+    """Measured power (the webhook received a regression naming ``label`` of ``suite``) beside what the verdict
+    claims: the power of the stated MDE at the planted change (``power_at(change, MDE's se, α / family size)``),
+    and the stated power at the minimum effect; ``FAILS`` when the measured power's 95 % upper bound is below the
+    claim."""
     n = len(rows)
     if not n:
         return
@@ -868,7 +869,7 @@ def report_planted(title: str, label: str, rows: list[dict], change: float, seco
         f"{np.nanmedian([t['se'] for t in targets]):.3g}), family {np.median([t['family_size'] for t in targets]):.0f}"
         f", α {np.median([t['alpha'] for t in targets]):.4g}; mean observed change "
         f"{np.mean([t['change'] for t in targets]):+.2f}; releases also alarming on another suite "
-        f"{sum(any(s != label.split(' ')[0] for s in r['suites']) for r in rows)}; {delivery(rows)} "
+        f"{sum(any(s != suite for s in r['suites']) for r in rows)}; {delivery(rows)} "
         f"[{seconds:.0f} s in its workers]\n  {fails if high < claimed else 'power as claimed, within the interval'}"
     )
 
@@ -1038,6 +1039,7 @@ def main(argv: list[str] | None = None) -> None:
     report_null(f"{only}, null", [r["question"] for r in results["imported only"]], seconds["imported only"], alpha)
     report_planted(
         f"{only}, country k00 {COUNTRY_DROP:g} points worse",
+        COUNTRY_SUITE,
         "accuracy (country=k00)",
         [r["question"] for r in results["imported only, planted"]],
         -COUNTRY_DROP,
@@ -1048,6 +1050,7 @@ def main(argv: list[str] | None = None) -> None:
         report_planted(
             f"{tier}: blend alone at the default size, every local answer worse so that {PLANTED_METRIC} falls by its "
             f"minimum effect ({effect:g} points expected), {how}",
+            "blend",
             PLANTED_METRIC,
             [r[DECLARED] for r in results[tier]],
             -effect,

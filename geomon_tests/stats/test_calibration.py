@@ -178,7 +178,7 @@ def test_claimed_power_reads_the_stated_mde(capsys):
     row = {"target_alerted": False, "target_verdict": "no detectable change", "suites": [], "late": False}
     row |= {"undelivered": 0, "unstored": 0, "about_old": 0, "resolved": 0}
     rows = [row | {"target": target | {"change": -4.0, "power": 0.5}}] * 20
-    bench.report_planted("planted", "m", rows, -4.0, 0.0)
+    bench.report_planted("planted", "s", "m", rows, -4.0, 0.0)
     printed = capsys.readouterr().out
     assert "claimed by the stated MDE 0.80" in printed
     assert "POWER BELOW CLAIM: measured 0.00" in printed
