@@ -12,9 +12,17 @@ baseline arrives, and must deliver then). What is counted is what the webhook re
 false alarm when the webhook received a ``regression`` message about its successor.
 
 - Registered suites, null (a): both models' per-item outcomes are independent re-draws from the same
-  per-item rates, in each suite's own per-item format, at ``geomon run``'s default sample sizes (each suite's
-  ``default`` profile) and at the paper's (``SIZES``); each suite's production declarations
-  (``registry.tracked``) are tested.
+  per-item rates, at ``geomon run``'s default sample sizes (each suite's ``default`` profile) and at the
+  paper's (``SIZES``); each suite's production declarations (``registry.tracked``) are tested. The draws are
+  answers (graded, scored, featured) that each suite's own ``items()`` turns into its tracked rows — what its
+  Dagster step records — so a column a new declaration needs is made there, not here (BorderLines' two-level
+  rows are built here: its ``items()`` needs the disputes table).
+- A whole release on several scopes: the six suites, BorderLines on three scopes (``borderlines.revisions``'s
+  three revisions), then two imported suites; each tier prints the α its decisions were taken at, summed over
+  the successor's evaluations (suite × scope), beside the release's α.
+- Two predecessor evaluations late: every unit's successor recorded first, then the predecessor dated with it
+  (after it in release order: the successor's fallback baseline), then the predecessor dated the day before
+  (the release-order baseline: the successor is decided again).
 - BorderLines and Gapminder, clustered null: in every draw each territory's rates (its queries' in every
   language included) and each question's correct rate (shared by its prompt families) are shifted by a shock
   of their log-odds, drawn afresh for each model. The same draws are recorded as declared and again with
@@ -29,21 +37,29 @@ false alarm when the webhook received a ``regression`` message about its success
   afresh for each model). The same files are imported again without a cluster (each row its own unit, the
   question ignored): under (b) that test is too confident and should alarm more — the bench can tell a
   clustered test from an unclustered one.
-- Planted: one BLEnD country's local answers made worse (``--points`` before clipping at 0; the change
-  expected after clipping is computed from the clipped rates) with the other suites as in null (a); the
-  measured power (the share of releases whose webhook received a regression naming ``sem_b_local
-  (country=…)`` about the successor) beside the power the stated MDE claims (``verdicts.power_at`` of the
-  expected change, at the stored comparison's ``se`` and its first Holm level ``alpha / family_size``).
+- Imported only: a model whose release is one imported suite (10 countries × 40 questions × 2 variations,
+  ``--group country --cluster question``), null, and with one country 35 points worse (the expected change
+  after clipping at 0).
+- Planted at the minimum effect: BLEnD alone at the default size, every local answer made worse so that the
+  expected change of its headline ``sem_b_local`` is its declared minimum effect (the drop before clipping at
+  0 solved for it), in the usual schedule and with two predecessor evaluations late. The measured power (the
+  share of releases whose webhook received a regression naming the planted comparison) is set beside the
+  power the verdict claims: its stated MDE's, ``power_at(change, MDE / (z(1 − α/m) + z(power)), α/m)`` at the
+  first Holm level (the planned standard error the MDE was built from, not the new data's null one), and the
+  stated power at the minimum effect.
 - Gapminder's real per-question correct rates (its published grades), a model against re-draws of itself
   (only the gapminder suite in the release), when the reference table is there.
 
 Each rate is printed as k/n with its one-sided 95 % Clopper–Pearson upper bound (power: a two-sided 95 %
 interval), and every tier also counts what would show a broken delivery path: regressions stored for the
 successor that the webhook did not receive (or the reverse), alerts about predecessors and ``resolved``
-messages.
+messages. A null tier whose decisions were taken at more than α in all, or whose alarm rate's lower bound is
+above α, prints ``PROMISE FAILS``; a planted tier whose measured power's upper bound is below the claimed
+power prints ``POWER BELOW CLAIM``.
 
-    .venv/bin/python bench/alert_calibration.py [--releases 300] [--paper 30] [--planted 60] [--points 24]
-        [--clustered 100] [--imported 100] [--real 200] [--workers 2] [--seed 0]
+    .venv/bin/python bench/alert_calibration.py [--quick] [--releases 200] [--paper 20] [--scopes 100]
+        [--late 60] [--planted 100] [--imported 60] [--imported-only 100] [--clustered 60] [--real 100]
+        [--workers 2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -53,6 +69,7 @@ import contextlib
 import functools
 import itertools
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -65,13 +82,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import optimize, special, stats
 
 from geomon.monitor import announce, imports, tracking
 from geomon.monitor.alerts import AlertSettings
 from geomon.monitor.history import MetricHistory
 from geomon.stats import verdicts
-from geomon.suites import registry
+from geomon.suites import blend, gapminder, quench, registry, saged, worldbench
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the loopback webhook of the tests
@@ -79,6 +96,7 @@ if str(ROOT) not in sys.path:  # the loopback webhook of the tests
 from geomon_tests.loopback import Webhook, serve  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
+SELF, CHILDREN = resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN
 Items = Callable[[np.random.Generator, dict], pd.DataFrame]
 
 # The option each suite's run profiles size its sample with, in the units its model below takes: countries,
@@ -97,6 +115,7 @@ SIZES = {
     "default": {s: int(registry.suites()[s].profiles["default"][option]) for s, option in SAMPLE_OPTION.items()},
     "paper": {"worldbench": 190, "borderlines": 251, "gapminder": 365, "quench": 400, "saged": 38, "blend": 500},
 }
+INDICATORS = 11  # WorldBench indicators asked per country
 REGIONS = [f"region{i}" for i in range(7)]
 INCOMES = ["low", "lower middle", "upper middle", "high"]
 BLEND_COUNTRIES = [f"c{i:02d}" for i in range(16)]
@@ -108,8 +127,12 @@ SCOPE = "calibration"
 ORIGIN = "calibration"
 DAYS = (datetime(2025, 3, 1, 23, 50, tzinfo=UTC), datetime(2025, 3, 2, 0, 10, tzinfo=UTC))  # across midnight
 LATE_SHARE = 1 / 3  # releases whose predecessor's evaluations are recorded after the successor's
-PLANTED_COUNTRY = BLEND_COUNTRIES[3]
-PLANTED_PER_COUNTRY = 100  # BLEnD questions per country in the planted tier (the default's 8 are too few)
+PLANTED_METRIC = "sem_b_local"  # BLEnD's headline, planted worse by its declared minimum effect
+# The imported-only releases: one suite no module registers, COUNTRIES countries of COUNTRY_QUESTIONS questions
+# asked in two variations each (``--group country --cluster question``); planted: one country COUNTRY_DROP points
+# worse.
+COUNTRY_SUITE = "imported_countries"
+COUNTRIES, COUNTRY_QUESTIONS, COUNTRY_DROP = 10, 40, 35.0
 IMPORTED = ("imported_a", "imported_b", "imported_c")  # suites no module registers: each takes an import slot
 QUESTIONS, VARIATIONS = 80, 6  # per imported suite: questions, each asked in this many prompt variations
 LANGUAGES = ("en", "local")  # the imported suites' group column (a gap and each language's accuracy)
@@ -133,11 +156,22 @@ def worldbench_model(rng, n):
 
 
 def worldbench_draw(rng, m):
-    e = m["error"]
-    answered = rng.binomial(11, m["answer_rate"])  # 11 indicators asked per country, some not answered
-    errors = rng.beta(e * 8 + 0.1, (1 - e) * 8 + 0.1, (11, e.size))
-    errors = np.where(np.arange(11)[:, None] < answered, errors, 0.0).sum(axis=0)
-    return m["fixed"].assign(error_sum=errors, answers=answered, answered=answered, asked=11)
+    """Eleven indicators asked per country, some not answered, each answered one with its error: the scores
+    ``worldbench.items`` turns into the suite's tracked rows."""
+    e, countries = m["error"], m["fixed"].shape[0]
+    answered = rng.binomial(INDICATORS, m["answer_rate"])
+    asked = np.arange(INDICATORS)[:, None] < answered  # indicators × countries
+    errors = rng.beta(e * 8 + 0.1, (1 - e) * 8 + 0.1, (INDICATORS, countries))
+    scores = pd.DataFrame(
+        {
+            "iso3": np.tile(m["fixed"]["item"].to_numpy(), INDICATORS),
+            "region": np.tile(m["fixed"]["region"].to_numpy(), INDICATORS),
+            "income_group": np.tile(m["fixed"]["income_group"].to_numpy(), INDICATORS),
+            "error": np.where(asked, errors, np.nan).ravel(),
+            "status": np.where(asked, "answered", "unanswered").ravel(),
+        }
+    )
+    return worldbench.items(scores)
 
 
 BORDERLINES_LANGUAGES = ("es", "fr", "zh", "ru", "ar", "hi")
@@ -192,39 +226,32 @@ GAPMINDER_FAMILIES = ("plain", "persona", "expert", "short", "reasoning")
 def gapminder_model(rng, n, rates=None):
     rates = np.asarray(rates) if rates is not None else rng.beta(3, 2, n)
     ids = [f"q{i}" for i in range(rates.size)]
-    fixed = pd.DataFrame({"item": ids, "question": ids, "topic": [f"sdg{i % 17 + 1}" for i in range(rates.size)]})
+    fixed = pd.DataFrame({"question_id": ids, "topic": [f"sdg{i % 17 + 1}" for i in range(rates.size)]})
     return {"fixed": fixed, "p": rates, "answers": 2}  # two answers in each of five prompt families
 
 
 def gapminder_draw(rng, m, shock: float = 0.0):
-    """Each question's answers drawn family by family: the suite's two levels of tracked rows (per question, and
-    per question and prompt family). With ``shock``, a question's correct rate moved in this draw by a normal
+    """Each question's answers graded family by family (``answers`` per prompt family): indecisive (no option
+    read), else correct at the question's rate, else very wrong or wrong; ``gapminder.items`` turns the grades
+    into the suite's tracked rows. With ``shock``, a question's correct rate moved in this draw by a normal
     shock of its log-odds that its families share: the question is the cluster."""
-    shape = (len(GAPMINDER_FAMILIES), m["p"].size)
-    indecisive = rng.binomial(m["answers"], 0.05, shape)  # no option read from the answer
-    decisive = m["answers"] - indecisive
-    correct = rng.binomial(decisive, shifted(m["p"], rng.normal(0, shock, m["p"].size)) if shock else m["p"])
-    very_wrong = rng.binomial(decisive - correct, 0.3)
-    questions = m["fixed"].assign(
-        correct=correct.sum(axis=0),
-        very_wrong=very_wrong.sum(axis=0),
-        decisive=decisive.sum(axis=0),
-        indecisive=indecisive.sum(axis=0),
-        n=m["answers"] * len(GAPMINDER_FAMILIES),
+    questions, answers = m["p"].size, len(GAPMINDER_FAMILIES) * m["answers"]
+    p = shifted(m["p"], rng.normal(0, shock, questions)) if shock else m["p"]
+    draw = rng.random((answers, questions))
+    correct = draw < 0.95 * p  # 5 % indecisive, then correct at p among the decisive
+    very_wrong = (draw >= 0.95 * p) & (draw < 0.95 * p + 0.95 * (1 - p) * 0.3)
+    other = np.where(draw > 0.95, "indecisive", "wrong")
+    grade = np.where(correct, "correct", np.where(very_wrong, "very_wrong", other))
+    graded = pd.DataFrame(
+        {
+            "model": "m",
+            "question_id": np.tile(m["fixed"]["question_id"].to_numpy(), answers),
+            "topic": np.tile(m["fixed"]["topic"].to_numpy(), answers),
+            "family": np.repeat(np.repeat(GAPMINDER_FAMILIES, m["answers"]), questions),
+            "grade": grade.ravel(),
+        }
     )
-    families = [
-        pd.DataFrame(
-            {
-                "item": [f"{q}|{family}" for q in m["fixed"]["question"]],
-                "question": m["fixed"]["question"],
-                "family": family,
-                "family_correct": correct[f],
-                "family_decisive": decisive[f],
-            }
-        )
-        for f, family in enumerate(GAPMINDER_FAMILIES)
-    ]
-    return pd.concat([questions, *families], ignore_index=True)
+    return gapminder.items(graded)
 
 
 def quench_model(rng, n):
@@ -245,9 +272,21 @@ def quench_model(rng, n):
 
 
 def quench_draw(rng, m):
-    answered = rng.binomial(1, 0.97, m["p"].size).astype(float)
-    correct = np.where(answered > 0, rng.binomial(3, m["p"]) / 3, np.nan)  # three judges
-    return m["fixed"].assign(correct=correct, answered=answered)
+    """Each (entity, mode) prompt answered or not, an answered one scored by three judges: the scores
+    ``quench.items`` turns into the suite's tracked rows."""
+    answered = rng.binomial(1, 0.97, m["p"].size) > 0
+    fixed = m["fixed"]
+    scores = pd.DataFrame(
+        {
+            "prompt_id": fixed["item"],
+            "question_id": fixed["question_id"],
+            "mode": fixed["mode"],
+            "indic": fixed["indic"],
+            "correct_answer_score": np.where(answered, rng.binomial(3, m["p"]) / 3, np.nan),
+            "status": np.where(answered, "answered", "unanswered"),
+        }
+    )
+    return quench.items(scores)
 
 
 def saged_model(rng, roots):
@@ -264,9 +303,20 @@ def saged_model(rng, roots):
 
 
 def saged_draw(rng, m):
-    answered = rng.binomial(1, 0.97, m["mean"].size).astype(float)
-    value = np.where(answered > 0, m["mean"] + rng.normal(0, 0.1, m["mean"].size), np.nan)
-    return m["fixed"].assign(value=value, answered=answered)
+    """Each response's calibrated sentiment (none when not answered): the features ``saged.items`` turns into
+    the suite's tracked rows."""
+    answered = rng.binomial(1, 0.97, m["mean"].size) > 0
+    fixed = m["fixed"]
+    features = pd.DataFrame(
+        {
+            "role": fixed["role"],
+            "prompt_id": fixed["root"] + "|" + fixed["concept"],
+            "concept": fixed["concept"],
+            "sentiment_calibrated": m["mean"] + rng.normal(0, 0.1, m["mean"].size),
+            "status": np.where(answered, "answered", "unanswered"),
+        }
+    )
+    return saged.items(features)
 
 
 def blend_model(rng, per_country):
@@ -275,7 +325,7 @@ def blend_model(rng, per_country):
         pd.DataFrame(
             {
                 "item": [f"{c}|{i}|{mode}" for i, c in enumerate(country)],
-                "question": [f"{c}|{i}" for i, c in enumerate(country)],
+                "question_id": [str(i) for i in range(country.size)],
                 "country": country,
                 "mode": mode,
                 "asked_in": "English" if mode == "english" else [f"language of {c}" for c in country],
@@ -289,13 +339,19 @@ def blend_model(rng, per_country):
 BLEND_ANSWERED = 0.97  # the share of replies that answer (the rest are empty or hedge)
 
 
-def blend_draw(rng, m, worse: str = "", by: float = 0.0):
-    p = m["p"]
-    if worse:
-        hit = ((m["fixed"]["country"] == worse) & (m["fixed"]["mode"] == "local")).to_numpy()
-        p = np.where(hit, np.clip(p - by / 100, 0, 1), p)
-    answered = rng.binomial(1, BLEND_ANSWERED, p.size).astype(float)  # unanswered: a miss, as the paper scores it
-    return m["fixed"].assign(value=np.where(answered > 0, rng.binomial(1, p) * 100.0, 0.0), answered=answered)
+def blend_draw(rng, m, by: float = 0.0):
+    """Each prompt answered or not (an unanswered reply scores 0, as the paper scores it), an answered one
+    right (SEM-B 100) at its rate: the scores ``blend.items`` turns into the suite's tracked rows. ``by``: every
+    local prompt that many points less likely right (clipped at 0)."""
+    p, fixed = m["p"], m["fixed"]
+    if by:
+        p = np.where((fixed["mode"] == "local").to_numpy(), np.clip(p - by / 100, 0, 1), p)
+    answered = rng.binomial(1, BLEND_ANSWERED, p.size) > 0
+    scores = fixed.rename(columns={"item": "prompt_id"}).assign(
+        sem_b=np.where(answered, rng.binomial(1, p) * 100.0, 0.0),
+        status=np.where(answered, "answered", "unanswered"),
+    )
+    return blend.items(scores)
 
 
 MODELS = {
@@ -308,43 +364,84 @@ MODELS = {
 }
 
 
-def imported_model(rng: np.random.Generator, questions: int = QUESTIONS, variations: int = VARIATIONS) -> dict:
-    """An imported suite's per-row rates: each question's log-odds, and a fixed offset per prompt variation."""
+def imported_model(
+    rng: np.random.Generator,
+    questions: int = QUESTIONS,
+    variations: int = VARIATIONS,
+    group: str = "language",
+    labels: Callable[[int], str] = lambda q: LANGUAGES[q % 2],
+) -> dict:
+    """An imported suite's per-row rates: each question's log-odds, and a fixed offset per prompt variation;
+    ``group`` the column a question's ``labels(q)`` goes in (its language, its country)."""
     question = np.repeat(np.arange(questions), variations)
     fixed = pd.DataFrame(
         {
             "item": [f"q{q}|v{v}" for q, v in zip(question, np.tile(np.arange(variations), questions), strict=True)],
             "question": [f"q{q}" for q in question],
-            "language": [LANGUAGES[q % 2] for q in question],
+            group: [labels(q) for q in question],
         }
     )
     logit = rng.normal(0.5, 1.2, questions)[question] + rng.normal(0, 0.3, question.size)
-    return {"fixed": fixed, "question": question, "logit": logit, "questions": questions}
+    return {"fixed": fixed, "question": question, "p": special.expit(logit), "questions": questions, "group": group}
 
 
-def imported_draw(rng: np.random.Generator, m: dict, shock: float = 0.0) -> pd.DataFrame:
+def imported_draw(
+    rng: np.random.Generator, m: dict, shock: float = 0.0, worse: tuple[str, float] | None = None
+) -> pd.DataFrame:
     """Correct (1) or not per row; with ``shock``, each question's log-odds shifted in this draw by a normal
-    shock its variations share (the clustered null)."""
-    logit = m["logit"] + (rng.normal(0, shock, m["questions"])[m["question"]] if shock else 0.0)
-    return m["fixed"].assign(correct=rng.binomial(1, 1 / (1 + np.exp(-logit))))
+    shock its variations share (the clustered null); ``worse`` (label, points): that group's rows that many
+    points less likely correct (clipped at 0)."""
+    p = shifted(m["p"], rng.normal(0, shock, m["questions"])[m["question"]]) if shock else m["p"]
+    if worse:
+        hit = (m["fixed"][m["group"]] == worse[0]).to_numpy()
+        p = np.where(hit, np.clip(p - worse[1] / 100, 0, 1), p)
+    return m["fixed"].assign(correct=rng.binomial(1, p))
+
+
+def country_model(rng: np.random.Generator, questions: int = COUNTRY_QUESTIONS) -> dict:
+    """The imported-only suite: ``COUNTRIES`` countries of ``questions`` questions, each asked in two variations."""
+    return imported_model(rng, COUNTRIES * questions, 2, "country", lambda q: f"k{q // questions:02d}")
 
 
 # --- one release through the production path ----------------------------------------------------------------
 
+# What one evaluation is of: (suite, scope). A suite evaluated on several scopes in one release (BorderLines'
+# revisions) has one unit per scope.
+Unit = tuple[str, str]
 
-def schedule(rng: np.random.Generator, suites: list[str]) -> tuple[bool, list[tuple[str, str]], dict]:
-    """How a release's evaluations arrive: (late, [(role, suite)] in recording order, {(role, suite): date}).
-    The twelve (or six) evaluations in shuffled order; within each suite the predecessor's first, except in a
-    late release, where each suite's successor evaluation is recorded before its predecessor's."""
-    late = bool(rng.random() < LATE_SHARE)
-    events = [(role, s) for role in ("old", "new") for s in suites]
+
+def units_of(suites: list[str], scopes: dict[str, int] | None = None) -> list[Unit]:
+    """The release's units: each suite once, or on ``scopes[suite]`` scopes (revision 1, 2, …)."""
+    scopes = scopes or {}
+    out = []
+    for suite in suites:
+        count = scopes.get(suite, 1)
+        out += [(suite, SCOPE if count == 1 else f"{SCOPE}|revision {k + 1}") for k in range(count)]
+    return out
+
+
+def schedule(
+    rng: np.random.Generator, units: list[Unit], late_twice: bool = False
+) -> tuple[bool, list[tuple[str, Unit]], dict]:
+    """How a release's evaluations arrive: (late, [(role, unit)] in recording order, {(role, unit): date}).
+    The evaluations in shuffled order; within each unit the predecessor's (``old``) first, except in a late
+    release, where each unit's successor evaluation (``new``) is recorded before its predecessor's.
+    ``late_twice``: every release late, the predecessor evaluated twice and both recorded after the successor:
+    first ``old`` dated with the successor (after it in release order, so the successor's fallback baseline),
+    then ``old2`` dated the day before (its release-order baseline: the successor is decided again)."""
+    roles = ("new", "old", "old2") if late_twice else ("old", "new")
+    late = late_twice or bool(rng.random() < LATE_SHARE)
+    events = [(role, u) for role in roles for u in units]
     order = [events[i] for i in rng.permutation(len(events))]
-    first = "new" if late else "old"
-    for suite in suites:  # put each suite's pair in the release's order, keeping the positions shuffled
-        i, j = sorted(k for k, e in enumerate(order) if e[1] == suite)
-        second = "old" if first == "new" else "new"
-        order[i], order[j] = (first, suite), (second, suite)
-    when = {e: DAYS[int(rng.integers(2))] for e in events}
+    arrival = roles if not late or late_twice else ("new", "old")
+    for unit in units:  # put each unit's evaluations in the release's order, keeping the positions shuffled
+        places = sorted(k for k, e in enumerate(order) if e[1] == unit)
+        for k, role in zip(places, arrival, strict=True):
+            order[k] = (role, unit)
+    if late_twice:
+        when = {e: DAYS[0] if e[0] == "old2" else DAYS[1] for e in events}
+    else:
+        when = {e: DAYS[int(rng.integers(2))] for e in events}
     return late, order, when
 
 
@@ -357,31 +454,43 @@ def tracked(suite: str, cluster: str = DECLARED) -> tuple:
     return declared if cluster == DECLARED else tuple(replace(m, cluster=cluster) for m in declared)
 
 
+def min_effect(suite: str, metric: str) -> float:
+    """A registered suite's declared minimum effect of ``metric``."""
+    return next(m.min_effect for m in tracked(suite) if m.name == metric)
+
+
 def names(r: int, prefix: str = "m") -> dict[str, str]:
-    return {"old": f"{prefix}{r}-old", "new": f"{prefix}{r}-new"}
+    """Release ``r``'s models by role (``old2``: the predecessor's second evaluation)."""
+    return {"old": f"{prefix}{r}-old", "old2": f"{prefix}{r}-old", "new": f"{prefix}{r}-new"}
 
 
 def registered_draws(
-    models: dict, rng: np.random.Generator, worse: tuple[str, float] | None = None, shock: float = 0.0
-) -> tuple[bool, list[tuple[str, str, pd.DataFrame, datetime]]]:
-    """One release's evaluations, in the order they arrive: (late, [(role, suite, items, evaluated_at)]).
-    ``worse``: the successor's BLEnD answers of one country's local questions made worse by that many points;
+    models: dict,
+    units: list[Unit],
+    rng: np.random.Generator,
+    worse: float = 0.0,
+    shock: float = 0.0,
+    late_twice: bool = False,
+) -> tuple[bool, list[tuple[str, Unit, pd.DataFrame, datetime]]]:
+    """One release's evaluations, in the order they arrive: (late, [(role, unit, items, evaluated_at)]).
+    ``worse``: the successor's BLEnD local answers made worse by that many points (before clipping at 0);
     ``shock``: the sd of the shared per-cluster shock of the suites whose draws take one (the clustered null)."""
-    late, order, when = schedule(rng, list(models))
+    late, order, when = schedule(rng, units, late_twice)
     out = []
-    for role, suite in order:
+    for role, unit in order:
+        suite = unit[0]
         if worse and suite == "blend" and role == "new":
-            items = blend_draw(rng, models[suite], *worse)
+            items = blend_draw(rng, models[suite], by=worse)
         else:
             items = MODELS[suite][1](rng, models[suite], **({"shock": shock} if shock else {}))
-        out.append((role, suite, items, when[(role, suite)]))
+        out.append((role, unit, items, when[(role, unit)]))
     return late, out
 
 
 def record_release(
     history: MetricHistory,
     r: int,
-    evaluations: list[tuple[str, str, pd.DataFrame, datetime]],
+    evaluations: list[tuple[str, Unit, pd.DataFrame, datetime]],
     settings: verdicts.VerdictSettings,
     plan: verdicts.ReleasePlan,
     tell: tracking.Announcer,
@@ -390,7 +499,7 @@ def record_release(
     """Release ``r``'s evaluations recorded with ``tracking.track`` as ``geomon run`` records them (their
     metrics computed there from the declarations, clustered as ``tracked(suite, cluster)`` says)."""
     model = names(r)
-    for role, suite, items, evaluated_at in evaluations:
+    for role, (suite, scope), items, evaluated_at in evaluations:
         tracking.track(
             history,
             suite,
@@ -399,7 +508,7 @@ def record_release(
             items,
             tracked(suite, cluster),
             settings,
-            scope=SCOPE,
+            scope=scope,
             predecessor=model["old"] if role == "new" else None,
             evaluated_at=evaluated_at,
             origin=ORIGIN,
@@ -408,39 +517,47 @@ def record_release(
         )
 
 
-def imported_files(r: int, models: dict, rng: np.random.Generator, shock: float, folder: Path) -> tuple:
+def imported_files(
+    r: int,
+    models: dict,
+    rng: np.random.Generator,
+    shock: float,
+    folder: Path,
+    worse: tuple[str, float] | None = None,
+) -> tuple:
     """Release ``r`` of the imported suites as per-item CSV files, one per suite and model (what a harness
-    writes: model, item, question, language, evaluated_at, correct, predecessor); returns (late, [(role, suite,
-    path)] in the order they are imported)."""
-    late, order, when = schedule(rng, list(models))
+    writes: model, item, question, the group column, evaluated_at, correct, predecessor); ``worse``: the
+    successor's rows of one group made worse (``imported_draw``); returns (late, [(role, suite, path)] in the
+    order they are imported)."""
+    late, order, when = schedule(rng, [(s, "") for s in models])
     model = names(r)
     out = []
-    for role, suite in order:
-        frame = imported_draw(rng, models[suite], shock).assign(
+    for role, (suite, _) in order:
+        m = models[suite]
+        frame = imported_draw(rng, m, shock, worse if role == "new" else None).assign(
             model=model[role],
-            evaluated_at=when[(role, suite)].strftime("%Y-%m-%dT%H:%M:%S"),
+            evaluated_at=when[(role, (suite, ""))].strftime("%Y-%m-%dT%H:%M:%S"),
             predecessor=model["old"] if role == "new" else "",
         )
         path = folder / f"{suite}-{model[role]}.csv"
-        frame[["model", "item", "question", "language", "evaluated_at", "correct", "predecessor"]].to_csv(
-            path, index=False
-        )
-        out.append((role, suite, path))
+        columns = ["model", "item", "question", m["group"], "evaluated_at", "correct", "predecessor"]
+        frame[columns].to_csv(path, index=False)
+        out.append((role, suite, path, m["group"]))
     return late, out
 
 
 def import_release(
     history: MetricHistory,
-    files: list[tuple[str, str, Path]],
+    files: list[tuple[str, str, Path, str]],
     settings: verdicts.VerdictSettings,
     plan: verdicts.ReleasePlan,
     tell: tracking.Announcer,
     cluster: str,
 ) -> None:
-    """The files imported one by one, as ``geomon import items <file> --suite <suite> --group language
+    """The files imported one by one, as ``geomon import items <file> --suite <suite> --group <group>
     [--cluster question]`` imports them."""
-    for _, suite, path in files:
-        runs = imports.item_runs(path, suite, ["language"], settings, cluster=cluster)
+    for _, suite, path, group in files:
+        runs = imports.item_runs(path, suite, [group], settings, cluster=cluster)
         imports.record_runs(history, runs, settings, plan=plan, announcer=tell)
 
 
@@ -463,11 +580,17 @@ def webhook() -> Iterator[list[dict]]:
                 os.environ[WEBHOOK_ENV] = before
 
 
+def alerted(title: str) -> set[str]:
+    """The comparisons a regression alert names (its title: ``suite: model regressed on a, b (x=y)``)."""
+    return set(title.split(" regressed on ", 1)[-1].split(", "))
+
+
 def outcome(
-    history: MetricHistory, posts: list[dict], r: int, late: bool, target: tuple[str, str] | None = None
+    history: MetricHistory, posts: list[dict], r: int, late: bool, target: tuple[str, str, str] | None = None
 ) -> dict:
     """What release ``r`` delivered (``posts``: the webhook's posts while it was recorded) beside what the
-    history stored for it; ``target`` (suite, breakdown of sem_b_local): the planted comparison's numbers."""
+    history stored for it; ``target`` (suite, metric, breakdown): the planted comparison's numbers as its verdict
+    states them."""
     model = names(r)
     bodies = [p["body"] for p in posts]
     alerts = [b for b in bodies if b["kind"] == "regression" and b["model"] == model["new"]]
@@ -486,19 +609,31 @@ def outcome(
         "about_old": sum(b["model"] == model["old"] for b in bodies),
         "resolved": sum(b["kind"] == "resolved" for b in bodies),
         "family_sizes": {s: int(g["family_size"].max()) for s, g in stored.groupby("suite")},
+        # the α the successor's decisions were taken at: each evaluation (one per suite and scope) once
+        "spent": float(stored.groupby("evaluation_id")["alpha"].max().sum()) if len(stored) else 0.0,
+        "decisions": int(stored["evaluation_id"].nunique()),
         "z": headline_z(stored),
     }
     if target is not None:
-        suite, breakdown = target
-        label = f"sem_b_local ({breakdown})"
-        hit = stored[(stored["metric"] == "sem_b_local") & (stored["breakdown"] == breakdown)]
+        suite, metric, breakdown = target
+        label = f"{metric} ({breakdown})" if breakdown else metric
+        hit = stored[(stored["suite"] == suite) & (stored["metric"] == metric) & (stored["breakdown"] == breakdown)]
         t = hit.iloc[0]
+        level = t["alpha"] / max(t["family_size"], 1)
         row |= {
-            "target_alerted": any(label in b["title"] for b in alerts if b["suite"] == suite),
+            "target_alerted": any(label in alerted(b["title"]) for b in alerts if b["suite"] == suite),
             "target_verdict": t["verdict"],
-            "target": {k: float(t[k]) for k in ("se", "family_size", "alpha", "change", "mde")},
+            "target": {k: float(t[k]) for k in ("se", "family_size", "alpha", "change", "mde", "power")}
+            | {"level": float(level), "planned_se": stated_se(float(t["mde"]), float(level))},
         }
     return row
+
+
+def stated_se(mde: float, level: float, power: float = verdicts.VerdictSettings().power) -> float:
+    """The standard error a stated MDE rests on: MDE = (z(1 − level) + z(power)) × se."""
+    if not (np.isfinite(mde) and 0 < level < 1):
+        return float("nan")
+    return mde / float(stats.norm.ppf(1 - level) + stats.norm.ppf(power))
 
 
 def headline_z(stored: pd.DataFrame) -> dict[tuple[str, str], float]:
@@ -516,13 +651,21 @@ def headline_z(stored: pd.DataFrame) -> dict[tuple[str, str], float]:
 # --- worker jobs --------------------------------------------------------------------------------------------
 
 
-def models_for(sizes: dict[str, int], seed: int, blend_per_country: int | None = None) -> dict:
+def models_for(sizes: dict[str, int], seed: int) -> dict:
     """The model every release of a tier re-draws: the same in every worker (built from ``seed``)."""
     rng = np.random.default_rng(seed)
-    models = {s: MODELS[s][0](rng, n) for s, n in sizes.items()}
-    if blend_per_country is not None:
-        models["blend"] = blend_model(rng, blend_per_country)
-    return models
+    return {s: MODELS[s][0](rng, n) for s, n in sizes.items()}
+
+
+def country_models(seed: int) -> dict:
+    """The imported-only tiers' model (built from ``seed``)."""
+    return {COUNTRY_SUITE: country_model(np.random.default_rng([seed, 9]))}
+
+
+def language_models(seed: int, questions: int, variations: int) -> dict:
+    """The imported tiers' three suites (built from ``seed``)."""
+    rng = np.random.default_rng([seed, 7])
+    return {s: imported_model(rng, questions, variations) for s in IMPORTED}
 
 
 def real_gapminder_rates() -> tuple[str, np.ndarray] | None:
@@ -545,47 +688,61 @@ def one_blas_thread() -> None:
 def run_job(job: dict) -> tuple[list[dict], float]:
     """Releases ``first``…``last`` of one tier with a fresh webhook; per release, for each of the job's
     ``clusters`` (each way of clustering the same draws, recorded in a fresh history of its own), its
-    ``outcome``; and the job's seconds."""
+    ``outcome``; and the job's seconds.
+
+    ``kind`` ``registered``: the ``suites`` (all) at ``size`` (a tier's name or sizes), ``scopes`` {suite: how
+    many scopes}, ``imports`` (that many of the imported suites too, imported after them), ``late_twice``
+    (``schedule``), ``points`` (BLEnD's local answers that much worse in the successor, the target its
+    headline), ``shock`` (the clustered null); ``real``: Gapminder at ``rates``; ``imported``: ``design``
+    ``languages`` (three suites of ``shape`` questions × variations, ``shock``) or ``countries`` (the
+    imported-only suite; ``points``: country k00 that much worse, the target its accuracy)."""
     started = time.perf_counter()
     kind, seed, resamples = job["kind"], job["seed"], job["resamples"]
     settings = verdicts.VerdictSettings(resamples=resamples)
     plan = tracking.release_plan(settings)  # once, as `geomon run` and `geomon import` build it
     tell = announce.announcer(ALERTS)
-    shock = job.get("shock", 0.0)
+    shock, points = job.get("shock", 0.0), job.get("points", 0.0)
     rows = []
     with tempfile.TemporaryDirectory() as folder, webhook() as posts:
         folder = Path(folder)
         clusters = job.get("clusters", (DECLARED,))
         histories = {c: MetricHistory(f"sqlite:///{folder}/{c or 'rows'}.db") for c in clusters}
         if kind == "imported":
-            rng = np.random.default_rng([seed, 7])
-            shape = job.get("questions", QUESTIONS), job.get("variations", VARIATIONS)
-            models = {s: imported_model(rng, *shape) for s in IMPORTED}
+            if job.get("design") == "countries":
+                models, worse = country_models(seed), ("k00", points) if points else None
+                target = (COUNTRY_SUITE, "accuracy", "country=k00") if points else None
+            else:
+                models, worse, target = language_models(seed, *job.get("shape", (QUESTIONS, VARIATIONS))), None, None
             for r in range(job["first"], job["last"]):
-                late, files = imported_files(r, models, np.random.default_rng([seed, 7, r]), shock, folder)
+                rng = np.random.default_rng([seed, 7, r])
+                late, files = imported_files(r, models, rng, shock, folder, worse)
                 out = {}
                 for cluster, history in histories.items():
                     start = len(posts)
                     import_release(history, files, settings, plan, tell, cluster)
-                    out[cluster] = outcome(history, posts[start:], r, late)
+                    out[cluster] = outcome(history, posts[start:], r, late, target)
                 rows.append(out)
-                for _, _, path in files:
+                for _, _, path, _ in files:
                     path.unlink()
             return rows, time.perf_counter() - started
         if kind == "real":
             models = {"gapminder": gapminder_model(None, 0, job["rates"])}
         else:
             sizes = job["size"] if isinstance(job["size"], dict) else SIZES[job["size"]]  # a tier, or sizes
-            models = models_for(sizes, seed, job.get("blend"))
+            models = models_for(sizes, seed)
             models = {s: m for s, m in models.items() if s in job.get("suites", models)}
-        worse = (PLANTED_COUNTRY, job["points"]) if job.get("points") else None
-        target = ("blend", f"country={PLANTED_COUNTRY}") if worse else None
+        units = units_of(list(models), job.get("scopes"))
+        target = ("blend", PLANTED_METRIC, "") if points else None
+        extra = dict(itertools.islice(language_models(seed, QUESTIONS, VARIATIONS).items(), job.get("imports", 0)))
         for r in range(job["first"], job["last"]):
-            late, evaluations = registered_draws(models, np.random.default_rng([seed, r]), worse, shock)
+            rng = np.random.default_rng([seed, r])
+            late, evaluations = registered_draws(models, units, rng, points, shock, job.get("late_twice", False))
+            files = imported_files(r, extra, rng, 0.0, folder)[1] if extra else []
             out = {}
             for cluster, history in histories.items():
                 start = len(posts)
                 record_release(history, r, evaluations, settings, plan, tell, cluster)
+                import_release(history, files, settings, plan, tell, "question")
                 out[cluster] = outcome(history, posts[start:], r, late, target)
             rows.append(out)
     return rows, time.perf_counter() - started
@@ -597,6 +754,11 @@ def run_job(job: dict) -> tuple[list[dict], float]:
 def upper_95(k: int, n: int) -> float:
     """The one-sided 95 % Clopper–Pearson upper bound of a rate k / n."""
     return float(stats.beta.ppf(0.95, k + 1, n - k)) if k < n else 1.0
+
+
+def lower_95(k: int, n: int) -> float:
+    """The one-sided 95 % Clopper–Pearson lower bound of a rate k / n."""
+    return float(stats.beta.ppf(0.05, k, n - k + 1)) if k > 0 else 0.0
 
 
 def interval_95(k: int, n: int) -> tuple[float, float]:
@@ -614,10 +776,9 @@ def delivery(rows: list[dict]) -> str:
     """What would show a broken delivery path (all zero when the webhook received what the history stored)."""
     late = [r for r in rows if r["late"]]
     return (
-        f"{len(late)} with a late predecessor, {sum(r['alarm'] for r in late)} of whose alarms came from the "
-        f"re-decision; stored regressions not delivered {sum(r['undelivered'] for r in rows)}, delivered but not "
-        f"stored {sum(r['unstored'] for r in rows)}, alerts about predecessors {sum(r['about_old'] for r in rows)}, "
-        f"resolved messages {sum(r['resolved'] for r in rows)}"
+        f"{len(late)} with a late predecessor; stored regressions not delivered {sum(r['undelivered'] for r in rows)}, "
+        f"delivered but not stored {sum(r['unstored'] for r in rows)}, alerts about predecessors "
+        f"{sum(r['about_old'] for r in rows)}, resolved messages {sum(r['resolved'] for r in rows)}"
     )
 
 
@@ -629,16 +790,48 @@ def families(rows: list[dict]) -> str:
     return ", ".join(f"{s} {int(np.median(v))}" for s, v in sorted(sizes.items()))
 
 
-def expected_drop(models: dict, points: float) -> float:
-    """The planted country's sem_b_local change in expectation (points), from the clipped rates (a rate below
-    the planted drop cannot fall below 0) of the replies that answer (an unanswered one is a miss either way)."""
-    blend = models["blend"]
-    hit = ((blend["fixed"]["country"] == PLANTED_COUNTRY) & (blend["fixed"]["mode"] == "local")).to_numpy()
-    p = blend["p"][hit]
-    return float(np.mean(np.clip(p - points / 100, 0, 1) - p) * 100 * BLEND_ANSWERED)
+def pre_clip_drop(p: np.ndarray, change: float, scale: float = 1.0) -> float:
+    """The drop (points) to take off rates ``p`` before clipping at 0 so that their mean falls by ``change``
+    points (× ``scale``, the share that counts): the planted effect exactly the one named."""
+    most = float(np.mean(p) * 100 * scale)
+    if change >= most:
+        raise SystemExit(f"bench: a drop of {change:g} points is more than the rates' mean ({most:.1f})")
+    return float(optimize.brentq(lambda d: np.mean(p - np.clip(p - d / 100, 0, 1)) * 100 * scale - change, 0, 100))
 
 
-def report_null(title: str, rows: list[dict], seconds: float) -> None:
+def blend_points(seed: int, change: float, sizes: dict[str, int]) -> float:
+    """BLEnD's local answers' pre-clip drop whose expected headline change is ``change`` (an unanswered reply
+    is a miss either way, so only the answered share moves), in the model a tier at ``sizes`` draws."""
+    model = models_for(sizes, seed)["blend"]
+    local = (model["fixed"]["mode"] == "local").to_numpy()
+    return pre_clip_drop(model["p"][local], change, BLEND_ANSWERED)
+
+
+def country_points(seed: int, change: float) -> float:
+    """Country k00's pre-clip drop whose expected accuracy change is ``change``."""
+    model = country_models(seed)[COUNTRY_SUITE]
+    return pre_clip_drop(model["p"][(model["fixed"]["country"] == "k00").to_numpy()], change)
+
+
+def promise(rows: list[dict], alpha: float) -> str:
+    """Whether a null tier keeps the release's promise (at most ``alpha`` of releases alarm): ``FAILS`` when
+    its decisions were taken at more than α in all, or the alarm rate's 95 % lower bound is above α."""
+    k, n = sum(r["alarm"] for r in rows), len(rows)
+    spent = [r["spent"] for r in rows] or [0.0]
+    over = max(spent) > alpha * (1 + 1e-9)
+    line = (
+        f"α the successor's decisions were taken at, Σ over its evaluations (suite × scope): median "
+        f"{np.median(spent):.4g}, max {max(spent):.4g} (decisions per release: median "
+        f"{np.median([r['decisions'] for r in rows] or [0]):.0f})"
+    )
+    if over or lower_95(k, n) > alpha:
+        why = [f"spends {max(spent):.4g} > α {alpha:g}"] if over else []
+        why += [f"alarm rate's 95 % lower bound {lower_95(k, n):.2%} > α"] if lower_95(k, n) > alpha else []
+        return f"{line}; PROMISE FAILS: {'; '.join(why)}"
+    return f"{line}; promise (≤ α {alpha:g}) holds within the bound"
+
+
+def report_null(title: str, rows: list[dict], seconds: float, alpha: float) -> None:
     k = sum(r["alarm"] for r in rows)
     suites: dict[str, int] = {}
     for r in rows:
@@ -648,11 +841,15 @@ def report_null(title: str, rows: list[dict], seconds: float) -> None:
     print(
         f"{title}: false regression alerts received by the webhook, per release: {rate(k, len(rows))}; by suite: "
         f"{by_suite}; testable comparisons per suite (median): {families(rows)}; {delivery(rows)} "
-        f"[{seconds:.0f} core-s]"
+        f"[{seconds:.0f} s in its workers]\n  {promise(rows, alpha)}"
     )
 
 
-def report_planted(rows: list[dict], points: float, change: float, seconds: float) -> None:
+def report_planted(title: str, suite: str, label: str, rows: list[dict], change: float, seconds: float) -> None:
+    """Measured power (the webhook received a regression naming ``label`` of ``suite``) beside what the verdict
+    claims: the power of the stated MDE at the planted change (``power_at(change, MDE's se, α / family size)``),
+    and the stated power at the minimum effect; ``FAILS`` when the measured power's 95 % upper bound is below the
+    claim."""
     n = len(rows)
     if not n:
         return
@@ -660,19 +857,20 @@ def report_planted(rows: list[dict], points: float, change: float, seconds: floa
     stored_k = sum(r["target_verdict"] == verdicts.REGRESSION for r in rows)
     low, high = interval_95(k, n)
     targets = [r["target"] for r in rows]
-    claimed = [verdicts.power_at(change, t["se"], t["alpha"] / t["family_size"]) for t in targets]
-    others = sum(any(s != "blend" for s in r["suites"]) for r in rows)
+    claimed = float(np.nanmean([verdicts.power_at(change, t["planned_se"], t["level"]) for t in targets]))
+    stated = float(np.nanmedian([t["power"] for t in targets]))
+    fails = f"POWER BELOW CLAIM: measured {k / n:.2f} (95 % upper {high:.2f}) < claimed {claimed:.2f}"
     print(
-        f"planted: blend {PLANTED_COUNTRY}'s local answers {points:g} points worse before clipping (expected "
-        f"change {change:+.2f} points after clipping at 0), {PLANTED_PER_COUNTRY} questions per country: measured "
-        f"power (webhook received a regression naming sem_b_local (country={PLANTED_COUNTRY})) {k}/{n} = "
-        f"{k / n:.2f} (95 % interval {low:.2f}–{high:.2f}; stored regression verdicts {stored_k}); claimed by the "
-        f"stated MDE {np.nanmean(claimed):.2f} (mean power_at(expected change, se, alpha / family_size); median "
-        f"se {np.median([t['se'] for t in targets]):.2f}, family {np.median([t['family_size'] for t in targets]):.0f}"
-        f", alpha {np.median([t['alpha'] for t in targets]):.4g}, stated MDE "
-        f"{np.median([t['mde'] for t in targets]):.1f} points; mean observed change "
-        f"{np.mean([t['change'] for t in targets]):+.2f}); releases also alarming on another suite {others}; "
-        f"{delivery(rows)} [{seconds:.0f} core-s]"
+        f"{title}: measured power (webhook received a regression naming {label}) {k}/{n} = {k / n:.2f} (95 % "
+        f"interval {low:.2f}–{high:.2f}; stored regression verdicts {stored_k}); claimed by the stated MDE "
+        f"{claimed:.2f} (mean power_at({change:+.3g}, MDE / (z(1 − α/m) + z(0.8)), α/m)); stated power at the "
+        f"minimum effect {stated:.2f}; median stated MDE {np.nanmedian([t['mde'] for t in targets]):.3g}, planned se "
+        f"{np.nanmedian([t['planned_se'] for t in targets]):.3g} (the new data's null se "
+        f"{np.nanmedian([t['se'] for t in targets]):.3g}), family {np.median([t['family_size'] for t in targets]):.0f}"
+        f", α {np.median([t['alpha'] for t in targets]):.4g}; mean observed change "
+        f"{np.mean([t['change'] for t in targets]):+.2f}; releases also alarming on another suite "
+        f"{sum(any(s != suite for s in r['suites']) for r in rows)}; {delivery(rows)} "
+        f"[{seconds:.0f} s in its workers]\n  {fails if high < claimed else 'power as claimed, within the interval'}"
     )
 
 
@@ -690,23 +888,99 @@ def jobs_of(tier: str, releases: int, chunks: int, **job: Any) -> list[dict]:
     return [{"tier": tier, "first": int(a), "last": int(b), **job} for a, b in itertools.pairwise(bounds) if b > a]
 
 
+def tiers_of(args: argparse.Namespace, chunks: int, sizes: dict[str, int] | None = None) -> dict[str, list[dict]]:
+    """Every tier's worker jobs (a tier of 0 releases has none); ``sizes``: every registered tier at these
+    sizes instead of the default profile's and the paper's (the fixed-seed tests' fast tier)."""
+    base = {"seed": args.seed, "resamples": args.resamples}
+    registered = {"kind": "registered", "size": sizes or "default", **base}
+    blend_drop = blend_points(args.seed, min_effect("blend", PLANTED_METRIC), sizes or SIZES["default"])
+    tiers = {
+        "default": jobs_of("default", args.releases, chunks, **registered),
+        "paper": jobs_of("paper", args.paper, chunks, **(registered | {"size": sizes or "paper"})),
+        "scopes": jobs_of("scopes", args.scopes, chunks, scopes={"borderlines": 3}, imports=2, **registered),
+        "late twice": jobs_of("late twice", args.late, chunks, late_twice=True, **registered),
+        "planted": jobs_of("planted", args.planted, chunks, suites=("blend",), points=blend_drop, **registered),
+        "planted, late twice": jobs_of(
+            "planted, late twice",
+            args.planted,
+            chunks,
+            suites=("blend",),
+            points=blend_drop,
+            late_twice=True,
+            **registered,
+        ),
+        "clustered": jobs_of(
+            "clustered",
+            args.clustered,
+            chunks,
+            suites=CLUSTERED,
+            shock=REGISTERED_SHOCK,
+            clusters=(DECLARED, "item"),
+            **registered,
+        ),
+        "imported (a)": jobs_of(
+            "imported (a)", args.imported, chunks, kind="imported", shock=0.0, clusters=("question", ""), **base
+        ),
+        "imported (b)": jobs_of(
+            "imported (b)", args.imported, chunks, kind="imported", shock=SHOCK, clusters=("question", ""), **base
+        ),
+        "imported only": jobs_of(
+            "imported only",
+            args.imported_only,
+            chunks,
+            kind="imported",
+            design="countries",
+            clusters=("question",),
+            **base,
+        ),
+        "imported only, planted": jobs_of(
+            "imported only, planted",
+            args.imported_only,
+            chunks,
+            kind="imported",
+            design="countries",
+            points=country_points(args.seed, COUNTRY_DROP),
+            clusters=("question",),
+            **base,
+        ),
+    }
+    real = real_gapminder_rates() if args.real else None
+    if real is not None:
+        tiers["real"] = jobs_of("real", args.real, chunks, kind="real", rates=real[1], config=real[0], **base)
+    return tiers
+
+
+# --quick: each tier's releases (at most)
+QUICK = {
+    "releases": 1, "paper": 1, "scopes": 1, "late": 1, "planted": 2, "imported": 2, "imported_only": 6,
+    "clustered": 2, "real": 4,
+}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--releases", type=int, default=300, help="null releases at the default sizes")
-    parser.add_argument("--paper", type=int, default=30, help="null releases at the paper's sizes")
-    parser.add_argument("--planted", type=int, default=60, help="releases with the planted drop")
-    parser.add_argument("--points", type=float, default=24.0, help="the planted drop before clipping (points)")
-    parser.add_argument("--imported", type=int, default=100, help="releases of the imported suites, per null")
+    parser.add_argument("--releases", type=int, default=200, help="null releases at the default sizes")
+    parser.add_argument("--paper", type=int, default=20, help="null releases at the paper's sizes")
+    parser.add_argument("--scopes", type=int, default=100, help="null releases with BorderLines on three scopes")
+    parser.add_argument("--late", type=int, default=60, help="null releases, two predecessor evaluations late")
+    parser.add_argument("--planted", type=int, default=100, help="releases with BLEnD's drop, per schedule")
+    parser.add_argument("--imported", type=int, default=60, help="releases of the imported suites, per null")
+    parser.add_argument("--imported-only", type=int, default=100, help="imported-only releases, null and planted")
     parser.add_argument(
-        "--clustered", type=int, default=100, help="releases of BorderLines and Gapminder under the clustered null"
+        "--clustered", type=int, default=60, help="releases of BorderLines and Gapminder under the clustered null"
     )
-    parser.add_argument("--real", type=int, default=200, help="re-draws of Gapminder's real rates (0: none)")
+    parser.add_argument("--real", type=int, default=100, help="re-draws of Gapminder's real rates (0: none)")
+    parser.add_argument("--quick", action="store_true", help=f"at most {QUICK} releases per tier")
     parser.add_argument("--resamples", type=int, default=verdicts.VerdictSettings().resamples)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.quick:  # every tier runs, a few releases each: that it runs and what it prints, not its rates
+        for name, releases in QUICK.items():
+            setattr(args, name, min(getattr(args, name), releases))
     started = time.perf_counter()
     settings = verdicts.VerdictSettings(resamples=args.resamples)
+    alpha = settings.alpha
     print("command:", " ".join([".venv/bin/python", "bench/alert_calibration.py", *(argv or sys.argv[1:])]))
     print(
         f"{tracking.release_plan(settings).describe()}; Holm within a suite on one-sided p-values; "
@@ -715,42 +989,7 @@ def main(argv: list[str] | None = None) -> None:
         f"hinge on the resamples, and lowering them only makes more p-values need refining); {args.workers} "
         "worker process(es); every figure is what the loopback webhook received"
     )
-    base = {"seed": args.seed, "resamples": args.resamples}
-    chunks = 2 * args.workers
-    real = real_gapminder_rates() if args.real else None
-    tiers: dict[str, list[dict]] = {
-        "paper": jobs_of("paper", args.paper, chunks, kind="registered", size="paper", **base),
-        "planted": jobs_of(
-            "planted",
-            args.planted,
-            chunks,
-            kind="registered",
-            size="default",
-            blend=PLANTED_PER_COUNTRY,
-            points=args.points,
-            **base,
-        ),
-        "default": jobs_of("default", args.releases, chunks, kind="registered", size="default", **base),
-        "clustered": jobs_of(
-            "clustered",
-            args.clustered,
-            chunks,
-            kind="registered",
-            size="default",
-            suites=CLUSTERED,
-            shock=REGISTERED_SHOCK,
-            clusters=(DECLARED, "item"),
-            **base,
-        ),
-        "imported (a)": jobs_of(
-            "imported (a)", args.imported, chunks, kind="imported", shock=0.0, clusters=("question", ""), **base
-        ),
-        "imported (b)": jobs_of(
-            "imported (b)", args.imported, chunks, kind="imported", shock=SHOCK, clusters=("question", ""), **base
-        ),
-    }
-    if real is not None:
-        tiers["real"] = jobs_of("real", args.real, chunks, kind="real", rates=real[1], **base)
+    tiers = tiers_of(args, 2 * args.workers)
     results: dict[str, list] = {tier: [] for tier in tiers}
     seconds = dict.fromkeys(tiers, 0.0)
     with ProcessPoolExecutor(args.workers, initializer=one_blas_thread) as pool:
@@ -762,14 +1001,29 @@ def main(argv: list[str] | None = None) -> None:
     for size in ("default", "paper"):
         sizes = ", ".join(f"{k} {v}" for k, v in SIZES[size].items())
         rows = [r[DECLARED] for r in results[size]]
-        report_null(f"registered suites, null (a), {size} sizes ({sizes})", rows, seconds[size])
+        report_null(f"registered suites, null (a), {size} sizes ({sizes})", rows, seconds[size], alpha)
+    report_null(
+        "a whole release, several scopes: every registered suite at the default sizes, BorderLines on three scopes "
+        f"(revisions), then two imported suites ({', '.join(IMPORTED[:2])}, cluster question), null (a)",
+        [r[DECLARED] for r in results["scopes"]],
+        seconds["scopes"],
+        alpha,
+    )
+    report_null(
+        "two predecessor evaluations late: every registered suite at the default sizes, null; the successor recorded "
+        "first, then the predecessor dated with it (a fallback baseline), then the predecessor dated the day before "
+        "(the release-order baseline: decided again)",
+        [r[DECLARED] for r in results["late twice"]],
+        seconds["late twice"],
+        alpha,
+    )
     for cluster, how in ((DECLARED, "clustered as declared"), ("item", "each row its own unit (the mutation)")):
         title = (
             f"{' and '.join(CLUSTERED)} at the default sizes, clustered null: a shock of sd {REGISTERED_SHOCK:g} "
             f"(log-odds) shared by a territory's queries and by a question's prompt families, {how}"
         )
         rows = [r[cluster] for r in results["clustered"]]
-        report_null(title, rows, seconds["clustered"] / 2)
+        report_null(title, rows, seconds["clustered"] / 2, alpha)
         print(f"  mean squared z of each headline comparison (about 1 when its standard error is right): {z2(rows)}")
     for tier, what in (
         ("imported (a)", "independent re-draws"),
@@ -780,17 +1034,39 @@ def main(argv: list[str] | None = None) -> None:
                 f"imported {', '.join(IMPORTED)} ({QUESTIONS} questions × {VARIATIONS} variations, suite by suite), "
                 f"null {tier[-3:]} {what}, imported {how}"
             )
-            report_null(title, [r[cluster] for r in results[tier]], seconds[tier] / 2)
-    models = models_for(SIZES["default"], args.seed, PLANTED_PER_COUNTRY)
-    planted = [r[DECLARED] for r in results["planted"]]
-    report_planted(planted, args.points, expected_drop(models, args.points), seconds["planted"])
-    if real is not None:
+            report_null(title, [r[cluster] for r in results[tier]], seconds[tier] / 2, alpha)
+    only = f"imported only: {COUNTRY_SUITE}, {COUNTRIES} countries × {COUNTRY_QUESTIONS} questions × 2 variations"
+    report_null(f"{only}, null", [r["question"] for r in results["imported only"]], seconds["imported only"], alpha)
+    report_planted(
+        f"{only}, country k00 {COUNTRY_DROP:g} points worse",
+        COUNTRY_SUITE,
+        "accuracy (country=k00)",
+        [r["question"] for r in results["imported only, planted"]],
+        -COUNTRY_DROP,
+        seconds["imported only, planted"],
+    )
+    effect = min_effect("blend", PLANTED_METRIC)
+    for tier, how in (("planted", "the usual schedule"), ("planted, late twice", "two predecessor evaluations late")):
+        report_planted(
+            f"{tier}: blend alone at the default size, every local answer worse so that {PLANTED_METRIC} falls by its "
+            f"minimum effect ({effect:g} points expected), {how}",
+            "blend",
+            PLANTED_METRIC,
+            [r[DECLARED] for r in results[tier]],
+            -effect,
+            seconds[tier],
+        )
+    if "real" in tiers:
+        job = tiers["real"][0]
         report_null(
-            f"Gapminder's real per-question rates ({real[0]}, {real[1].size} questions × 10 answers), gapminder only",
+            f"Gapminder's real per-question rates ({job['config']}, {job['rates'].size} questions × 10 answers), "
+            "gapminder only",
             [r[DECLARED] for r in results["real"]],
             seconds["real"],
+            alpha,
         )
-    print(f"total {time.perf_counter() - started:.0f} s wall")
+    cpu = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime for who in (SELF, CHILDREN))
+    print(f"total {time.perf_counter() - started:.0f} s wall, {cpu:.0f} s CPU (this process and its workers)")
 
 
 if __name__ == "__main__":
