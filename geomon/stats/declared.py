@@ -15,8 +15,11 @@ per cluster first, so thousands of resamples cost a small matrix product.
 
 from __future__ import annotations
 
+import collections
 import functools
+import hashlib
 import math
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -497,13 +500,47 @@ def _smallest_group(statistic: Any, frame: pd.DataFrame, codes: np.ndarray, used
     return int(counts.min()) if len(counts) else 0
 
 
-@_one_blas_thread
+# The last estimates drawn, by (metric, resamples, seed, the rows' content): an evaluation's headline is
+# estimated by its suite's tracked stage and again when it is recorded (the same rows, the same seed), and a
+# bootstrap is the costly part of both; the second reads the first's numbers, which are the same by construction.
+_DRAWN: collections.OrderedDict[tuple[Any, ...], list[Estimate]] = collections.OrderedDict()
+_DRAWN_KEPT = 64
+_DRAWN_LOCK = threading.Lock()  # steps may estimate from threads
+
+
+def _content(frame: pd.DataFrame, columns: set[str]) -> bytes:
+    """A digest of ``columns`` of ``frame`` in row order (names, types and values): equal for equal rows."""
+    chosen = frame[sorted(columns)]
+    digest = hashlib.blake2b(repr([(c, str(t)) for c, t in chosen.dtypes.items()]).encode(), digest_size=32)
+    digest.update(pd.util.hash_pandas_object(chosen, index=False).to_numpy().tobytes())
+    return digest.digest()
+
+
 def estimates(
     metric: TrackedMetric, frame: pd.DataFrame, *, resamples: int = 1000, seed: int = 0, where: str = ""
 ) -> list[Estimate]:
     """The metric (and each of its groups with ``by``) on ``frame``: value, 95 % percentile interval from a
-    cluster bootstrap, items and clusters counted where the statistic has a value."""
+    cluster bootstrap, items and clusters counted where the statistic has a value. Drawn once per metric, rows,
+    resamples and seed in a process (``_DRAWN``)."""
     metric.check(frame, where or metric.name)
+    key = (metric, resamples, seed, _content(frame, metric.columns()))
+    try:
+        with _DRAWN_LOCK:
+            drawn = _DRAWN.get(key)
+    except TypeError:  # a statistic holding an unhashable value: drawn every time
+        return _estimates(metric, frame, resamples=resamples, seed=seed)
+    if drawn is None:
+        drawn = _estimates(metric, frame, resamples=resamples, seed=seed)
+    with _DRAWN_LOCK:
+        _DRAWN[key] = drawn
+        _DRAWN.move_to_end(key)
+        while len(_DRAWN) > _DRAWN_KEPT:
+            _DRAWN.popitem(last=False)
+    return list(drawn)
+
+
+@_one_blas_thread
+def _estimates(metric: TrackedMetric, frame: pd.DataFrame, *, resamples: int, seed: int) -> list[Estimate]:
     frame = _categorical(frame, metric.columns())
     if frame.empty:
         return [Estimate(metric.name, b, math.nan, math.nan, math.nan, 0, 0) for b, _ in metric.parts(frame)]
