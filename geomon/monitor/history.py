@@ -191,7 +191,8 @@ class Evaluation:
 
 # One engine per process and database, its tables created and migrated once (a run opens the history about 18
 # times): by (process, URL), with the database's identity (an SQLite file's device and inode; PostgreSQL: its
-# URL), so a file removed and made anew is checked again. An in-memory database is its own each time: never kept.
+# URL), and reused while its evaluations table answers, so a file removed and made anew (even on a reused inode)
+# or a database dropped and created again is set up again. An in-memory database is its own each time: never kept.
 _ENGINES: dict[tuple[int, str], tuple[tuple[int, int] | str, sa.Engine]] = {}
 
 
@@ -211,7 +212,7 @@ def _identity(url: str) -> tuple[int, int] | str | None:
 def _engine(url: str) -> sa.Engine:
     key = (os.getpid(), normalize_url(url))
     kept = _ENGINES.get(key)
-    if kept is not None and kept[0] == _identity(key[1]):
+    if kept is not None and kept[0] == _identity(key[1]) and _answers(kept[1]):
         return kept[1]
     engine = make_engine(url, metadata)
     _add_missing_columns(engine)
@@ -219,6 +220,15 @@ def _engine(url: str) -> sa.Engine:
     if identity is not None:
         _ENGINES[key] = (identity, engine)
     return engine
+
+
+def _answers(engine: sa.Engine) -> bool:
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.select(evaluations.c.evaluation_id).limit(0))
+    except sa.exc.DBAPIError:
+        return False
+    return True
 
 
 class MetricHistory:
