@@ -76,6 +76,19 @@ def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
     return _cached(frame, ("numbers", column), lambda: pd.to_numeric(frame[column], errors="coerce").to_numpy(float))
 
 
+def _cached_parts(frame: pd.DataFrame, pooled: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A pooled statistic's per-row parts, once per frame: every resample chunk, group and test of a frame reads
+    them (tens of thousands of times in an import). Read-only, as they are shared."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        parts = pooled._parts(frame)
+        for array in parts:
+            array.setflags(write=False)
+        return parts
+
+    return _cached(frame, ("parts", pooled), compute)
+
+
 def _mask(frame: pd.DataFrame, where: Where) -> np.ndarray:
     return _cached(frame, ("mask", where), lambda: _compute_mask(frame, where))
 
@@ -119,6 +132,9 @@ class Mean:
 
     def parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Per row: (numerator, denominator) of the weighted mean."""
+        return _cached_parts(frame, self)
+
+    def _parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         x = _numbers(frame, self.column)
         if self.per:
             per = _numbers(frame, self.per)
@@ -149,6 +165,10 @@ class Ratio:
         return {self.numerator, self.denominator, *(c for c, _ in self.where)}
 
     def parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: (numerator, denominator) of the pooled rate."""
+        return _cached_parts(frame, self)
+
+    def _parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         num = _numbers(frame, self.numerator)
         den = _numbers(frame, self.denominator)
         keep = np.isfinite(num) & np.isfinite(den) & _mask(frame, self.where)
