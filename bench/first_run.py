@@ -10,7 +10,7 @@ Phases, each timed on the wall clock and (the geomon commands) profiled with cPr
 4. each suite (`geomon run --profile PROFILE --suite S`), split into the time asking the models (the runner's
    ``ask_now``: the engine started and every missing answer asked) and the time in geomon's own machinery (the
    rest), with the machinery's top costs by profile: bootstraps (geomon.stats.declared), the suite registry, the
-   metric history, the reports, Dagster's own code (self time) and the steps it ran;
+   metric history, the reports, Dagster's event log writes, Dagster's own code (self time) and the steps it ran;
 5. with --stored (default on), every suite again with every answer stored: the machinery alone.
 
 Each run writes into a throwaway home (store, results and Dagster storage), so nothing of this checkout's var/
@@ -44,6 +44,9 @@ PARTS = {
     "history": ("geomon/monitor/history.py",),
     "reports": ("geomon/report/",),
 }
+# Dagster's event log: every event a step reports, written to the instance's storage (one function's cumulative
+# time, which pstats counts once however deep it recurses).
+EVENT_LOG = ("dagster/_core/instance/methods/event_methods.py", "handle_new_event")
 DAGSTER = ("/dagster/", "/dagster_shared/", "/dagster_pipes/")  # Dagster's own code: its self time
 STEP = "dagster_event_sequence_for_step"  # once per Dagster step executed
 ASKING = ("geomon/engine/runner.py", "ask_now")  # the engine started and the missing answers asked
@@ -53,10 +56,12 @@ def attribute(profile: Path) -> dict[str, float]:
     """Seconds per part of one profiled command: total, asking, machinery, each of PARTS, dagster, steps."""
     stats = pstats.Stats(str(profile)).stats  # type: ignore[attr-defined]
     total = max(ct for (_, _, _, ct, _) in stats.values())
-    out = {"total": total, "asking": 0.0, "dagster": 0.0, "steps": 0.0}
+    out = {"total": total, "asking": 0.0, "dagster": 0.0, "event log": 0.0, "steps": 0.0}
     for (path, _, name), (_, calls, own, cumulative, callers) in stats.items():
         if path.endswith(ASKING[0]) and name == ASKING[1]:
             out["asking"] += cumulative
+        if path.endswith(EVENT_LOG[0]) and name == EVENT_LOG[1]:
+            out["event log"] += cumulative
         if name == STEP:
             out["steps"] += calls
         if any(part in path for part in DAGSTER):
@@ -173,20 +178,21 @@ def print_table(rows: list[Row], checkout: Path, args: argparse.Namespace) -> No
     cpu = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("model name")), "?")
     print(f"bench/first_run.py, {when}, commit {commit(checkout)}, profile {args.profile}, "
           f"{os.cpu_count()} cores ({cpu}), load average {os.getloadavg()[0]:.1f} at the end")  # fmt: skip
-    header = ["phase", "wall s", "asking s", "machinery s", *PARTS, "dagster own s", "steps"]
+    header = ["phase", "wall s", "asking s", "machinery s", *PARTS, "dagster event log", "dagster own s", "steps"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     total = 0.0
     for phase, seconds, parts in rows:
         total += seconds
         if parts is None:
-            cells = [f"{seconds:.0f}", "", "", *[""] * len(PARTS), "", ""]
+            cells = [f"{seconds:.0f}", "", "", *[""] * len(PARTS), "", "", ""]
         else:
             cells = [
                 f"{seconds:.1f}",
                 f"{parts['asking']:.1f}",
                 f"{parts['machinery']:.1f}",
                 *[f"{parts.get(p, 0.0):.2f}" for p in PARTS],
+                f"{parts['event log']:.1f}",
                 f"{parts['dagster']:.1f}",
                 f"{parts['steps']:.0f}",
             ]
