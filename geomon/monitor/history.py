@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import hashlib
 import io
+import os
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -25,7 +26,7 @@ from typing import Any
 import pandas as pd
 import sqlalchemy as sa
 
-from geomon.engine.store import make_engine
+from geomon.engine.store import make_engine, normalize_url
 from geomon.stats.values import MetricValue, finite
 
 __all__ = ["Evaluation", "MetricHistory", "MetricValue"]
@@ -215,12 +216,53 @@ class Evaluation:
         return self.evaluated_at or self.recorded_at
 
 
+# One engine per process and database, its tables created and migrated once (a run opens the history about 18
+# times): by (process, URL), with the database's identity (an SQLite file's device and inode; PostgreSQL: its
+# URL), and reused while its evaluations table answers, so a file removed and made anew (even on a reused inode)
+# or a database dropped and created again is set up again. An in-memory database is its own each time: never kept.
+_ENGINES: dict[tuple[int, str], tuple[tuple[int, int] | str, sa.Engine]] = {}
+
+
+def _identity(url: str) -> tuple[int, int] | str | None:
+    if not url.startswith("sqlite:"):
+        return url
+    database = sa.engine.make_url(url).database
+    if not database or database == ":memory:":
+        return None
+    try:
+        stat = Path(database).stat()
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino)
+
+
+def _engine(url: str) -> sa.Engine:
+    key = (os.getpid(), normalize_url(url))
+    kept = _ENGINES.get(key)
+    if kept is not None and kept[0] == _identity(key[1]) and _answers(kept[1]):
+        return kept[1]
+    engine = make_engine(url, metadata)
+    _add_missing_columns(engine)
+    identity = _identity(key[1])
+    if identity is not None:
+        _ENGINES[key] = (identity, engine)
+    return engine
+
+
+def _answers(engine: sa.Engine) -> bool:
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.select(evaluations.c.evaluation_id).limit(0))
+    except sa.exc.DBAPIError:
+        return False
+    return True
+
+
 class MetricHistory:
     """Append-only metric history."""
 
     def __init__(self, url: str) -> None:
-        self.engine = make_engine(url, metadata)
-        _add_missing_columns(self.engine)
+        self.engine = _engine(url)
 
     def record(
         self,

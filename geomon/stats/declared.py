@@ -15,8 +15,11 @@ per cluster first, so thousands of resamples cost a small matrix product.
 
 from __future__ import annotations
 
+import collections
 import functools
+import hashlib
 import math
+import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -73,6 +76,19 @@ def _numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
     return _cached(frame, ("numbers", column), lambda: pd.to_numeric(frame[column], errors="coerce").to_numpy(float))
 
 
+def _cached_parts(frame: pd.DataFrame, pooled: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A pooled statistic's per-row parts, once per frame: every resample chunk, group and test of a frame reads
+    them (tens of thousands of times in an import). Read-only, as they are shared."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        parts = pooled._parts(frame)
+        for array in parts:
+            array.setflags(write=False)
+        return parts
+
+    return _cached(frame, ("parts", pooled), compute)
+
+
 def _mask(frame: pd.DataFrame, where: Where) -> np.ndarray:
     return _cached(frame, ("mask", where), lambda: _compute_mask(frame, where))
 
@@ -116,6 +132,9 @@ class Mean:
 
     def parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Per row: (numerator, denominator) of the weighted mean."""
+        return _cached_parts(frame, self)
+
+    def _parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         x = _numbers(frame, self.column)
         if self.per:
             per = _numbers(frame, self.per)
@@ -146,6 +165,10 @@ class Ratio:
         return {self.numerator, self.denominator, *(c for c, _ in self.where)}
 
     def parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: (numerator, denominator) of the pooled rate."""
+        return _cached_parts(frame, self)
+
+    def _parts(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         num = _numbers(frame, self.numerator)
         den = _numbers(frame, self.denominator)
         keep = np.isfinite(num) & np.isfinite(den) & _mask(frame, self.where)
@@ -497,13 +520,47 @@ def _smallest_group(statistic: Any, frame: pd.DataFrame, codes: np.ndarray, used
     return int(counts.min()) if len(counts) else 0
 
 
-@_one_blas_thread
+# The last estimates drawn, by (metric, resamples, seed, the rows' content): an evaluation's headline is
+# estimated by its suite's tracked stage and again when it is recorded (the same rows, the same seed), and a
+# bootstrap is the costly part of both; the second reads the first's numbers, which are the same by construction.
+_DRAWN: collections.OrderedDict[tuple[Any, ...], list[Estimate]] = collections.OrderedDict()
+_DRAWN_KEPT = 64
+_DRAWN_LOCK = threading.Lock()  # steps may estimate from threads
+
+
+def _content(frame: pd.DataFrame, columns: set[str]) -> bytes:
+    """A digest of ``columns`` of ``frame`` in row order (names, types and values): equal for equal rows."""
+    chosen = frame[sorted(columns)]
+    digest = hashlib.blake2b(repr([(c, str(t)) for c, t in chosen.dtypes.items()]).encode(), digest_size=32)
+    digest.update(pd.util.hash_pandas_object(chosen, index=False).to_numpy().tobytes())
+    return digest.digest()
+
+
 def estimates(
     metric: TrackedMetric, frame: pd.DataFrame, *, resamples: int = 1000, seed: int = 0, where: str = ""
 ) -> list[Estimate]:
     """The metric (and each of its groups with ``by``) on ``frame``: value, 95 % percentile interval from a
-    cluster bootstrap, items and clusters counted where the statistic has a value."""
+    cluster bootstrap, items and clusters counted where the statistic has a value. Drawn once per metric, rows,
+    resamples and seed in a process (``_DRAWN``)."""
     metric.check(frame, where or metric.name)
+    key = (metric, resamples, seed, _content(frame, metric.columns()))
+    try:
+        with _DRAWN_LOCK:
+            drawn = _DRAWN.get(key)
+    except TypeError:  # a statistic holding an unhashable value: drawn every time
+        return _estimates(metric, frame, resamples=resamples, seed=seed)
+    if drawn is None:
+        drawn = _estimates(metric, frame, resamples=resamples, seed=seed)
+    with _DRAWN_LOCK:
+        _DRAWN[key] = drawn
+        _DRAWN.move_to_end(key)
+        while len(_DRAWN) > _DRAWN_KEPT:
+            _DRAWN.popitem(last=False)
+    return list(drawn)
+
+
+@_one_blas_thread
+def _estimates(metric: TrackedMetric, frame: pd.DataFrame, *, resamples: int, seed: int) -> list[Estimate]:
     frame = _categorical(frame, metric.columns())
     if frame.empty:
         return [Estimate(metric.name, b, math.nan, math.nan, math.nan, 0, 0) for b, _ in metric.parts(frame)]

@@ -13,6 +13,7 @@ Dagster assets, checks and jobs from them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -183,10 +184,50 @@ def _file_suites(found: dict[str, SuiteInfo]) -> None:
                 _BROKEN[path.stem] = str(exc)
 
 
+# The last registry built and what it was built from (``_sources``): every lookup (a run asks ~two dozen
+# times) reuses it until a suite folder, file or module changes.
+_BUILT: tuple[tuple[Any, ...], dict[str, SuiteInfo], dict[str, str]] | None = None
+
+
+def _sources(known: Mapping[str, SuiteInfo]) -> tuple[Any, ...]:
+    """What the registry is built from, cheap to read: the package's and the settings' suite folders, each
+    candidate file's size and modification time, and the module (and its declarations) each suite name is bound to
+    in ``sys.modules`` (the files' and the ``known`` suites'). A test or user that adds a folder, writes a file or
+    drops a module changes it."""
+    import geomon.suites as package
+
+    folders = (*package.__path__, *map(str, suite_dirs()))
+    files = []
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                if entry.name.endswith((".py", ".yaml")):
+                    stat = entry.stat()
+                    files.append((folder, entry.name, stat.st_mtime_ns, stat.st_size))
+    names = sorted({Path(name).stem for _, name, *_ in files} | set(known))
+    bound = []
+    for name in names:
+        loaded = sys.modules.get(f"geomon.suites.{name}")
+        # the objects themselves, not their ids: a dropped module's id may be reused by its successor
+        bound.append((name, loaded, *(getattr(loaded, attr, None) for attr in ("SUITE", "PIPELINE", "TRACKED"))))
+    return (folders, tuple(files), tuple(bound))
+
+
 def suites() -> Mapping[str, SuiteInfo]:
     """Every suite module in ``geomon.suites`` that declares ``SUITE``, by name (in run order). A module that
     fails to import or declares itself wrongly breaks only itself: it is left out, and ``broken()`` and any
-    use of it by name say why."""
+    use of it by name say why. Built once per set of sources (``_sources``) and reused."""
+    global _BUILT
+    if _BUILT is None or _BUILT[0] != _sources(_BUILT[1]):
+        found = _build()
+        _BUILT = (_sources(found), found, dict(_BROKEN))  # after loading, which binds the file suites' modules
+    _BROKEN.clear()
+    _BROKEN.update(_BUILT[2])
+    return dict(_BUILT[1])
+
+
+def _build() -> dict[str, SuiteInfo]:
+    """The registry, loaded: every suite module imported and checked, the file suites executed."""
     import geomon.suites as package
 
     found: dict[str, SuiteInfo] = {}

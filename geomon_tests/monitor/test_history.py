@@ -88,3 +88,28 @@ def test_one_evaluation_per_run(history):
     )
     assert len({first.evaluation_id, different.evaluation_id, later.evaluation_id}) == 3
     assert len(history.series(suite="wb")) == 3
+
+
+def test_one_engine_per_database_and_process_checked_once(tmp_path, monkeypatch):
+    """A run opens the history about 18 times: one engine per database in a process, its tables created and
+    migrated once; a database file removed and made anew, or emptied, is set up again."""
+    import sqlite3
+
+    from geomon.monitor import history as module
+
+    checks = []
+    check = module._add_missing_columns
+    monkeypatch.setattr(module, "_add_missing_columns", lambda engine: checks.append(1) or check(engine))
+    path = tmp_path / "history.sqlite"
+    first = MetricHistory(f"sqlite:///{path}")
+    assert MetricHistory(f"sqlite:///{path}").engine is first.engine and len(checks) == 1
+    first.record("toy", "m", [MetricValue("mean", 0.5)])
+    path.unlink()  # the engine's pooled connection still reads the removed file
+    again = MetricHistory(f"sqlite:///{path}")
+    assert again.engine is not first.engine and len(checks) == 2
+    assert again.latest("toy", "m") is None  # the new file's tables, created
+    with sqlite3.connect(path) as conn:  # the same file emptied: its tables are created again
+        conn.executescript("".join(f"DROP TABLE {t};" for t in reversed(module.metadata.sorted_tables)))
+    assert MetricHistory(f"sqlite:///{path}").latest("toy", "m") is None and len(checks) == 3
+    memory = MetricHistory("sqlite:///:memory:")  # each in-memory database is its own
+    assert MetricHistory("sqlite:///:memory:").engine is not memory.engine

@@ -234,3 +234,26 @@ def test_a_tracked_value_without_a_summary_fails_naming_the_suite_stage_and_fiel
     finally:
         sys.modules.pop("geomon.suites.declaredtoy", None)
         declared.cache_clear()
+
+
+def test_the_registry_is_built_once_until_a_suite_source_changes(tmp_path, monkeypatch, suite_folder):
+    """A run asks the registry about two dozen times: it is built once, and built again when a suite folder,
+    file or module changes (a folder named, a file written, a module dropped)."""
+    builds = []
+    build = registry._build
+    monkeypatch.setattr(registry, "_build", lambda: builds.append(1) or build())
+    registry.suites()
+    registry.suites()
+    registry.module("worldbench")
+    assert len(builds) <= 1  # the first may build (another test changed the sources), the rest reuse it
+    before = len(builds)
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    suite_folder(folder)
+    assert list(registry.suites()) == BUNDLED and len(builds) == before + 1  # a folder named: built again
+    (folder / "toybench.py").write_text(TOY)
+    assert list(registry.suites()) == [*BUNDLED, "toybench"] and len(builds) == before + 2
+    assert list(registry.suites()) == [*BUNDLED, "toybench"] and len(builds) == before + 2
+    sys.modules.pop("geomon.suites.toybench")
+    assert "toybench" in registry.suites() and len(builds) == before + 3  # a module dropped: loaded again
+    assert sys.modules["geomon.suites.toybench"].SUITE is registry.suites()["toybench"]
