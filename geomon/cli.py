@@ -480,7 +480,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         plan=plan,
         announcer=announce.announcer(settings.alerts),
     )
-    shown_in_dagster = report_to_dagster(history, recorded) if args.kind == "gapminder-results" else ""
+    shown_in_dagster = (
+        report_to_dagster(history, recorded, settings, Path(args.path)) if args.kind == "gapminder-results" else ""
+    )
     new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
         quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
@@ -523,19 +525,25 @@ def cmd_import(args: argparse.Namespace) -> int:
     return gate(args.fail_on, 0, len(open_regressions))
 
 
-def report_to_dagster(history: Any, recorded: list[Any]) -> str:
+def report_to_dagster(history: Any, recorded: list[Any], settings: Any, folder: Path) -> str:
     """The imported Gapminder evaluations in the Dagster catalog (``defs.history.report_evaluations``) of the
     instance in DAGSTER_HOME, and the import as a materialization of ``history/gapminder_import`` when it
-    reported anything; returns what it did in a line."""
+    reported anything; the folder imported, when it is geomon.yaml's ``gapminder_results``, as an observation of
+    ``history/gapminder_results`` (the hourly observation then finds nothing new to import). Returns what it did
+    in a line."""
     import dagster as dg
 
-    from geomon.defs.history import IMPORT_KEY, import_metadata, report_evaluations
+    from geomon.defs.automation import record_source_version
+    from geomon.defs.history import IMPORT_KEY, RESULTS_KEY, import_metadata, report_evaluations, results_version
 
     try:
         home = _dagster_home()
     except ConfigError as exc:
         return f"not shown in Dagster: {exc}"
     with dg.DagsterInstance.get() as instance:
+        configured = settings.gapminder_results
+        if configured is not None and configured.resolve() == folder.resolve():
+            record_source_version(instance, dg.AssetKey(RESULTS_KEY), *results_version(configured))
         reported = report_evaluations(instance, history, recorded)
         if reported:
             metadata = {**import_metadata(recorded), "reported": reported}

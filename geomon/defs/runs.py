@@ -206,13 +206,16 @@ class PerModelPlan:
         declared beside). The prompts job's launchpad shows the profile's sizes; launching it sets them (a
         sample chosen on purpose), where a click on Materialize keeps the sample the prompts have."""
         proposed = {"ops": {self.prompts_op: {"config": dict(self.prompts_options)}}} if self.prompts_options else None
+        # The observable sources they read (the WDI release) are observed in the same run, first: the version read
+        # is the one recorded, so the hourly observation that follows finds no update.
+        sources = self.sources | self.sources.upstream_source_assets()
         if self.per_revision is None:
             described = "Sources and prompts (the sample in its config: the automation profile's, unless changed)."
-            jobs = [stage_job(self.suite, self.sources_stage, self.sources, described, config=proposed)]
+            jobs = [stage_job(self.suite, self.sources_stage, sources, described, config=proposed)]
         else:
             per_revision = "One revision's data and its prompts (the sample in its config)."
             jobs = [
-                stage_job(self.suite, self.sources_stage, self.sources, "The sources every revision shares."),
+                stage_job(self.suite, self.sources_stage, sources, "The sources every revision shares."),
                 stage_job(self.suite, "prompts", self.per_revision, per_revision, self.revisions, proposed),
             ]
         jobs.append(
