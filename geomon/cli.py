@@ -275,24 +275,25 @@ def detectable(plans: list[Any], suite: str) -> str:
 
 
 def confirm_plan(settings: Any, plans: list[Any], args: argparse.Namespace) -> bool:
-    """Print what the run will ask (``geomon plan``'s totals) and, on a terminal, ask before a run estimated
-    above ``confirm_above_minutes`` or ``confirm_above_usd``; ``--yes`` (and a non-terminal) never asks."""
+    """Print what the run will ask (``geomon plan``'s totals) and, before a run estimated above
+    ``confirm_above_minutes`` or ``confirm_above_usd``, ask on a terminal; elsewhere such a run is not started
+    (the UI's runs refuse it the same way). ``--yes`` never asks."""
     from geomon import plan
 
     total = plan.totals(plans)
-    minutes = total["seconds"] / 60 if total["seconds"] is not None else None
     unknown = f" (pace unknown for {', '.join(total['pace_unknown'])})" if total["pace_unknown"] else ""
     cost = f", about ${total['cost']:,.2f}" if total["cost"] is not None else ""
     print(
         f"plan: profile {args.profile}: {total['to_ask']:,} asks to make, {total['stored']:,} already stored, "
         f"about {plan.duration(total['seconds'])}{unknown}{cost} (geomon plan shows each suite and what it can detect)"
     )
-    over = (minutes is not None and 0 < settings.confirm_above_minutes < minutes) or (
-        total["cost"] is not None and 0 < settings.confirm_above_usd < total["cost"]
-    )
-    if not over or args.yes or not (sys.stdin.isatty() and sys.stdout.isatty()):
+    over = plan.above_limits(settings, plans)
+    if not over or args.yes:
         return True
-    return input("Run it? [y/N] ").strip().lower() in ("y", "yes")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(f"geomon: the plan's estimate is {over}; to confirm: {plan.CONFIRM_HOW}", file=sys.stderr)
+        return False
+    return input(f"The plan's estimate is {over}. Run it? [y/N] ").strip().lower() in ("y", "yes")
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -89,8 +89,8 @@ def test_the_plan_command_prints_asks_time_and_what_a_sample_detects(tmp_path, w
 
 
 def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
-    """On a terminal, a run whose plan is estimated above confirm_above_minutes waits for a yes; --yes and a
-    non-terminal never ask."""
+    """On a terminal, a run whose plan is estimated above confirm_above_minutes waits for a yes; elsewhere it is not
+    run and the message says how to confirm; --yes never asks."""
     import argparse
     import io
 
@@ -118,8 +118,10 @@ def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_di
     monkeypatch.setattr("sys.stdin", Terminal("y\n"))
     assert confirm_plan(settings, plans, args) is True
     assert confirm_plan(settings, plans, argparse.Namespace(profile="quick", yes=True)) is True
-    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: never asks
-    assert confirm_plan(settings, plans, args) is True
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: not run, and told how to confirm
+    capsys.readouterr()
+    assert confirm_plan(settings, plans, args) is False
+    assert "above confirm_above_minutes 0.001" in capsys.readouterr().err and "--yes" in plan.CONFIRM_HOW
 
 
 # The default profile as these tests size it (the suites' own, fitted to the bundled models, may change).
