@@ -45,9 +45,9 @@ from geomon.defs.resources import (
     profile_sizes,
     revisions_partitions,
 )
-from geomon.defs.runs import PerModelPlan, per_model_job
-from geomon.defs.samples import CONFIRM, check_estimate, confirm_field, sample_in_use
-from geomon.defs.sensors import revisions_sensor
+from geomon.defs.runs import PerModelPlan, per_model_job, per_model_job_name
+from geomon.defs.samples import CONFIRM, check_estimate, confirm_field, mixed_samples, sample_in_use
+from geomon.defs.sensors import revisions_sensor, stale_sample_sensor
 from geomon.defs.versions import SAMPLE, sample_id, sample_label, source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
@@ -369,6 +369,9 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         if pipeline.board_metadata is not None:
             metadata.update({k: metadata_value(v) for k, v in pipeline.board_metadata(board, **extra).items()})
         metadata["partitions_not_evaluated"] = metadata_value(not_evaluated)
+        mixed = mixed_samples(board, pipeline.labels)
+        if mixed:  # the first entry the asset shows
+            metadata = {"mixed_samples": mixed, **metadata}
         if not_evaluated:
             context.log.warning(f"{info.name} leaderboard: not evaluated yet, left out: {', '.join(not_evaluated)}")
         return dg.Output(board, metadata=metadata)
@@ -555,6 +558,20 @@ def declared_suites() -> dg.Definitions:
         asset_checks=[a for a in definitions if isinstance(a, dg.AssetChecksDefinition)],
         jobs=[j for suite in built for j in suite.jobs],
         sensors=[
-            revisions_sensor(suite.info.name, suite.pipeline.revisions) for suite in built if suite.pipeline.revisions
+            *(revisions_sensor(s.info.name, s.pipeline.revisions) for s in built if s.pipeline.revisions),
+            *(sample_sensor(s) for s in built if s.pipeline.revisions is None),
         ],
+    )
+
+
+def sample_sensor(suite: DeclaredSuite) -> dg.SensorDefinition:
+    """The suite's ``<suite>_sample_sensor`` (``sensors.stale_sample_sensor``): its prompts, the per-model stage
+    that records each model's sample, its per-model job."""
+    name, pipeline = suite.info.name, suite.pipeline
+    reader = next(s for s in pipeline.stages if s.per_model and pipeline.prompts.name in s.inputs)
+    return stale_sample_sensor(
+        name,
+        dg.AssetKey(stage_key(name, pipeline.prompts)),
+        dg.AssetKey(stage_key(name, reader)),
+        per_model_job_name(name),
     )

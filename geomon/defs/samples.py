@@ -7,12 +7,15 @@ to confirm (``geomon run`` asks the same question on the command line)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
+import pandas as pd
 
 from geomon.config import Settings
 from geomon.defs.resources import OPTIONS_KEY, profile_sizes, settings_at_load
+from geomon.defs.versions import SAMPLE
 from geomon.suites import registry
 
 CONFIRM = "confirm"  # the prompts' config field that confirms a run estimated above the limits
@@ -88,3 +91,26 @@ def check_estimate(
             description=f"geomon: {suite} prompts at {sample} ({profile_of(settings, suite, options)}): the plan's "
             f"estimate is {over}; nothing was asked. To confirm: {plan.CONFIRM_HOW}"
         )
+
+
+def mixed_samples(board: pd.DataFrame, labels: Sequence[str]) -> str:
+    """A line for the top of a leaderboard whose rows compared side by side (one revision, as ``with_samples``
+    groups them) were answered on different samples: which model is on which, and what happens next; "" when
+    each comparison holds one sample."""
+    if SAMPLE not in board or "model" not in board or board.empty:
+        return ""
+    rest = list(labels[1:])  # e.g. the revision: rows of different revisions are not compared
+    together = board[rest].astype(str).agg("|".join, axis=1) if rest else pd.Series("", index=board.index)
+    parts = []
+    for group, rows in board.groupby(together):
+        held = rows[rows[SAMPLE].astype(str) != ""]
+        if held[SAMPLE].nunique() > 1:
+            on = "; ".join(f"{', '.join(sorted(set(map(str, m))))} on {s}" for s, m in held.groupby(SAMPLE)["model"])
+            parts.append(f"{group}: {on}" if group else on)
+    if not parts:
+        return ""
+    return (
+        f"Models answered on different samples, not comparable side by side: {' | '.join(parts)}. Automation "
+        "re-runs the models left on an old sample (one whose run ended without answering, once, by the suite's "
+        "sample sensor)."
+    )

@@ -73,3 +73,61 @@ def test_the_sensors_first_ticks_after_make_run_request_nothing(tmp_path, wdi_sn
                 defs=defs, instance=instance, asset_selection=automated, cursor=tick.cursor
             )
             assert _requested(tick) == {}
+
+
+def test_a_model_left_on_the_old_sample_is_re_run_and_the_leaderboard_says_so_first(tmp_path, wdi_snapshot_dir):
+    """BLEnD grows from 2 to 3 questions per country: b answers the new sample, a's run is terminated before it
+    answers. The leaderboard's first entry says the two are on different samples, and the sample sensor re-runs
+    a's partition on the current sample, once; b is left alone."""
+    from geomon.defs.runs import register_models
+    from geomon_tests.conftest import SHARED
+
+    per_model = [["blend", stage] for stage in ("responses", "scores", "disparity")]
+    with serve(ScriptedModel, {"answer": lambda messages: "Tea", "models": ["b"]}) as url_b:
+        stopped = serve(ScriptedModel, {"answer": lambda messages: "Tea", "models": ["a"]})
+        url_a = stopped.__enter__()
+        models = [
+            {"name": m, "kind": "chat", "base_url": f"{url}/v1", "model_id": m}
+            for m, url in (("a", url_a), ("b", url_b))
+        ]
+        section = {"snapshot": str(SHARED / "snapshots" / "blend"), "countries": ["UK", "Spain"]}
+        path = write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, blend=section)
+        resources = {"geomon": GeomonResource(config_path=str(path))}
+        with dg.instance_for_test() as instance:
+            register_models(instance, ["a", "b"])
+
+            def run(*keys: list[str], partition: str | None = None, questions: int | None = None):
+                config = {"blend__prompts": {"config": {"sample_questions": questions, "confirm": True}}}
+                return dg.materialize(
+                    [*defs.assets, *defs.asset_checks],
+                    instance=instance,
+                    selection=dg.AssetSelection.assets(*keys),
+                    partition_key=partition,
+                    resources=resources,
+                    run_config={"ops": config if questions else {}},
+                    raise_on_error=False,
+                )
+
+            sensor = defs.get_sensor_def("blend_sample_sensor")
+
+            def requested() -> list[tuple[str, str | None, str | None]]:
+                result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+                return [(r.job_name, r.partition_key, r.run_key) for r in result.run_requests or []]
+
+            assert run(["blend", "question_bank"], ["blend", "prompts"], questions=2).success
+            assert all(run(*per_model, partition=m).success for m in ("a", "b"))
+            grown = run(["blend", "prompts"], questions=3)
+            sample = grown.asset_materializations_for_node("blend__prompts")[0].metadata["sample"].value
+            assert requested() == []  # nothing has tried the new sample yet: automation's turn
+            assert run(*per_model, partition="b").success
+            # a's run is terminated before its answers are stored (the UI's Terminate): a stays on the old sample.
+            job = defs.resolve_job_def("blend_per_model")
+            keys = {dg.AssetKey(k) for k in per_model}
+            terminated = instance.create_run_for_job(job, tags={"dagster/partition": "a"}, asset_selection=keys)
+            instance.report_run_canceled(terminated)
+            assert requested() == [("blend_per_model", "a", f"a:{sample.split(' ')[0]}")]
+
+            board = run(["blend", "leaderboard"])
+            metadata = board.asset_materializations_for_node("blend__leaderboard")[0].metadata
+            first, line = next(iter(metadata.items()))
+            assert first == "mixed_samples" and f"b on {sample}" in line.value and "a on " in line.value
