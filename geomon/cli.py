@@ -270,24 +270,25 @@ def detectable(plans: list[Any], suite: str) -> str:
 
 
 def confirm_plan(settings: Any, plans: list[Any], args: argparse.Namespace) -> bool:
-    """Print what the run will ask (``geomon plan``'s totals) and, on a terminal, ask before a run estimated
-    above ``confirm_above_minutes`` or ``confirm_above_usd``; ``--yes`` (and a non-terminal) never asks."""
+    """Print what the run will ask (``geomon plan``'s totals) and, before a run estimated above
+    ``confirm_above_minutes`` or ``confirm_above_usd``, ask on a terminal; elsewhere such a run is not started
+    (the UI's runs refuse it the same way). ``--yes`` never asks."""
     from geomon import plan
 
     total = plan.totals(plans)
-    minutes = total["seconds"] / 60 if total["seconds"] is not None else None
     unknown = f" (pace unknown for {', '.join(total['pace_unknown'])})" if total["pace_unknown"] else ""
     cost = f", about ${total['cost']:,.2f}" if total["cost"] is not None else ""
     print(
         f"plan: profile {args.profile}: {total['to_ask']:,} asks to make, {total['stored']:,} already stored, "
         f"about {plan.duration(total['seconds'])}{unknown}{cost} (geomon plan shows each suite and what it can detect)"
     )
-    over = (minutes is not None and 0 < settings.confirm_above_minutes < minutes) or (
-        total["cost"] is not None and 0 < settings.confirm_above_usd < total["cost"]
-    )
-    if not over or args.yes or not (sys.stdin.isatty() and sys.stdout.isatty()):
+    over = plan.above_limits(settings, plans)
+    if not over or args.yes:
         return True
-    return input("Run it? [y/N] ").strip().lower() in ("y", "yes")
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        print(f"geomon: the plan's estimate is {over}; to confirm: {plan.CONFIRM_HOW}", file=sys.stderr)
+        return False
+    return input(f"The plan's estimate is {over}. Run it? [y/N] ").strip().lower() in ("y", "yes")
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -474,7 +475,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         announcer=announce.announcer(settings.alerts),
         hosted={spec.name for spec in settings.models},  # a model geomon runs; the others only arrive by import
     )
-    shown_in_dagster = report_to_dagster(history, recorded) if args.kind == "gapminder-results" else ""
+    shown_in_dagster = (
+        report_to_dagster(history, recorded, settings, Path(args.path)) if args.kind == "gapminder-results" else ""
+    )
     new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
         quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
@@ -529,18 +532,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     return gate(args.fail_on, 0, len(open_regressions))
 
 
-def report_to_dagster(history: Any, recorded: list[Any]) -> str:
+def report_to_dagster(history: Any, recorded: list[Any], settings: Any, folder: Path) -> str:
     """The imported Gapminder evaluations in the Dagster catalog of the instance in DAGSTER_HOME
-    (``defs.history.report_import``); returns what it did in a line."""
+    (``defs.history.report_import``); the folder imported, when it is geomon.yaml's ``gapminder_results``, as an
+    observation of ``history/gapminder_results`` (the hourly observation then finds nothing new to import).
+    Returns what it did in a line."""
     import dagster as dg
 
-    from geomon.defs.history import report_import
+    from geomon.defs.automation import record_source_version
+    from geomon.defs.history import RESULTS_KEY, report_import, results_version
 
     try:
         home = _dagster_home()
     except ConfigError as exc:
         return f"not shown in Dagster: {exc}"
     with dg.DagsterInstance.get() as instance:
+        configured = settings.gapminder_results
+        if configured is not None and configured.resolve() == folder.resolve():
+            record_source_version(instance, dg.AssetKey(RESULTS_KEY), *results_version(configured))
         reported = report_import(instance, history, recorded)
     return (
         f"Dagster ({home}): {reported} model(s) new or decided again in history/gapminder_evaluations "

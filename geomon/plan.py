@@ -590,6 +590,30 @@ def totals(plans: list[SuitePlan]) -> dict[str, Any]:
     }
 
 
+CONFIRM_HOW = (
+    "`geomon run --yes`; in the Dagster UI, launch the prompts again with `confirm: true` in their config (Launchpad); "
+    "or raise confirm_above_minutes / confirm_above_usd in geomon.yaml"
+)
+
+
+def above_limits(settings: Any, plans: list[SuitePlan]) -> str:
+    """Why a run of ``plans`` waits for a confirmation: its estimate on the models it would ask, above
+    ``confirm_above_minutes`` or ``confirm_above_usd`` (geomon.yaml); "" when it does not (below both, or a
+    pace not known yet: ``geomon plan --probe`` measures it)."""
+    total = totals(plans)
+    asked = ", ".join(sorted({p.model for p in plans if p.to_ask}))
+    minutes = total["seconds"] / 60 if total["seconds"] is not None else None
+    reasons = []
+    if minutes is not None and 0 < settings.confirm_above_minutes < minutes:
+        reasons.append(
+            f"about {duration(total['seconds'])} ({total['to_ask']:,} asks on {asked}), above "
+            f"confirm_above_minutes {settings.confirm_above_minutes:g}"
+        )
+    if total["cost"] is not None and 0 < settings.confirm_above_usd < total["cost"]:
+        reasons.append(f"about ${total['cost']:,.2f}, above confirm_above_usd {settings.confirm_above_usd:g}")
+    return "; ".join(reasons)
+
+
 def probe(settings: Any, spec: ModelSpec, requests: list[GenerationRequest], store: Any, count: int = 3) -> None:
     """Ask ``count`` of ``requests`` through the store (the answers stay: a later run does not ask them again),
     so the plan knows the model's pace."""

@@ -89,8 +89,8 @@ def test_the_plan_command_prints_asks_time_and_what_a_sample_detects(tmp_path, w
 
 
 def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
-    """On a terminal, a run whose plan is estimated above confirm_above_minutes waits for a yes; --yes and a
-    non-terminal never ask."""
+    """On a terminal, a run whose plan is estimated above confirm_above_minutes waits for a yes; elsewhere it is not
+    run and the message says how to confirm; --yes never asks."""
     import argparse
     import io
 
@@ -118,8 +118,10 @@ def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_di
     monkeypatch.setattr("sys.stdin", Terminal("y\n"))
     assert confirm_plan(settings, plans, args) is True
     assert confirm_plan(settings, plans, argparse.Namespace(profile="quick", yes=True)) is True
-    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: never asks
-    assert confirm_plan(settings, plans, args) is True
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: not run, and told how to confirm
+    capsys.readouterr()
+    assert confirm_plan(settings, plans, args) is False
+    assert "above confirm_above_minutes 0.001" in capsys.readouterr().err and "--yes" in plan.CONFIRM_HOW
 
 
 # The default profile as these tests size it (the suites' own, fitted to the bundled models, may change).
@@ -286,3 +288,39 @@ def test_fit_stops_at_the_smallest_size_that_is_the_whole_benchmark(tmp_path, wd
     )
     zero = plan.fit(every, info, "default", spec, every.store(), history)
     assert zero.value == 0 and zero.whole and zero.line().startswith("worldbench: {sample_countries: 0}")
+
+
+def test_a_grown_sample_asks_only_the_new_questions_and_a_shrunk_one_nothing(tmp_path, wdi_snapshot_dir):
+    """Samples are nested: BLEnD answered at 2 questions per country, the plan at 3 counts every answer given as
+    stored and asks only each country's third question; at 1 it asks nothing."""
+    from geomon.stats.sampling import nested_sample
+
+    path = write_settings(
+        tmp_path,
+        wdi_snapshot_dir,
+        models=[{"name": "m", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "m"}],  # never called
+        include_bundled=False,
+    )
+    settings = load_settings(path)
+    spec, info, store = settings.model("m"), registry.suites()["blend"], settings.store()
+    history = MetricHistory(settings.store_url)
+
+    def planned(questions: int) -> plan.SuitePlan:
+        options = {**settings.run_options("blend"), "sample_questions": questions}
+        (one,) = plan.suite_plans(settings, [spec], info, "default", store, history, options=options)
+        return one
+
+    two = planned(2)
+    prompts, asking = plan.build_prompts(settings, "blend", two.options)
+    for request in asking.requests(prompts, spec, settings):  # every prompt of the sample of 2 answered
+        key = response_key(model_identity(spec), request, settings.cache_epoch)
+        store.put(
+            key, spec.name, model_identity(spec), settings.cache_epoch, request, GenerationResult("tea"), "openai"
+        )
+    three = planned(3)
+    assert three.stored == two.asks and 0 < three.to_ask < two.asks  # "90 (60 stored)", not "90 (0 stored)"
+    assert planned(1).to_ask == 0 and planned(2).to_ask == 0
+    # The order behind it: each sample is a prefix of the next, whatever the size.
+    ids = [f"q{i}" for i in range(50)]
+    assert all(set(nested_sample(ids, n, 7, "UK")) < set(nested_sample(ids, n + 3, 7, "UK")) for n in range(1, 40))
+    assert nested_sample(ids, 5, 7, "UK") != nested_sample(ids, 5, 7, "Spain")  # each group its own order

@@ -4,40 +4,78 @@
   updated" date and the latest year per indicator (offline: of the newest snapshot directory). The
   ``observe_sources`` schedule observes it hourly.
 - Every suite asset carries ``EAGER``: when anything upstream gets a new data version (a World Bank
-  release, a new Wikipedia revision partition, a new model partition, a code change re-run), the
-  automation sensor requests exactly the downstream assets and partitions affected, never a first-tick
-  flood of everything, and never past a failed blocking check.
+  release, a new Wikipedia revision partition, a new sample, a code change re-run), the automation sensor
+  requests exactly the downstream assets and partitions affected; an input re-run or re-observed on the same
+  data (same data version) requests nothing; never a first-tick flood of everything, and never past a failed
+  blocking check.
+- The runs that read a source record its data version (the sources job observes the WDI release first;
+  ``geomon import`` records the Gapminder folder it read), so the hourly observations after ``make run``
+  find nothing new.
 """
 
 from datetime import timedelta
+from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
+from geomon.config import Settings
 from geomon.defs.resources import GeomonResource
 from geomon.sources import worldbank
 
-EAGER = dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
+# Dagster's eager condition, except that an input counts as updated only once its data version has changed: an
+# input re-run on the same data (the same WDI release, the same sample) or observed again unchanged re-runs nothing
+# downstream, and a step is not requested beside an input that will be (its new data version is not known yet), so
+# each layer runs on the tick after its input changed. A new partition still runs (newly_missing); a failed
+# blocking check holds back.
+DEPS_CHANGED = dg.AutomationCondition.any_deps_match(
+    dg.AutomationCondition.data_version_changed() & ~dg.AutomationCondition.executed_with_root_target()
+).with_label("any_deps_data_version_changed")
+EAGER = (
+    dg.AutomationCondition.eager().replace("any_deps_updated", DEPS_CHANGED)
+    & dg.AutomationCondition.all_deps_blocking_checks_passed()
+)
 # World Bank WDI data is revised a few times a year; Wikipedia's list weekly. Past these, the UI warns.
 ANNUAL_DATA = dg.FreshnessPolicy.time_window(fail_window=timedelta(days=400), warn_window=timedelta(days=200))
 
 
-@dg.observable_source_asset(key=["worldbank", "wdi_release"], group_name="worldbank", required_resource_keys={"geomon"})
-def wdi_release(context: dg.AssetExecutionContext) -> dg.ObserveResult:
-    """The World Bank's WDI release: a new "last updated" date or data year is a new data version."""
-    geomon: GeomonResource = context.resources.geomon
-    settings = geomon.settings()
+WDI_RELEASE = dg.AssetKey(["worldbank", "wdi_release"])
+
+
+def wdi_release_version(settings: Settings) -> tuple[str, dict[str, Any]]:
+    """The WDI release the settings point to: its data version (a new "last updated" date or data year is a new
+    one) and what the observation shows."""
     if settings.worldbank_snapshot is not None:
         release = worldbank.release_version(settings.worldbank_snapshot)
     else:
         release = worldbank.live_release_version(settings.worldbank_api_url)
-    return dg.ObserveResult(
-        data_version=dg.DataVersion(release["version"]),
-        metadata={
-            "last_updated": release["last_updated"],
-            "latest_year_by_indicator": dg.MetadataValue.json(release.get("latest_year_by_indicator", {})),
-            "source": release.get("snapshot", release.get("source", "")),
-        },
-    )
+    return release["version"], {
+        "last_updated": release["last_updated"],
+        "latest_year_by_indicator": dg.MetadataValue.json(release.get("latest_year_by_indicator", {})),
+        "source": release.get("snapshot", release.get("source", "")),
+    }
+
+
+def record_source_version(
+    instance: dg.DagsterInstance, key: dg.AssetKey, version: str, metadata: dict[str, Any]
+) -> bool:
+    """Record an observation of the source ``key`` at data version ``version`` (unless its latest observation
+    already has it), from the run that reads the source (``geomon run``, ``geomon import``). The hourly
+    observation that follows then finds the version already used, which is no update: opening the UI after
+    ``make run`` re-runs nothing, where a first observation by the schedule would count as new data."""
+    latest = instance.fetch_observations(key, limit=1).records
+    if latest and (latest[0].event_log_entry.tags or {}).get(DATA_VERSION_TAG) == version:
+        return False
+    instance.report_runless_asset_event(dg.AssetObservation(key, metadata=metadata, tags={DATA_VERSION_TAG: version}))
+    return True
+
+
+@dg.observable_source_asset(key=WDI_RELEASE.path, group_name="worldbank", required_resource_keys={"geomon"})
+def wdi_release(context: dg.AssetExecutionContext) -> dg.ObserveResult:
+    """The World Bank's WDI release: a new "last updated" date or data year is a new data version."""
+    geomon: GeomonResource = context.resources.geomon
+    version, metadata = wdi_release_version(geomon.settings())
+    return dg.ObserveResult(data_version=dg.DataVersion(version), metadata=metadata)
 
 
 observe_sources_job = dg.define_asset_job(

@@ -47,8 +47,9 @@ from geomon.defs.resources import (
     profile_sizes,
     revisions_partitions,
 )
-from geomon.defs.runs import PerModelPlan, per_model_job
-from geomon.defs.sensors import revisions_sensor
+from geomon.defs.runs import PerModelPlan, per_model_job, per_model_job_name
+from geomon.defs.samples import CONFIRM, check_estimate, confirm_field, mixed_samples, sample_in_use
+from geomon.defs.sensors import revisions_sensor, stale_sample_sensor
 from geomon.defs.versions import SAMPLE, sample_id, sample_label, source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
@@ -174,16 +175,18 @@ def _check_result(stage: Stage, outcome: CheckOutcome) -> dg.AssetCheckResult:
     )
 
 
-def _options(context: dg.AssetExecutionContext, suite: str, stage: Stage, settings: Settings) -> dict[str, Any]:
+def _options(
+    context: dg.AssetExecutionContext, suite: str, stage: Stage, settings: Settings
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The stage's options: what the run config sets, else what the previous materialization used (so a
     chosen sample survives a click in the UI or automation), else the automation profile's (``geomon.yaml``'s
     ``automation_profile``: the same sizes ``geomon run --profile`` asks), never the full benchmark unless
-    that profile says so."""
+    that profile says so; and the previous materialization's (a new sample is checked against the limits)."""
     if not stage.options:
-        return {}
-    chosen = dict(context.op_execution_context.op_config or {})
+        return {}, {}
+    chosen = {k: v for k, v in (context.op_execution_context.op_config or {}).items() if k != CONFIRM}
     previous = {k: v for k, v in previous_options(context).items() if k in {o.name for o in stage.options}}
-    return {**settings.run_options(suite), **previous, **chosen}
+    return {**settings.run_options(suite), **previous, **chosen}, previous
 
 
 @dataclass(frozen=True)
@@ -235,7 +238,7 @@ def _stage_asset(
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
         settings = context.resources.geomon.settings()
-        options = _options(context, info.name, stage, settings)
+        options, previous = _options(context, info.name, stage, settings)
         model, revision = _partition(context, stage)
         stage_context = DagsterStageContext(
             settings,
@@ -270,7 +273,10 @@ def _stage_asset(
         data_version = result.data_version
         if stage.options:
             metadata.update(options_metadata_values(options))
-            metadata["plan"] = metadata_value(prompts_plan(settings, info, result.value))
+            plans, shown = prompt_plans(settings, info, result.value)
+            confirmed = bool((context.op_execution_context.op_config or {}).get(CONFIRM))
+            check_estimate(settings, info.name, plans, options, previous, confirmed)  # before any model is asked
+            metadata["plan"] = metadata_value(shown)
             # The prompts' data version is their sample: a new one marks every model answered on the old stale.
             data_version = "-".join(filter(None, (result.data_version, sample_id(result.value))))
             metadata[SAMPLE] = sample_label(result.value)
@@ -304,17 +310,21 @@ def _stage_asset(
     compute.__doc__ = stage.about
     options: dict[str, Any] = {}
     if stage.options:
-        # No default value: an option left unset keeps the sample the prompts have; the help says what the
-        # automation profile would set (the <suite>_prompts job's launchpad proposes those values).
+        # No default value: an option left unset keeps the sample the prompts have; the help says what it is now
+        # and what the automation profile would set (the <suite>_prompts job's launchpad proposes the sample held).
         sizes = profile_sizes(info.name)
+        held, where = sample_in_use(info.name, key)
         options["config_schema"] = {
-            o.name: dg.Field(
-                dg.Noneable(o.type) if o.default is None else [str] if o.type is list else o.type,
-                is_required=False,
-                description=f"{o.help} (automation profile: {sizes.get(o.name)}; "
-                "unset: the current sample, else the profile's)",
-            )
-            for o in stage.options
+            **{
+                o.name: dg.Field(
+                    dg.Noneable(o.type) if o.default is None else [str] if o.type is list else o.type,
+                    is_required=False,
+                    description=f"{o.help} (automation profile: {sizes.get(o.name)}; now {held.get(o.name)}, "
+                    f"{where}; unset: the current sample, else the profile's)",
+                )
+                for o in stage.options
+            },
+            CONFIRM: confirm_field(),
         }
     if stage.asks_models:
         options.update(model_call_options())
@@ -371,6 +381,9 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
         if pipeline.board_metadata is not None:
             metadata.update({k: metadata_value(v) for k, v in pipeline.board_metadata(board, **extra).items()})
         metadata["partitions_not_evaluated"] = metadata_value(not_evaluated)
+        mixed = mixed_samples(board, pipeline.labels)
+        if mixed:  # the first entry the asset shows
+            metadata = {"mixed_samples": mixed, **metadata}
         if not_evaluated:
             context.log.warning(f"{info.name} leaderboard: not evaluated yet, left out: {', '.join(not_evaluated)}")
         return dg.Output(board, metadata=metadata)
@@ -434,9 +447,9 @@ class DeclaredSuite:
         return results, described
 
 
-def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> Markdown:
-    """What these prompts will ask each registered model (``geomon plan``'s rows): shown on the prompts asset,
-    so the UI says what a materialization of the per-model stages costs before anyone clicks."""
+def prompt_plans(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> tuple[list[Any], Markdown]:
+    """What these prompts will ask each registered model (``geomon plan``'s rows), and the plan as the prompts
+    asset shows it, so the UI says what a materialization of the per-model stages costs before anyone clicks."""
     from geomon import plan
     from geomon.monitor.history import MetricHistory
 
@@ -444,7 +457,7 @@ def prompts_plan(settings: Settings, info: registry.SuiteInfo, prompts: Any) -> 
     plans = plan.suite_plans(
         settings, settings.models, info, settings.automation_profile, settings.store(), history, prompts
     )
-    return plan_markdown(plan.table(plans).drop(columns=["suite"]), info)
+    return plans, plan_markdown(plan.table(plans).drop(columns=["suite"]), info)
 
 
 UNKNOWN = "—"  # a plan cell that cannot be known before a run; the notes below the table say why
@@ -524,6 +537,7 @@ def declared(name: str) -> DeclaredSuite:
     per_model = keys([s for s in pipeline.stages if s.per_model])
     per_revision = [s for s in pipeline.stages if s.per_revision]
     upstream = dg.AssetSelection.assets(*[key.split("/") for key in pipeline.upstream])
+    proposed, where = sample_in_use(name, stage_key(name, pipeline.prompts))
     plan = PerModelPlan(
         suite=name,
         sources=keys([s for s in pipeline.stages if not (s.per_model or s.per_revision)]) | upstream,
@@ -534,7 +548,8 @@ def declared(name: str) -> DeclaredSuite:
         revisions=revisions_partitions(pipeline.revisions.partitions) if pipeline.revisions else None,
         # A suite with revisions: the shared sources' job is named after its source stage ("release").
         sources_stage=sources[0].name if per_revision else "prompts",
-        prompts_options=profile_sizes(name),
+        prompts_options=proposed,
+        proposed_note=where,
     )
     per_model_partitions = stage_partitions(pipeline, pipeline.tracked)
     jobs = [*plan.stage_jobs(), per_model_job(name, per_model, per_model_partitions, pipeline.per_model_description)]
@@ -555,6 +570,20 @@ def declared_suites() -> dg.Definitions:
         asset_checks=[a for a in definitions if isinstance(a, dg.AssetChecksDefinition)],
         jobs=[j for suite in built for j in suite.jobs],
         sensors=[
-            revisions_sensor(suite.info.name, suite.pipeline.revisions) for suite in built if suite.pipeline.revisions
+            *(revisions_sensor(s.info.name, s.pipeline.revisions) for s in built if s.pipeline.revisions),
+            *(sample_sensor(s) for s in built if s.pipeline.revisions is None),
         ],
+    )
+
+
+def sample_sensor(suite: DeclaredSuite) -> dg.SensorDefinition:
+    """The suite's ``<suite>_sample_sensor`` (``sensors.stale_sample_sensor``): its prompts, the per-model stage
+    that records each model's sample, its per-model job."""
+    name, pipeline = suite.info.name, suite.pipeline
+    reader = next(s for s in pipeline.stages if s.per_model and pipeline.prompts.name in s.inputs)
+    return stale_sample_sensor(
+        name,
+        dg.AssetKey(stage_key(name, pipeline.prompts)),
+        dg.AssetKey(stage_key(name, reader)),
+        per_model_job_name(name),
     )

@@ -9,6 +9,7 @@ imported model's latest evaluation and a regression fails that model's check wit
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -34,26 +35,28 @@ EVALUATIONS_KEY = ["history", "gapminder_evaluations"]
 imported_models_partitions = dg.DynamicPartitionsDefinition(name="gapminder_models")
 
 
-@dg.observable_source_asset(
-    key=["history", "gapminder_results"], group_name="history", required_resource_keys={"geomon"}
-)
-def gapminder_results(context: dg.AssetExecutionContext) -> dg.ObserveResult:
-    """Gapminder's published folder (``gapminder_results`` in geomon.yaml): a new data version when a file the
-    import reads (its per-question rates, its per-answer files) is added, removed or changed."""
-    folder = context.resources.geomon.settings().gapminder_results
+RESULTS_KEY = ["history", "gapminder_results"]
+
+
+def results_version(folder: Path | None) -> tuple[str, dict[str, Any]]:
+    """Gapminder's published folder's data version (a digest of the files the import reads) and what its
+    observation shows."""
     if folder is None or not folder.is_dir():
-        return dg.ObserveResult(
-            data_version=dg.DataVersion("none"), metadata={"folder": str(folder or "not configured")}
-        )
+        return "none", {"folder": str(folder or "not configured")}
     digest = hashlib.sha256()
     files = [path for path in imports.gapminder_files(folder) if path.is_file()]
     for path in files:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
-    return dg.ObserveResult(
-        data_version=dg.DataVersion(digest.hexdigest()[:16]),
-        metadata={"folder": str(folder), "files": len(files)},
-    )
+    return digest.hexdigest()[:16], {"folder": str(folder), "files": len(files)}
+
+
+@dg.observable_source_asset(key=RESULTS_KEY, group_name="history", required_resource_keys={"geomon"})
+def gapminder_results(context: dg.AssetExecutionContext) -> dg.ObserveResult:
+    """Gapminder's published folder (``gapminder_results`` in geomon.yaml): a new data version when a file the
+    import reads (its per-question rates, its per-answer files) is added, removed or changed."""
+    version, metadata = results_version(context.resources.geomon.settings().gapminder_results)
+    return dg.ObserveResult(data_version=dg.DataVersion(version), metadata=metadata)
 
 
 observe_history_job = dg.define_asset_job(

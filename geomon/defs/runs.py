@@ -13,6 +13,7 @@ import dagster as dg
 # Run tags of `geomon run`'s runs (and automation's): who launched them, which suite, with which options.
 from geomon.defs.automation import LAUNCHED_BY, SUITE_TAG
 from geomon.defs.resources import models_partitions
+from geomon.defs.samples import CONFIRM
 
 OPTIONS_TAG = "geomon/options"
 
@@ -198,21 +199,30 @@ class PerModelPlan:
     per_revision: dg.AssetSelection | None = None
     revisions: Any = None  # the suite's own revisions partitions (a suite with revisions)
     sources_stage: str = "prompts"  # the sources job is ``<suite>_<sources_stage>``
-    # The prompts stage's options the ``<suite>_prompts`` launchpad proposes: the automation profile's sizes.
+    # The prompts stage's options the ``<suite>_prompts`` launchpad proposes (the sample the store holds, else the
+    # automation profile's sizes) and a line saying which (``samples.sample_in_use``).
     prompts_options: Mapping[str, Any] | None = None
+    proposed_note: str = ""
 
     def stage_jobs(self) -> list[Any]:
         """The ``<suite>_prompts`` (and the sources') and ``<suite>_leaderboard`` jobs (the per-model job is
         declared beside). The prompts job's launchpad shows the profile's sizes; launching it sets them (a
         sample chosen on purpose), where a click on Materialize keeps the sample the prompts have."""
         proposed = {"ops": {self.prompts_op: {"config": dict(self.prompts_options)}}} if self.prompts_options else None
+        sample = (
+            f" Its launchpad proposes {self.proposed_note}. The prompts asset's `plan` shows each model's asks and "
+            "time; a new sample estimated above confirm_above_minutes stops before asking (`confirm: true` confirms)."
+        )
+        # The observable sources they read (the WDI release) are observed in the same run, first: the version read
+        # is the one recorded, so the hourly observation that follows finds no update.
+        sources = self.sources | self.sources.upstream_source_assets()
         if self.per_revision is None:
-            described = "Sources and prompts (the sample in its config: the automation profile's, unless changed)."
-            jobs = [stage_job(self.suite, self.sources_stage, self.sources, described, config=proposed)]
+            described = "Sources and prompts (the sample in its config)." + sample
+            jobs = [stage_job(self.suite, self.sources_stage, sources, described, config=proposed)]
         else:
-            per_revision = "One revision's data and its prompts (the sample in its config)."
+            per_revision = "One revision's data and its prompts (the sample in its config)." + sample
             jobs = [
-                stage_job(self.suite, self.sources_stage, self.sources, "The sources every revision shares."),
+                stage_job(self.suite, self.sources_stage, sources, "The sources every revision shares."),
                 stage_job(self.suite, "prompts", self.per_revision, per_revision, self.revisions, proposed),
             ]
         jobs.append(
@@ -240,7 +250,8 @@ class PerModelPlan:
         prompts_job = stage_job_name(self.suite, "prompts")
 
         def prompts(config: dict[str, Any] | None) -> dict[str, Any]:
-            return {"ops": {self.prompts_op: {"config": config or {}}}}
+            # `geomon run` asked before a run above the limits (or was told --yes): the prompts need not stop it.
+            return {"ops": {self.prompts_op: {"config": {**(config or {}), CONFIRM: True}}}}
 
         if self.per_revision is None:
             results = [run(prompts_job, config=prompts(prompt_config))]

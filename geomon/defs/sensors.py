@@ -1,15 +1,20 @@
-"""Sensors that notice new models and new revisions of a suite's source (Wikipedia's disputes table).
+"""Sensors that notice new models and new revisions of a suite's source (Wikipedia's disputes table), and a model
+left on an old sample.
 
 They only register partitions: the automation sensor (geomon.defs.automation) then requests exactly
 the newly missing partitions — a new model's runs for that model only, a new revision's table, prompts
 and per-model scores — so nothing already answered is asked again.
 """
 
+from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
+from dagster._core.storage.tags import PARTITION_NAME_TAG
 
+from geomon.defs.automation import LAUNCHED_BY, SUITE_TAG
 from geomon.defs.resources import GeomonResource, api_models_partitions, models_partitions, revisions_partitions
+from geomon.defs.versions import SAMPLE
 from geomon.suites.pipeline import Revisions
 
 
@@ -132,3 +137,60 @@ def blocked_automation_sensor(context: dg.SensorEvaluationContext) -> dg.SkipRea
     message = "automation waits on: " + "; ".join(f"{check} {why}" for check, why in sorted(reasons.items()))
     context.log.warning(message)
     return dg.SkipReason(message)
+
+
+def stale_sample_sensor(suite: str, prompts: dg.AssetKey, reader: dg.AssetKey, job: str) -> dg.SensorDefinition:
+    """``<suite>_sample_sensor``: a model left on an old sample — its run on the current prompts was terminated
+    or failed, so automation, having handled that change, would leave it there — is re-run once on the current
+    sample (its ``<suite>_per_model`` job). A model with no such run yet is automation's (and waits, as it does,
+    on a failed blocking check); one whose re-run failed too stays, named by the leaderboard's ``sample_note``."""
+
+    @dg.sensor(
+        name=f"{suite}_sample_sensor",
+        minimum_interval_seconds=300,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=f"Re-runs, once, each {suite} model whose run on the current sample ended without answering it.",
+    )
+    def sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        requests = [
+            dg.RunRequest(
+                job_name=job,
+                partition_key=model,
+                run_key=f"{model}:{sample}",  # once per model and sample: a second failure is not retried
+                tags={SUITE_TAG: suite, LAUNCHED_BY: "automation"},
+            )
+            for model, sample in left_on_old_sample(context.instance, prompts, reader, job)
+        ]
+        return dg.SensorResult(
+            run_requests=requests,
+            skip_reason=None if requests else f"no {suite} model left on an old sample after a run ended",
+        )
+
+    return sensor
+
+
+def left_on_old_sample(
+    instance: dg.DagsterInstance, prompts: dg.AssetKey, reader: dg.AssetKey, job: str
+) -> list[tuple[str, str]]:
+    """(model, current sample) for each model whose answers (``reader``'s latest materialization of its partition)
+    are on another sample than the prompts' latest, and whose runs of ``reader`` (or of its whole ``job``) since
+    those prompts have all ended without success (at least one, none in progress)."""
+    latest = instance.fetch_materializations(prompts, limit=1).records
+    current = latest[0].asset_materialization.metadata.get(SAMPLE) if latest else None
+    if current is None:
+        return []
+    since = datetime.fromtimestamp(latest[0].timestamp, tz=UTC)
+    left = []
+    for model in instance.get_dynamic_partitions(models_partitions.name):
+        answered = instance.fetch_materializations(dg.AssetRecordsFilter(reader, asset_partitions=[model]), limit=1)
+        if not answered.records or answered.records[0].asset_materialization.metadata.get(SAMPLE) == current:
+            continue  # never answered (automation's newly missing partition), or on the current sample
+        runs = [
+            r.dagster_run
+            for r in instance.get_run_records(dg.RunsFilter(tags={PARTITION_NAME_TAG: model}, created_after=since))
+            if reader in (r.dagster_run.asset_selection or ())
+            or (r.dagster_run.asset_selection is None and r.dagster_run.job_name == job)
+        ]
+        if runs and all(run.is_finished and run.status != dg.DagsterRunStatus.SUCCESS for run in runs):
+            left.append((model, str(current.value).split(" ")[0]))
+    return left

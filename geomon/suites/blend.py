@@ -38,6 +38,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.sources import blend as source
 from geomon.stats import uncertainty
 from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate
+from geomon.stats.sampling import nested_sample
 from geomon.stats.values import MetricValue, metrics_from_mapping
 from geomon.suites.pipeline import (
     SEED,
@@ -105,14 +106,14 @@ _LABEL = re.compile(r"^(\w+:)\s")
 
 
 def sample_questions(questions: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
-    """``n`` questions per country, drawn with a seed (all for n = 0), in the release's order."""
+    """``n`` questions per country, a nested seeded sample (all for n = 0), in the release's order: n + 1
+    per country keeps the n drawn before and adds one."""
     if not n:
         return questions
-    rng = np.random.default_rng(seed)
     keep = []
-    for _, group in questions.groupby("country", sort=False):
-        picked = rng.choice(len(group), size=min(n, len(group)), replace=False)
-        keep.extend(group.index[sorted(picked)])
+    for country, group in questions.groupby("country", sort=False):
+        picked = set(nested_sample(group["question_id"].tolist(), n, seed, group=country))
+        keep.extend(group.index[group["question_id"].isin(picked)])
     return questions.loc[keep]
 
 

@@ -26,6 +26,7 @@ from geomon.parsing import options_named
 from geomon.sources import gapminder as source
 from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
 from geomon.stats.declared import Mean, Range, TrackedMetric
+from geomon.stats.sampling import nested_sample
 from geomon.stats.uncertainty import group_gaps, mean_interval
 from geomon.suites.pipeline import (
     SEED,
@@ -117,12 +118,9 @@ def _placeholders(template: str) -> set[str]:
 
 
 def sample(ids: Sequence[str], n: int, seed: int) -> list[str]:
-    """``n`` of ``ids`` drawn with a seed (all of them for n = 0), in their original order."""
-    ids = list(dict.fromkeys(ids))
-    if not n or n >= len(ids):
-        return ids
-    picked = set(np.random.default_rng(seed).choice(len(ids), size=n, replace=False).tolist())
-    return [x for i, x in enumerate(ids) if i in picked]
+    """``n`` of ``ids`` drawn with a seed (all of them for n = 0), in their original order: a nested sample (a
+    question id asked in two languages is drawn in both)."""
+    return nested_sample(ids, n, seed)
 
 
 def build_prompts(

@@ -44,6 +44,7 @@ from geomon.jury import parse_label, parse_likert
 from geomon.sources import quench as source
 from geomon.sources.quench import load_items
 from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate
+from geomon.stats.sampling import nested_sample
 from geomon.stats.uncertainty import (
     Estimate,
     Interval,
@@ -186,17 +187,17 @@ _PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 
 
 def sample_questions(items: pd.DataFrame, n: int, seed: int = 0) -> list[str]:
-    """``n`` question ids, half Indic and half not (seeded; the Indic half is capped at the Indic questions
-    there are); every question for n = 0. Balanced halves give the Indic gap its best precision."""
+    """``n`` question ids, half Indic and half not (a nested seeded sample of each half; the Indic half is capped
+    at the Indic questions there are); every question for n = 0. Balanced halves give the Indic gap its best
+    precision."""
     questions = items.drop_duplicates("question_id")
     if not n or n >= len(questions):
         return questions["question_id"].tolist()
-    rng = np.random.default_rng(seed)
-    indic = questions.loc[questions["indic"].astype(bool), "question_id"].to_numpy()
-    other = questions.loc[~questions["indic"].astype(bool), "question_id"].to_numpy()
+    indic = questions.loc[questions["indic"].astype(bool), "question_id"].tolist()
+    other = questions.loc[~questions["indic"].astype(bool), "question_id"].tolist()
     n_indic = min(len(indic), n // 2 + n % 2)
-    picked = set(rng.choice(indic, n_indic, replace=False)) | set(
-        rng.choice(other, min(len(other), n - n_indic), replace=False)
+    picked = set(nested_sample(indic, n_indic, seed, group="indic")) | set(
+        nested_sample(other, min(len(other), n - n_indic), seed, group="other")
     )
     return [q for q in questions["question_id"] if q in picked]
 

@@ -55,6 +55,7 @@ from geomon.stats.disparity import (
     kl_divergence,
     max_z_score,
 )
+from geomon.stats.sampling import nested_sample
 from geomon.stats.uncertainty import GroupGaps, gaps_from_draws, percentile_interval, resample_within_groups
 from geomon.suites.pipeline import SEED, CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome, status_of
@@ -337,11 +338,11 @@ def assemble_questions(scraped: pd.DataFrame, replies: Sequence[Sequence[str | N
 
 
 def sample_roots(assembled: pd.DataFrame, n: int, seed: int = 0) -> pd.DataFrame:
-    """``n`` root prompts (seeded; all for n = 0), in their original order."""
+    """``n`` root prompts (a nested seeded sample; all for n = 0), in their original order."""
     if not n or n >= len(assembled):
         return assembled
-    picked = np.sort(np.random.default_rng(seed).choice(len(assembled), size=n, replace=False))
-    return assembled.iloc[picked].reset_index(drop=True)
+    picked = set(nested_sample(assembled["root_id"].tolist(), n, seed))
+    return assembled[assembled["root_id"].isin(picked)].reset_index(drop=True)
 
 
 def branch(assembled: pd.DataFrame, countries: Sequence[str] = G20) -> pd.DataFrame:

@@ -151,3 +151,55 @@ def test_the_prompts_jobs_launchpad_proposes_the_automation_profile():
         assert proposed == {op: {"config": sizes}}
         fields = defs.get_assets_def(dg.AssetKey([name, pipeline.prompts.name])).op.config_schema.config_type.fields
         assert all(f"automation profile: {sizes[o]};" in fields[o].description for o in sizes)
+
+
+def test_the_launchpad_proposes_the_sample_held_and_a_new_sample_above_the_limits_stops(
+    tmp_path, wdi_snapshot_dir, monkeypatch
+):
+    """The store holds BLEnD at quick's 2 questions per country: the launchpad proposes them and names quick. A run
+    that grows the sample to an estimate above confirm_above_minutes stops before any model is asked, with a
+    ``geomon:`` message saying how to confirm; ``confirm: true`` goes ahead; a run keeping the sample never stops."""
+    from geomon.defs.runs import register_models
+    from geomon.defs.samples import sample_in_use
+    from geomon.engine.client import GenerationRequest, GenerationResult
+    from geomon.engine.runner import model_identity
+
+    model = {"name": "a", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "a"}  # never called
+    section = {"snapshot": str(SHARED / "snapshots" / "blend"), "countries": ["UK", "Spain"]}
+    path = write_settings(
+        tmp_path, wdi_snapshot_dir, models=[model], include_bundled=False, blend=section, confirm_above_minutes=0.5
+    )
+    home = tmp_path / "dagster"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("GEOMON_CONFIG", str(path))
+    settings = load_settings(path)
+    spec = settings.model("a")
+    # The model's pace is known (an answer stored, 2 s, under another key): the plan can estimate.
+    asked = GenerationRequest("chat", messages=({"role": "user", "content": "Tea?"},))
+    result = GenerationResult("tea", prompt_tokens=20, completion_tokens=2, latency_s=2.0)
+    settings.store().put("pace", "a", model_identity(spec), "other-epoch", asked, result, "openai")
+
+    def prompts(config: dict) -> dg.ExecuteInProcessResult:
+        return dg.materialize(
+            [*defs.assets, *defs.asset_checks],
+            instance=instance,
+            selection=dg.AssetSelection.assets(["blend", "question_bank"], ["blend", "prompts"]),
+            resources={"geomon": GeomonResource(config_path=str(path))},
+            run_config={"ops": {"blend__prompts": {"config": config}}},
+        )
+
+    with dg.DagsterInstance.get() as instance:
+        register_models(instance, ["a"])
+        assert prompts({"sample_questions": 2, "confirm": True}).success  # `make run` at quick
+        proposed, where = sample_in_use("blend", ["blend", "prompts"])
+        assert proposed["sample_questions"] == 2 and "profile quick" in where
+        # 404 questions in the UK (English) and Spain (Spanish and English): 1,212 asks at 2 s, 4 at a time.
+        stop = r"^geomon: blend prompts at sample_questions 404, seed 0 \(profile default\): .* about 5 min "
+        stop += r".*confirm: true"
+        with pytest.raises(dg.Failure, match=stop):
+            prompts({"sample_questions": 404})
+        assert sample_in_use("blend", ["blend", "prompts"])[0]["sample_questions"] == 2  # nothing changed
+        assert prompts({}).success  # a click on Materialize keeps the sample: not stopped
+        grown = prompts({"sample_questions": 404, "confirm": True})
+        assert len(grown.output_for_node("blend__prompts")) > 1000

@@ -236,10 +236,9 @@ def test_scores_and_diagnosis_on_scripted_replies(release):
     assert (valid.loc[valid["country"].isin(["UK", "South_Korea"]), "sem_b"] == 100).all()
     assert (valid.loc[valid["country"].isin(["UK", "South_Korea"]), "sem_w"] == 100).all()
     others = valid[~valid["country"].isin(["UK", "South_Korea"])]
-    # "nothing" is not an annotated answer anywhere in these samples, but the reference's Hausa rule matches
-    # "kunshi" with any reply: hausastemmer stems it to "", and an answer of no tokens is in every reply.
+    # Elsewhere "nothing" is right only where annotators gave it: one Hausa question of this sample, in both languages.
     hits = others[others["sem_b"] == 100]
-    assert list(zip(hits["language"], hits["matched"], strict=True)) == [("Hausa", "kunshi")]
+    assert list(zip(hits["question_id"], hits["matched"], strict=True)) == [("Na-ko-43", "nothing")] * 2
     assert scores.loc[scores["status"] == "invalid", "sem_b"].isna().all()
     result = blend.diagnose(scores, resamples=200)
     summary = result["summary"]
