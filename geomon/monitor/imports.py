@@ -409,15 +409,17 @@ MIN_OVERLAP = 0.9
 
 
 def same_benchmark(history: MetricHistory, run: ImportedRun, predecessor: str | None) -> ImportedRun:
-    """``run`` in the series of the model's (else its predecessor's) latest imported evaluation on another item set
-    of the same suite and metric when the two share at least ``MIN_OVERLAP`` of the larger set's items: a row
-    missing from a file is not a new benchmark. Its note says how many items it lacks and adds; a new series
-    starts only below the overlap."""
-    if not run.scope.startswith(IMPORTED) or run.scope in set(history.evaluations(suite=run.suite)["scope"]):
+    """``run`` in the series of the model's (else its predecessor's, else a successor's) latest imported evaluation
+    on another item set of the same suite and metric when the two share at least ``MIN_OVERLAP`` of the larger
+    set's items: a row missing from a file is not a new benchmark, whichever file arrives first. Its note says how
+    many items it lacks and adds; a new series starts only below the overlap."""
+    held = history.evaluations(suite=run.suite)
+    if not run.scope.startswith(IMPORTED) or run.scope in set(held["scope"]):
         return run
     mine = set(map(str, run.items["item"]))
     key = series_key(run.scope)
-    for model in (run.model, predecessor):
+    successors = held[held["predecessor"] == run.model]["model"].tolist() if len(held) else []
+    for model in dict.fromkeys([run.model, predecessor, *successors]):
         held = history.evaluations(suite=run.suite, model=model) if model else pd.DataFrame()
         scopes = [s for s in reversed(held["scope"].tolist()) if series_key(s) == key] if len(held) else []
         for scope in dict.fromkeys(scopes):

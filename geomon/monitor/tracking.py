@@ -279,10 +279,12 @@ def spend(
     plan = verdicts.ReleasePlan.from_json(history.release_plan(family, proposed.to_json()))
     looks = history.release_looks(family)
     suite, scope = evaluation.suite, evaluation.scope
-    mine = looks[
-        (looks["suite"] == suite) & (looks["scope"] == scope) & (looks["evaluation_id"] == evaluation.evaluation_id)
+    # The scope's looks in this release, whichever of the model's evaluations took them: a second evaluation of
+    # the model against the same predecessor (one dated earlier, arriving late) takes the reserve, not a new first.
+    mine = looks[(looks["suite"] == suite) & (looks["scope"] == scope)]
+    again = mine[
+        (mine["evaluation_id"] == evaluation.evaluation_id) & (mine["against_evaluation_id"] == before.evaluation_id)
     ]
-    again = mine[mine["against_evaluation_id"] == before.evaluation_id]
     if len(again):
         return Look(float(again["alpha"].iloc[0]), str(again["look"].iloc[0]), str(again["note"].iloc[0]))
     taken = set(mine["look"])
@@ -334,9 +336,12 @@ def _no_alpha(plan: verdicts.ReleasePlan, looks: pd.DataFrame, suite: str, scope
 
 
 def release_of(evaluation: Evaluation, against_model: str) -> str:
-    """The release a comparison belongs to: a model identity against its baseline model. Its suites are decided
-    at their shares of one α whenever they arrive, so the label only groups what people read together."""
-    return f"{evaluation.model} vs {against_model}"
+    """The release a comparison belongs to: a model identity against its predecessor; or, compared with its own
+    previous evaluation (an API model asked again, a new epoch, a re-import), that re-run — a release of its own,
+    labelled by the evaluation's day and id, so each re-run spends one α and two re-runs never share a look."""
+    if against_model != evaluation.model:
+        return f"{evaluation.model} vs {against_model}"
+    return f"{evaluation.model} re-run {_utc(evaluation.when):%Y-%m-%d} ({evaluation.evaluation_id[:8]})"
 
 
 def compare_and_decide(

@@ -327,6 +327,34 @@ def _cli(tmp_path: Path, monkeypatch, **extra) -> tuple[list[str], MetricHistory
     return args, MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
 
 
+def test_a_releases_looks_are_its_scopes_whichever_evaluation_takes_them_and_each_re_run_is_a_release(
+    tmp_path, webhook, monkeypatch
+):
+    """Through ``geomon import``: a second evaluation of the model dated before its first (arriving late) is
+    decided against the same predecessor at the scope's reserve, not at a second first look, so the release
+    ``new vs old`` never spends more than the suite's share; each later re-run of the model, compared with its own
+    previous evaluation, is a release of its own (one look each), never a fresh first look inside ``new vs old``.
+    Mutation caught: looks counted per evaluation (two first looks in one release: 0.04 > the share 0.025)."""
+    from geomon.cli import main
+
+    args, history = _cli(tmp_path, monkeypatch)
+    share = 0.05 / 2  # an imported-only model's release: two import slots
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(60, 0.9))
+    assert main([*args, "--suite", "geo-r", str(old)]) == 0
+    for i, day in enumerate(["2026-11-25", "2026-11-22", "2026-11-26", "2026-11-27"]):
+        new = _items(tmp_path / f"new{i}.csv", "new", day, _outcomes(61 + i, 0.9), "old")
+        main([*args, "--suite", "geo-r", "--fail-on", "never", str(new)])
+    looks = history.release_looks("new vs old")
+    assert list(looks["look"]) == [verdicts.FIRST, verdicts.RESERVE], looks
+    assert looks["alpha"].sum() <= share * (1 + 1e-9)
+    reruns = history.comparisons(history.evaluations(model="new")["evaluation_id"])
+    families = reruns.drop_duplicates("evaluation_id")["family"].tolist()
+    assert len(families) == len(set(families)), families  # no two evaluations share a re-run's release
+    for family in {f for f in families if f != "new vs old"}:
+        assert family.startswith("new re-run ")
+        assert history.release_looks(family)["alpha"].sum() <= share * (1 + 1e-9)
+
+
 def test_one_budget_per_release_whatever_the_scopes_slots_and_days_through_geomon_import(
     tmp_path, webhook, monkeypatch, capsys
 ):
@@ -476,8 +504,9 @@ def test_track_takes_the_suites_lock(tmp_path):
 def test_a_missing_row_still_compares_on_the_shared_items_with_a_warning(tmp_path, monkeypatch, capsys, caplog):
     """The successor's file lacks one of its 240 rows: it is the same benchmark, compared on the 239 items it
     shares with its predecessor's evaluation — the regression pages, the import exits 3 — and the terminal and the
-    log say what is missing. Half the items another set: a new series, nothing compared. Mutation caught: the
-    scope keyed on the exact item set (one missing row starting a new series)."""
+    log say what is missing; in either order. Half the items another set: a new series, nothing compared.
+    Mutations caught: the scope keyed on the exact item set (one missing row starting a new series); only the
+    model's own and its predecessor's series searched (the reverse order compares nothing)."""
     from geomon.cli import main
 
     args, history = _cli(tmp_path, monkeypatch)
@@ -493,6 +522,12 @@ def test_a_missing_row_still_compares_on_the_shared_items_with_a_warning(tmp_pat
     half = _items(tmp_path / "half.csv", "new", "2026-11-26", _outcomes(3, 0.9), predecessor="old", first=40)
     assert main([*args, "--suite", "geo-b", str(half)]) == 0
     assert len(set(history.evaluations(suite="geo-b")["scope"])) == 2
+    # The other order: the successor's file, one row short, arrives first; its predecessor's full file joins the
+    # successor's series, and the late predecessor's decision pages and gates the same way.
+    args, history = _cli(tmp_path / "reversed", monkeypatch)
+    assert main([*args, "--suite", "geo-b", str(new)]) == 0
+    assert main([*args, "--suite", "geo-b", str(old)]) == 3
+    assert len(set(history.evaluations(suite="geo-b")["scope"])) == 1
 
 
 @pytest.mark.postgres

@@ -281,10 +281,15 @@ def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
     """Ten comparisons, nine with no cluster differing from the baseline (p = 1 both ways: an answer rate at 100 %
     before and after): the tenth is decided in a family of one, at the suite's whole share; the nine are ``no
     detectable change`` outside it, saying why. Mutation caught: the unchanged comparisons counted by Holm (the
-    tenth then needs p < 0.005)."""
+    tenth then needs p < 0.005); the exclusion on p = 1 toward worse alone."""
     settings = VerdictSettings()
     family = [_test(0.01, -5), *[_test(1.0, 0.0, p_better=1.0)] * 9]
     decided = decide(family, settings)
     assert decided[0].verdict == verdicts.REGRESSION and decided[0].family_size == 1
     assert {v.verdict for v in decided[1:]} == {verdicts.NO_CHANGE}
     assert decided[1].note == verdicts.UNCHANGED_NOTE and decided[1].p_adjusted is None
+    # p = 1 toward worse alone is an outcome (every differing cluster improved), not an unchanged comparison: it
+    # stays in the family, or leaving it out would look at the data. Mutation caught: excluding on p = 1 alone.
+    improved = [_test(0.01, -5), *[_test(1.0, 5.0, p_better=0.2)] * 9]
+    decided = decide(improved, settings)
+    assert {v.family_size for v in decided} == {10} and decided[0].verdict != verdicts.REGRESSION
