@@ -374,9 +374,10 @@ def report_open_regressions(context: Context, history: MetricHistory) -> None:
     required_resource_keys={"geomon"},
 )
 def open_regressions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-    """Every open regression (unacknowledged, of a model's latest evaluation): how many, which models; its
-    metadata's table names model, baseline, suite, metric, group, change with its 95 % interval, MDE and power at
-    the minimum effect, each row linked to that model's comparisons. Kept up to date by imports and runs."""
+    """Every open regression, run or imported (what the gates read: unacknowledged, a model's latest evaluation's
+    and its release's against the predecessor): how many, which models; its metadata's table names suite, model,
+    baseline, metric, group, change with its 95 % interval, minimum effect, MDE and power at the minimum effect,
+    each row linked to that model's comparisons. Kept up to date by imports and runs."""
     summary, metadata = open_regressions_metadata(MetricHistory(context.resources.geomon.settings().store_url))
     context.log.info(summary)
     return dg.MaterializeResult(metadata=metadata)
