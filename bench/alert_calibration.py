@@ -44,9 +44,10 @@ false alarm when the webhook received a ``regression`` message about its success
   expected change of its headline ``sem_b_local`` is its declared minimum effect (the drop before clipping at
   0 solved for it), in the usual schedule and with two predecessor evaluations late. The measured power (the
   share of releases whose webhook received a regression naming the planted comparison) is set beside the
-  power the verdict claims: its stated MDE's, ``power_at(change, MDE / (z(1 − α/m) + z(power)), α/m)`` at the
-  first Holm level (the planned standard error the MDE was built from, not the new data's null one), and the
-  stated power at the minimum effect.
+  chance of a page the verdict claims — significant and estimated at least the minimum effect, what a regression
+  alert requires: ``page_chance(change, MDE / (z(1 − α/m) + z(power)), α/m, min effect)`` at the first Holm level
+  (the planned standard error the MDE was built from, not the new data's null one; ½ at exactly the minimum
+  effect, as the alert says) — and the stated power at the minimum effect.
 - Gapminder's real per-question correct rates (its published grades), a model against re-draws of itself
   (only the gapminder suite in the release), when the reference table is there.
 
@@ -623,7 +624,7 @@ def outcome(
         row |= {
             "target_alerted": any(label in alerted(b["title"]) for b in alerts if b["suite"] == suite),
             "target_verdict": t["verdict"],
-            "target": {k: float(t[k]) for k in ("se", "family_size", "alpha", "change", "mde", "power")}
+            "target": {k: float(t[k]) for k in ("se", "family_size", "alpha", "change", "mde", "power", "min_effect")}
             | {"level": float(level), "planned_se": stated_se(float(t["mde"]), float(level))},
         }
     return row
@@ -847,9 +848,10 @@ def report_null(title: str, rows: list[dict], seconds: float, alpha: float) -> N
 
 def report_planted(title: str, suite: str, label: str, rows: list[dict], change: float, seconds: float) -> None:
     """Measured power (the webhook received a regression naming ``label`` of ``suite``) beside what the verdict
-    claims: the power of the stated MDE at the planted change (``power_at(change, MDE's se, α / family size)``),
-    and the stated power at the minimum effect; ``FAILS`` when the measured power's 95 % upper bound is below the
-    claim."""
+    claims: the chance that the planted change pages — significant and estimated at least the minimum effect —
+    from the stated MDE's standard error (``page_chance(change, MDE's se, α / family size, min effect)``: ½ for a
+    change of exactly the minimum effect, the MDE's power far beyond it), and the stated power at the minimum
+    effect; ``FAILS`` when the measured power's 95 % upper bound is below the claim."""
     n = len(rows)
     if not n:
         return
@@ -857,14 +859,16 @@ def report_planted(title: str, suite: str, label: str, rows: list[dict], change:
     stored_k = sum(r["target_verdict"] == verdicts.REGRESSION for r in rows)
     low, high = interval_95(k, n)
     targets = [r["target"] for r in rows]
-    claimed = float(np.nanmean([verdicts.power_at(change, t["planned_se"], t["level"]) for t in targets]))
+    claimed = float(
+        np.nanmean([verdicts.page_chance(change, t["planned_se"], t["level"], t["min_effect"]) for t in targets])
+    )
     stated = float(np.nanmedian([t["power"] for t in targets]))
     fails = f"POWER BELOW CLAIM: measured {k / n:.2f} (95 % upper {high:.2f}) < claimed {claimed:.2f}"
     print(
         f"{title}: measured power (webhook received a regression naming {label}) {k}/{n} = {k / n:.2f} (95 % "
         f"interval {low:.2f}–{high:.2f}; stored regression verdicts {stored_k}); claimed by the stated MDE "
-        f"{claimed:.2f} (mean power_at({change:+.3g}, MDE / (z(1 − α/m) + z(0.8)), α/m)); stated power at the "
-        f"minimum effect {stated:.2f}; median stated MDE {np.nanmedian([t['mde'] for t in targets]):.3g}, planned se "
+        f"{claimed:.2f} (mean page_chance({change:+.3g}, MDE / (z(1 − α/m) + z(0.8)), α/m, min effect)); stated "
+        f"power at the minimum effect {stated:.2f}; median stated MDE {np.nanmedian([t['mde'] for t in targets]):.3g}, planned se "
         f"{np.nanmedian([t['planned_se'] for t in targets]):.3g} (the new data's null se "
         f"{np.nanmedian([t['se'] for t in targets]):.3g}), family {np.median([t['family_size'] for t in targets]):.0f}"
         f", α {np.median([t['alpha'] for t in targets]):.4g}; mean observed change "

@@ -256,6 +256,16 @@ def power_at(effect: float, se: float, alpha: float) -> float:
     return float(1 - _NORMAL.cdf(_NORMAL.inv_cdf(1 - alpha) - abs(effect) / se))
 
 
+def page_chance(effect: float, se: float, alpha: float, min_effect: float) -> float:
+    """The probability that a true worsening of ``effect`` pages: found significant at ``alpha`` *and* estimated at
+    least ``min_effect`` — what a regression alert requires. At ``effect`` = ``min_effect`` it is
+    ``page_probability``'s min(power, ½); far beyond the minimum effect, ``power_at``."""
+    if not (math.isfinite(se) and se > 0 and 0 < alpha < 1):
+        return math.nan
+    threshold = max(_NORMAL.inv_cdf(1 - alpha) * se, abs(min_effect))
+    return float(1 - _NORMAL.cdf((threshold - abs(effect)) / se))
+
+
 def holm_levels(alpha: float, m: int) -> tuple[float, ...]:
     """The levels Holm's steps compare p-values with (α/m, α/(m−1), …, α): where a p-value's precision
     matters."""

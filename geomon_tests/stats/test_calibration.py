@@ -175,6 +175,7 @@ def test_claimed_power_reads_the_stated_mde(capsys):
     assert bench.verdicts.power_at(4.0, se, level) == pytest.approx(0.8, abs=1e-6)
     assert np.isnan(bench.stated_se(float("nan"), level))
     target = {"se": se / 2, "planned_se": se, "level": level, "family_size": 20, "alpha": 0.05 / 8, "mde": 4.0}
+    target |= {"min_effect": 1.0}  # below the MDE: the chance of a page at the MDE is its power
     row = {"target_alerted": False, "target_verdict": "no detectable change", "suites": [], "late": False}
     row |= {"undelivered": 0, "unstored": 0, "about_old": 0, "resolved": 0}
     rows = [row | {"target": target | {"change": -4.0, "power": 0.5}}] * 20
@@ -182,3 +183,9 @@ def test_claimed_power_reads_the_stated_mde(capsys):
     printed = capsys.readouterr().out
     assert "claimed by the stated MDE 0.80" in printed
     assert "POWER BELOW CLAIM: measured 0.00" in printed
+    # A change of exactly the minimum effect (here the MDE): a page needs the estimate at least that too, so the
+    # claim is ½, as the alert says (page_probability), not the test's power. Mutation caught: claiming power_at.
+    rows = [row | {"target": target | {"min_effect": 4.0, "change": -4.0, "power": 0.8}}] * 20
+    bench.report_planted("planted", "s", "m", rows, -4.0, 0.0)
+    assert "claimed by the stated MDE 0.50" in capsys.readouterr().out
+    assert bench.verdicts.page_chance(4.0, se, level, 4.0) == pytest.approx(bench.verdicts.page_probability(0.8))
