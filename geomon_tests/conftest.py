@@ -51,6 +51,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(MODULE_MARKERS[part])
 
 
+# What the CLI sets in its own process for the runs it starts (``cmd_run``: the settings file, the cache epoch;
+# ``_dagster_home``; the prebuilt engine's command): a test calling ``main`` in-process must not leave them to the
+# next test, or a later subprocess (``geomon serve-local``) would read another test's deleted settings.
+CLI_ENVIRONMENT = ("GEOMON_CONFIG", "GEOMON_CACHE_EPOCH", "DAGSTER_HOME", "GEOMON_LLAMA_SERVER")
+
+
+@pytest.fixture(autouse=True)
+def _cli_environment_restored() -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in CLI_ENVIRONMENT}
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @pytest.fixture(scope="session")
 def wdi_snapshot_dir() -> Path:
     if not WDI_SNAPSHOT.is_dir():
