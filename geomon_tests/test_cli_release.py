@@ -62,7 +62,9 @@ PROFILE = {
     "gapminder": {"sample_questions": 0, "sample_variations": 2},  # sdg-world-03: 36 questions, other: 47
     "quench": {"sample_questions": 100},  # half Indic
     "saged": {"sample_prompts": 30},
-    "blend": {"sample_questions": 60},
+    # 100 questions a country: the worse country's 20 % differ in 20 clusters, so a sign-flip p (at least 2^-k with
+    # k clusters differing) can pass Holm's first level at the first look (80 % of the share, over ~65 comparisons).
+    "blend": {"sample_questions": 100},
 }
 WRONG = "Nowhereland"  # an answer no annotation, option or gold entity names
 
