@@ -1,4 +1,5 @@
-"""Nested samples: every suite draws its prompts' sample here, so a sample of n per group is the first n of a
+"""Nested samples: BLEnD, Gapminder, QUENCH and SAGED draw their prompts' sample here (WorldBench and the kit's
+suites still take the front of one fixed shuffle, also nested), so a sample of n per group is the first n of a
 seeded order of that group, and growing it to n + k adds k items without changing the n already asked (their
 answers stay in the store and are not asked again); shrinking it keeps a subset of them.
 
