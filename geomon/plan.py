@@ -82,7 +82,7 @@ class Comparison:
     min_effect: float = 0.0  # its own: a group's where the groups declare theirs
     bounds: tuple[float, float] | None = None
     mde: float | None = None  # at this sample and its family's first Holm level (None: no spread known)
-    # The clusters it needs to be decidable (≥ MIN_SAMPLE, MDE ≤ MAX_MDE_RATIO × min effect), at the level of a
+    # The clusters it needs to be decidable (≥ MIN_SAMPLE, MDE ≤ min effect: the stated power at it), at the level of a
     # family holding every comparison of the suite: the size at which they all are.
     need: int | None = None
     population: int | None = None  # its clusters at the suite's full size (None: not counted)
@@ -148,11 +148,11 @@ def powered(
 ) -> None:
     """Each comparison's MDE at this sample and the clusters it needs to be decidable, in place: from its spread
     (``spread``: measured on the latest stored evaluation, else stored comparisons, else the worst case its range
-    allows), at its family's first Holm level
-    (what can page, or the disparities) — now, and with every comparison of the suite in the family.
+    allows), at its first Holm level as the decision weighs it (``first_levels``) — now; the clusters it needs, with
+    every comparison of the suite in the family at weight 1 (an upper bound).
     ``population``: each comparison's clusters at the suite's full size, where counted."""
-    now = {d: sum(c.in_family and c.disparity == d for c in planned) for d in (False, True)}
     full = {d: sum(c.clusters is not None and c.disparity == d for c in planned) for d in (False, True)}
+    spreads = {}
     for c in planned:
         c.population = population.get((c.metric, c.breakdown))
         sd, c.source = spread(history, suite, c.metric, c.breakdown, c.bounds, measured, c.disparity)
@@ -161,11 +161,34 @@ def powered(
         if sd is None:
             c.need = max(sufficiency.MIN_SAMPLE, c.clusters)
             continue
-        alpha = test_level(settings, suite, now[c.disparity])
-        c.mde = verdicts.minimum_detectable_effect(sd / math.sqrt(max(c.clusters, 1)), alpha, settings.verdicts.power)
-        wanted = sufficiency.MAX_MDE_RATIO * c.min_effect
-        detect = clusters_to_detect(sd, wanted, settings, suite, full[c.disparity]) if wanted > 0 else None
+        spreads[id(c)] = sd
+        detect = clusters_to_detect(sd, c.min_effect, settings, suite, full[c.disparity]) if c.min_effect > 0 else None
         c.need = max(sufficiency.MIN_SAMPLE, detect or 0)
+    levels = first_levels(planned, spreads, settings, suite)
+    now = {d: sum(c.in_family and c.disparity == d for c in planned) for d in (False, True)}
+    for c in planned:
+        if id(c) in spreads:
+            se = spreads[id(c)] / math.sqrt(max(c.clusters, 1))
+            # One too small to be tested: at the level it would get in an unweighted family.
+            level = levels.get(id(c)) or test_level(settings, suite, now[c.disparity] + 1)
+            c.mde = verdicts.minimum_detectable_effect(se, level, settings.verdicts.power)
+
+
+def first_levels(planned: list[Comparison], spreads: dict[int, float], settings: Any, suite: str) -> dict[int, float]:
+    """Each tested comparison's first Holm level, as the decision will weigh it (``verdicts.paging_weights``): what
+    can page, weighted by whether its spread lets it decide, over the look's α; the disparities, unweighted."""
+    alpha = test_level(settings, suite, 1)
+    out = {}
+    paging = [c for c in planned if c.in_family and not c.disparity]
+    ratios = [
+        c.min_effect * math.sqrt(c.clusters) / spreads[id(c)] if id(c) in spreads and c.min_effect > 0 else math.nan
+        for c in paging
+    ]
+    weights = verdicts.paging_weights(ratios, alpha, settings.verdicts.power, settings.verdicts.undecidable_weight)
+    out.update({id(c): alpha * w / weights.sum() for c, w in zip(paging, weights, strict=True)})
+    between = [c for c in planned if c.in_family and c.disparity]
+    out.update({id(c): alpha / len(between) for c in between})
+    return out
 
 
 @dataclass
@@ -668,8 +691,7 @@ def blind_lines(plan: SuitePlan) -> list[str]:
 
 
 def headline_mde(plan: SuitePlan, headline: Headline) -> str:
-    """``mean_error 0.154``, ``mean_error 0.4 (not decidable at this profile)`` (its MDE more than twice its
-    minimum effect),
+    """``mean_error 0.154``, ``mean_error 0.4 (not decidable at this profile)`` (its MDE above its minimum effect),
     ``region_disparity_mean not decidable`` (too few clusters to be tested), ``… ?`` (no spread known yet)."""
     name = f"{headline.metric}{f' ({headline.breakdown})' if headline.breakdown else ''}"
     mine = next((c for c in plan.comparisons if (c.metric, c.breakdown) == (headline.metric, headline.breakdown)), None)

@@ -509,7 +509,10 @@ def _paired(
         )
     comparisons = sum(len(m.parts(after.items)) for m in testable)
     precision = declared.Precision(
-        settings.exact_up_to, verdicts.holm_levels(alpha, comparisons), settings.max_resamples, sufficiency.MIN_SAMPLE
+        settings.exact_up_to,
+        verdicts.holm_levels(alpha, comparisons, settings.undecidable_weight),
+        settings.max_resamples,
+        sufficiency.MIN_SAMPLE,
     )
     try:
         return (
@@ -575,7 +578,7 @@ def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
     """Per model and scope, the stored verdicts of its latest evaluation in ``suite`` in a phrase (``1
     regression, 3 no detectable change``; empty where nothing was compared), its regressions named
     (``accuracy regression -12.5``; empty where none), and the comparisons not decidable at the run's profile or
-    sample (``blind``: their MDE more than twice their minimum effect, or too few clusters to be tested, so "no
+    sample (``blind``: their MDE above their minimum effect, or too few clusters to be tested, so "no
     detectable change" is not "no regression"): what a leaderboard row and a suite's report show."""
     columns = ["model", "scope", "verdicts", "regressions", "blind"]
     evaluations = history.evaluations(suite=suite)
@@ -597,11 +600,11 @@ def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
 
 
 def profile_blind(rows: Sequence[Mapping[str, Any]], shown: int = 4) -> str:
-    """The stored comparisons no verdict could be read from, by why: ``not decidable at this profile (MDE > 2 ×
-    min effect; …): mean_error, parse_rate and 3 more; not decidable at this sample (too few clusters; …):
-    mean_error (region=…) and 5 more``; "" where there is none."""
+    """The stored comparisons no verdict could be read from, by why: ``not decidable at this profile (power below
+    the stated power at the minimum effect; …): mean_error, parse_rate and 3 more; not decidable at this sample
+    (too few clusters; …): mean_error (region=…) and 5 more``; "" where there is none."""
     plan = "; `geomon plan` says what would be"
-    wide = f"MDE > {sufficiency.MAX_MDE_RATIO:g} × min effect"
+    wide = "power below the stated power at the minimum effect"
     kinds = (
         (sufficiency.PROFILE_PREFIX, wide + plan),
         (sufficiency.PUBLISHED_PREFIX, wide),  # an imported evaluation: no profile of geomon's sized it
@@ -854,7 +857,9 @@ def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds
                 "p": _p(row.get("p_value")),
                 "adjusted p": _p(row.get("p_adjusted")),
                 "MDE": _figure(row.get("mde"), suffix),
-                POWER: _power(row.get("power")),
+                # A page from a test below the stated power says so where the pages are listed, not only in its note.
+                POWER: _power(row.get("power"))
+                + (" (underpowered)" if verdicts.UNDERPOWERED_PAGE in str(row.get("note") or "") else ""),
                 "verdict": row["verdict"],
                 "note": str(row.get("note") or ""),
             }

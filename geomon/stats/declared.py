@@ -15,6 +15,7 @@ per cluster first, so thousands of resamples cost a small matrix product.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import functools
 import hashlib
@@ -973,7 +974,8 @@ def _one_sided(change: float, null: np.ndarray, higher_is_worse: bool, exact: bo
 def _near(p: float, resamples: int, thresholds: Sequence[float]) -> bool:
     """Whether a Monte Carlo p-value from ``resamples`` flips could lie on either side of a threshold."""
     error = 4 * math.sqrt(max(p * (1 - p), 1 / resamples) / resamples)
-    return any(abs(p - t) < error for t in thresholds)
+    at = bisect.bisect_right(thresholds, p - error)  # thresholds are sorted (``verdicts.holm_levels``)
+    return at < len(thresholds) and thresholds[at] < p + error
 
 
 def evaluate(statistics: list[Any], frame: pd.DataFrame, weights: Weights) -> list[np.ndarray]:

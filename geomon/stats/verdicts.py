@@ -26,12 +26,15 @@ better at the same share (shown, never paged); ``watch``: a worsening Benjamini�
 Holm level and the stated power. ``insufficient sample`` (the one rule of ``stats.sufficiency``) and
 ``undefined`` (a NaN statistic) get no p-value in the family; a comparison where no cluster differs from the
 baseline (p = 1 both ways: it cannot be significant) is ``no detectable change`` outside the family, so a
-suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). A comparison
-in the family whose planned MDE is more than twice its minimum effect (``sufficiency.underpowered``) keeps its
-verdict — a regression still pages, saying it is underpowered where its power at the minimum effect is below the
-stated power — but any other verdict of it says ``not decidable at this profile``: its silence is no evidence of
-no regression. A page claims a significant worsening *estimated* at least the minimum effect: a true worsening of
-exactly the minimum effect pages at most half the time (``page_probability``).
+suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). Holm is
+weighted, with weights fixed from the baseline before the new data (``paging_weights``): a comparison whose planned
+power to find a worsening of its minimum effect is below the stated power at the level it would get is
+*undecidable* and weighs ``undecidable_weight`` (0.25), the others 1, so hopeless comparisons cost the decidable
+ones little of their level and still page a large worsening. An undecidable comparison keeps its verdict — a
+regression still pages, saying it is underpowered — but any other verdict of it says ``not decidable at this
+profile``: its silence is no evidence of no regression. A page claims a significant worsening *estimated* at least
+the minimum effect: a true worsening of exactly the minimum effect pages at most half the time
+(``page_probability``).
 """
 
 from __future__ import annotations
@@ -87,6 +90,10 @@ class VerdictSettings:
     # The part of each scope's α kept for one more look: a decision against a fallback baseline (a predecessor
     # evaluated after its successor: provisional) or a re-decision after the baseline changed.
     reserve: float = 0.2
+    # A comparison its baseline's spread already calls undecidable (below ``power`` at its minimum effect, at the
+    # level it would get) keeps this weight in a suite's weighted Holm, the others 1: it can still page a large
+    # worsening, and costs the comparisons that can decide little of their level (``paging_weights``).
+    undecidable_weight: float = 0.25
     min_effects: dict[str, float] = field(default_factory=dict)
     # Evaluations imported from elsewhere (``geomon import items`` / ``inspect``): accuracy in percent, a
     # raw score (0-1), and the gap between groups in the same units.
@@ -107,6 +114,8 @@ class VerdictSettings:
             raise ValueError(f"verdicts.exact_up_to: {self.exact_up_to} must lie in 0..20 (2^20 flips at most)")
         if not 0 < self.reserve < 1:
             raise ValueError(f"verdicts.reserve: {self.reserve} must lie strictly between 0 and 1")
+        if not 0 < self.undecidable_weight <= 1:
+            raise ValueError(f"verdicts.undecidable_weight: {self.undecidable_weight} must lie in (0, 1]")
         for suite, count in self.scopes.items():
             if not (isinstance(count, int) and count >= 1):
                 raise ValueError(f"verdicts.scopes.{suite}: {count!r} must be a whole number ≥ 1")
@@ -216,16 +225,41 @@ def page_probability(power: float) -> float:
     return min(power, 0.5) if math.isfinite(power) else math.nan
 
 
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm's step-down adjusted p-values (family-wise error control under any dependence)."""
+def holm(p_values: Sequence[float], weights: Sequence[float] | None = None) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error control under any dependence); with ``weights`` (fixed
+    before the data), the weighted Holm: a comparison's p-value is divided by its weight and each step compares it
+    with α over the weight still in the family, so a comparison of weight w is first tested at α·w/Σw."""
     p = np.asarray(p_values, dtype=float)
     m = p.size
     if m == 0:
         return p
-    order = np.argsort(p, kind="stable")
-    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    w = np.ones(m) if weights is None else np.asarray(weights, dtype=float)
+    order = np.argsort(p / w, kind="stable")
+    remaining = np.cumsum(w[order][::-1])[::-1]  # the weight still in the family at each step
+    stepped = np.maximum.accumulate(remaining * p[order] / w[order])
     out = np.empty(m)
     out[order] = np.minimum(stepped, 1.0)
+    return out
+
+
+def paging_weights(ratios: Sequence[float], alpha: float, power: float, weight: float) -> np.ndarray:
+    """Each comparison's weight in a suite's weighted Holm, fixed from its baseline before the new data: 1 for
+    the comparisons that can decide (a worsening of the minimum effect found with ``power`` at the first level
+    they get: α / the family's total weight), ``weight`` for the rest. ``ratios``: each comparison's minimum
+    effect over its planned standard error (NaN where either is unknown: weight 1, nothing says it cannot decide).
+    The decidable ones are the largest set of the strongest comparisons that all decide at the level they get,
+    so a hopeless comparison never lowers the level of one that could decide by more than its weight."""
+    r = np.asarray(ratios, dtype=float)
+    known = np.flatnonzero(np.isfinite(r))
+    strongest = known[np.argsort(-r[known], kind="stable")]
+    out = np.ones(r.size)
+    unknown = r.size - known.size
+    z_power = _NORMAL.inv_cdf(power)
+    for k in range(known.size, -1, -1):
+        total = unknown + k + weight * (known.size - k)
+        if k == 0 or r[strongest[k - 1]] >= _NORMAL.inv_cdf(1 - alpha / total) + z_power:
+            out[strongest[k:]] = weight
+            return out
     return out
 
 
@@ -266,10 +300,14 @@ def page_chance(effect: float, se: float, alpha: float, min_effect: float) -> fl
     return float(1 - _NORMAL.cdf((threshold - abs(effect)) / se))
 
 
-def holm_levels(alpha: float, m: int) -> tuple[float, ...]:
-    """The levels Holm's steps compare p-values with (α/m, α/(m−1), …, α): where a p-value's precision
+def holm_levels(alpha: float, m: int, weight: float = 1.0) -> tuple[float, ...]:
+    """The levels Holm's steps may compare a p-value of a family of ``m`` with (α/m, α/(m−1), …, α; weighted, α·w/S
+    for a weight w of 1 or ``weight`` and S any weight left in the family): where a p-value's precision
     matters."""
-    return tuple(alpha / j for j in range(max(m, 1), 0, -1))
+    if weight >= 1:
+        return tuple(alpha / j for j in range(max(m, 1), 0, -1))
+    left = {k + weight * u for k in range(m + 1) for u in range(m + 1 - k)} - {0}
+    return tuple(sorted({alpha * min(w / s, 1.0) for s in left for w in (1.0, weight)}))
 
 
 def decide(
@@ -305,19 +343,25 @@ def decide(
     # only: a gap widens when the best group improves; the groups' own tests are what page).
     paging = [i for i in testable if not tests[i].disparity]
     between = [i for i in testable if tests[i].disparity]
-    adjusted, improved, q_values, first_levels = {}, {}, {}, {}
+    # The plan, before the data: each comparison that could page (the unchanged ones too, as if in the family, so
+    # an unchanged release states what a changed one does) weighs 1 where its baseline says it can decide, else
+    # ``undecidable_weight``; its MDE and power are stated at its first level, α·weight / the total weight.
+    unchanged = [i for i, (_, note) in enumerate(notes) if note == UNCHANGED_NOTE]
+    plannable = [*paging, *unchanged]
+    ratios = [_ratio(tests[i]) for i in plannable]
+    planned_weights = paging_weights(ratios, alpha, settings.power, settings.undecidable_weight)
+    weights = dict(zip(plannable, planned_weights, strict=True))
+    total = sum(weights.values())
+    first_levels = {i: alpha * weights[i] / total for i in plannable}
+    first_levels.update({i: alpha / len(between) for i in between})  # the disparities: unweighted, shown only
+    adjusted, improved, q_values = {}, {}, {}
     for family in (paging, between):
         worse_p = [tests[i].p_value for i in family]
         better_p = [1.0 if tests[i].p_better is None else tests[i].p_better for i in family]
-        adjusted.update(zip(family, holm(worse_p), strict=True))
-        improved.update(zip(family, holm(better_p), strict=True))
+        weight = [weights.get(i, 1.0) for i in family]
+        adjusted.update(zip(family, holm(worse_p, weight), strict=True))
+        improved.update(zip(family, holm(better_p, weight), strict=True))
         q_values.update(zip(family, benjamini_hochberg(worse_p), strict=True))
-        first_levels.update({i: alpha / len(family) for i in family})  # Holm's first step: the smallest p's level
-    # The MDE and power are planned before the data: at the paging family's first level as if the unchanged
-    # comparisons were in it (leaving them out only adds power), so an unchanged release states what a changed one
-    # does.
-    unchanged = [i for i, (_, note) in enumerate(notes) if note == UNCHANGED_NOTE]
-    first_levels.update({i: alpha / (len(paging) + len(unchanged)) for i in (*paging, *unchanged)})
     m = len(paging)
     out = []
     for i, t in enumerate(tests):
@@ -379,6 +423,14 @@ def decide(
             )
         )
     return out
+
+
+def _ratio(t: PairedTest) -> float:
+    """A comparison's minimum effect over the standard error planned from its baseline (NaN where either is
+    unknown; never the new data's: the weights must be fixed before it)."""
+    se = t.planned_se
+    planned = math.isfinite(se) and se > rounding_noise(t.bounds, t.before)
+    return t.min_effect / se if t.min_effect > 0 and planned else math.nan
 
 
 def _planned_se(t: PairedTest) -> float:

@@ -65,10 +65,11 @@ def test_a_partitions_numbers_are_keyed_by_it_and_rounded():
 
 
 def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_path):
-    """A toy suite compared on 40 items: its planned MDE (~36 points) is more than twice its 5-point minimum
+    """A toy suite compared on 40 items: its planned MDE (~36 points) is above its 5-point minimum
     effect, so "no detectable change" is not "no regression" — the stored verdict's note, the check's table, the
     leaderboard's ``sample_note`` and `geomon run`'s terminal table all say "not decidable at this profile".
-    Mutation caught: the 2× rule removed from ``sufficiency.underpowered`` (every assertion below)."""
+    Mutation caught: the rule (MDE above the minimum effect) removed from ``sufficiency.underpowered`` (every assertion
+    below)."""
     from types import SimpleNamespace
 
     from geomon.cli import terminal_table
@@ -90,13 +91,17 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
         result = tracking.track(history, "toy", "m", [], items, tracked, settings, scope="toy|40", evaluated_at=when)
     (row,) = [r for r in result.verdicts if r["metric"] == "accuracy"]
     assert row["verdict"] == verdicts.NO_CHANGE and row["mde"] > 2 * 5.0
-    assert row["note"].startswith(f"not decidable at this profile: MDE {row['mde']:.3g} > 2 × min effect 5")
+    assert row["note"].startswith(f"not decidable at this profile: MDE {row['mde']:.3g} > min effect 5")
     # The no_regression check's table carries the note beside the verdict.
     assert "not decidable at this profile: MDE" in comparisons_table(result.verdicts, tracked).value
     # The leaderboard's sample_note, and the terminal table `geomon run` prints from the leaderboard's CSV.
     board = with_verdicts(pd.DataFrame({"model": ["m"], "accuracy": [47.5], SAMPLE_NOTE: [""]}), "toy", store_url)
-    assert board[SAMPLE_NOTE].iloc[0].startswith("not decidable at this profile (MDE > 2 × min effect")
+    assert (
+        board[SAMPLE_NOTE]
+        .iloc[0]
+        .startswith("not decidable at this profile (power below the stated power at the minimum effect")
+    )
     assert "accuracy" in board[SAMPLE_NOTE].iloc[0]
     board.to_csv(tmp_path / "leaderboard.csv", index=False)
     text = terminal_table(tmp_path / "leaderboard.csv", SimpleNamespace(headlines=()))
-    assert "  m: not decidable at this profile (MDE > 2 × min effect" in text
+    assert "  m: not decidable at this profile (power below the stated power at the minimum effect" in text

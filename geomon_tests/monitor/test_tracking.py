@@ -183,7 +183,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "mde": 3.0,
             "power": 0.5,
             "verdict": verdicts.NO_CHANGE,
-            "note": "not decidable at this profile: MDE 3 > 2 × min effect 1 (`geomon plan --detect`)",
+            "note": "not decidable at this profile: MDE 3 > min effect 1 (`geomon plan --detect`)",
         },
         {
             "metric": "correct_rate",
@@ -233,7 +233,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "MDE": "3 pts",
             tracking.POWER: "50%",
             "verdict": "no detectable change",
-            "note": "not decidable at this profile: MDE 3 > 2 × min effect 1 (`geomon plan --detect`)",
+            "note": "not decidable at this profile: MDE 3 > min effect 1 (`geomon plan --detect`)",
         },
         {
             "metric": "mean_error",
@@ -279,17 +279,20 @@ def test_geomon_items_says_why_a_suite_has_no_items(tmp_path):
 
 def test_the_blind_line_names_comparisons_too_small_to_test_and_too_weak_to_decide():
     """A leaderboard's "blind" line names both kinds of comparison whose "no detectable change" is not "no
-    regression": too few clusters to be tested at all (a small group), and an MDE over twice the minimum effect.
+    regression": too few clusters to be tested at all (a small group), and an MDE above the minimum effect.
     Mutation caught: the line naming only the profile-blind ones (the small groups were left out)."""
     from geomon.stats import sufficiency
 
     rows = [
-        {"metric": "acc", "breakdown": "", "note": f"{sufficiency.PROFILE_PREFIX}MDE 12 > 2 × min effect 5"},
+        {"metric": "acc", "breakdown": "", "note": f"{sufficiency.PROFILE_PREFIX}MDE 12 > min effect 5"},
         {"metric": "acc", "breakdown": "country=Kenya", "note": f"{sufficiency.SAMPLE_PREFIX} (8 clusters < 30)"},
         {"metric": "acc", "breakdown": "country=Peru", "note": ""},
     ]
     line = tracking.profile_blind(rows)
-    assert line.startswith("not decidable at this profile (MDE > 2 × min effect") and ": acc;" in line
+    assert (
+        line.startswith("not decidable at this profile (power below the stated power at the minimum effect")
+        and ": acc;" in line
+    )
     assert "not decidable at this sample (fewer than 30 clusters, or a value" in line and "acc (country=Kenya)" in line
     assert "Peru" not in line and tracking.profile_blind(rows[2:]) == ""
 
@@ -303,3 +306,14 @@ def test_imported_comparisons_note_what_applies_to_them(forward):
     assert notes.str.startswith(sufficiency.PUBLISHED_PREFIX).any()
     assert not notes.str.contains(sufficiency.PROFILE_PREFIX.strip(": ")).any()
     assert not notes.str.contains("geomon plan").any()
+
+
+def test_a_page_from_an_underpowered_comparison_says_so_in_the_power_column():
+    """Where the open regressions are listed (the check's table, ``monitor/open_regressions``, the reports), the
+    power of a page from a test below the stated power reads "6 % (underpowered)"; a well-powered page's does not.
+    Mutation caught: the flag dropped from ``verdict_table``."""
+    row = {"metric": "acc", "breakdown": "", "against": "predecessor a", "change": -20.0, "se": 2.0, "p_value": 1e-4,
+           "p_adjusted": 1e-3, "mde": 30.0, "power": 0.06, "verdict": verdicts.REGRESSION,
+           "note": f"{verdicts.UNDERPOWERED_PAGE} (6% power at the minimum effect)"}  # fmt: skip
+    weak, strong = tracking.verdict_table([row, {**row, "power": 0.95, "note": ""}], {}).to_dict("records")
+    assert weak[tracking.POWER] == "6% (underpowered)" and strong[tracking.POWER] == "95%"

@@ -4,6 +4,7 @@ engine (Holm, Benjamini–Hochberg, the minimum detectable effect, the sufficien
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from statistics import NormalDist
 
 import numpy as np
@@ -245,21 +246,24 @@ def test_an_error_in_a_statistic_is_not_swallowed():
 
 
 def test_a_comparison_too_weak_for_its_minimum_effect_keeps_its_verdict_and_says_so():
-    """MDE more than twice the minimum effect: "no detectable change" says it is not decidable at this profile
-    (so it is never read as "no regression"), while a regression still pages and says it is underpowered; a test
-    strong enough for its minimum effect says nothing. Mutation caught: the 2× rule removed from
-    ``sufficiency.underpowered``, or the note dropped from ``decide``."""
+    """MDE (at the stated power) above the minimum effect: "no detectable change" says it is not decidable at this
+    profile (so it is never read as "no regression"), while a regression still pages and says it is underpowered;
+    a test strong enough for its minimum effect says nothing. Mutation caught: the rule removed from
+    ``sufficiency.underpowered`` or loosened (the earlier 2× rule), or the note dropped from ``decide``."""
     settings = VerdictSettings()
     weak = decide([_test(0.5, 0.0, min_effect=1.0, se=1.0)], settings)[0]
     assert weak.verdict == verdicts.NO_CHANGE and weak.mde > 2.0
-    assert weak.note == f"not decidable at this profile: MDE {weak.mde:.3g} > 2 × min effect 1 (`geomon plan --detect`)"
+    assert weak.note == f"not decidable at this profile: MDE {weak.mde:.3g} > min effect 1 (`geomon plan --detect`)"
+    # Power 51 % at the minimum effect (MDE 1.5): undecidable now, "decidable" under the 2× rule.
+    (half,) = decide([_test(0.5, 0.0, min_effect=1.0, se=0.6)], settings)
+    assert 1.0 < half.mde < 2.0 and 0.4 < half.power < 0.8 and half.note.startswith("not decidable at this profile")
     paged = decide([_test(0.0001, -20.0, min_effect=1.0, se=1.0)], settings)[0]
     assert paged.verdict == verdicts.REGRESSION and paged.alerts
     assert paged.note.startswith(verdicts.UNDERPOWERED_PAGE) and "not decidable" not in paged.note
     strong = decide([_test(0.5, 0.0, min_effect=1.0, se=0.2)], settings)[0]
-    assert strong.mde <= 2.0 and strong.note == ""
-    # The rule, on its own: more than twice the minimum effect; nothing to say without one.
-    assert sufficiency.underpowered(2.01, 1.0) and not sufficiency.underpowered(2.0, 1.0)
+    assert strong.mde <= 1.0 and strong.power >= 0.8 and strong.note == ""
+    # The rule, on its own: an MDE above the minimum effect; nothing to say without one.
+    assert sufficiency.underpowered(1.01, 1.0) and not sufficiency.underpowered(1.0, 1.0)
     assert not sufficiency.underpowered(5.0, 0.0) and not sufficiency.underpowered(float("nan"), 1.0)
 
 
@@ -293,3 +297,57 @@ def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
     improved = [_test(0.01, -5), *[_test(1.0, 5.0, p_better=0.2)] * 9]
     decided = decide(improved, settings)
     assert {v.family_size for v in decided} == {10} and decided[0].verdict != verdicts.REGRESSION
+
+
+def _planned(test, planned_se):
+    """The test with the standard error its baseline planned (what the weights are fixed from)."""
+    return replace(test, planned_se=planned_se)
+
+
+def test_weighted_holm_is_holm_with_equal_weights_and_tests_each_at_its_weight():
+    """Equal weights give Holm's adjusted p-values; a comparison of weight w among a total weight W is first tested
+    at α·w/W (adjusted p = p·W/w), later steps over the weight still left."""
+    p = [0.01, 0.04, 0.03, 0.5]
+    assert np.allclose(verdicts.holm(p, [2.0] * 4), verdicts.holm(p))
+    adjusted = verdicts.holm([0.01, 0.01, 0.3], [1.0, 0.25, 0.25])
+    # Steps: 0.01/1 first (× 1.5), then 0.01/0.25 (× 0.5/0.25), then 0.3/0.25 (× 0.25/0.25).
+    assert adjusted == pytest.approx([0.015, 0.02, 0.3])
+
+
+def test_comparisons_their_baseline_calls_undecidable_weigh_less_in_holm():
+    """One comparison its baseline plans with the power to find its minimum effect, nine it plans without: the
+    nine weigh ``undecidable_weight`` (0.25), so the decidable one is tested at α / 3.25 (0.0154) instead of
+    α / 10, and pages at p 0.012; the undecidable ones still page a large worsening, saying they are
+    underpowered. The weights come from the planned standard errors alone, never the new data's. Mutations
+    caught: the weights dropped from Holm (p 0.012 × 10 = 0.12: no page), ``undecidable_weight`` ignored
+    (1: the same), the weights read from the null's SE instead of the plan (every comparison here has the same
+    null SE: equal weights)."""
+    settings = VerdictSettings()
+    decidable = _planned(_test(0.012, -5, min_effect=1.0, se=1.0), planned_se=0.2)
+    hopeless = [_planned(_test(0.5, 0.1, min_effect=1.0, se=1.0), planned_se=2.0)] * 9
+    decided = decide([decidable, *hopeless], settings)
+    assert decided[0].verdict == verdicts.REGRESSION and decided[0].power >= 0.8 and not decided[0].note
+    assert decided[0].mde == pytest.approx(verdicts.minimum_detectable_effect(0.2, 0.05 / 3.25, 0.8))
+    assert decided[1].mde == pytest.approx(verdicts.minimum_detectable_effect(2.0, 0.05 * 0.25 / 3.25, 0.8))
+    assert all(v.note.startswith("not decidable at this profile") for v in decided[1:])
+    unweighted = decide([decidable, *hopeless], VerdictSettings(undecidable_weight=1.0))
+    assert unweighted[0].verdict != verdicts.REGRESSION and unweighted[0].p_adjusted == pytest.approx(0.12)
+    # A 20-point drop where the plan said the test is hopeless still pages (at α·0.25/3.25 = 0.0038), and says so.
+    large = _planned(_test(0.001, -20, min_effect=1.0, se=1.0), planned_se=2.0)
+    decided = decide([decidable, large, *hopeless[1:]], settings)
+    assert decided[1].verdict == verdicts.REGRESSION and decided[1].note.startswith(verdicts.UNDERPOWERED_PAGE)
+
+
+def test_the_decidable_set_is_the_largest_that_decides_at_the_level_it_gets():
+    """``paging_weights``: the strongest comparisons keep weight 1 as long as every one of them decides at α over
+    the family's total weight; a comparison that would decide alone but not beside the others does not pull the
+    stronger ones below their power; unknown spreads keep weight 1."""
+    z = verdicts.minimum_detectable_effect(1.0, 0.05 / 2.25, 0.8)  # the ratio deciding at α/2.25
+    weights = verdicts.paging_weights([z + 0.01, z + 0.01, 0.5], 0.05, 0.8, 0.25)
+    assert list(weights) == [1.0, 1.0, 0.25]  # total 2.25: each decidable one at α/2.25
+    assert list(verdicts.paging_weights([z + 0.01, z - 0.01, 0.5], 0.05, 0.8, 0.25)) == [1.0, 0.25, 0.25]
+    # Beside one comparison of unknown spread (weight 1) and two hopeless ones: total 2.5 with the strongest.
+    alone = verdicts.minimum_detectable_effect(1.0, 0.05 / 2.5, 0.8)
+    weights = verdicts.paging_weights([alone + 0.01, alone - 0.3, 0.5, float("nan")], 0.05, 0.8, 0.25)
+    assert list(weights) == [1.0, 0.25, 0.25, 1.0]
+    assert list(verdicts.paging_weights([0.1, 0.2], 0.05, 0.8, 0.25)) == [0.25, 0.25]
