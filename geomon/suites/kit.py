@@ -2,9 +2,10 @@
 
 The common shape is a question set with group columns (country, region, language), a prompt template, a
 scorer, and a metric per group with intervals and the gaps between groups. ``QuestionSet`` declares such a
-benchmark and ``declare`` turns it into the three declarations the registry reads (``SUITE``, ``PIPELINE``,
-``TRACKED``): a YAML suite (``geomon.suites.yaml_suite``) is a ``QuestionSet`` read from a file, and a simple
-Python suite is one written in Python with its own ``score`` (``examples/suites/capital_aliases.py``).
+benchmark and ``declare`` turns it into the three declarations of a suite (a Python suite module binds them to
+``SUITE``, ``PIPELINE`` and ``TRACKED``; the registry keeps them as one ``Suite``): a YAML suite
+(``geomon.suites.yaml_suite``) is a ``QuestionSet`` read from a file, and a simple Python suite is one written in
+Python with its own ``score`` (``examples/suites/capital_aliases.py``).
 
 A complex suite builds its own ``Pipeline`` and takes the pieces: ``read_table`` (a release file read with
 errors naming the file, line and column), ``release_stage`` (the snapshot-or-fetch source stage),
@@ -373,15 +374,15 @@ class QuestionSet:
         return self.completion_prompt or f"Question: {self.prompt}\nAnswer:"
 
 
-def scope_of(q: QuestionSet, module: ModuleType, questions: pd.DataFrame, sample: Any) -> str:
+def scope_of(q: QuestionSet, source: ModuleType | Path, questions: pd.DataFrame, sample: Any) -> str:
     """The scope of ``q``'s evaluations (``values.series_scope``), keyed by the sample size: one series while the
     content of the ``questions`` asked, the prompt templates, the scorer's declaration and the suite file
-    (``module``'s: its code) stay the same; a change in any of them starts a new series instead of being compared
-    as if the model had changed."""
+    (``source``: the suite's module, or the YAML file that declares it) stay the same; a change in any of them
+    starts a new series instead of being compared as if the model had changed."""
     data = questions.sort_values(q.id)[sorted(questions.columns)].to_csv(index=False)
     prompt = "\n".join((q.prompt, q.completion, q.system or "", str(q.max_tokens)))
     scorer = q.scorer or (_source(q.score) if q.score is not None else q.judge_prompt)
-    code = Path(str(module.__file__)).read_text(encoding="utf-8")
+    code = (source if isinstance(source, Path) else Path(str(source.__file__))).read_text(encoding="utf-8")
     return series_scope(f"{q.name}|{sample}", {"data": data, "prompt": prompt, "scorer": scorer, "code": code})
 
 
@@ -393,13 +394,14 @@ def _source(function: Callable[..., Any]) -> str:
         return getattr(function, "__qualname__", repr(function))
 
 
-def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tuple[TrackedMetric, ...]]:
+def declare(q: QuestionSet, source: ModuleType | Path) -> tuple[SuiteInfo, Pipeline, tuple[TrackedMetric, ...]]:
     """``SUITE, PIPELINE, TRACKED = declare(QuestionSet(...), sys.modules[__name__])``: questions → prompts →
-    responses → scores → disparity, each stage versioned by this kit's source and the suite ``module``'s."""
+    responses → scores → disparity, each stage versioned by this kit's source and the suite's ``source`` (its
+    module; a YAML suite's file)."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", q.name):
         raise SuiteError(f"suite {q.name!r}: a name is lower-case letters, digits and '_'")
     completion = q.completion
-    versions = (sys.modules[__name__], module)
+    versions = (sys.modules[__name__], source)
     cluster = q.cluster or "item"
     headlines, tracked = group_metrics(
         q.metric, q.groups, q.min_effect, q.gap_min_effect, q.title, cluster=cluster,
@@ -513,7 +515,7 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         )
         counts = {s: int((scores["status"] == s).sum()) for s in ("answered", "refused", "unanswered", "failed")}
         data = scores.drop(columns=[*SCORED, "status"])
-        scope = scope_of(q, module, data, context.options.get("sample", ""))
+        scope = scope_of(q, source, data, context.options.get("sample", ""))
         replies = pd.DataFrame(
             {
                 "item": scores[q.id].astype(str),
