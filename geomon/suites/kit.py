@@ -353,8 +353,8 @@ class QuestionSet:
     system: str | None = None
     max_tokens: int = 32
     metric: str = "accuracy"
-    min_effect: float = 5.0  # the smallest change of the metric worth an alert (points)
-    gap_min_effect: float = 10.0  # the same for each gap
+    min_effect: float = 5.0  # the smallest worsening of the metric (overall or a group's) that pages (points)
+    gap_min_effect: float = 10.0  # each gap's: what its test is planned at (a gap is shown, never paged)
     profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # profile → {sample, seed}
     order: int = 50
     # The scorer's declaration, part of the scope (``scope_of``): a YAML suite's scorer fields; by default the
@@ -363,7 +363,7 @@ class QuestionSet:
     sample_per: str = ""  # a group column: a sample takes as many questions from each of its groups
     cluster: str = ""  # the column of the statistical unit (a concept asked in every country); default: the id
     table: tuple[str, ...] = ()  # two group columns: the metric per pair of their groups (country × language)
-    answered_min_effect: float = 5.0  # the smallest change of the answer rate worth an alert (points)
+    answered_min_effect: float = 5.0  # the smallest drop of the answer rate that pages (points)
     # Rank classification for base models with log-probabilities: row → the candidates, each scored as the
     # completion prompt's continuation; the likeliest is the reply ``score`` reads. None: every model generates.
     candidates: Callable[[dict[str, Any]], list[str]] | None = None
