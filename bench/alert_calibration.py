@@ -13,8 +13,8 @@ false alarm when the webhook received a ``regression`` message about its success
 
 - Registered suites, null (a): both models' per-item outcomes are independent re-draws from the same
   per-item rates, at ``geomon run``'s default sample sizes (each suite's ``default`` profile) and at the
-  paper's (``SIZES``); each suite's production declarations (``registry.tracked``) are tested. The draws are
-  answers (graded, scored, featured) that each suite's own ``items()`` turns into its tracked rows — what its
+  paper's (``SIZES``); each suite's production declarations (``registry.suite(name).tracked``) are tested. The
+  draws are answers (graded, scored, featured) that each suite's own ``items()`` turns into its tracked rows — what its
   Dagster step records — so a column a new declaration needs is made there, not here (BorderLines' two-level
   rows are built here: its ``items()`` needs the disputes table).
 - A whole release on several scopes: the six suites, BorderLines on three scopes (``borderlines.revisions``'s
@@ -448,10 +448,10 @@ def schedule(
 
 @functools.cache
 def tracked(suite: str, cluster: str = DECLARED) -> tuple:
-    """The suite's production declarations (``registry.tracked``), read once (the registry reads every suite
-    file again on each call); with ``cluster`` a column, every declaration clustered on it instead (``item``:
-    each row its own unit, the mutation the clustered null exposes)."""
-    declared = tuple(registry.tracked(suite))
+    """The suite's production declarations (``registry.suite(suite).tracked``); with ``cluster`` a column, every
+    declaration clustered on it instead (``item``: each row its own unit, the mutation the clustered null
+    exposes)."""
+    declared = tuple(registry.suite(suite).tracked)
     return declared if cluster == DECLARED else tuple(replace(m, cluster=cluster) for m in declared)
 
 

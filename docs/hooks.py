@@ -25,13 +25,13 @@ def _cli() -> str:
 
 
 def _suites() -> str:
-    from geomon.suites.registry import pipeline, suites
+    from geomon.suites.registry import suite, suites
 
     rows = ["| suite | title | spec | headline metrics | `geomon run` options | Dagster half |", "| --- | --- | --- | --- | --- | --- |"]
     for name, info in suites().items():
         heads = "<br>".join(f"`{h.metric}`" + (f" ({h.breakdown})" if h.breakdown else "") for h in info.headlines)
         opts = "<br>".join(f"`{o.flag}` (default {o.default})" for o in info.options) or "—"
-        half = "declared `PIPELINE`, built by the factory" if pipeline(name) is not None else f"`geomon/defs/{name}/`"
+        half = "declared `PIPELINE`, built by the factory" if suite(name).pipeline is not None else f"`geomon/defs/{name}/`"
         rows.append(f"| `{name}` | {info.title} | {info.spec} | {heads} | {opts} | {half} |")
     return "\n".join(rows)
 

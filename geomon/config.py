@@ -274,12 +274,12 @@ def _profiles(doc: Any, path: Path | None) -> dict[str, dict[str, dict[str, Any]
     exist is an error naming the file, the profile and the name."""
     if not doc:
         return {}
-    from geomon.suites.registry import pipeline, suites
+    from geomon.suites import registry
 
     where = f"settings file {path}: profiles"
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: a mapping of profile name to suites")
-    known = suites()
+    known = registry.suites()
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for profile, by_suite in doc.items():
         if not isinstance(by_suite, dict):
@@ -287,7 +287,7 @@ def _profiles(doc: Any, path: Path | None) -> dict[str, dict[str, dict[str, Any]
         for suite, values in by_suite.items():
             if suite not in known:
                 raise ConfigError(f"{where}.{profile}: unknown suite {suite!r}; known: {', '.join(known)}")
-            options = {o.name for o in pipeline(suite).prompts.options}
+            options = {o.name for o in registry.suite(suite).pipeline.prompts.options}
             unknown = sorted(set(values or {}) - options)
             if unknown:
                 raise ConfigError(

@@ -115,7 +115,7 @@ def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame, min_effects: di
     groups — with the clusters it rests on (a statistic between groups: its smallest group's) and its minimum
     effect (``min_effects``: the settings' overrides by name, as production applies them)."""
     out = []
-    for metric in with_min_effects(registry.tracked(info.name), min_effects):
+    for metric in with_min_effects(registry.suite(info.name).tracked, min_effects):
         group = metric.group
         whole = (metric.name, metric.breakdown, metric.min_effect, metric.bounds)
         if is_disparity(metric.statistic) and group:
@@ -332,7 +332,7 @@ def build_prompts(
     """Suite ``suite``'s prompts at ``options`` (its stages up to the prompts, run here; the newest revision
     of a suite with revisions), and the stage that asks the contestant. ``upstream`` keeps the values of the
     stages that take no options, for another build at other options to reuse."""
-    pipeline: Pipeline = registry.pipeline(suite)
+    pipeline: Pipeline = registry.suite(suite).pipeline
     revision = pipeline.revisions.resolve(settings)[-1] if pipeline.revisions is not None else None
     upstream = {} if upstream is None else upstream
     values: dict[str, Any] = {}
@@ -405,7 +405,7 @@ def test_level(settings: Any, suite: str, paging: int | None = None) -> float:
     step, where its MDE is stated."""
     from geomon.monitor import tracking
 
-    count = paging if paging is not None else len(registry.tracked(suite))
+    count = paging if paging is not None else len(registry.suite(suite).tracked)
     return tracking.release_plan(settings.verdicts).look(suite) / max(count, 1)
 
 
@@ -426,7 +426,7 @@ def measured_spreads(history: Any, suite: str, model: str | None = None) -> dict
         evaluations = history.evaluations_of(suite, row.scope, model=row.model)
         items = evaluations[-1].items if evaluations else None
         if items is not None and len(items):
-            return tracking.baseline_spreads(registry.tracked(suite), items)
+            return tracking.baseline_spreads(registry.suite(suite).tracked, items)
     return {}
 
 
@@ -469,7 +469,7 @@ def headlines(
     """Each tracked headline's MDE at ``clusters`` (the stated power, at the suite's ``test_level``)."""
     alpha = test_level(settings, info.name, paging)
     out = []
-    for metric in registry.tracked(info.name):
+    for metric in registry.suite(info.name).tracked:
         gap = is_disparity(metric.statistic)
         sd, source = spread(history, info.name, metric.name, metric.breakdown, metric.bounds, measured, gap)
         if sd is None:
@@ -504,7 +504,7 @@ def clusters_to_detect(
 def sample_option(suite: str) -> str:
     """The prompts option that sets a suite's clusters: its first ``sample`` or ``sample_*`` option (the
     questions, countries, territories; a later one, like Gapminder's variations, samples within them)."""
-    names = [o.name for o in registry.pipeline(suite).prompts.options]
+    names = [o.name for o in registry.suite(suite).pipeline.prompts.options]
     return next((n for n in names if n == "sample" or n.startswith("sample_")), "")
 
 
@@ -532,7 +532,7 @@ def suite_plans(
     if prompts is None:
         prompts, asking = build_prompts(settings, info.name, options, upstream)
     else:
-        asking = next(s for s in registry.pipeline(info.name).stages if s.requests is not None)
+        asking = next(s for s in registry.suite(info.name).pipeline.stages if s.requests is not None)
     clusters = _clusters(prompts, info.unit)
     min_effects = settings.verdicts.min_effects
     planned = comparisons(info, prompts, min_effects)

@@ -244,3 +244,26 @@ def test_the_budget_of_asks_is_read_checked_and_overridden(tmp_path, monkeypatch
         load_settings(_write(tmp_path, {"budget": {"asks": 10}}))
     with pytest.raises(ConfigError, match="budget: expected a mapping"):
         load_settings(_write(tmp_path, {"budget": 10}))
+
+
+def test_geomon_yaml_names_every_verdict_setting_once_and_points_at_the_one_description():
+    """geomon.yaml's ``verdicts:`` comment lists every ``VerdictSettings`` field with one line each, and no other:
+    a new field fails here until it has its line. The scheme itself is described once (verdicts.py's docstring and
+    docs/monitoring.md), and the comment points there instead of describing it again."""
+    import dataclasses
+    import re
+    from pathlib import Path
+
+    from geomon.stats.verdicts import VerdictSettings
+
+    lines = (Path(__file__).resolve().parents[1] / "geomon.yaml").read_text(encoding="utf-8").splitlines()
+    end = lines.index("verdicts:")
+    start = end
+    while start > 0 and lines[start - 1].startswith("#"):
+        start -= 1
+    comment = lines[start:end]
+    listed = [m.group(1) for line in comment if (m := re.match(r"#   ([a-z_]+)\s{2,}\S", line))]
+    assert sorted(listed) == sorted(f.name for f in dataclasses.fields(VerdictSettings))
+    assert len(listed) == len(set(listed))
+    text = " ".join(comment)
+    assert "geomon/stats/verdicts.py" in text and "docs/monitoring.md" in text

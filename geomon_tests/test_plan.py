@@ -177,7 +177,6 @@ def test_the_plan_measures_a_stored_evaluations_variance_before_assuming_the_wor
 
     from geomon.monitor import tracking
     from geomon.stats.verdicts import VerdictSettings
-    from geomon.suites import blend as suite
 
     rows = []
     for country in ("Greece", "Spain"):
@@ -188,7 +187,8 @@ def test_the_plan_measures_a_stored_evaluations_variance_before_assuming_the_wor
     items = pd.DataFrame(rows, columns=["item", "question", "value", "country", "mode", "asked_in", "answered"])
     settings = load_settings(write_settings(tmp_path, wdi_snapshot_dir))
     history = MetricHistory(settings.store_url)
-    tracking.track(history, "blend", "smollm2-135m-instruct", [], items, suite.TRACKED, VerdictSettings(resamples=99))
+    tracked = registry.suite("blend").tracked
+    tracking.track(history, "blend", "smollm2-135m-instruct", [], items, tracked, VerdictSettings(resamples=99))
     spec = settings.model("smollm2-135m-instruct")
     info = registry.suites()["blend"]
     (measured,) = plan.make_plan(settings, [spec], [info], "default", settings.store(), history)

@@ -122,7 +122,7 @@ def stage_key(suite: str, stage: Stage) -> list[str]:
 
 def stage_version(suite: str, stage: Stage) -> str:
     """A stage's code version: a hash of the modules it declares, by default the suite's domain module."""
-    return source_version(*(stage.versioned_by or (registry.module(suite),)))
+    return source_version(*(stage.versioned_by or (registry.suite(suite).source,)))
 
 
 def input_key(suite: str, pipeline: Pipeline, name: str) -> list[str]:
@@ -233,7 +233,7 @@ def _stage_asset(
     ]
     if stage.tracked:
         check_specs.append(monitoring.regression_spec(key, partitions))
-    module = registry.module(info.name)
+    tracked = registry.suite(info.name).tracked
     code_version = stage_version(info.name, stage)
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
@@ -263,10 +263,10 @@ def _stage_asset(
             # One definition per headline: the declared statistic's value, interval and sample replace the
             # suite's own in the history, and its interval and sample go into the leaderboard's summary.
             result.tracked.metrics = tracking.declared_values(
-                info.name, module.TRACKED, result.tracked.items, result.tracked.metrics
+                info.name, tracked, result.tracked.items, result.tracked.metrics
             )
-            tracking.headline_into_summary(result.value, result.tracked.metrics, module.TRACKED)
-            result.metadata.update(tracking.headline_figures(result.tracked.metrics, module.TRACKED))
+            tracking.headline_into_summary(result.value, result.tracked.metrics, tracked)
+            result.metadata.update(tracking.headline_figures(result.tracked.metrics, tracked))
         metadata = {k: metadata_value(v) for k, v in result.metadata.items()}
         if model is not None:
             metadata = keyed_by_partition(metadata, str(context.partition_key))
@@ -297,7 +297,7 @@ def _stage_asset(
                 model,
                 result.tracked.metrics,
                 result.tracked.items,
-                module.TRACKED,
+                tracked,
                 scope=result.tracked.scope,
                 versions={
                     "data": result.tracked.data_version or versions.data,
@@ -516,15 +516,15 @@ def profile_config(
 
 def suite_runs(name: str) -> DeclaredSuite:
     """How ``geomon run`` materializes a registered suite (an unknown one is an error listing the known)."""
-    registry.module(name)
+    registry.suite(name)
     return declared(name)
 
 
 @cache
 def declared(name: str) -> DeclaredSuite:
-    """Build (once) the Dagster half of suite ``name`` from its ``PIPELINE``."""
-    info = registry.suites()[name]
-    pipeline: Pipeline = registry.pipeline(name)
+    """Build (once) the Dagster half of suite ``name`` from its pipeline."""
+    suite = registry.suite(name)
+    info, pipeline = suite.info, suite.pipeline
     sources = [s for s in pipeline.stages if s.source] or [pipeline.stages[0]]
     versions = _Versions(*(stage_version(name, s) for s in (sources[0], pipeline.prompts, pipeline.tracked)))
     assets: list[Any] = [_stage_asset(info, pipeline, stage, versions) for stage in pipeline.stages]
@@ -557,7 +557,7 @@ def declared(name: str) -> DeclaredSuite:
 
 
 def declared_names() -> list[str]:
-    return [name for name in registry.suites() if registry.pipeline(name) is not None]
+    return [name for name in registry.suites() if registry.suite(name).pipeline is not None]
 
 
 @dg.definitions

@@ -287,7 +287,7 @@ def gapminder_evaluations(context: dg.AssetExecutionContext, geomon: GeomonResou
     evaluation = history.latest("gapminder", model, imports.GAPMINDER_SCOPE)
     if evaluation is None:
         raise imports.ImportError_(f"{model}: no imported Gapminder evaluation in the history (geomon import)")
-    tracked = registry.module("gapminder").TRACKED
+    tracked = registry.suite("gapminder").tracked
     decision = _decision(history, evaluation, tracked)
     return dg.MaterializeResult(
         metadata=decision["materialization"],

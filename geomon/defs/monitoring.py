@@ -318,7 +318,7 @@ def _comparisons_url(suite: str, model: str, row: dict[str, Any]) -> str:
         return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY, model)
     if str(row.get("origin", "")).startswith("import:") or suite not in registry.suites():
         return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY)
-    pipeline = registry.pipeline(suite)
+    pipeline = registry.suite(suite).pipeline
     key = [suite, pipeline.tracked.name]
     return alerts.asset_url("", key, None if pipeline.revisions is not None else model)
 

@@ -8,18 +8,29 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import tokenize
 import warnings
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import dagster as dg
 
 
-def source_version(*modules: ModuleType) -> str:
+def source_version(*modules: ModuleType | Path) -> str:
+    """A hash of the modules' source; a file (a YAML suite) counts by its text, read as Python reads a module's
+    source (``linecache``: decoded, universal newlines, a last newline added), so it hashes as it did when a
+    YAML suite was a module."""
     digest = hashlib.sha256()
     for module in modules:
-        digest.update(inspect.getsource(module).encode())
+        digest.update((_text(module) if isinstance(module, Path) else inspect.getsource(module)).encode())
     return digest.hexdigest()[:12]
+
+
+def _text(path: Path) -> str:
+    with tokenize.open(path) as file:
+        text = file.read()
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def versioned_output(value: Any, version: str, **kwargs: Any) -> dg.Output:

@@ -232,6 +232,7 @@ def gapminder_runs(folder: str | Path, entities: str | Path, question_bank: Any 
     from geomon.suites import registry
 
     gapminder = registry.module("gapminder")  # through the registry, as every suite is reached
+    tracked = registry.suite("gapminder").tracked
 
     folder, entities = Path(folder), Path(entities)
     rates = published_rates(folder)
@@ -279,13 +280,13 @@ def gapminder_runs(folder: str | Path, entities: str | Path, question_bank: Any 
                 suite="gapminder",
                 model=model,
                 evaluated_at=_date(entity["first_experiment_date"], f"{entities}: {config_id}"),
-                metrics=tracking.declared_values("gapminder", gapminder.TRACKED, items),
+                metrics=tracking.declared_values("gapminder", tracked, items),
                 figures_declared=True,
                 items=items,
                 scope=GAPMINDER_SCOPE,
                 origin=f"import:gapminder-results:{config_id}",
                 vendor=str(entity["vendor"]),
-                tracked=gapminder.TRACKED,
+                tracked=tracked,
                 released=_date(entity["model_publish_date"], f"{entities}: {config_id}").date(),
                 answers=answered,
                 excluded=excluded,

@@ -2,10 +2,12 @@
 
 A suite declares each headline it tracks once (``TrackedMetric``): the statistic over its per-item rows
 (``Mean``, ``Ratio``, ``Range``, ``Difference``, ``ImpactRatio``), the column it is clustered on (question,
-country, territory), which direction is worse and the smallest change worth an alert. That one declaration
-gives the headline's value, its interval (a cluster bootstrap), its sample size for the sufficiency rule
-(its clusters) and its paired test (``paired_test``: a two-sided sign-flip test over clusters on the items
-two evaluations share). The leaderboard, the history, the alerts and the trends all read these numbers.
+country, territory), which direction is worse and its minimum effect (the smallest worsening that pages; a
+disparity's is shown, never paged). That one declaration gives the headline's value, its interval (a cluster
+bootstrap), its sample size for the sufficiency rule (its clusters) and its paired test (``paired_test``: a
+sign-flip test over clusters on the items two evaluations share, one-sided toward worse — the claim a regression
+alert makes — with the other side's p for improvements). How a release is decided from these tests is described
+once, in ``geomon.stats.verdicts``. The leaderboard, the history, the alerts and the trends all read these numbers.
 
 Every statistic is evaluated on *weights*: a matrix of resamples × rows. The observed value weighs every
 row 1; a bootstrap resample weighs each cluster by how often it was drawn; a sign-flip resample of two
@@ -351,7 +353,8 @@ def _where_text(where: Where) -> str:
 class TrackedMetric:
     """One tracked headline, declared once: ``statistic`` over the per-item rows, ``cluster`` the column of
     its independent unit (resampled and flipped together), ``higher_is_worse`` the direction of a
-    regression, ``min_effect`` the smallest change that alerts (in the metric's units), ``breakdown`` the
+    regression, ``min_effect`` the smallest worsening that pages (in the metric's units; a disparity never pages:
+    its minimum effect is what its test's power is planned at), ``breakdown`` the
     label its value carries in the history (``persona=vanilla``), ``by`` group columns whose groups are
     also compared one by one (``country``: a drop in one country is a verdict of its own), ``bounds`` the
     metric's possible range."""

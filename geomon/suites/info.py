@@ -1,14 +1,21 @@
 """What a suite declares about itself (its name, headlines, run options, profiles) and the one rule of its
-answers: the types a suite module and a YAML suite build, below the registry that collects them."""
+answers: the types a suite module and a YAML suite build, below the registry that collects them — and
+``Suite``, the one record of a registered suite the registry hands out."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from geomon.stats.declared import TrackedMetric
+    from geomon.suites.pipeline import Pipeline
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,24 @@ class SuiteInfo:
     profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # The prompts' columns whose distinct values are the tracked headlines' clusters (``geomon plan``'s sample).
     unit: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A registered suite, one record built once by the registry (``geomon.suites.registry.suite``): what it
+    says of itself (``info``), its stages (``pipeline``), its tracked headlines (``tracked``, each a declared
+    headline) and the source that versions its stages by default (``source``: its Python module, or the YAML
+    file that declares it). A Python suite module declares the first three as ``SUITE``, ``PIPELINE`` and
+    ``TRACKED``; a YAML suite is built straight into one."""
+
+    info: SuiteInfo
+    pipeline: Pipeline
+    tracked: tuple[TrackedMetric, ...]
+    source: ModuleType | Path
+
+    @property
+    def name(self) -> str:
+        return self.info.name
 
 
 def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:

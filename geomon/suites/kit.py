@@ -2,9 +2,10 @@
 
 The common shape is a question set with group columns (country, region, language), a prompt template, a
 scorer, and a metric per group with intervals and the gaps between groups. ``QuestionSet`` declares such a
-benchmark and ``declare`` turns it into the three declarations the registry reads (``SUITE``, ``PIPELINE``,
-``TRACKED``): a YAML suite (``geomon.suites.yaml_suite``) is a ``QuestionSet`` read from a file, and a simple
-Python suite is one written in Python with its own ``score`` (``examples/suites/capital_aliases.py``).
+benchmark and ``declare`` turns it into the three declarations of a suite (a Python suite module binds them to
+``SUITE``, ``PIPELINE`` and ``TRACKED``; the registry keeps them as one ``Suite``): a YAML suite
+(``geomon.suites.yaml_suite``) is a ``QuestionSet`` read from a file, and a simple Python suite is one written in
+Python with its own ``score`` (``examples/suites/capital_aliases.py``).
 
 A complex suite builds its own ``Pipeline`` and takes the pieces: ``read_table`` (a release file read with
 errors naming the file, line and column), ``release_stage`` (the snapshot-or-fetch source stage),
@@ -352,8 +353,8 @@ class QuestionSet:
     system: str | None = None
     max_tokens: int = 32
     metric: str = "accuracy"
-    min_effect: float = 5.0  # the smallest change of the metric worth an alert (points)
-    gap_min_effect: float = 10.0  # the same for each gap
+    min_effect: float = 5.0  # the smallest worsening of the metric (overall or a group's) that pages (points)
+    gap_min_effect: float = 10.0  # each gap's: what its test is planned at (a gap is shown, never paged)
     profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # profile → {sample, seed}
     order: int = 50
     # The scorer's declaration, part of the scope (``scope_of``): a YAML suite's scorer fields; by default the
@@ -362,7 +363,7 @@ class QuestionSet:
     sample_per: str = ""  # a group column: a sample takes as many questions from each of its groups
     cluster: str = ""  # the column of the statistical unit (a concept asked in every country); default: the id
     table: tuple[str, ...] = ()  # two group columns: the metric per pair of their groups (country × language)
-    answered_min_effect: float = 5.0  # the smallest change of the answer rate worth an alert (points)
+    answered_min_effect: float = 5.0  # the smallest drop of the answer rate that pages (points)
     # Rank classification for base models with log-probabilities: row → the candidates, each scored as the
     # completion prompt's continuation; the likeliest is the reply ``score`` reads. None: every model generates.
     candidates: Callable[[dict[str, Any]], list[str]] | None = None
@@ -373,15 +374,15 @@ class QuestionSet:
         return self.completion_prompt or f"Question: {self.prompt}\nAnswer:"
 
 
-def scope_of(q: QuestionSet, module: ModuleType, questions: pd.DataFrame, sample: Any) -> str:
+def scope_of(q: QuestionSet, source: ModuleType | Path, questions: pd.DataFrame, sample: Any) -> str:
     """The scope of ``q``'s evaluations (``values.series_scope``), keyed by the sample size: one series while the
     content of the ``questions`` asked, the prompt templates, the scorer's declaration and the suite file
-    (``module``'s: its code) stay the same; a change in any of them starts a new series instead of being compared
-    as if the model had changed."""
+    (``source``: the suite's module, or the YAML file that declares it) stay the same; a change in any of them
+    starts a new series instead of being compared as if the model had changed."""
     data = questions.sort_values(q.id)[sorted(questions.columns)].to_csv(index=False)
     prompt = "\n".join((q.prompt, q.completion, q.system or "", str(q.max_tokens)))
     scorer = q.scorer or (_source(q.score) if q.score is not None else q.judge_prompt)
-    code = Path(str(module.__file__)).read_text(encoding="utf-8")
+    code = (source if isinstance(source, Path) else Path(str(source.__file__))).read_text(encoding="utf-8")
     return series_scope(f"{q.name}|{sample}", {"data": data, "prompt": prompt, "scorer": scorer, "code": code})
 
 
@@ -393,13 +394,14 @@ def _source(function: Callable[..., Any]) -> str:
         return getattr(function, "__qualname__", repr(function))
 
 
-def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tuple[TrackedMetric, ...]]:
+def declare(q: QuestionSet, source: ModuleType | Path) -> tuple[SuiteInfo, Pipeline, tuple[TrackedMetric, ...]]:
     """``SUITE, PIPELINE, TRACKED = declare(QuestionSet(...), sys.modules[__name__])``: questions → prompts →
-    responses → scores → disparity, each stage versioned by this kit's source and the suite ``module``'s."""
+    responses → scores → disparity, each stage versioned by this kit's source and the suite's ``source`` (its
+    module; a YAML suite's file)."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", q.name):
         raise SuiteError(f"suite {q.name!r}: a name is lower-case letters, digits and '_'")
     completion = q.completion
-    versions = (sys.modules[__name__], module)
+    versions = (sys.modules[__name__], source)
     cluster = q.cluster or "item"
     headlines, tracked = group_metrics(
         q.metric, q.groups, q.min_effect, q.gap_min_effect, q.title, cluster=cluster,
@@ -513,7 +515,7 @@ def declare(q: QuestionSet, module: ModuleType) -> tuple[SuiteInfo, Pipeline, tu
         )
         counts = {s: int((scores["status"] == s).sum()) for s in ("answered", "refused", "unanswered", "failed")}
         data = scores.drop(columns=[*SCORED, "status"])
-        scope = scope_of(q, module, data, context.options.get("sample", ""))
+        scope = scope_of(q, source, data, context.options.get("sample", ""))
         replies = pd.DataFrame(
             {
                 "item": scores[q.id].astype(str),

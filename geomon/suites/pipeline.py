@@ -179,7 +179,8 @@ class Stage:
     per_revision: bool = False  # partitioned by revision (a suite with revisions)
     key: str = ""  # an asset key outside the suite's prefix, in that group ("wikipedia/dispute_revisions")
     asks_models: bool = False  # gets the model queue, pool and retry policy
-    versioned_by: tuple[ModuleType, ...] = ()  # code version: a hash of these modules' source
+    # code version: a hash of these modules' source (or files' text: a YAML suite's); by default the suite's own
+    versioned_by: tuple[ModuleType | Path, ...] = ()
     checks: tuple[StageCheck, ...] = ()
     options: tuple[Option, ...] = ()
     tracked: bool = False  # records the evaluation in the history; gets the ``no_regression`` check

@@ -6,9 +6,11 @@ them.
 A suite module declares ``SUITE = SuiteInfo(...)`` (its name, paper, headline metrics, run options and
 settings class) and ``PIPELINE = Pipeline(...)`` (``geomon.suites.pipeline``: its stages, checks, tracked
 stage and report), plus ``TRACKED`` (its tracked headlines, each declared once as a
-``geomon.stats.declared.TrackedMetric``).
-The registry checks both declarations when it loads the module; ``geomon.defs.factory`` builds the
-Dagster assets, checks and jobs from them.
+``geomon.stats.declared.TrackedMetric``); a YAML suite in a suite folder (``geomon.suites.yaml_suite``) declares
+the same in its file. The registry reads them once per process (again only when a suite folder, file or module
+changes), checks them and keeps each suite as one record, a ``Suite`` (info, pipeline, tracked): the rest of
+geomon asks ``suite(name)`` for it and never reads a module's declarations. ``geomon.defs.factory`` builds the
+Dagster assets, checks and jobs from it.
 """
 
 from __future__ import annotations
@@ -26,16 +28,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from geomon.suites.info import Headline, RunOption, SuiteError, SuiteInfo, answered_outcome, status_of
+from geomon.suites.info import Headline, RunOption, Suite, SuiteError, SuiteInfo, answered_outcome, status_of
 
 # where every suite reads them
-__all__ = ["Headline", "RunOption", "SuiteError", "SuiteInfo", "answered_outcome", "status_of"]
+__all__ = ["Headline", "RunOption", "Suite", "SuiteError", "SuiteInfo", "answered_outcome", "status_of"]
 
 
-def _check(module: ModuleType) -> SuiteInfo:
-    """A suite's declarations, checked as typed values: its ``PIPELINE``'s stages and inputs, one tracked
-    stage, the run options that set stage options, its ``TRACKED`` headlines."""
-    from geomon.suites.pipeline import Pipeline, PipelineError
+def _declared(module: ModuleType) -> Suite:
+    """A suite module's declarations (``SUITE``, ``PIPELINE``, ``TRACKED``) as one ``Suite``, checked."""
+    from geomon.suites.pipeline import Pipeline
 
     info = module.SUITE
     if not isinstance(info, SuiteInfo):
@@ -45,6 +46,15 @@ def _check(module: ModuleType) -> SuiteInfo:
     pipeline = getattr(module, "PIPELINE", None)
     if not isinstance(pipeline, Pipeline):
         raise SuiteError(f"suite module {module.__name__}: PIPELINE must be a Pipeline, not {type(pipeline).__name__}")
+    return _check(Suite(info, pipeline, getattr(module, "TRACKED", None), module), f"suite module {module.__name__}")
+
+
+def _check(suite: Suite, where: str) -> Suite:
+    """A suite's declarations, checked as typed values: its pipeline's stages and inputs, one tracked stage, the
+    run options that set stage options, its tracked headlines (``where`` names what declared them)."""
+    from geomon.suites.pipeline import PipelineError
+
+    info, pipeline = suite.info, suite.pipeline
     try:
         pipeline.validate(info.name)
     except PipelineError as exc:
@@ -61,7 +71,7 @@ def _check(module: ModuleType) -> SuiteInfo:
         names = [o.name for o in stage.options]
         if len(names) != len(set(names)):
             raise SuiteError(f"suite {info.name}: stage {stage.name} declares option(s) twice: {names}")
-    _check_tracked(module, info)
+    _check_tracked(suite, where)
     stage_options = {o.name for o in pipeline.prompts.options}
     for profile, values in info.profiles.items():
         unknown = sorted(set(values) - stage_options)
@@ -76,16 +86,16 @@ def _check(module: ModuleType) -> SuiteInfo:
                 f"suite {info.name}: run option {option.flag} sets {option.config!r}, not an option of stage "
                 f"{pipeline.prompts.name} ({', '.join(sorted(stage_options))})"
             )
-    return info
+    return suite
 
 
-def _check_tracked(module: ModuleType, info: SuiteInfo) -> None:
-    """``TRACKED``: the suite's tracked metrics, each a declared headline (metric and breakdown), once."""
+def _check_tracked(suite: Suite, where: str) -> None:
+    """The suite's tracked metrics (``TRACKED``): each a declared headline (metric and breakdown), once."""
     from geomon.stats.declared import TrackedMetric
 
-    tracked = getattr(module, "TRACKED", None)
+    info, tracked = suite.info, suite.tracked
     if not isinstance(tracked, tuple) or not tracked or not all(isinstance(m, TrackedMetric) for m in tracked):
-        raise SuiteError(f"suite module {module.__name__}: TRACKED must be a non-empty tuple of TrackedMetric")
+        raise SuiteError(f"{where}: TRACKED must be a non-empty tuple of TrackedMetric")
     headlines = {(h.metric, h.breakdown) for h in info.headlines}
     seen = set()
     for metric in tracked:
@@ -99,16 +109,6 @@ def _check_tracked(module: ModuleType, info: SuiteInfo) -> None:
         if key in seen:
             raise SuiteError(f"suite {info.name}: tracked metric {metric.name} is declared twice")
         seen.add(key)
-
-
-def tracked(name: str) -> tuple[Any, ...]:
-    """The ``TrackedMetric`` declarations of suite ``name``."""
-    return module(name).TRACKED
-
-
-def pipeline(name: str) -> Any:
-    """The ``Pipeline`` suite ``name`` declares."""
-    return module(name).PIPELINE
 
 
 _BROKEN: dict[str, str] = {}  # suite module → why it cannot be loaded (the last ``suites()`` found)
@@ -141,13 +141,17 @@ def _listed_dirs(config: Path, mtime_ns: int, size: int) -> tuple[str, ...]:
     return tuple(str(p) for p in listed or [])
 
 
-def _load_file(path: Path) -> ModuleType:
-    """The suite module a file outside the package declares: a YAML suite, or a Python module run as
-    ``geomon.suites.<file name>`` (so it imports and versions like a bundled suite)."""
+def _load_file(path: Path, found: Mapping[str, Suite]) -> Suite:
+    """The suite a file outside the package declares: a YAML suite, built straight into a ``Suite``, or a Python
+    module run as ``geomon.suites.<file name>`` (so it imports and versions like a bundled suite), its
+    declarations checked into one. A Python module is bound in ``sys.modules`` under its suite's name once that
+    name is known to be free; a YAML suite has no module."""
     from geomon.suites import yaml_suite
 
     if path.suffix == ".yaml":
-        return yaml_suite.load(path)
+        suite = yaml_suite.load(path)
+        _free(suite.name, path, found)
+        return _check(suite, f"suite file {path}")
     spec = importlib.util.spec_from_file_location(f"geomon.suites.{path.stem}", path)
     if spec is None or spec.loader is None:
         raise SuiteError(f"{path}: not a Python module")
@@ -161,35 +165,40 @@ def _load_file(path: Path) -> ModuleType:
         raise SuiteError(f"suite module {path} cannot be imported: {type(exc).__name__}: {exc}") from None
     finally:
         sys.modules.pop(spec.name, None)  # registered below, once its name is known to be free
-    return module
+    info = getattr(module, "SUITE", None)
+    name = info.name if isinstance(info, SuiteInfo) else path.stem
+    _free(name, path, found)
+    sys.modules[f"geomon.suites.{name}"] = module
+    return _declared(module)
 
 
-def _file_suites(found: dict[str, SuiteInfo]) -> None:
-    """Suites declared in the suite folders (``*.yaml``, ``*.py``), registered as modules of their own."""
+def _free(name: str, path: Path, found: Mapping[str, Suite]) -> None:
+    """A file's suite ``name`` is free: no suite found before has it, and no module of the package (or of another
+    file) is bound to it."""
+    existing = sys.modules.get(f"geomon.suites.{name}")
+    if name in found or (existing is not None and getattr(existing, "__file__", None) != str(path)):
+        raise SuiteError(f"{path}: suite name {name!r} is taken")
+
+
+def _file_suites(found: dict[str, Suite]) -> None:
+    """Suites declared in the suite folders (``*.yaml``, ``*.py``)."""
     for folder in suite_dirs():
         for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.py")]):
             if path.name.startswith("_"):
                 continue
             try:
-                module = _load_file(path)
-                info = getattr(module, "SUITE", None)
-                name = info.name if isinstance(info, SuiteInfo) else path.stem
-                existing = sys.modules.get(f"geomon.suites.{name}")
-                if name in found or (existing is not None and getattr(existing, "__file__", None) != str(path)):
-                    raise SuiteError(f"{path}: suite name {name!r} is taken")
-                sys.modules[f"geomon.suites.{name}"] = module
-                info = _check(module)
-                found[info.name] = info
+                suite = _load_file(path, found)
+                found[suite.name] = suite
             except SuiteError as exc:
                 _BROKEN[path.stem] = str(exc)
 
 
 # The last registry built and what it was built from (``_sources``): every lookup (a run asks ~two dozen
 # times) reuses it until a suite folder, file or module changes.
-_BUILT: tuple[tuple[Any, ...], dict[str, SuiteInfo], dict[str, str]] | None = None
+_BUILT: tuple[tuple[Any, ...], dict[str, Suite], dict[str, str]] | None = None
 
 
-def _sources(known: Mapping[str, SuiteInfo]) -> tuple[Any, ...]:
+def _sources(known: Mapping[str, Suite]) -> tuple[Any, ...]:
     """What the registry is built from, cheap to read: the package's and the settings' suite folders, each
     candidate file's size and modification time, and the module (and its declarations) each suite name is bound to
     in ``sys.modules`` (the files' and the ``known`` suites'). A test or user that adds a folder, writes a file or
@@ -213,24 +222,29 @@ def _sources(known: Mapping[str, SuiteInfo]) -> tuple[Any, ...]:
     return (folders, tuple(files), tuple(bound))
 
 
-def suites() -> Mapping[str, SuiteInfo]:
-    """Every suite module in ``geomon.suites`` that declares ``SUITE``, by name (in run order). A module that
-    fails to import or declares itself wrongly breaks only itself: it is left out, and ``broken()`` and any
-    use of it by name say why. Built once per set of sources (``_sources``) and reused."""
+def _registered() -> dict[str, Suite]:
+    """Every registered suite by name, in run order: built once per set of sources (``_sources``) and reused."""
     global _BUILT
     if _BUILT is None or _BUILT[0] != _sources(_BUILT[1]):
         found = _build()
         _BUILT = (_sources(found), found, dict(_BROKEN))  # after loading, which binds the file suites' modules
     _BROKEN.clear()
     _BROKEN.update(_BUILT[2])
-    return dict(_BUILT[1])
+    return _BUILT[1]
 
 
-def _build() -> dict[str, SuiteInfo]:
+def suites() -> Mapping[str, SuiteInfo]:
+    """Every suite module in ``geomon.suites`` that declares ``SUITE``, and every suite in the suite folders, by
+    name (in run order). A module that fails to import or declares itself wrongly breaks only itself: it is left
+    out, and ``broken()`` and any use of it by name say why. Built once per set of sources and reused."""
+    return {name: suite.info for name, suite in _registered().items()}
+
+
+def _build() -> dict[str, Suite]:
     """The registry, loaded: every suite module imported and checked, the file suites executed."""
     import geomon.suites as package
 
-    found: dict[str, SuiteInfo] = {}
+    found: dict[str, Suite] = {}
     _BROKEN.clear()
     for entry in sorted(pkgutil.iter_modules(package.__path__), key=lambda e: e.name):
         if entry.name in _NOT_SUITES:
@@ -238,8 +252,8 @@ def _build() -> dict[str, SuiteInfo]:
         try:
             module = importlib.import_module(f"geomon.suites.{entry.name}")
             if hasattr(module, "SUITE"):
-                info = _check(module)
-                found[info.name] = info
+                suite = _declared(module)
+                found[suite.name] = suite
         except SuiteError as exc:
             _BROKEN[entry.name] = str(exc)
         except Exception as exc:  # a suite's own bug: named, never breaking the others
@@ -248,15 +262,15 @@ def _build() -> dict[str, SuiteInfo]:
             )
     _file_suites(found)
     _own_revisions(found)
-    return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
+    return dict(sorted(found.items(), key=lambda item: (item[1].info.order, item[0])))
 
 
-def _own_revisions(found: dict[str, SuiteInfo]) -> None:
+def _own_revisions(found: dict[str, Suite]) -> None:
     """Each suite with revisions names partitions of its own: a later suite (in run order) that declares
     another's is left out, naming both."""
     owners: dict[str, str] = {}
-    for name in sorted(found, key=lambda n: (found[n].order, n)):
-        revisions = sys.modules[f"geomon.suites.{name}"].PIPELINE.revisions
+    for name in sorted(found, key=lambda n: (found[n].info.order, n)):
+        revisions = found[name].pipeline.revisions
         if revisions is None:
             continue
         if revisions.partitions in owners:
@@ -274,14 +288,23 @@ def broken() -> dict[str, str]:
     return dict(_BROKEN)
 
 
-def module(name: str) -> ModuleType:
-    """The domain module of suite ``name`` (a broken one is an error saying why)."""
-    known = suites()
+def suite(name: str) -> Suite:
+    """Suite ``name``: its info, pipeline and tracked headlines (a broken one is an error saying why)."""
+    known = _registered()
     if name in _BROKEN:
         raise SuiteError(_BROKEN[name])
     if name not in known:
         raise SuiteError(f"unknown suite {name!r}; known: {', '.join(known)}")
-    return importlib.import_module(f"geomon.suites.{name}")
+    return known[name]
+
+
+def module(name: str) -> ModuleType:
+    """The Python module of suite ``name``: its domain code beyond the declarations (Gapminder's ``items``, which
+    the import reuses). A YAML suite has none: an error naming its file."""
+    source = suite(name).source
+    if not isinstance(source, ModuleType):
+        raise SuiteError(f"suite {name} is declared in {source}, not in a Python module")
+    return source
 
 
 def headline_catalog() -> list[tuple[str, str, str, str, tuple[float, float] | None]]:
@@ -305,7 +328,7 @@ def profile_options(name: str, profile: str, overrides: Mapping[str, Mapping[str
     known = {*PROFILES, *overrides}
     if profile not in known:
         raise SuiteError(f"unknown run profile {profile!r}; known: {', '.join(sorted(known))}")
-    declared = {o.name: o.default for o in pipeline(name).prompts.options}
+    declared = {o.name: o.default for o in suite(name).pipeline.prompts.options}
     return {**declared, **dict(info.profiles.get(profile, {})), **dict(overrides.get(profile, {}).get(name, {}))}
 
 

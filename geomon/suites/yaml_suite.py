@@ -9,9 +9,10 @@ candidate named, or its letter), ``logprob`` (a base model with log-probabilitie
 model as ``choice``), ``numeric`` (``parsing.parse_number`` within a relative tolerance) or ``judged`` (the jury
 grades each reply with ``judge_prompt``) —, the group columns and the run profiles. Every scorer but ``judged``
 refuses a hedge ("I don't know", 我不知道, sijui: ``parsing.HEDGES`` and the file's ``hedges``) and a reply naming
-several candidates of which one is wrong: scored wrong, counted as refused, never dropped. ``load`` turns it
-into the three declarations a Python suite makes (``SUITE``, ``PIPELINE``, ``TRACKED``), so the factory, the
-verdict engine, ``geomon run``, history and alerts treat it like any suite.
+several candidates of which one is wrong: scored wrong, counted as refused, never dropped. ``load`` builds it
+straight into the registry's record of a suite (``Suite``: the info, pipeline and tracked headlines a Python
+suite declares as ``SUITE``, ``PIPELINE``, ``TRACKED``), so the factory, the verdict engine, ``geomon run``,
+history and alerts treat it like any suite.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pandas as pd
@@ -32,7 +32,7 @@ import yaml
 
 from geomon import parsing
 from geomon.suites import kit
-from geomon.suites.info import SuiteError
+from geomon.suites.info import Suite, SuiteError
 
 SCORERS = ("exact", "normalised", "regex", "choice", "logprob", "numeric", "judged")
 KNOWN = {
@@ -246,12 +246,10 @@ def scorer_declaration(decl: Declaration) -> str:
     return f"{fields!r}\n{inspect.getsource(sys.modules[__name__])}"
 
 
-def build(decl: Declaration) -> ModuleType:
-    """The declarations a Python suite module makes, from the YAML file: ``SUITE``, ``PIPELINE``, ``TRACKED``
-    (a ``kit.QuestionSet`` whose scorer is the declared one)."""
+def build(decl: Declaration) -> Suite:
+    """The suite the YAML file declares: a ``kit.QuestionSet`` whose scorer is the declared one, its stages
+    versioned by the file's text (a changed file re-runs them)."""
     data = decl.data.relative_to(decl.path.parent) if decl.data.is_relative_to(decl.path.parent) else decl.data
-    module = ModuleType(f"geomon.suites.{decl.name}", f"{decl.title}, declared in {decl.path}")
-    module.__file__ = str(decl.path)  # the file's text versions the stages (a changed file re-runs them)
     questions = kit.QuestionSet(
         name=decl.name,
         title=decl.title,
@@ -279,10 +277,9 @@ def build(decl: Declaration) -> ModuleType:
         table=decl.table,
         answered_min_effect=decl.answered_min_effect,
     )
-    module.SUITE, module.PIPELINE, module.TRACKED = kit.declare(questions, module)
-    return module
+    return Suite(*kit.declare(questions, decl.path), source=decl.path)
 
 
-def load(path: Path) -> ModuleType:
-    """The suite module the YAML file ``path`` declares."""
+def load(path: Path) -> Suite:
+    """The suite the YAML file ``path`` declares."""
     return build(read(path))

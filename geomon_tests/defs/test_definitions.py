@@ -50,7 +50,8 @@ def test_the_monitoring_loop_starts_running():
     """Every sensor and schedule the README calls the monitoring loop is on in a fresh instance."""
     sensors = {s.name for s in defs.sensors if s.default_status == dg.DefaultSensorStatus.RUNNING}
     schedules = {s.name for s in defs.schedules if s.default_status == dg.DefaultScheduleStatus.RUNNING}
-    with_revisions = {f"{name}_revisions_sensor" for name in declared_names() if registry.pipeline(name).revisions}
+    revised = [name for name in declared_names() if registry.suite(name).pipeline.revisions]
+    with_revisions = {f"{name}_revisions_sensor" for name in revised}
     loop = {"alert_on_run_failure", "geomon_automation", "model_registry_sensor", *with_revisions}
     assert with_revisions  # BorderLines' Wikipedia revisions at least
     assert loop <= sensors and "observe_sources_hourly" in schedules

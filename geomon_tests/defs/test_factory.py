@@ -155,7 +155,7 @@ def test_every_declared_suite_is_checked_at_registration():
     )
     with pytest.raises(PipelineError, match="stage table is per revision, which needs the suite's revisions"):
         no_revisions.validate("toy")
-    assert registry.pipeline("blend") is blend.PIPELINE
+    assert registry.suite("blend").pipeline is blend.PIPELINE
 
 
 def test_a_suite_with_revisions_is_partitioned_by_revision_and_model():

@@ -146,7 +146,7 @@ def test_the_prompts_jobs_launchpad_proposes_the_automation_profile():
 
     settings = load_settings()
     for name in registry.suites():
-        pipeline = registry.pipeline(name)
+        pipeline = registry.suite(name).pipeline
         sizes = settings.run_options(name)
         if pipeline.revisions is not None or not sizes:
             continue

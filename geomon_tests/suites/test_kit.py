@@ -33,7 +33,7 @@ def examples(suite_folder):
 def test_a_simple_python_suite_is_at_most_60_lines(examples):
     assert len((EXAMPLES / "capital_aliases.py").read_text().splitlines()) <= 60
     assert "capital_aliases" in registry.suites() and not registry.broken()
-    assert [m.name for m in examples.TRACKED] == ["accuracy", "answered_rate", "region_gap"]
+    assert [m.name for m in registry.suite("capital_aliases").tracked] == ["accuracy", "answered_rate", "region_gap"]
     assert registry.profile_options("capital_aliases", "quick", {})["sample"] == 20
 
 
@@ -94,7 +94,7 @@ def test_a_broken_python_suite_breaks_only_itself(tmp_path, suite_folder):
     assert "halfdone" not in registry.suites() and "blend" in registry.suites()
     assert "halfdone.py cannot be imported: NameError" in registry.broken()["halfdone"]
     with pytest.raises(registry.SuiteError, match=r"halfdone\.py cannot be imported"):
-        registry.module("halfdone")
+        registry.suite("halfdone")
 
 
 # The model's answers where the two example suites' definitions differ: an alias (Peking, Nur-Sultan, La Paz)
@@ -190,6 +190,7 @@ def test_the_scope_holds_the_data_the_prompt_the_scorer_and_the_code(examples, t
     )  # fmt: skip
     questions = CAPITALS.astype(str)
     base = kit.scope_of(q, module, questions, 40)
+    assert kit.scope_of(q, suite_file, questions, 40) == base  # a YAML suite's source is its file: the same scope
     edited = questions.assign(aliases=questions["aliases"].replace("Algiers", "Algiers|Alger"))
 
     def lenient(reply, row):
@@ -314,12 +315,12 @@ def test_the_cluster_column_is_the_statistical_unit():
     """everyday.yaml's cluster is concept_id (one question in five languages): 50 items are 10 clusters."""
     from geomon.suites import yaml_suite
 
-    module = yaml_suite.load(EXAMPLES / "everyday.yaml")
+    suite = yaml_suite.load(EXAMPLES / "everyday.yaml")
     questions = kit.read_table(EVERYDAY, "question_id", ("concept_id",))
     scores = questions[["question_id", "concept_id", "country", "language", "answers"]].assign(
         prompt="?", reply="!", parsed="", value=[100.0 * (i % 3 > 0) for i in range(len(questions))], error=None
     )
     scores["status"] = "answered"
-    result = module.PIPELINE.stage("disparity").run(SimpleNamespace(options={"sample": 0}), scores=scores)
+    result = suite.pipeline.stage("disparity").run(SimpleNamespace(options={"sample": 0}), scores=scores)
     overall = {m.metric: m for m in result.tracked.metrics if not m.breakdown}
     assert overall["accuracy"].n == 10 and overall["answered_rate"].n == 10

@@ -69,7 +69,8 @@ def toy_suite(tmp_path, monkeypatch):
 def test_the_built_suites_are_registered_in_run_order():
     assert list(registry.suites()) == BUNDLED
     for name in registry.suites():
-        assert isinstance(registry.pipeline(name), Pipeline)
+        suite = registry.suite(name)
+        assert isinstance(suite.pipeline, Pipeline) and suite.info is registry.suites()[name] and suite.name == name
 
 
 def test_a_declared_suite_gets_its_dagster_half_from_the_factory(tmp_path, monkeypatch):
@@ -95,7 +96,7 @@ def test_a_declared_suite_gets_its_dagster_half_from_the_factory(tmp_path, monke
         with pytest.raises(
             registry.SuiteError, match="--declared-toy-size sets 'sample', not an option of stage items"
         ):
-            registry.module("declaredtoy")
+            registry.suite("declaredtoy")
     finally:
         sys.modules.pop("geomon.suites.declaredtoy", None)
         declared.cache_clear()
@@ -144,7 +145,7 @@ def test_unknown_suites_and_incomplete_modules_are_clear_errors(tmp_path, monkey
             assert "halfbench" not in registry.suites() and "worldbench" in registry.suites()
             assert message in registry.broken()["halfbench"]
             with pytest.raises(registry.SuiteError, match=rf"geomon\.suites\.halfbench: {message}"):
-                registry.module("halfbench")
+                registry.suite("halfbench")
         finally:
             sys.modules.pop("geomon.suites.halfbench", None)
 
@@ -181,7 +182,7 @@ def test_a_tracked_metric_must_be_a_declared_headline(tmp_path, monkeypatch):
             match=r"suite straybench: tracked metric toy_typo is not a declared "
             r"headline \(toy_gap\)",
         ):
-            registry.module("straybench")
+            registry.suite("straybench")
     finally:
         sys.modules.pop("geomon.suites.straybench", None)
 
@@ -244,7 +245,7 @@ def test_the_registry_is_built_once_until_a_suite_source_changes(tmp_path, monke
     monkeypatch.setattr(registry, "_build", lambda: builds.append(1) or build())
     registry.suites()
     registry.suites()
-    registry.module("worldbench")
+    registry.suite("worldbench")
     assert len(builds) <= 1  # the first may build (another test changed the sources), the rest reuse it
     before = len(builds)
     folder = tmp_path / "suites"
@@ -256,4 +257,8 @@ def test_the_registry_is_built_once_until_a_suite_source_changes(tmp_path, monke
     assert list(registry.suites()) == [*BUNDLED, "toybench"] and len(builds) == before + 2
     sys.modules.pop("geomon.suites.toybench")
     assert "toybench" in registry.suites() and len(builds) == before + 3  # a module dropped: loaded again
-    assert sys.modules["geomon.suites.toybench"].SUITE is registry.suites()["toybench"]
+    toybench = sys.modules["geomon.suites.toybench"]
+    suite = registry.suite("toybench")
+    declared = (toybench.SUITE, toybench.PIPELINE, toybench.TRACKED, toybench)
+    assert (suite.info, suite.pipeline, suite.tracked, suite.source) == declared
+    assert registry.suite("toybench") is suite  # one record, until a source changes

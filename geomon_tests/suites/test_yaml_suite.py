@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import sys
 import unicodedata
 from pathlib import Path
 from types import SimpleNamespace
@@ -34,12 +35,16 @@ def capitals(suite_folder):
     """The example folder named in GEOMON_SUITE_DIRS; the code location built again with it (and without it
     after the test: ``geomon.definitions`` builds the suites the registry finds when it is imported)."""
     suite_folder(EXAMPLES)
-    return registry.module("capitals")
+    return registry.suite("capitals")
 
 
 def test_the_yaml_file_is_a_suite(capitals):
-    assert "capitals" in registry.suites() and capitals.SUITE.title == "Capitals"
-    assert [m.name for m in capitals.TRACKED] == ["accuracy", "answered_rate", "region_gap"]
+    """A YAML suite is built straight into the registry's record: no module stands in for it."""
+    assert "capitals" in registry.suites() and capitals.info.title == "Capitals"
+    assert [m.name for m in capitals.tracked] == ["accuracy", "answered_rate", "region_gap"]
+    assert capitals.source == EXAMPLES / "capitals.yaml" and "geomon.suites.capitals" not in sys.modules
+    with pytest.raises(registry.SuiteError, match=r"suite capitals is declared in .*capitals\.yaml"):
+        registry.module("capitals")
     assert registry.profile_options("capitals", "quick", {})["sample"] == 20
 
 
@@ -238,7 +243,7 @@ def test_the_scope_names_the_declaration_and_its_data(tmp_path):
         shutil.copy(EXAMPLES / name, tmp_path / name)
 
     def scope() -> str:
-        stage = yaml_suite.load(tmp_path / "capitals.yaml").PIPELINE.stage("disparity")
+        stage = yaml_suite.load(tmp_path / "capitals.yaml").pipeline.stage("disparity")
         # The questions scored, as the scores stage keeps them: the scope holds their content.
         asked = pd.read_csv(tmp_path / "capitals.csv", dtype=str)
         scores = asked.assign(prompt="?", reply="", parsed="", value=100.0, error="", status="answered")
@@ -328,8 +333,7 @@ def test_a_base_model_ranks_the_candidates_by_log_probability(tmp_path):
     from geomon.engine.runner import ask
     from geomon.engine.store import ResponseStore
 
-    module = yaml_suite.load(EXAMPLES / "everyday.yaml")
-    stage = {s.name: s for s in module.PIPELINE.stages}
+    stage = {s.name: s for s in yaml_suite.load(EXAMPLES / "everyday.yaml").pipeline.stages}
     questions = yaml_suite.read_questions(EVERYDAY, EVERYDAY.data)
     store = ResponseStore(f"sqlite:///{tmp_path / 'store.sqlite'}")
     broken = lambda prompt, text: _row(prompt)["question_id"] == "gb-staple-en" and text == " ugali"  # noqa: E731
