@@ -88,7 +88,7 @@ from scipy import optimize, special, stats
 from geomon.monitor import announce, imports, tracking
 from geomon.monitor.alerts import AlertSettings
 from geomon.monitor.history import MetricHistory
-from geomon.stats import verdicts
+from geomon.stats import power, verdicts
 from geomon.suites import blend, gapminder, quench, registry, saged, worldbench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -860,7 +860,7 @@ def report_planted(title: str, suite: str, label: str, rows: list[dict], change:
     low, high = interval_95(k, n)
     targets = [r["target"] for r in rows]
     claimed = float(
-        np.nanmean([verdicts.page_chance(change, t["planned_se"], t["level"], t["min_effect"]) for t in targets])
+        np.nanmean([power.page_chance(change, t["planned_se"], t["level"], t["min_effect"]) for t in targets])
     )
     stated = float(np.nanmedian([t["power"] for t in targets]))
     fails = f"POWER BELOW CLAIM: measured {k / n:.2f} (95 % upper {high:.2f}) < claimed {claimed:.2f}"

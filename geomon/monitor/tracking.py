@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from geomon.monitor.history import Evaluation, MetricHistory, MetricValue
-from geomon.stats import declared, sufficiency, verdicts
+from geomon.stats import declared, power, sufficiency, verdicts
 from geomon.stats.declared import TrackedMetric
 from geomon.stats.values import IMPORTED, series_change, series_key, unit
 
@@ -412,14 +412,9 @@ REBASED_NOTE = (
 )
 
 
-# A comparison's bootstrap standard error, value and clusters in one evaluation, and whether it is a mean of
-# bounded outcomes (whose standard error has the Agresti–Coull floor).
-Spread = tuple[float, float, int, bool]
-
-
-def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], Spread]:
+def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], power.Spread]:
     """Each comparison's cluster-bootstrap standard error, value and clusters in one evaluation's items: what its
-    planned standard error rests on (``planned_se``). A standard error below a millionth of the metric's range (or
+    planned standard error rests on (``power.planned_se``). A standard error below a millionth of the metric's range (or
     of its value) is rounding, not spread (a baseline whose clusters all agree): 0."""
     out = {}
     for metric in tracked:
@@ -429,29 +424,19 @@ def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> d
                 ranged = group and isinstance(metric.statistic, declared.Range)
                 part = metric.statistic.of if ranged else metric.statistic  # a group of a range: one of its means
                 bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
-                se = 0.0 if math.isfinite(e.se) and e.se < verdicts.rounding_noise(bounds, e.value) else e.se
-                out[(e.metric, e.breakdown)] = (se, e.value, e.clusters, isinstance(part, declared.Mean))
+                se = 0.0 if math.isfinite(e.se) and e.se < power.rounding_noise(bounds, e.value) else e.se
+                out[(e.metric, e.breakdown)] = power.Spread(se, e.value, e.clusters, isinstance(part, declared.Mean))
     return out
-
-
-def planned_se(spread: Spread, bounds: tuple[float, float] | None) -> float:
-    """The standard error a comparison's MDE is planned at from its baseline's ``spread``: the bootstrap standard
-    error × √2 (two evaluations of that sample, as if independent), for a mean of bounded outcomes never below the
-    Agresti–Coull standard error of its value over its clusters (a baseline at 100 % is not a certainty; a
-    continuous error or a gap between groups has no such floor); NaN where there is neither."""
-    boot, value, clusters, mean = spread
-    floor = declared.agresti_coull_se(value, clusters, bounds) if mean else math.nan
-    return math.sqrt(2) * max((x for x in (boot, floor) if math.isfinite(x)), default=math.nan)
 
 
 def _planned(
     tests: list[declared.PairedTest], tracked: Sequence[TrackedMetric], before: Evaluation
 ) -> list[declared.PairedTest]:
-    """Each comparison's standard error for its MDE and power, planned before the new data (``planned_se``): the
+    """Each comparison's standard error for its MDE and power, planned before the new data (``power.planned_se``): the
     baseline's cluster-bootstrap standard error × √2 (two evaluations of that sample, as if independent: the paired
     test is at least as precise when the two agree item by item), for a bounded metric never below the
     Agresti–Coull standard error of its value over its clusters (a baseline at 100 % has a bootstrap SE of 0, not
-    a certainty); where there is neither, the worst case of a bounded metric (``verdicts.worst_case_spread``: a
+    a certainty); where there is neither, the worst case of a bounded metric (``power.worst_case_spread``: a
     coin flip per cluster, on each side of a gap). The
     p-value's sign-flip null is the new data's: an MDE read from it would say what the result already shows (0 for
     an unchanged metric, about its own size for a changed one). ``se`` stays the null's: the paired change's
@@ -460,10 +445,10 @@ def _planned(
     out = []
     for t in tests:
         if t.p_value is not None:
-            se = planned_se(spread.get((t.metric, t.breakdown), (math.nan, math.nan, 0, False)), t.bounds)
+            se = power.planned_se(spread.get((t.metric, t.breakdown), power.UNKNOWN), t.bounds)
             why = ""
             if not se > 0 and t.bounds is not None and t.clusters:
-                se = verdicts.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)
+                se = power.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)
                 why = "MDE planned from the worst case of the metric's range: the baseline has no spread to plan from"
             elif not se > 0:
                 why = "MDE unknown: the baseline does not vary and the metric has no bounds"
@@ -510,7 +495,7 @@ def _paired(
     comparisons = sum(len(m.parts(after.items)) for m in testable)
     precision = declared.Precision(
         settings.exact_up_to,
-        verdicts.holm_levels(alpha, comparisons, settings.undecidable_weight),
+        power.holm_levels(alpha, comparisons, settings.undecidable_weight),
         settings.max_resamples,
         sufficiency.MIN_SAMPLE,
     )

@@ -977,7 +977,7 @@ def _one_sided(change: float, null: np.ndarray, higher_is_worse: bool, exact: bo
 def _near(p: float, resamples: int, thresholds: Sequence[float]) -> bool:
     """Whether a Monte Carlo p-value from ``resamples`` flips could lie on either side of a threshold."""
     error = 4 * math.sqrt(max(p * (1 - p), 1 / resamples) / resamples)
-    at = bisect.bisect_right(thresholds, p - error)  # thresholds are sorted (``verdicts.holm_levels``)
+    at = bisect.bisect_right(thresholds, p - error)  # thresholds are sorted (``power.holm_levels``)
     return at < len(thresholds) and thresholds[at] < p + error
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from geomon.monitor import alerts, announce, tracking
 from geomon.monitor.history import MetricHistory
-from geomon.stats import verdicts
+from geomon.stats import power, verdicts
 from geomon.suites import blend, borderlines, gapminder, quench, saged, worldbench
 from geomon_tests.loopback import Webhook, serve
 
@@ -396,7 +396,7 @@ def test_a_gap_that_closes_from_the_leading_side_is_not_a_gap_widening(tmp_path,
 
 def test_an_unchanged_metric_never_states_an_mde_of_zero(tmp_path):
     """Every country of a region errs alike and nothing changes: the region's bootstrap spread is floating-point
-    noise, which plans no MDE (none stated, never 0 with power 1). Mutation caught: `verdicts._planned_se` taking a
+    noise, which plans no MDE (none stated, never 0 with power 1). Mutation caught: `power.stated_se` taking a
     noise spread as one."""
     rows = [(f"R{r}-{c}", f"R{r}", "high", (0.1 + 0.1 * r) * 11, 11, 11, 11) for r in range(4) for c in range(40)]
     frame = pd.DataFrame(rows, columns=["item", "region", "income_group", "error_sum", "answers", "answered", "asked"])
@@ -421,12 +421,12 @@ def test_only_a_mean_of_bounded_outcomes_has_the_agresti_coull_floor():
          "answers": 11, "answered": 11, "asked": 11}
     )  # fmt: skip
     spread = tracking.baseline_spreads(worldbench.TRACKED, frame)[("mean_error", "")]
-    assert tracking.planned_se(spread, (0, 1)) == pytest.approx(np.sqrt(2) * spread[0])
+    assert power.planned_se(spread, (0, 1)) == pytest.approx(np.sqrt(2) * spread.se)
     right = pd.DataFrame({"item": [f"q{i}" for i in range(40)], "value": 100.0})
     from geomon.stats.declared import Mean, TrackedMetric
 
     share = tracking.baseline_spreads((TrackedMetric("acc", Mean("value"), bounds=(0, 100)),), right)[("acc", "")]
-    assert share[0] == 0 and tracking.planned_se(share, (0, 100)) > 0
+    assert share.se == 0 and power.planned_se(share, (0, 100)) > 0
 
 
 def test_a_gap_near_zero_is_planned_from_its_groups_spread_not_a_folded_one():
@@ -456,7 +456,7 @@ def test_a_gaps_worst_case_is_both_its_groups():
     """With no baseline spread, a gap between two groups is planned at the worst case of both its sides — each
     group's clusters a coin flip at either end of the range, in each evaluation: the range × 1 per cluster, √2
     more than a mean's range × √½ — in production (``tracking``) and in ``geomon plan``. Mutation caught: the gap
-    planned as a mean (``verdicts.worst_case_spread`` ignoring ``gap``)."""
+    planned as a mean (``power.worst_case_spread`` ignoring ``gap``)."""
     import math
 
     from geomon import plan

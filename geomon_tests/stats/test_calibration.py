@@ -172,7 +172,7 @@ def test_claimed_power_reads_the_stated_mde(capsys):
     bench = _bench()
     level = 0.05 / 8 / 20
     se = bench.stated_se(4.0, level)
-    assert bench.verdicts.power_at(4.0, se, level) == pytest.approx(0.8, abs=1e-6)
+    assert bench.power.power_at(4.0, se, level) == pytest.approx(0.8, abs=1e-6)
     assert np.isnan(bench.stated_se(float("nan"), level))
     target = {"se": se / 2, "planned_se": se, "level": level, "family_size": 20, "alpha": 0.05 / 8, "mde": 4.0}
     target |= {"min_effect": 1.0}  # below the MDE: the chance of a page at the MDE is its power
@@ -188,4 +188,4 @@ def test_claimed_power_reads_the_stated_mde(capsys):
     rows = [row | {"target": target | {"min_effect": 4.0, "change": -4.0, "power": 0.8}}] * 20
     bench.report_planted("planted", "s", "m", rows, -4.0, 0.0)
     assert "claimed by the stated MDE 0.50" in capsys.readouterr().out
-    assert bench.verdicts.page_chance(4.0, se, level, 4.0) == pytest.approx(bench.verdicts.page_probability(0.8))
+    assert bench.power.page_chance(4.0, se, level, 4.0) == pytest.approx(bench.power.page_probability(0.8))
