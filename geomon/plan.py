@@ -20,7 +20,7 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
-from geomon.stats import power, sufficiency
+from geomon.stats import compare, power, sufficiency
 from geomon.stats.declared import is_disparity, with_min_effects
 from geomon.suites import registry
 from geomon.suites.pipeline import Pipeline, Stage, StageResult
@@ -416,16 +416,14 @@ MEASURED = "measured on a stored evaluation"
 
 def measured_spreads(history: Any, suite: str, model: str | None = None) -> dict[tuple[str, str], power.Spread]:
     """The suite's latest stored evaluation with items (of ``model``, else any: the bundled ones after `make run`),
-    as the baseline of a comparison would plan its MDE (``tracking.baseline_spreads``); {} where none is stored."""
-    from geomon.monitor import tracking
-
+    as the baseline of a comparison would plan its MDE (``compare.baseline_spreads``); {} where none is stored."""
     if history is None:
         return {}
     for row in reversed(list(history.evaluations(suite=suite, model=model).itertuples())):
         evaluations = history.evaluations_of(suite, row.scope, model=row.model)
         items = evaluations[-1].items if evaluations else None
         if items is not None and len(items):
-            return tracking.baseline_spreads(registry.suite(suite).tracked, items)
+            return compare.baseline_spreads(registry.suite(suite).tracked, items)
     return {}
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from statistics import NormalDist
 from typing import Any
@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from geomon.monitor.history import Evaluation, MetricHistory, MetricValue
-from geomon.stats import declared, power, sufficiency, verdicts
+from geomon.stats import compare, declared, sufficiency, verdicts
 from geomon.stats.declared import TrackedMetric
 from geomon.stats.values import IMPORTED, series_change, series_key, unit
 
@@ -351,9 +351,9 @@ def compare_and_decide(
     settings: verdicts.VerdictSettings,
     plan: verdicts.ReleasePlan,
 ) -> None:
-    """Pair ``evaluation`` with its baseline on every tracked metric, decide the comparisons together at the
-    suite's share of the release's α (``suite_alpha``) and store them with their verdicts; nothing stored when
-    there is nothing to compare with."""
+    """Compare ``evaluation`` with its baseline on every tracked metric at the look's α (``spend``: the suite's
+    share of the release's α) — paired, planned and decided together by ``stats.compare.compare`` — and store the
+    comparisons with their verdicts; nothing stored when there is nothing to compare with."""
     found = baseline(history, evaluation)
     if found is None or evaluation.items is None:
         history.record_comparisons(evaluation, [])
@@ -365,9 +365,11 @@ def compare_and_decide(
     # A look with no α left is decided at the reserve's level to show what it would say, and pages nothing.
     alpha = look.alpha if look.kind != verdicts.SPENT else plan.look(evaluation.suite, verdicts.RESERVE)
     why = look.note
-    tests = _planned(_paired(tracked, before, evaluation, settings, alpha), tracked, before)
     profiled = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
-    decided = verdicts.decide(tests, settings, alpha, min_sample=sufficiency.MIN_SAMPLE, profiled=profiled)
+    try:
+        tests, decided = compare.compare(tracked, before.items, evaluation.items, alpha, settings, profiled=profiled)
+    except compare.PairingError as exc:
+        raise TrackingError(f"suite {evaluation.suite}, {evaluation.model}: {exc}") from None
     rows = [
         {
             "against_evaluation_id": before.evaluation_id,
@@ -403,108 +405,10 @@ def compare_and_decide(
     history.record_comparisons(evaluation, rows)
 
 
-# The baseline's bootstrap for the planned MDE: a standard error, not an interval's tails, needs few resamples.
-PLANNING_RESAMPLES = 200
-
 REBASED_NOTE = (
     "decided again against a baseline that changed: at the scope's reserve (the first look was spent against the "
     "earlier baseline)"
 )
-
-
-def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], power.Spread]:
-    """Each comparison's cluster-bootstrap standard error, value and clusters in one evaluation's items: what its
-    planned standard error rests on (``power.planned_se``). A standard error below a millionth of the metric's range (or
-    of its value) is rounding, not spread (a baseline whose clusters all agree): 0."""
-    out = {}
-    for metric in tracked:
-        if metric.columns() <= set(items.columns):
-            for e in declared.estimates(metric, items, resamples=PLANNING_RESAMPLES, seed=0):
-                group = e.breakdown != metric.breakdown
-                ranged = group and isinstance(metric.statistic, declared.Range)
-                part = metric.statistic.of if ranged else metric.statistic  # a group of a range: one of its means
-                bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
-                se = 0.0 if math.isfinite(e.se) and e.se < power.rounding_noise(bounds, e.value) else e.se
-                out[(e.metric, e.breakdown)] = power.Spread(se, e.value, e.clusters, isinstance(part, declared.Mean))
-    return out
-
-
-def _planned(
-    tests: list[declared.PairedTest], tracked: Sequence[TrackedMetric], before: Evaluation
-) -> list[declared.PairedTest]:
-    """Each comparison's standard error for its MDE and power, planned before the new data (``power.planned_se``): the
-    baseline's cluster-bootstrap standard error × √2 (two evaluations of that sample, as if independent: the paired
-    test is at least as precise when the two agree item by item), for a bounded metric never below the
-    Agresti–Coull standard error of its value over its clusters (a baseline at 100 % has a bootstrap SE of 0, not
-    a certainty); where there is neither, the worst case of a bounded metric (``power.worst_case_spread``: a
-    coin flip per cluster, on each side of a gap). The
-    p-value's sign-flip null is the new data's: an MDE read from it would say what the result already shows (0 for
-    an unchanged metric, about its own size for a changed one). ``se`` stays the null's: the paired change's
-    standard error, which its interval is shown with."""
-    spread = baseline_spreads(tracked, before.items) if before.items is not None else {}
-    out = []
-    for t in tests:
-        if t.p_value is not None:
-            se = power.planned_se(spread.get((t.metric, t.breakdown), power.UNKNOWN), t.bounds)
-            why = ""
-            if not se > 0 and t.bounds is not None and t.clusters:
-                se = power.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)
-                why = "MDE planned from the worst case of the metric's range: the baseline has no spread to plan from"
-            elif not se > 0:
-                why = "MDE unknown: the baseline does not vary and the metric has no bounds"
-            t = replace(t, planned_se=se if se > 0 else math.nan, note=t.note or why)
-        out.append(t)
-    return out
-
-
-def _paired(
-    tracked: Sequence[TrackedMetric],
-    before: Evaluation,
-    after: Evaluation,
-    settings: verdicts.VerdictSettings,
-    alpha: float,
-) -> list[declared.PairedTest]:
-    """The paired tests of every tracked metric (the two evaluations paired once); a metric whose columns the
-    earlier evaluation lacks (recorded by an older geomon) is undefined, saying which."""
-    old = before.items if before.items is not None else pd.DataFrame(columns=["item"])
-    testable, out = [], []
-    for metric in tracked:
-        missing = sorted(metric.columns() - set(old.columns))
-        if not missing:
-            testable.append(metric)
-            continue
-        note = f"undefined: the earlier evaluation has no {', '.join(missing)}"
-        nan = float("nan")
-        out.append(
-            declared.PairedTest(
-                metric.name,
-                metric.breakdown,
-                nan,
-                nan,
-                nan,
-                None,
-                nan,
-                0,
-                0,
-                metric.higher_is_worse,
-                metric.min_effect,
-                metric.bounds,
-                note,
-            )
-        )
-    comparisons = sum(len(m.parts(after.items)) for m in testable)
-    precision = declared.Precision(
-        settings.exact_up_to,
-        power.holm_levels(alpha, comparisons, settings.undecidable_weight),
-        settings.max_resamples,
-        sufficiency.MIN_SAMPLE,
-    )
-    try:
-        return (
-            declared.paired_tests(testable, old, after.items, resamples=settings.resamples, precision=precision) + out
-        )
-    except declared.DeclarationError as exc:
-        raise TrackingError(f"suite {after.suite}, {after.model}: {exc}") from None
 
 
 def standing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, Any]]:

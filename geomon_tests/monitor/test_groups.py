@@ -10,7 +10,7 @@ import pytest
 
 from geomon.monitor import alerts, announce, tracking
 from geomon.monitor.history import MetricHistory
-from geomon.stats import power, verdicts
+from geomon.stats import compare, power, verdicts
 from geomon.suites import blend, borderlines, gapminder, quench, saged, worldbench
 from geomon_tests.loopback import Webhook, serve
 
@@ -351,11 +351,11 @@ def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_
     before, after = _blend(), _blend("PE", 30)
     tests = declared.paired_tests(blend.TRACKED, before, after, resamples=199)
     stored = Evaluation("e", "blend", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=before)
-    planned = {(t.metric, t.breakdown): t for t in tracking._planned(tests, blend.TRACKED, stored)}
+    planned = {(t.metric, t.breakdown): t for t in compare.planned(tests, blend.TRACKED, stored.items)}
     boot = {
         (e.metric, e.breakdown): e
         for m in blend.TRACKED
-        for e in declared.estimates(m, before, resamples=tracking.PLANNING_RESAMPLES, seed=0)
+        for e in declared.estimates(m, before, resamples=compare.PLANNING_RESAMPLES, seed=0)
     }
     overall = boot[("sem_b_local", "")]
     floor = declared.agresti_coull_se(overall.value, overall.clusters, (0, 100))
@@ -364,7 +364,7 @@ def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_
     perfect = before.assign(value=100.0)
     tests = declared.paired_tests(blend.TRACKED, perfect, perfect.copy(), resamples=199)
     stored = Evaluation("e", "blend", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=perfect)
-    flat = {(t.metric, t.breakdown): t for t in tracking._planned(tests, blend.TRACKED, stored)}
+    flat = {(t.metric, t.breakdown): t for t in compare.planned(tests, blend.TRACKED, stored.items)}
     p = 42 / 44
     expected = math.sqrt(2) * 100 * math.sqrt(p * (1 - p) / 44)
     assert flat[("sem_b_local", "country=KE")].planned_se == pytest.approx(expected)
@@ -420,12 +420,12 @@ def test_only_a_mean_of_bounded_outcomes_has_the_agresti_coull_floor():
         {"item": [f"c{i}" for i in range(160)], "region": "R", "income_group": "high", "error_sum": errors * 11,
          "answers": 11, "answered": 11, "asked": 11}
     )  # fmt: skip
-    spread = tracking.baseline_spreads(worldbench.TRACKED, frame)[("mean_error", "")]
+    spread = compare.baseline_spreads(worldbench.TRACKED, frame)[("mean_error", "")]
     assert power.planned_se(spread, (0, 1)) == pytest.approx(np.sqrt(2) * spread.se)
     right = pd.DataFrame({"item": [f"q{i}" for i in range(40)], "value": 100.0})
     from geomon.stats.declared import Mean, TrackedMetric
 
-    share = tracking.baseline_spreads((TrackedMetric("acc", Mean("value"), bounds=(0, 100)),), right)[("acc", "")]
+    share = compare.baseline_spreads((TrackedMetric("acc", Mean("value"), bounds=(0, 100)),), right)[("acc", "")]
     assert share.se == 0 and power.planned_se(share, (0, 100)) > 0
 
 
@@ -455,7 +455,7 @@ def test_a_gap_near_zero_is_planned_from_its_groups_spread_not_a_folded_one():
 def test_a_gaps_worst_case_is_both_its_groups():
     """With no baseline spread, a gap between two groups is planned at the worst case of both its sides — each
     group's clusters a coin flip at either end of the range, in each evaluation: the range × 1 per cluster, √2
-    more than a mean's range × √½ — in production (``tracking``) and in ``geomon plan``. Mutation caught: the gap
+    more than a mean's range × √½ — in production (``compare.planned``) and in ``geomon plan``. Mutation caught: the gap
     planned as a mean (``power.worst_case_spread`` ignoring ``gap``)."""
     import math
 
@@ -467,7 +467,7 @@ def test_a_gaps_worst_case_is_both_its_groups():
         return PairedTest("m", "", 50.0, 50.0, 0.0, 0.5, 1.0, 40, 40, True, 5.0, (0, 100), disparity=disparity)
 
     empty = Evaluation("e", "toy", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=None)
-    gap, mean = tracking._planned([test(True), test(False)], (), empty)
+    gap, mean = compare.planned([test(True), test(False)], (), empty.items)
     assert gap.planned_se == pytest.approx(100 / math.sqrt(40))
     assert mean.planned_se == pytest.approx(100 * math.sqrt(0.5) / math.sqrt(40))
     assert plan.spread(None, "toy", "m", "", (0, 100), gap=True) == (100.0, plan.WORST_CASE)

@@ -4,14 +4,17 @@ history holds, acknowledgements, and the CLI gate."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import pytest
 
 from geomon.monitor import imports, tracking
 from geomon.monitor.history import MetricHistory
 from geomon.sources import gapminder as source
-from geomon.stats import verdicts
+from geomon.stats import compare, verdicts
 from geomon_tests.conftest import GAPMINDER_ENTITIES, GAPMINDER_PUBLISHED, SHARED
+from geomon_tests.stats.test_compare import ACC, _items
 
 
 @pytest.fixture(scope="module")
@@ -317,3 +320,24 @@ def test_a_page_from_an_underpowered_comparison_says_so_in_the_power_column():
            "note": f"{verdicts.UNDERPOWERED_PAGE} (6% power at the minimum effect)"}  # fmt: skip
     weak, strong = tracking.verdict_table([row, {**row, "power": 0.95, "note": ""}], {}).to_dict("records")
     assert weak[tracking.POWER] == "6% (underpowered)" and strong[tracking.POWER] == "95%"
+
+
+def test_what_the_history_stores_is_what_compare_returns(tmp_path):
+    """``tracking`` reads the baseline, spends the look and stores ``compare``'s verdicts as they are."""
+    settings = verdicts.VerdictSettings(resamples=199)
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
+    tracking.track(history, "toy", "old", [], _items(0), (ACC,), settings, plan=plan)
+    out = tracking.track(history, "toy", "new", [], _items(20), (ACC,), settings, plan=plan, predecessor="old")
+    (old,) = history.evaluations_of("toy", "", model="old")
+    _, decided = compare.compare((ACC,), old.items, out.evaluation.items, plan.look("toy"), settings)
+
+    def number(x: float | None) -> float:
+        return math.nan if x is None else float(x)
+
+    stored = {(r["metric"], r["breakdown"]): (r["verdict"], number(r["p_adjusted"]), r["mde"]) for r in out.verdicts}
+    assert stored.keys() == {(v.metric, v.breakdown) for v in decided}
+    for v in decided:
+        verdict, p_adjusted, mde = stored[(v.metric, v.breakdown)]
+        assert verdict == v.verdict and mde == v.mde
+        assert p_adjusted == number(v.p_adjusted) or (math.isnan(p_adjusted) and math.isnan(number(v.p_adjusted)))
