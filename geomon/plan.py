@@ -402,10 +402,10 @@ def test_level(settings: Any, suite: str, paging: int | None = None) -> float:
     """The one-sided level a suite's headline is tested at in a release: the suite's share of α (the release
     plan) over the comparisons that can page (``paging``; its tracked metrics when not counted) — Holm's first
     step, where its MDE is stated."""
-    from geomon.monitor import tracking
+    from geomon.monitor import release
 
     count = paging if paging is not None else len(registry.suite(suite).tracked)
-    return power.first_level(tracking.release_plan(settings.verdicts).look(suite), 1.0, max(count, 1))
+    return power.first_level(release.release_plan(settings.verdicts).look(suite), 1.0, max(count, 1))
 
 
 WORST_CASE = "worst case for the metric's range"  # nothing stored: ``power.worst_case_spread``

@@ -175,7 +175,7 @@ def test_the_plan_measures_a_stored_evaluations_variance_before_assuming_the_wor
     in ten needs fewer questions than a coin flip. Mutation caught: ``measured_spreads`` returning {}."""
     import pandas as pd
 
-    from geomon.monitor import tracking
+    from geomon.monitor import release
     from geomon.stats.verdicts import VerdictSettings
 
     rows = []
@@ -188,7 +188,7 @@ def test_the_plan_measures_a_stored_evaluations_variance_before_assuming_the_wor
     settings = load_settings(write_settings(tmp_path, wdi_snapshot_dir))
     history = MetricHistory(settings.store_url)
     tracked = registry.suite("blend").tracked
-    tracking.track(history, "blend", "smollm2-135m-instruct", [], items, tracked, VerdictSettings(resamples=99))
+    release.track(history, "blend", "smollm2-135m-instruct", [], items, tracked, VerdictSettings(resamples=99))
     spec = settings.model("smollm2-135m-instruct")
     info = registry.suites()["blend"]
     (measured,) = plan.make_plan(settings, [spec], [info], "default", settings.store(), history)
@@ -256,7 +256,7 @@ def test_the_default_profile_decides_what_the_budget_allows_on_the_bundled_model
     for suite, models in measured["suites"].items():
         info = registry.suites()[suite]
         for model, rows in models.items():
-            spreads = {(metric, breakdown): tuple(rest) for metric, breakdown, *rest in rows}
+            spreads = {(metric, breakdown): power.Spread(*rest) for metric, breakdown, *rest in rows}
             spec = settings.model(model)
             fit = plan.fit(settings, info, "default", spec, settings.store(), history, spreads)
             default = settings.run_options(suite, "default").get(fit.option)

@@ -1,6 +1,6 @@
 """Everyone told, once: the messages a release's decisions owe people, read from the record of what was sent.
 
-After a suite's comparisons are decided (``tracking.track``), ``announce`` looks at each evaluation decided:
+After a suite's comparisons are decided (``release.track``), ``announce`` looks at each evaluation decided:
 a ``regression`` no message has reached anyone about is sent now (the decision that created it may be a
 re-decision, when a late predecessor's evaluation arrived); a regression that was sent and is a regression
 no longer (the baseline changed) sends a ``resolved`` message. Every attempt is stored per comparison and
@@ -21,7 +21,7 @@ import pandas as pd
 
 from geomon.monitor import alerts
 from geomon.monitor.history import Evaluation, MetricHistory
-from geomon.monitor.tracking import Announcer, Tracked, acknowledged, stored
+from geomon.monitor.release import Announcer, Tracked, acknowledged, stored
 from geomon.stats import power, verdicts
 
 Link = Callable[[Evaluation], str]
@@ -44,7 +44,7 @@ ALERT_NUMBERS = (
 
 
 def announcer(settings: alerts.AlertSettings, link: Link | None = None) -> Announcer:
-    """``announce`` with these channels and links, as ``tracking.track`` calls it."""
+    """``announce`` with these channels and links, as ``release.track`` calls it."""
 
     def tell(history: MetricHistory, evaluations: Sequence[Evaluation]) -> dict[str, list[str]]:
         return announce(history, evaluations, settings, link)

@@ -6,7 +6,7 @@ paired once (``paired``: each tracked metric's sign-flip test over the clusters 
 Holm levels it may be tested at need), each comparison's standard error planned from the baseline's items before
 the new data (``planned``: what its MDE and power are stated at, and what weighs it in Holm), and the suite's
 comparisons decided together (``verdicts.decide``). No I/O and no history: which baseline, which α (the release's
-plan and looks) and what is stored are ``monitor.tracking``'s.
+plan and looks) and what is stored are ``monitor.release``'s.
 """
 
 from __future__ import annotations

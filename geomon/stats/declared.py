@@ -694,7 +694,8 @@ class PairedTest:
     exact: bool = False
     null_size: int = 0
     disparity: bool = False  # a statistic between groups (a range, gap, impact ratio): shown, never paged
-    # The standard error the MDE and power are stated at, planned before the new data (``tracking``); NaN: ``se``.
+    # The standard error the MDE and power are stated at, planned before the new data (``compare.planned``);
+    # NaN: ``se``.
     planned_se: float = math.nan
 
     @property

@@ -9,7 +9,7 @@ any result arrives):
   ``verdicts.shares`` says otherwise; none for a model that only arrives by import) and ``import_slots`` shares
   for imported suites outside the plan. A suite's share is α × its weight ÷ the plan's total weight, split among
   its scopes, each scope's between a first look and a reserve (``ReleasePlan.look``). The plan is stored with
-  the release's first decision (``tracking.spend``).
+  the release's first decision (``release.spend``).
 - When a suite's evaluation is compared with its baseline, its comparisons (metrics × groups) are decided
   together by Holm's step-down procedure at the suite's share, on *one-sided* p-values toward worse: the
   claim a regression alert makes. Nothing another suite does later changes that decision, so the decision

@@ -1,5 +1,5 @@
 """The alarm watches the groups people care about, through each suite's own declarations and the path that
-records, decides and announces (``tracking.track`` with the announcer): a group that gets worse pages by
+records, decides and announces (``release.track`` with the announcer): a group that gets worse pages by
 name; a gap that widens because the best group improved is shown (``disparity widened``) and pages nobody."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geomon.monitor import alerts, announce, tracking
+from geomon.monitor import alerts, announce, release, views
 from geomon.monitor.history import MetricHistory
 from geomon.stats import compare, power, verdicts
 from geomon.suites import blend, borderlines, gapminder, quench, saged, worldbench
@@ -144,8 +144,8 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
     history = MetricHistory(f"sqlite:///{tmp_path / f'{suite}.sqlite'}")
     settings = verdicts.VerdictSettings(resamples=999)
     common = {"settings": settings, "announcer": announcer}
-    tracking.track(history, suite, "old", [], before, tracked, **common)
-    out = tracking.track(history, suite, "new", [], after, tracked, predecessor="old", **common)
+    release.track(history, suite, "old", [], before, tracked, **common)
+    out = release.track(history, suite, "new", [], after, tracked, predecessor="old", **common)
     return {(v["metric"], v["breakdown"]): v for v in out.verdicts}
 
 
@@ -225,7 +225,7 @@ def test_the_best_group_improving_pages_nobody(tmp_path, told):
     assert state["posts"] == []
     # `geomon history` shows the comparison's note beside the figure (which group moved).
     history = MetricHistory(f"sqlite:///{tmp_path / 'worldbench.sqlite'}")
-    table = tracking.history_table(history, "worldbench", [("region_disparity_mean", "")])
+    table = views.history_table(history, "worldbench", [("region_disparity_mean", "")])
     row = table[table["model"] == "new"].iloc[0]
     assert row["verdict"] == verdicts.WIDENED and "moved most: region=R0" in row["note"] and row["alpha"] > 0
 
@@ -256,8 +256,8 @@ def test_the_stated_mde_is_planned_from_the_baseline_not_read_off_the_result(tmp
     decided = []
     for name, after in (("same", _blend()), ("changed", _blend("PE", 30))):
         history = MetricHistory(f"sqlite:///{tmp_path / f'{name}.sqlite'}")
-        tracking.track(history, "blend", "old", [], _blend(), blend.TRACKED, settings)
-        out = tracking.track(history, "blend", "new", [], after, blend.TRACKED, settings, predecessor="old")
+        release.track(history, "blend", "old", [], _blend(), blend.TRACKED, settings)
+        out = release.track(history, "blend", "new", [], after, blend.TRACKED, settings, predecessor="old")
         decided.append({(v["metric"], v["breakdown"]): v for v in out.verdicts})
     same, changed = decided
     unchanged = same[("sem_b_local", "")]
@@ -402,8 +402,8 @@ def test_an_unchanged_metric_never_states_an_mde_of_zero(tmp_path):
     frame = pd.DataFrame(rows, columns=["item", "region", "income_group", "error_sum", "answers", "answered", "asked"])
     history = MetricHistory(f"sqlite:///{tmp_path / 'same.sqlite'}")
     settings = verdicts.VerdictSettings(resamples=199)
-    tracking.track(history, "worldbench", "old", [], frame, worldbench.TRACKED, settings)
-    out = tracking.track(history, "worldbench", "new", [], frame, worldbench.TRACKED, settings, predecessor="old")
+    release.track(history, "worldbench", "old", [], frame, worldbench.TRACKED, settings)
+    out = release.track(history, "worldbench", "new", [], frame, worldbench.TRACKED, settings, predecessor="old")
     decided = {(v["metric"], v["breakdown"]): v for v in out.verdicts}
     region = decided[("mean_error", "region=R1")]
     assert region["verdict"] == verdicts.NO_CHANGE

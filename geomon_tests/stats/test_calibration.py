@@ -1,5 +1,5 @@
 """The fast fixed-seed tier of bench/alert_calibration.py: null releases recorded through the production path
-(``tracking.track`` for the registered suites; per-item CSV files through ``imports.item_runs`` and
+(``release.track`` for the registered suites; per-item CSV files through ``imports.item_runs`` and
 ``imports.record_runs`` for imported ones), each suite decided at its share of the release's α, the
 announcer posting to a loopback webhook: what the webhook receives is what is counted. A release's
 false-alarm promise is α = 0.05 (each suite spends α/8 of it): the count over a few dozen null releases
@@ -44,7 +44,7 @@ FAST_SIZES = {"worldbench": 40, "borderlines": 60, "gapminder": 40, "quench": 40
 
 def test_registered_null_releases_rarely_alarm():
     """The suites whose comparisons are testable at the fast sizes (the others' samples are insufficient and
-    never page), recorded with tracking.track in shuffled order across midnight."""
+    never page), recorded with release.track in shuffled order across midnight."""
     bench = _bench()
     job = {
         "kind": "registered",
