@@ -10,11 +10,12 @@ The paired tests are the suites' declared metrics (``geomon.stats.declared``). A
 evaluation are decided together, at the α of the look it takes in the release (``spend``: the suite's share of
 the release's α, ``verdicts.ReleasePlan``, with its import slots and reserve), when the evaluation is recorded:
 the decision does not wait for, or change with, the release's other suites. The comparison itself is pure
-(``stats.compare.compare``: pair, plan, decide); this module reads the history once (the baseline, the release's
-plan and looks), calls it, and writes once (``compare_and_decide``). Recording, deciding and announcing one
-suite's series happen under one lock (``MetricHistory.lock``), and ``announce`` (``geomon.monitor.announce``)
-tells people about every regression a decision creates or withdraws, exactly once, from the record of what was
-sent. The gates read what stands (``standing``, ``failing``); how it is shown is ``monitor.views``'.
+(``stats.compare.compare``: pair, plan, decide); this module reads from the history what it rests on (the
+baseline, the release's plan and looks), calls it, and writes the look and the verdicts (``compare_and_decide``).
+Recording, deciding and announcing one suite's series happen under one lock (``MetricHistory.lock``), and
+``announce`` (``geomon.monitor.announce``) tells people about every regression a decision creates or withdraws,
+exactly once, from the record of what was sent. The gates read what stands (``standing``, ``failing``); how it
+is shown is ``monitor.views``'.
 """
 
 from __future__ import annotations
