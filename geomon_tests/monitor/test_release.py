@@ -6,6 +6,7 @@ acknowledgements that name the breakdown honoured by every gate."""
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 from pathlib import Path
@@ -16,8 +17,9 @@ import pytest
 
 from geomon.monitor import alerts, announce, imports, release, views
 from geomon.monitor.history import MetricHistory
-from geomon.stats import verdicts
+from geomon.stats import compare, verdicts
 from geomon_tests.loopback import Webhook, serve
+from geomon_tests.stats import test_compare as toy
 
 QUESTIONS = 80
 VARIATIONS = 3
@@ -564,3 +566,24 @@ def test_a_releases_slots_are_taken_under_its_own_lock(postgres_url, tmp_path):
     for thread in threads:
         thread.join(30)
     assert done.is_set() and list(history.release_looks("new vs old")["look"]) == [verdicts.FIRST]
+
+
+def test_what_the_history_stores_is_what_compare_returns(tmp_path):
+    """``release`` reads the baseline, spends the look and stores ``compare``'s verdicts as they are."""
+    settings = verdicts.VerdictSettings(resamples=199)
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
+    release.track(history, "toy", "old", [], toy._items(0), (toy.ACC,), settings, plan=plan)
+    out = release.track(history, "toy", "new", [], toy._items(20), (toy.ACC,), settings, plan=plan, predecessor="old")
+    (old,) = history.evaluations_of("toy", "", model="old")
+    _, decided = compare.compare((toy.ACC,), old.items, out.evaluation.items, plan.look("toy"), settings)
+
+    def number(x: float | None) -> float:
+        return math.nan if x is None else float(x)
+
+    stored = {(r["metric"], r["breakdown"]): (r["verdict"], number(r["p_adjusted"]), r["mde"]) for r in out.verdicts}
+    assert stored.keys() == {(v.metric, v.breakdown) for v in decided}
+    for v in decided:
+        verdict, p_adjusted, mde = stored[(v.metric, v.breakdown)]
+        assert verdict == v.verdict and mde == v.mde
+        assert p_adjusted == number(v.p_adjusted) or (math.isnan(p_adjusted) and math.isnan(number(v.p_adjusted)))

@@ -1,5 +1,5 @@
 """The pure comparison: two evaluations' items in, every comparison's paired test and verdict out, with no history;
-``monitor/test_tracking.py`` checks the history stores exactly what it returns."""
+``monitor/test_release.py`` checks the history stores exactly what it returns."""
 
 from __future__ import annotations
 
