@@ -1,8 +1,8 @@
 """How far the alerts can be trusted, measured on the path production takes: what a webhook receives.
 
 Every release is a predecessor ``m<r>-old`` and its successor ``m<r>-new`` (whose predecessor it names). Each
-suite's evaluation of each model is recorded with ``geomon.monitor.tracking.track`` — what ``geomon run``
-calls — with the release plan built once (``tracking.release_plan``: every suite decided at its share of
+suite's evaluation of each model is recorded with ``geomon.monitor.release.track`` — what ``geomon run``
+calls — with the release plan built once (``release.release_plan``: every suite decided at its share of
 α), in a SQLite metric history (one file per worker job; model names are unique per release), and with the
 announcer ``geomon run`` uses (``announce.announcer``) pointed at a loopback webhook (json style). The
 evaluations arrive as they do in production: the release's suites in shuffled order, dated across midnight
@@ -85,10 +85,10 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
-from geomon.monitor import announce, imports, tracking
+from geomon.monitor import announce, imports, release
 from geomon.monitor.alerts import AlertSettings
 from geomon.monitor.history import MetricHistory
-from geomon.stats import verdicts
+from geomon.stats import power, verdicts
 from geomon.suites import blend, gapminder, quench, registry, saged, worldbench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -494,14 +494,14 @@ def record_release(
     evaluations: list[tuple[str, Unit, pd.DataFrame, datetime]],
     settings: verdicts.VerdictSettings,
     plan: verdicts.ReleasePlan,
-    tell: tracking.Announcer,
+    tell: release.Announcer,
     cluster: str = DECLARED,
 ) -> None:
-    """Release ``r``'s evaluations recorded with ``tracking.track`` as ``geomon run`` records them (their
+    """Release ``r``'s evaluations recorded with ``release.track`` as ``geomon run`` records them (their
     metrics computed there from the declarations, clustered as ``tracked(suite, cluster)`` says)."""
     model = names(r)
     for role, (suite, scope), items, evaluated_at in evaluations:
-        tracking.track(
+        release.track(
             history,
             suite,
             model[role],
@@ -552,7 +552,7 @@ def import_release(
     files: list[tuple[str, str, Path, str]],
     settings: verdicts.VerdictSettings,
     plan: verdicts.ReleasePlan,
-    tell: tracking.Announcer,
+    tell: release.Announcer,
     cluster: str,
 ) -> None:
     """The files imported one by one, as ``geomon import items <file> --suite <suite> --group <group>
@@ -700,7 +700,7 @@ def run_job(job: dict) -> tuple[list[dict], float]:
     started = time.perf_counter()
     kind, seed, resamples = job["kind"], job["seed"], job["resamples"]
     settings = verdicts.VerdictSettings(resamples=resamples)
-    plan = tracking.release_plan(settings)  # once, as `geomon run` and `geomon import` build it
+    plan = release.release_plan(settings)  # once, as `geomon run` and `geomon import` build it
     tell = announce.announcer(ALERTS)
     shock, points = job.get("shock", 0.0), job.get("points", 0.0)
     rows = []
@@ -860,7 +860,7 @@ def report_planted(title: str, suite: str, label: str, rows: list[dict], change:
     low, high = interval_95(k, n)
     targets = [r["target"] for r in rows]
     claimed = float(
-        np.nanmean([verdicts.page_chance(change, t["planned_se"], t["level"], t["min_effect"]) for t in targets])
+        np.nanmean([power.page_chance(change, t["planned_se"], t["level"], t["min_effect"]) for t in targets])
     )
     stated = float(np.nanmedian([t["power"] for t in targets]))
     fails = f"POWER BELOW CLAIM: measured {k / n:.2f} (95 % upper {high:.2f}) < claimed {claimed:.2f}"
@@ -988,7 +988,7 @@ def main(argv: list[str] | None = None) -> None:
     alpha = settings.alpha
     print("command:", " ".join([".venv/bin/python", "bench/alert_calibration.py", *(argv or sys.argv[1:])]))
     print(
-        f"{tracking.release_plan(settings).describe()}; Holm within a suite on one-sided p-values; "
+        f"{release.release_plan(settings).describe()}; Holm within a suite on one-sided p-values; "
         f"{settings.resamples} sign-flip resamples per test (p-values near a threshold refined to "
         f"{settings.max_resamples}, exact with ≤ {settings.exact_up_to} differing clusters: the verdicts do not "
         f"hinge on the resamples, and lowering them only makes more p-values need refining); {args.workers} "

@@ -197,15 +197,15 @@ def write_trends(settings: Any, breakdowns: Sequence[str] = ()) -> tuple[Path, A
 
 def imported_regressions(settings: Any) -> str:
     """The closing screen's lines on the imported history: each open regression, model vs baseline, metric,
-    change in its units and p (``tracking.open_regressions``)."""
-    from geomon.monitor import tracking
+    change in its units and p (``views.open_regressions``)."""
+    from geomon.monitor import views
     from geomon.monitor.history import MetricHistory
     from geomon.suites import registry
 
-    found = tracking.open_regressions(MetricHistory(settings.store_url), imported_only=True)
+    found = views.open_regressions(MetricHistory(settings.store_url), imported_only=True)
     bounds = {(suite, metric): bound for suite, metric, _, _, bound in registry.headline_catalog()}
     lines = [
-        f"  {suite} {tracking.verdict_phrase(model, row, bounds.get((suite, row['metric'])))}"
+        f"  {suite} {views.verdict_phrase(model, row, bounds.get((suite, row['metric'])))}"
         for suite, model, row in found
     ]
     if not found:
@@ -295,7 +295,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """What a run will ask, cost and be able to detect, per model × suite, without calling a model (beyond
     ``--probe``'s few requests)."""
     from geomon import plan
-    from geomon.monitor import tracking
+    from geomon.monitor import release
     from geomon.monitor.history import MetricHistory
     from geomon.suites.registry import resolve
 
@@ -323,7 +323,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         + (f", about ${total['cost']:,.2f}" if total["cost"] is not None else "")
         + f"; MDE at {settings.verdicts.power:.0%} power, one-sided, at each suite's share of the release's "
         f"α = {settings.verdicts.alpha} over its comparisons with 30 clusters or more "
-        f"({tracking.release_plan(settings.verdicts).describe()})."
+        f"({release.release_plan(settings.verdicts).describe()})."
     )
     for note in sorted({p.note for p in plans if p.note}):
         print(f"note: {note}")
@@ -367,7 +367,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from geomon.monitor.history import MetricHistory
-    from geomon.monitor.tracking import history_table
+    from geomon.monitor.views import history_table
     from geomon.suites.registry import suites
 
     settings = load_settings(args.config)
@@ -388,15 +388,15 @@ ITEM_CELL_CHARS = 60  # a table cell of `geomon items` (csv and json give every 
 def cmd_items(args: argparse.Namespace) -> int:
     """Every item of a model's latest evaluation in a suite as it was scored: prompt, reply, parsed answer, gold,
     score and status, filtered by group and outcome."""
-    from geomon.monitor import tracking
+    from geomon.monitor import release, views
     from geomon.monitor.history import MetricHistory
 
     settings = load_settings(args.config)
     try:
-        evaluation, rows, total = tracking.item_rows(
+        evaluation, rows, total = views.item_rows(
             MetricHistory(settings.store_url), args.suite, args.model, args.group, args.score or "", args.limit
         )
-    except tracking.TrackingError as exc:
+    except release.TrackingError as exc:
         raise ConfigError(f"items: {exc}") from None
     print(
         f"{args.suite} {args.model}: evaluation {evaluation.evaluation_id} of {evaluation.when:%Y-%m-%d %H:%M}, "
@@ -460,8 +460,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             runs = imports.inspect_runs([args.path, *args.more], args.suite, args.group, settings.verdicts)
         else:
             runs = imports.item_runs(args.path, args.suite, args.group, settings.verdicts, args.cluster)
-    from geomon.monitor import alerts, announce, tracking
-    from geomon.monitor.tracking import verdict_text
+    from geomon.monitor import alerts, announce, release
+    from geomon.monitor.views import verdict_text
 
     several_suites = len({r.suite for r in runs}) > 1  # lm-eval: one evaluation per model and task
     history = MetricHistory(settings.store_url)
@@ -490,7 +490,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         if shown:
             print(f"    {shown}")
         unpaged = [part for v in r.tracked.verdicts if not v["alpha"] for part in str(v["note"]).split("; ")]
-        for note in dict.fromkeys(part for part in unpaged if part.endswith(tracking.NEVER_PAGED)):
+        for note in dict.fromkeys(part for part in unpaged if part.endswith(release.NEVER_PAGED)):
             print(f"    α 0: {note}")  # decided, shown, never paged: say so, not only "watch"
         if r.run.note and r.run.note != imports.RATES_ONLY:
             print(f"    {r.run.note}")
@@ -521,7 +521,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     open_regressions = {
         (v["evaluation_id"], v["metric"], v["breakdown"]): (e, v)
         for e in decided.values()
-        for v in tracking.failing(history, e)
+        for v in release.failing(history, e)
     }
     for e, v in open_regressions.values():
         print(
@@ -602,19 +602,19 @@ def acknowledge(settings: Any, args: argparse.Namespace) -> int:
         raise ConfigError(f"alerts ack: no evaluation {args.evaluation!r} in the metric history")
     import pandas as pd
 
-    from geomon.monitor import tracking
+    from geomon.monitor import release, views
 
     row = held[held["evaluation_id"] == args.evaluation].iloc[0]
     evaluation = next(
         e for e in history.evaluations_of(row["suite"], row["scope"], model=row["model"])
         if e.evaluation_id == args.evaluation
     )  # fmt: skip
-    # What its gates read: its own regressions and its release's against the predecessor (``tracking.standing``).
-    regressions = tracking.standing(history, evaluation)
+    # What its gates read: its own regressions and its release's against the predecessor (``release.standing``).
+    regressions = release.standing(history, evaluation)
     wanted = {"metric": args.metric, "breakdown": args.breakdown}
-    covered = [r for r in regressions if tracking.acknowledged(pd.DataFrame([wanted]), r)]
+    covered = [r for r in regressions if release.acknowledged(pd.DataFrame([wanted]), r)]
     if args.metric and not covered:
-        found = ", ".join(tracking.verdict_text(r) for r in regressions) or "none"
+        found = ", ".join(views.verdict_text(r) for r in regressions) or "none"
         raise ConfigError(
             f"alerts ack: evaluation {args.evaluation} has no regression on {args.metric}"
             f"{f' ({args.breakdown})' if args.breakdown else ''}; its regressions: {found}"
@@ -765,7 +765,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    from geomon.monitor.tracking import OUTCOMES
+    from geomon.monitor.views import OUTCOMES
     from geomon.suites.registry import suites
 
     known = suites()

@@ -4,7 +4,7 @@ For each model × suite at a run profile: the prompts the suite builds (its stag
 here on the local data, no model called), the requests the contestant is sent and how many of them the
 response store already holds, the wall time and tokens those asks take at the model's measured pace (the
 store's recent answers: latency and tokens), their cost where ``geomon.yaml`` prices the model, and each
-tracked headline's minimum detectable effect at that sample (``stats.verdicts``: from the spread of the
+tracked headline's minimum detectable effect at that sample (``stats.power``: from the spread of the
 suite's stored comparisons, else the worst case a bounded metric allows). ``--detect`` inverts it: the
 sample each headline needs to detect a given change.
 """
@@ -20,7 +20,7 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
-from geomon.stats import sufficiency, verdicts
+from geomon.stats import compare, power, sufficiency
 from geomon.stats.declared import is_disparity, with_min_effects
 from geomon.suites import registry
 from geomon.suites.pipeline import Pipeline, Stage, StageResult
@@ -144,7 +144,7 @@ def powered(
     suite: str,
     history: Any,
     population: dict[tuple[str, str], int],
-    measured: dict[tuple[str, str], Any] | None = None,
+    measured: dict[tuple[str, str], power.Spread] | None = None,
 ) -> None:
     """Each comparison's MDE at this sample and the clusters it needs to be decidable, in place: from its spread
     (``spread``: measured on the latest stored evaluation, else stored comparisons, else the worst case its range
@@ -171,23 +171,22 @@ def powered(
             se = spreads[id(c)] / math.sqrt(max(c.clusters, 1))
             # One too small to be tested: at the level it would get in an unweighted family.
             level = levels.get(id(c)) or test_level(settings, suite, now[c.disparity] + 1)
-            c.mde = verdicts.minimum_detectable_effect(se, level, settings.verdicts.power)
+            c.mde = power.minimum_detectable_effect(se, level, settings.verdicts.power)
 
 
 def first_levels(planned: list[Comparison], spreads: dict[int, float], settings: Any, suite: str) -> dict[int, float]:
-    """Each tested comparison's first Holm level, as the decision will weigh it (``verdicts.paging_weights``): what
+    """Each tested comparison's first Holm level, as the decision will weigh it (``power.first_levels``): what
     can page, weighted by whether its spread lets it decide, over the look's α; the disparities, unweighted."""
     alpha = test_level(settings, suite, 1)
-    out = {}
     paging = [c for c in planned if c.in_family and not c.disparity]
     ratios = [
         c.min_effect * math.sqrt(c.clusters) / spreads[id(c)] if id(c) in spreads and c.min_effect > 0 else math.nan
         for c in paging
     ]
-    weights = verdicts.paging_weights(ratios, alpha, settings.verdicts.power, settings.verdicts.undecidable_weight)
-    out.update({id(c): alpha * w / weights.sum() for c, w in zip(paging, weights, strict=True)})
+    _, levels = power.first_levels(ratios, alpha, settings.verdicts.power, settings.verdicts.undecidable_weight)
+    out = {id(c): level for c, level in zip(paging, levels, strict=True)}
     between = [c for c in planned if c.in_family and c.disparity]
-    out.update({id(c): alpha / len(between) for c in between})
+    out.update({id(c): power.first_level(alpha, 1.0, len(between)) for c in between})
     return out
 
 
@@ -283,7 +282,7 @@ def fit(
     spec: ModelSpec,
     store: Any,
     history: Any,
-    measured: dict[tuple[str, str], Any] | None = None,
+    measured: dict[tuple[str, str], power.Spread] | None = None,
     rounds: int = 8,
 ) -> Fit:
     """The size of the suite's sample option (``sample_option``; its other options ``profile``'s) at which every
@@ -403,30 +402,28 @@ def test_level(settings: Any, suite: str, paging: int | None = None) -> float:
     """The one-sided level a suite's headline is tested at in a release: the suite's share of α (the release
     plan) over the comparisons that can page (``paging``; its tracked metrics when not counted) — Holm's first
     step, where its MDE is stated."""
-    from geomon.monitor import tracking
+    from geomon.monitor import release
 
     count = paging if paging is not None else len(registry.suite(suite).tracked)
-    return tracking.release_plan(settings.verdicts).look(suite) / max(count, 1)
+    return power.first_level(release.release_plan(settings.verdicts).look(suite), 1.0, max(count, 1))
 
 
-WORST_CASE = "worst case for the metric's range"  # nothing stored: ``verdicts.worst_case_spread``
+WORST_CASE = "worst case for the metric's range"  # nothing stored: ``power.worst_case_spread``
 
 
 MEASURED = "measured on a stored evaluation"
 
 
-def measured_spreads(history: Any, suite: str, model: str | None = None) -> dict[tuple[str, str], Any]:
+def measured_spreads(history: Any, suite: str, model: str | None = None) -> dict[tuple[str, str], power.Spread]:
     """The suite's latest stored evaluation with items (of ``model``, else any: the bundled ones after `make run`),
-    as the baseline of a comparison would plan its MDE (``tracking.baseline_spreads``); {} where none is stored."""
-    from geomon.monitor import tracking
-
+    as the baseline of a comparison would plan its MDE (``compare.baseline_spreads``); {} where none is stored."""
     if history is None:
         return {}
     for row in reversed(list(history.evaluations(suite=suite, model=model).itertuples())):
         evaluations = history.evaluations_of(suite, row.scope, model=row.model)
         items = evaluations[-1].items if evaluations else None
         if items is not None and len(items):
-            return tracking.baseline_spreads(registry.suite(suite).tracked, items)
+            return compare.baseline_spreads(registry.suite(suite).tracked, items)
     return {}
 
 
@@ -436,25 +433,24 @@ def spread(
     metric: str,
     breakdown: str,
     bounds: tuple[float, float] | None,
-    measured: dict[tuple[str, str], Any] | None = None,
+    measured: dict[tuple[str, str], power.Spread] | None = None,
     gap: bool = False,
 ) -> tuple[float | None, str]:
     """The per-cluster spread of a comparison's change and where it comes from: the latest stored evaluation's own
     variance, as production plans a comparison's MDE from its baseline (``measured_spreads``), else its stored
     comparisons (``headline_spread``: a comparison of a metric the latest evaluation lacks), else the worst case
-    its range allows (``verdicts.worst_case_spread``; ``gap``: a statistic between groups)."""
-    from geomon.monitor import tracking
+    its range allows (``power.worst_case_spread``; ``gap``: a statistic between groups)."""
 
     own = (measured or {}).get((metric, breakdown))
     if own is not None:
-        se = tracking.planned_se(own, bounds)
-        if se > 0 and own[2] > 0:
-            return se * math.sqrt(own[2]), MEASURED
+        se = power.planned_se(own, bounds)
+        if se > 0 and own.clusters > 0:
+            return se * math.sqrt(own.clusters), MEASURED
     sd = headline_spread(history, suite, metric, breakdown)
     if sd is not None:
         return sd, "stored comparisons"
     if bounds is not None:
-        return verdicts.worst_case_spread(bounds, gap), WORST_CASE
+        return power.worst_case_spread(bounds, gap), WORST_CASE
     return None, "unknown until a first run"
 
 
@@ -464,7 +460,7 @@ def headlines(
     settings: Any,
     history: Any,
     paging: int | None = None,
-    measured: dict[tuple[str, str], Any] | None = None,
+    measured: dict[tuple[str, str], power.Spread] | None = None,
 ) -> list[Headline]:
     """Each tracked headline's MDE at ``clusters`` (the stated power, at the suite's ``test_level``)."""
     alpha = test_level(settings, info.name, paging)
@@ -481,7 +477,7 @@ def headlines(
                 metric.name,
                 metric.breakdown,
                 clusters,
-                verdicts.minimum_detectable_effect(se, alpha, settings.verdicts.power),
+                power.minimum_detectable_effect(se, alpha, settings.verdicts.power),
                 sd,
                 source,
             )
@@ -496,9 +492,7 @@ def clusters_to_detect(
     power (at the suite's ``test_level``)."""
     if sd is None or change <= 0:
         return None
-    alpha = test_level(settings, suite, paging)
-    z = verdicts.minimum_detectable_effect(1.0, alpha, settings.verdicts.power)
-    return math.ceil((z * sd / change) ** 2)
+    return power.clusters_to_detect(sd, change, test_level(settings, suite, paging), settings.verdicts.power)
 
 
 def sample_option(suite: str) -> str:
@@ -517,7 +511,7 @@ def suite_plans(
     history: Any,
     prompts: pd.DataFrame | None = None,
     full_size: bool = False,
-    measured: dict[tuple[str, str], Any] | None = None,
+    measured: dict[tuple[str, str], power.Spread] | None = None,
     options: dict[str, Any] | None = None,
 ) -> list[SuitePlan]:
     """One suite's plan for each model (``prompts``: already built, e.g. by the prompts asset, at ``options``, the

@@ -14,7 +14,7 @@ from geomon.engine.client import GenerationResult
 from geomon.engine.runner import model_identity
 from geomon.engine.store import response_key
 from geomon.monitor.history import MetricHistory
-from geomon.stats import verdicts
+from geomon.stats import power
 from geomon.suites import registry
 from geomon_tests.conftest import write_settings
 
@@ -57,7 +57,7 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     assert first.comparisons[0].why == f"MDE {first.comparisons[0].mde:.3g} > min effect 0.03"
     level = settings.verdicts.alpha / 8 * 0.8 / 2  # the first look at its one scope: 80 % of its share
     assert plan.test_level(settings, "worldbench", 2) == pytest.approx(level)
-    assert mean_error.mde == pytest.approx(verdicts.minimum_detectable_effect(se, level, 0.8))
+    assert mean_error.mde == pytest.approx(power.minimum_detectable_effect(se, level, 0.8))
     # Ten answers stored (2 s each, 100 + 20 tokens): the plan knows the pace and what is left to ask.
     prompts, asking = plan.build_prompts(settings, "worldbench", first.options)
     requests = asking.requests(prompts, spec, settings)
@@ -71,7 +71,7 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     assert again.tokens == left * 120 and again.cost == (left * 100 * 2.0 + left * 20 * 8.0) / 1e6
     # The inverse: the countries a 0.05 change in mean error needs.
     need = plan.clusters_to_detect(mean_error.sd, 0.05, settings, "worldbench", 2)
-    assert need > 40 and verdicts.minimum_detectable_effect(mean_error.sd / math.sqrt(need), level, 0.8) <= 0.05
+    assert need > 40 and power.minimum_detectable_effect(mean_error.sd / math.sqrt(need), level, 0.8) <= 0.05
 
 
 def test_the_plan_command_prints_asks_time_and_what_a_sample_detects(tmp_path, wdi_snapshot_dir, capsys):
@@ -175,7 +175,7 @@ def test_the_plan_measures_a_stored_evaluations_variance_before_assuming_the_wor
     in ten needs fewer questions than a coin flip. Mutation caught: ``measured_spreads`` returning {}."""
     import pandas as pd
 
-    from geomon.monitor import tracking
+    from geomon.monitor import release
     from geomon.stats.verdicts import VerdictSettings
 
     rows = []
@@ -188,7 +188,7 @@ def test_the_plan_measures_a_stored_evaluations_variance_before_assuming_the_wor
     settings = load_settings(write_settings(tmp_path, wdi_snapshot_dir))
     history = MetricHistory(settings.store_url)
     tracked = registry.suite("blend").tracked
-    tracking.track(history, "blend", "smollm2-135m-instruct", [], items, tracked, VerdictSettings(resamples=99))
+    release.track(history, "blend", "smollm2-135m-instruct", [], items, tracked, VerdictSettings(resamples=99))
     spec = settings.model("smollm2-135m-instruct")
     info = registry.suites()["blend"]
     (measured,) = plan.make_plan(settings, [spec], [info], "default", settings.store(), history)
@@ -256,7 +256,7 @@ def test_the_default_profile_decides_what_the_budget_allows_on_the_bundled_model
     for suite, models in measured["suites"].items():
         info = registry.suites()[suite]
         for model, rows in models.items():
-            spreads = {(metric, breakdown): tuple(rest) for metric, breakdown, *rest in rows}
+            spreads = {(metric, breakdown): power.Spread(*rest) for metric, breakdown, *rest in rows}
             spec = settings.model(model)
             fit = plan.fit(settings, info, "default", spec, settings.store(), history, spreads)
             default = settings.run_options(suite, "default").get(fit.option)

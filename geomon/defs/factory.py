@@ -54,7 +54,7 @@ from geomon.defs.versions import SAMPLE, sample_id, sample_label, source_version
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.engine.runner import ProgressListener
-from geomon.monitor import tracking
+from geomon.monitor import release
 from geomon.monitor.history import MetricHistory
 from geomon.report import charts
 from geomon.suites import registry
@@ -262,11 +262,11 @@ def _stage_asset(
                 )
             # One definition per headline: the declared statistic's value, interval and sample replace the
             # suite's own in the history, and its interval and sample go into the leaderboard's summary.
-            result.tracked.metrics = tracking.declared_values(
+            result.tracked.metrics = release.declared_values(
                 info.name, tracked, result.tracked.items, result.tracked.metrics
             )
-            tracking.headline_into_summary(result.value, result.tracked.metrics, tracked)
-            result.metadata.update(tracking.headline_figures(result.tracked.metrics, tracked))
+            release.headline_into_summary(result.value, result.tracked.metrics, tracked)
+            result.metadata.update(release.headline_figures(result.tracked.metrics, tracked))
         metadata = {k: metadata_value(v) for k, v in result.metadata.items()}
         if model is not None:
             metadata = keyed_by_partition(metadata, str(context.partition_key))

@@ -25,7 +25,7 @@ from geomon.defs.monitoring import (
 )
 from geomon.defs.resources import GeomonResource
 from geomon.defs.versions import source_version
-from geomon.monitor import announce, imports, tracking
+from geomon.monitor import announce, imports, release, views
 from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
@@ -75,7 +75,7 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
     """What an import of Gapminder's history did, for the import asset's materialization (from a run or from
     ``geomon import``): how many configurations, how many new, and each open regression in a phrase."""
     regressions = [
-        tracking.verdict_phrase(r.run.model, v, {m.name: m.bounds for m in r.run.tracked}.get(v["metric"]))
+        views.verdict_phrase(r.run.model, v, {m.name: m.bounds for m in r.run.tracked}.get(v["metric"]))
         for r in recorded
         for v in r.tracked.regressions
     ]
@@ -93,8 +93,8 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
 
 def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[TrackedMetric]) -> dict[str, Any]:
     """An imported evaluation as its partition's materialization metadata and ``no_regression`` check result."""
-    now = tracking.stored(history, evaluation)
-    failing = tracking.failing(history, evaluation)
+    now = release.stored(history, evaluation)
+    failing = release.failing(history, evaluation)
     series = history.series(suite=evaluation.suite, model=evaluation.model)
     mine = series[(series["evaluation_id"] == evaluation.evaluation_id) & (series["breakdown"] == "")]
     headline = {m.name for m in tracked}
@@ -111,7 +111,7 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     )
     shared = {
         "evaluation_id": evaluation.evaluation_id,
-        "baseline": tracking.baseline_model(now.against) if now.against else "nothing: the first of its release line",
+        "baseline": views.baseline_model(now.against) if now.against else "nothing: the first of its release line",
         "verdicts": verdicts.summary(now.verdicts) if now.verdicts else "nothing compared",
         "comparisons": comparisons_table(now.verdicts, tracked),
     }
@@ -146,7 +146,7 @@ def pending_reports(
     """Each imported model's latest evaluation decided, and the models new or decided again since they were last
     reported (a re-import has none); their partitions are added to ``gapminder_models``."""
     latest: dict[str, imports.Recorded] = {}
-    for r in sorted(recorded, key=lambda r: tracking.release_order(r.tracked.evaluation)):
+    for r in sorted(recorded, key=lambda r: release.release_order(r.tracked.evaluation)):
         latest[r.run.model] = r
     known = set(instance.get_dynamic_partitions(imported_models_partitions.name))
     instance.add_dynamic_partitions(imported_models_partitions.name, sorted(set(latest) - known))

@@ -64,10 +64,10 @@ REGRESSIONS = "regressions"  # the latest evaluation's regressions, named (a sui
 
 def with_imported(board: pd.DataFrame, suite: str, store_url: str) -> pd.DataFrame:
     """``board`` with a row for each model imported into the suite's history and not on it (``origin``
-    ``imported (gapminder)``; ``tracking.imported_rows``): every evaluated model is on the leaderboard and in
+    ``imported (gapminder)``; ``views.imported_rows``): every evaluated model is on the leaderboard and in
     the report, run or imported."""
     from geomon.monitor.history import MetricHistory
-    from geomon.monitor.tracking import imported_rows
+    from geomon.monitor.views import imported_rows
     from geomon.suites.registry import suites
 
     info = suites().get(suite)
@@ -83,7 +83,7 @@ def write_open_regressions(out: Path, suite: str, store_url: str) -> None:
     """``open_regressions.csv`` beside the suite's report: the suite's open regressions, run or imported, which
     the report opens with (``report.regressions``)."""
     from geomon.monitor.history import MetricHistory
-    from geomon.monitor.tracking import open_regressions_frame
+    from geomon.monitor.views import open_regressions_frame
     from geomon.report import regressions
 
     out.mkdir(parents=True, exist_ok=True)
@@ -95,7 +95,7 @@ def with_verdicts(board: pd.DataFrame, suite: str, store_url: str) -> pd.DataFra
     with a ``revision`` column, the evaluation of that revision) and its regressions named: the same verdicts as
     the history and the alerts; its ``sample_note`` also names the comparisons its sample could not decide."""
     from geomon.monitor.history import MetricHistory
-    from geomon.monitor.tracking import latest_verdicts
+    from geomon.monitor.views import latest_verdicts
 
     if board.empty or "model" not in board:
         return board

@@ -1,5 +1,5 @@
 """Wiring the monitor into the suites' assets: every evaluation goes into the metric history, is compared
-with its baseline in release order and decided with its family (``geomon.monitor.tracking``), and a
+with its baseline in release order and decided with its family (``geomon.monitor.release``), and a
 regression verdict raises an alert and fails ``no_regression`` until it is superseded or acknowledged.
 Also the alert on failed runs. Any suite plugs in with ``track_evaluation``."""
 
@@ -17,7 +17,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetC
 
 from geomon.config import Settings
 from geomon.defs.resources import check_spec
-from geomon.monitor import alerts, announce, tracking
+from geomon.monitor import alerts, announce, release, views
 from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
@@ -51,7 +51,7 @@ def track_evaluation(
     versions: dict[str, str],
     replies: pd.DataFrame | None = None,
 ) -> dg.AssetCheckResult:
-    """Record, decide, tell (``tracking.track`` with ``announce``: the same path as ``geomon import``); returns
+    """Record, decide, tell (``release.track`` with ``announce``: the same path as ``geomon import``); returns
     the ``no_regression`` check result with the stored verdicts and what was sent."""
     history = MetricHistory(settings.store_url)
     run = context.instance.get_run_record_by_id(context.run.run_id)
@@ -62,7 +62,7 @@ def track_evaluation(
         here = partition if evaluation.model == model else evaluation.model
         return alerts.asset_url(settings.alerts.ui_url, asset_key, here)
 
-    result = tracking.track(
+    result = release.track(
         history,
         suite,
         model,
@@ -80,7 +80,7 @@ def track_evaluation(
         replies=replies,
     )
     current = result.evaluation
-    open_regressions = tracking.failing(history, current)
+    open_regressions = release.failing(history, current)
     told = result.told.get(current.evaluation_id, [])
     for evaluation in result.redecided:  # a late baseline re-decided later releases: their checks say so now
         for line in result.told.get(evaluation.evaluation_id, []):
@@ -123,7 +123,7 @@ def decided_at(rows: list[dict]) -> str:
     alpha = max(float(r["alpha"] or 0) for r in rows)
     if alpha > 0:
         return f"{alpha:.4g}"
-    notes = [p for r in rows for p in str(r["note"]).split("; ") if p.endswith(tracking.NEVER_PAGED)]
+    notes = [p for r in rows for p in str(r["note"]).split("; ") if p.endswith(release.NEVER_PAGED)]
     return f"0: {notes[0] if notes else 'no α'}"
 
 
@@ -144,8 +144,8 @@ def redecided_check(
         partition: str | None = dg.MultiPartitionKey({**key.keys_by_dimension, "model": evaluation.model})
     else:
         partition = evaluation.model if key is not None else None
-    now = tracking.stored(history, evaluation)
-    failing = tracking.failing(history, evaluation)
+    now = release.stored(history, evaluation)
+    failing = release.failing(history, evaluation)
     report_check(
         context,
         asset_key,
@@ -172,7 +172,7 @@ def check_line(
     (predecessor): correct_rate −17.2 pts, …``, worst first, or what passed."""
     if not failing:
         return f"no open regression ({verdicts.summary(list(decided))})" if decided else "no open regression"
-    table = tracking.verdict_table(list(failing), {m.name: m.bounds for m in tracked})
+    table = views.verdict_table(list(failing), {m.name: m.bounds for m in tracked})
     changes = [f"{row.metric} {row.change}" for row in table.itertuples()]
     shown = ", ".join(changes[:3]) + (", …" if len(changes) > 3 else "")
     plural = "s" if len(failing) > 1 else ""
@@ -226,11 +226,11 @@ def report_check(
 
 
 def comparisons_table(rows: list[dict[str, Any]], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
-    """An evaluation's stored verdicts as a Markdown table (``tracking.verdict_table``: the change in the metric's
+    """An evaluation's stored verdicts as a Markdown table (``views.verdict_table``: the change in the metric's
     units with its interval, p, adjusted p, MDE and the baseline), worst first."""
     if not rows:
         return dg.MetadataValue.md("nothing compared")
-    table = tracking.verdict_table(rows, {m.name: m.bounds for m in tracked})
+    table = views.verdict_table(rows, {m.name: m.bounds for m in tracked})
     return dg.MetadataValue.md(markdown_table(table))
 
 
@@ -276,13 +276,13 @@ IMPORTED_EVALUATIONS_KEY = ["history", "gapminder_evaluations"]  # where an impo
 
 
 def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, Any]]:
-    """The open regressions (``tracking.open_regressions``: every regression the gate of a model's latest
+    """The open regressions (``views.open_regressions``: every regression the gate of a model's latest
     evaluation reads, run or imported, unacknowledged) as a one-line summary (how many, which models) and the
     ``monitor/open_regressions`` metadata: a table of suite, model, source, baseline, metric, group, change with
     its interval, minimum effect, MDE and power at the minimum effect, each row linked to the model's
     comparisons table (one click)."""
-    found = tracking.open_regressions(history)
-    frame = tracking.open_regressions_frame(history, found=found)
+    found = views.open_regressions(history)
+    frame = views.open_regressions_frame(history, found=found)
     rows = frame.to_dict("records")
     links = [_comparisons_url(suite, model, row) for suite, model, row in found]
     # the most open regressions first

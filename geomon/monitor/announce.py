@@ -1,6 +1,6 @@
 """Everyone told, once: the messages a release's decisions owe people, read from the record of what was sent.
 
-After a suite's comparisons are decided (``tracking.track``), ``announce`` looks at each evaluation decided:
+After a suite's comparisons are decided (``release.track``), ``announce`` looks at each evaluation decided:
 a ``regression`` no message has reached anyone about is sent now (the decision that created it may be a
 re-decision, when a late predecessor's evaluation arrived); a regression that was sent and is a regression
 no longer (the baseline changed) sends a ``resolved`` message. Every attempt is stored per comparison and
@@ -21,8 +21,8 @@ import pandas as pd
 
 from geomon.monitor import alerts
 from geomon.monitor.history import Evaluation, MetricHistory
-from geomon.monitor.tracking import Announcer, Tracked, acknowledged, stored
-from geomon.stats import verdicts
+from geomon.monitor.release import Announcer, Tracked, acknowledged, stored
+from geomon.stats import power, verdicts
 
 Link = Callable[[Evaluation], str]
 
@@ -44,7 +44,7 @@ ALERT_NUMBERS = (
 
 
 def announcer(settings: alerts.AlertSettings, link: Link | None = None) -> Announcer:
-    """``announce`` with these channels and links, as ``tracking.track`` calls it."""
+    """``announce`` with these channels and links, as ``release.track`` calls it."""
 
     def tell(history: MetricHistory, evaluations: Sequence[Evaluation]) -> dict[str, list[str]]:
         return announce(history, evaluations, settings, link)
@@ -169,15 +169,15 @@ def regression_alert(evaluation: Evaluation, against: str, regressions: list[dic
 
 def _chance(row: dict[str, Any]) -> str:
     """What the test could see: its minimum detectable effect, its power at the minimum effect, and the chance a
-    worsening of exactly the minimum effect would have paged (``verdicts.page_probability``)."""
-    power = row.get("power")
-    if power is None or not math.isfinite(float(power)):
+    worsening of exactly the minimum effect would have paged (``power.page_probability``)."""
+    chance = row.get("power")
+    if chance is None or not math.isfinite(float(chance)):
         return f"Minimum detectable effect {row['mde']:.3g}."
     underpowered = verdicts.UNDERPOWERED_PAGE in str(row.get("note") or "")  # below the stated power
     weak = " This comparison is underpowered: a page from it is weak evidence of that size." if underpowered else ""
     return (
-        f"Minimum detectable effect {row['mde']:.3g}; power {power:.0%} at the minimum effect, where a worsening of "
-        f"exactly that size pages with probability {verdicts.page_probability(float(power)):.0%}.{weak}"
+        f"Minimum detectable effect {row['mde']:.3g}; power {chance:.0%} at the minimum effect, where a worsening of "
+        f"exactly that size pages with probability {power.page_probability(float(chance)):.0%}.{weak}"
     )
 
 

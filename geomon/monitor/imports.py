@@ -12,7 +12,7 @@ alerts as geomon's own runs, each marked with its origin and dated when it was m
 - lm-evaluation-harness's ``--log_samples`` output (``lm_eval_runs``): one evaluation per model and task, the
   documents' fields as groups.
 
-``record_runs`` records them and compares each, in release order (``monitor.tracking``), with its model's
+``record_runs`` records them and compares each, in release order (``monitor.release``), with its model's
 previous run or, for a model's first run, with its predecessor (an item file's ``predecessor`` column;
 Gapminder's: the same vendor's previous release by publish date; the settings' ``predecessors`` win): the
 same runs in any order, in one import or several, give the same history. Recording the same run twice
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geomon.monitor import tracking
+from geomon.monitor import release
 from geomon.monitor.history import MetricHistory
 from geomon.stats.declared import Mean, TrackedMetric
 from geomon.stats.values import IMPORTED, MetricValue, series_key, series_scope
@@ -61,7 +61,7 @@ class ImportedRun:
     released: date | None = None
     predecessor: str | None = None  # as the source says (an item file's column); else found by vendor
     tracked: tuple[TrackedMetric, ...] = ()  # what its paired tests compare (the suite's, or the import's)
-    figures_declared: bool = False  # ``metrics`` are already the declared figures (``tracking.declared_values``)
+    figures_declared: bool = False  # ``metrics`` are already the declared figures (``release.declared_values``)
     answers: int = 0  # the answers read (Gapminder: of complete per-answer files; 0 where only rates are published)
     excluded: int = 0  # rows without an outcome: counted, never scored
     note: str = ""  # what the import could not use, and why (Gapminder: an incomplete per-answer file)
@@ -280,7 +280,7 @@ def gapminder_runs(folder: str | Path, entities: str | Path, question_bank: Any 
                 suite="gapminder",
                 model=model,
                 evaluated_at=_date(entity["first_experiment_date"], f"{entities}: {config_id}"),
-                metrics=tracking.declared_values("gapminder", tracked, items),
+                metrics=release.declared_values("gapminder", tracked, items),
                 figures_declared=True,
                 items=items,
                 scope=GAPMINDER_SCOPE,
@@ -508,7 +508,7 @@ def outcome_runs(
                 suite=suite,
                 model=str(model),
                 evaluated_at=_date(when, f"{origin}: {model}"),
-                metrics=tracking.declared_values(suite, tracked, items),
+                metrics=release.declared_values(suite, tracked, items),
                 figures_declared=True,
                 items=items,
                 scope=scope_of(metric, items["item"]),
@@ -748,7 +748,7 @@ def vendor_predecessors(runs: Sequence[ImportedRun]) -> dict[str, str]:
 @dataclass
 class Recorded:
     run: ImportedRun
-    tracked: tracking.Tracked
+    tracked: release.Tracked
     predecessor: str | None
 
 
@@ -759,23 +759,23 @@ def record_runs(
     predecessors: Mapping[str, str] | None = None,
     on_recorded: Callable[[Recorded], None] | None = None,
     plan: ReleasePlan | None = None,
-    announcer: tracking.Announcer | None = None,
+    announcer: release.Announcer | None = None,
     hosted: Collection[str] = (),
 ) -> list[Recorded]:
     """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
     settings) win over the source's own (an item file's column; Gapminder: the vendor's previous release). An
     identical run already recorded is reused (nothing new). Each suite is decided at its share of the release's
     α (``plan``; by default the plan of a model geomon runs — in ``hosted`` — or else of a model that only
-    arrives by import: ``tracking.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.
+    arrives by import: ``release.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.
     Returns each run with its verdicts as finally stored (a later run may have become an earlier one's
     baseline)."""
     settings = settings or VerdictSettings()
-    plans = {here: plan or tracking.release_plan(settings, hosted=here) for here in (True, False)}
+    plans = {here: plan or release.release_plan(settings, hosted=here) for here in (True, False)}
     chosen = {**{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
     out = []
     for run in runs:
         run = same_benchmark(history, run, chosen.get(run.model))
-        result = tracking.track(
+        result = release.track(
             history,
             run.suite,
             run.model,
@@ -796,7 +796,7 @@ def record_runs(
         out.append(recorded)
     final = []
     for r in out:
-        now = tracking.stored(history, r.tracked.evaluation)
+        now = release.stored(history, r.tracked.evaluation)
         now.redecided, now.told = r.tracked.redecided, r.tracked.told
         final.append(Recorded(r.run, now, r.predecessor))
     for recorded in final:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from geomon.monitor.history import MetricHistory
-from geomon.monitor.tracking import open_regressions, open_regressions_frame
+from geomon.monitor.views import open_regressions, open_regressions_frame
 from geomon.report import index, trends
 from geomon.suites import registry
 

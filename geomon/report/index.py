@@ -25,7 +25,7 @@ def _models(board: Path) -> str:
 
 def write_index(results_dir: Path, suites: Sequence[tuple[str, str]], open_regressions: pd.DataFrame) -> Path:
     """The index of what ``results_dir`` holds now: every open regression across the suites first
-    (``open_regressions``: ``monitor.tracking.open_regressions_frame``, handed in by the caller), then each suite
+    (``open_regressions``: ``monitor.views.open_regressions_frame``, handed in by the caller), then each suite
     (``suites``: (name, title) in the registry's order) with its open regressions counted, then the trends;
     rewritten whenever a report is. Links are relative, so the folder can be moved or served as is."""
     counted = open_regressions["suite"].value_counts() if len(open_regressions) else pd.Series(dtype=int)

@@ -33,8 +33,9 @@ def write_report(
         "with the paper's Appendix C prompts and an item's score is the judges' mean; a subset's score is the "
         "mean over its entities (the paper's aggregation). Gaps are Indic − non-Indic with 95 % intervals "
         "that resample questions within each subset; <em>detectable</em> is the smallest gap this sample "
-        "could detect (80 % power, α = 0.05). Unanswered replies (no entity in the requested format) and "
-        "failed requests are excluded and counted. Similarity is the cosine of all-MiniLM-L6-v2 embeddings "
+        "could detect (80 % power, one-sided at α = 0.05: the minimum detectable effect the verdicts state, at "
+        "the whole 5 %). Unanswered replies (no entity in the requested format) and failed requests are "
+        "excluded and counted. Similarity is the cosine of all-MiniLM-L6-v2 embeddings "
         "(not the paper's BERTScore). Rows with origin <em>published</em> are the paper's aggregated scores "
         "(no CoT, all entities) beside geomon's: aggregates, so without intervals — its per-item judgements are "
         "not public.</p>",

@@ -1,6 +1,6 @@
 """The open regressions a page opens with: every suite's report (its own), the results index (all of them).
 
-The table is made from the metric history by ``monitor.tracking.open_regressions_frame`` (one row per
+The table is made from the metric history by ``monitor.views.open_regressions_frame`` (one row per
 unacknowledged regression of a model's latest evaluation, geomon's runs and imported ones alike); a suite's
 leaderboard writes its suite's rows to ``open_regressions.csv`` beside the report, which the report reads.
 """

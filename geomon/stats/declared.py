@@ -694,7 +694,8 @@ class PairedTest:
     exact: bool = False
     null_size: int = 0
     disparity: bool = False  # a statistic between groups (a range, gap, impact ratio): shown, never paged
-    # The standard error the MDE and power are stated at, planned before the new data (``tracking``); NaN: ``se``.
+    # The standard error the MDE and power are stated at, planned before the new data (``compare.planned``);
+    # NaN: ``se``.
     planned_se: float = math.nan
 
     @property
@@ -977,7 +978,7 @@ def _one_sided(change: float, null: np.ndarray, higher_is_worse: bool, exact: bo
 def _near(p: float, resamples: int, thresholds: Sequence[float]) -> bool:
     """Whether a Monte Carlo p-value from ``resamples`` flips could lie on either side of a threshold."""
     error = 4 * math.sqrt(max(p * (1 - p), 1 / resamples) / resamples)
-    at = bisect.bisect_right(thresholds, p - error)  # thresholds are sorted (``verdicts.holm_levels``)
+    at = bisect.bisect_right(thresholds, p - error)  # thresholds are sorted (``power.holm_levels``)
     return at < len(thresholds) and thresholds[at] < p + error
 
 

@@ -362,21 +362,3 @@ def mean_difference(
 
     interval, _ = _scipy_interval((a, b), difference, resamples, seed, confidence)
     return point, interval
-
-
-def detectable_difference(se: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    """The smallest true difference a two-sided test at ``alpha`` detects with probability ``power``,
-    given the difference's standard error: (z₁₋α/₂ + z_power) × SE (2.80 × SE at the defaults)."""
-    from scipy.stats import norm
-
-    return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * se)
-
-
-def planned_detectable_difference(
-    n_a: int, n_b: int, sd: float = 0.5, alpha: float = 0.05, power: float = 0.8
-) -> float:
-    """``detectable_difference`` before seeing any answer: two independent samples of ``n_a`` and ``n_b``
-    units with standard deviation ``sd`` (0.5: the worst case of a yes/no score)."""
-    if n_a < 1 or n_b < 1:
-        return float("nan")
-    return detectable_difference(sd * float(np.sqrt(1 / n_a + 1 / n_b)), alpha, power)

@@ -9,7 +9,7 @@ any result arrives):
   ``verdicts.shares`` says otherwise; none for a model that only arrives by import) and ``import_slots`` shares
   for imported suites outside the plan. A suite's share is α × its weight ÷ the plan's total weight, split among
   its scopes, each scope's between a first look and a reserve (``ReleasePlan.look``). The plan is stored with
-  the release's first decision (``tracking.spend``).
+  the release's first decision (``release.spend``).
 - When a suite's evaluation is compared with its baseline, its comparisons (metrics × groups) are decided
   together by Holm's step-down procedure at the suite's share, on *one-sided* p-values toward worse: the
   claim a regression alert makes. Nothing another suite does later changes that decision, so the decision
@@ -27,14 +27,15 @@ Holm level and the stated power. ``insufficient sample`` (the one rule of ``stat
 ``undefined`` (a NaN statistic) get no p-value in the family; a comparison where no cluster differs from the
 baseline (p = 1 both ways: it cannot be significant) is ``no detectable change`` outside the family, so a
 suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). Holm is
-weighted, with weights fixed from the baseline before the new data (``paging_weights``): a comparison whose planned
-power to find a worsening of its minimum effect is below the stated power at the level it would get is
+weighted, with weights fixed from the baseline before the new data (``power.paging_weights``): a comparison whose
+planned power to find a worsening of its minimum effect is below the stated power at the level it would get is
 *undecidable* and weighs ``undecidable_weight`` (0.25), the others 1, so hopeless comparisons cost the decidable
 ones little of their level and still page a large worsening. An undecidable comparison keeps its verdict — a
 regression still pages, saying it is underpowered — but any other verdict of it says ``not decidable at this
 profile``: its silence is no evidence of no regression. A page claims a significant worsening *estimated* at least
 the minimum effect: a true worsening of exactly the minimum effect pages at most half the time
-(``page_probability``).
+(``power.page_probability``). What a test can see — the MDE, power, Holm's levels, the planned standard
+error — is ``stats.power``'s.
 """
 
 from __future__ import annotations
@@ -43,12 +44,11 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
-from geomon.stats import sufficiency
+from geomon.stats import power, sufficiency
 from geomon.stats.declared import PairedTest
 
 REGRESSION = "regression"
@@ -92,7 +92,7 @@ class VerdictSettings:
     reserve: float = 0.2
     # A comparison its baseline's spread already calls undecidable (below ``power`` at its minimum effect, at the
     # level it would get) keeps this weight in a suite's weighted Holm, the others 1: it can still page a large
-    # worsening, and costs the comparisons that can decide little of their level (``paging_weights``).
+    # worsening, and costs the comparisons that can decide little of their level (``power.paging_weights``).
     undecidable_weight: float = 0.25
     min_effects: dict[str, float] = field(default_factory=dict)
     # Evaluations imported from elsewhere (``geomon import items`` / ``inspect``): accuracy in percent, a
@@ -219,12 +219,6 @@ UNDERPOWERED_PAGE = "paged by an underpowered comparison"
 UNCHANGED_NOTE = "no cluster differs from the baseline: left out of the Holm family (it cannot be significant)"
 
 
-def page_probability(power: float) -> float:
-    """The chance that a true worsening of exactly the minimum effect pages: found significant (``power``) *and*
-    estimated at least the minimum effect (half the time at most, the estimate centred on it)."""
-    return min(power, 0.5) if math.isfinite(power) else math.nan
-
-
 def holm(p_values: Sequence[float], weights: Sequence[float] | None = None) -> np.ndarray:
     """Holm's step-down adjusted p-values (family-wise error control under any dependence); with ``weights`` (fixed
     before the data), the weighted Holm: a comparison's p-value is divided by its weight and each step compares it
@@ -242,72 +236,12 @@ def holm(p_values: Sequence[float], weights: Sequence[float] | None = None) -> n
     return out
 
 
-def paging_weights(ratios: Sequence[float], alpha: float, power: float, weight: float) -> np.ndarray:
-    """Each comparison's weight in a suite's weighted Holm, fixed from its baseline before the new data: 1 for
-    the comparisons that can decide (a worsening of the minimum effect found with ``power`` at the first level
-    they get: α / the family's total weight), ``weight`` for the rest. ``ratios``: each comparison's minimum
-    effect over its planned standard error (NaN where either is unknown: weight 1, nothing says it cannot decide).
-    The decidable ones are the largest set of the strongest comparisons that all decide at the level they get,
-    so a hopeless comparison never lowers the level of one that could decide by more than its weight."""
-    r = np.asarray(ratios, dtype=float)
-    known = np.flatnonzero(np.isfinite(r))
-    strongest = known[np.argsort(-r[known], kind="stable")]
-    out = np.ones(r.size)
-    unknown = r.size - known.size
-    z_power = _NORMAL.inv_cdf(power)
-    for k in range(known.size, -1, -1):
-        total = unknown + k + weight * (known.size - k)
-        if k == 0 or r[strongest[k - 1]] >= _NORMAL.inv_cdf(1 - alpha / total) + z_power:
-            out[strongest[k:]] = weight
-            return out
-    return out
-
-
 def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
     """Benjamini–Hochberg adjusted p-values (q-values): false discovery rate control."""
     from scipy import stats
 
     p = np.asarray(p_values, dtype=float)
     return stats.false_discovery_control(p, method="bh") if p.size else p
-
-
-_NORMAL = NormalDist()  # the standard normal (the stdlib's: scipy's costs a millisecond a call)
-
-
-def minimum_detectable_effect(se: float, alpha: float, power: float) -> float:
-    """The smallest worsening a one-sided test at ``alpha`` detects with probability ``power``, for a change
-    whose standard error is ``se`` (the normal approximation to the sign-flip null)."""
-    if not math.isfinite(se) or not 0 < alpha < 1:
-        return math.nan
-    return float((_NORMAL.inv_cdf(1 - alpha) + _NORMAL.inv_cdf(power)) * se)
-
-
-def power_at(effect: float, se: float, alpha: float) -> float:
-    """The probability that a one-sided test at ``alpha`` detects a worsening of ``effect`` (``se`` as above):
-    what the stated minimum detectable effect claims, for the calibration bench to check."""
-    if not (math.isfinite(se) and se > 0 and 0 < alpha < 1):
-        return math.nan
-    return float(1 - _NORMAL.cdf(_NORMAL.inv_cdf(1 - alpha) - abs(effect) / se))
-
-
-def page_chance(effect: float, se: float, alpha: float, min_effect: float) -> float:
-    """The probability that a true worsening of ``effect`` pages: found significant at ``alpha`` *and* estimated at
-    least ``min_effect`` — what a regression alert requires. At ``effect`` = ``min_effect`` it is
-    ``page_probability``'s min(power, ½); far beyond the minimum effect, ``power_at``."""
-    if not (math.isfinite(se) and se > 0 and 0 < alpha < 1):
-        return math.nan
-    threshold = max(_NORMAL.inv_cdf(1 - alpha) * se, abs(min_effect))
-    return float(1 - _NORMAL.cdf((threshold - abs(effect)) / se))
-
-
-def holm_levels(alpha: float, m: int, weight: float = 1.0) -> tuple[float, ...]:
-    """The levels Holm's steps may compare a p-value of a family of ``m`` with (α/m, α/(m−1), …, α; weighted, α·w/S
-    for a weight w of 1 or ``weight`` and S any weight left in the family): where a p-value's precision
-    matters."""
-    if weight >= 1:
-        return tuple(alpha / j for j in range(max(m, 1), 0, -1))
-    left = {k + weight * u for k in range(m + 1) for u in range(m + 1 - k)} - {0}
-    return tuple(sorted({alpha * min(w / s, 1.0) for s in left for w in (1.0, weight)}))
 
 
 def decide(
@@ -348,12 +282,12 @@ def decide(
     # ``undecidable_weight``; its MDE and power are stated at its first level, α·weight / the total weight.
     unchanged = [i for i, (_, note) in enumerate(notes) if note == UNCHANGED_NOTE]
     plannable = [*paging, *unchanged]
-    ratios = [_ratio(tests[i]) for i in plannable]
-    planned_weights = paging_weights(ratios, alpha, settings.power, settings.undecidable_weight)
+    ratios = [power.planned_ratio(tests[i]) for i in plannable]
+    planned_weights, levels = power.first_levels(ratios, alpha, settings.power, settings.undecidable_weight)
     weights = dict(zip(plannable, planned_weights, strict=True))
-    total = sum(weights.values())
-    first_levels = {i: alpha * weights[i] / total for i in plannable}
-    first_levels.update({i: alpha / len(between) for i in between})  # the disparities: unweighted, shown only
+    first_levels = dict(zip(plannable, levels, strict=True))
+    # The disparities: unweighted, shown only.
+    first_levels.update({i: power.first_level(alpha, 1.0, len(between)) for i in between})
     adjusted, improved, q_values = {}, {}, {}
     for family in (paging, between):
         worse_p = [tests[i].p_value for i in family]
@@ -383,14 +317,16 @@ def decide(
         better = not kind and t.change != 0 and not t.worse
         shown_p = t.p_better if better else t.p_value
         shown_adjusted = improved.get(i) if better else p_adj
-        planned = _planned_se(t)
+        planned = power.stated_se(t)
         level = first_levels.get(i, alpha)
-        mde = minimum_detectable_effect(planned, level, settings.power)
-        power = power_at(t.min_effect, planned, level) if t.min_effect > 0 else math.nan
+        mde = power.minimum_detectable_effect(planned, level, settings.power)
+        chance = power.power_at(t.min_effect, planned, level) if t.min_effect > 0 else math.nan
         weak = sufficiency.underpowered(mde, t.min_effect) if not kind and verdict != REGRESSION else ""
-        if verdict == REGRESSION and power < settings.power:
+        if verdict == REGRESSION and chance < settings.power:
             # It pages (its false-alarm control holds), but it says how little a test this weak could see.
-            note = "; ".join(n for n in (f"{UNDERPOWERED_PAGE} ({power:.0%} power at the minimum effect)", t.note) if n)
+            note = "; ".join(
+                n for n in (f"{UNDERPOWERED_PAGE} ({chance:.0%} power at the minimum effect)", t.note) if n
+            )
         if weak:
             # The verdict stands (the false-alarm control does not rest on power), but a test this weak misses
             # most regressions worth paging: its silence is no evidence of none.
@@ -419,45 +355,10 @@ def decide(
                 verdict=verdict,
                 note=note,
                 alpha=alpha,
-                power=power,
+                power=chance,
             )
         )
     return out
-
-
-def _ratio(t: PairedTest) -> float:
-    """A comparison's minimum effect over the standard error planned from its baseline (NaN where either is
-    unknown; never the new data's: the weights must be fixed before it)."""
-    se = t.planned_se
-    planned = math.isfinite(se) and se > rounding_noise(t.bounds, t.before)
-    return t.min_effect / se if t.min_effect > 0 and planned else math.nan
-
-
-def _planned_se(t: PairedTest) -> float:
-    """The standard error a comparison's MDE and power are stated at: planned before the data where it was, else
-    the sign-flip null's."""
-    se = t.planned_se if math.isfinite(t.planned_se) else t.se
-    # A spread at rounding noise is none: an MDE of 0 would claim any change is detected.
-    return se if math.isfinite(se) and se > rounding_noise(t.bounds, t.before) else math.nan
-
-
-NOISE = 1e-6  # a spread below this share of a metric's range (or of its value) is rounding, not spread
-
-
-def rounding_noise(bounds: tuple[float, float] | None, value: float) -> float:
-    """The largest spread that is rounding, not spread: ``NOISE`` of a bounded metric's range, else of its value
-    (at least 1); what neither a planned nor a stated MDE may rest on."""
-    if bounds is not None:
-        return NOISE * (bounds[1] - bounds[0])
-    return NOISE * (max(1.0, abs(value)) if math.isfinite(value) else 1.0)
-
-
-def worst_case_spread(bounds: tuple[float, float], gap: bool = False) -> float:
-    """The per-cluster standard deviation of a bounded metric's change between two evaluations in the worst case
-    its range allows: each cluster a coin flip at either end of the range, in each evaluation — the range × √½
-    for a mean; for a gap between two groups (clusters: the smaller group's), each side such a mean, the range × 1
-    (√2 more). What an MDE is planned from before any spread is known."""
-    return (bounds[1] - bounds[0]) * (1.0 if gap else math.sqrt(0.5))
 
 
 def summary(verdicts: Sequence[Verdict] | Sequence[Mapping[str, Any]]) -> str:

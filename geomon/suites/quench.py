@@ -44,14 +44,9 @@ from geomon.jury import parse_label, parse_likert
 from geomon.sources import quench as source
 from geomon.sources.quench import load_items
 from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate
+from geomon.stats.power import minimum_detectable_effect, planned_mde
 from geomon.stats.sampling import nested_sample
-from geomon.stats.uncertainty import (
-    Estimate,
-    Interval,
-    detectable_difference,
-    group_gaps,
-    planned_detectable_difference,
-)
+from geomon.stats.uncertainty import Estimate, Interval, group_gaps
 from geomon.suites.pipeline import (
     SEED,
     CheckOutcome,
@@ -627,9 +622,18 @@ def read_paper_table(path: str | Path) -> pd.DataFrame:
     return out
 
 
+ALPHA, POWER = 0.05, 0.8  # a gap's ``detectable``: the one MDE (``stats.power``), one-sided at α 0.05, 80 % power
+
+
+def detectable(se: float) -> float:
+    """The smallest gap a sample whose gap has standard error ``se`` detects: ``power.minimum_detectable_effect``
+    at ``ALPHA`` and ``POWER`` — the MDE every surface states (one-sided), here at the whole 5 %."""
+    return minimum_detectable_effect(se, ALPHA, POWER)
+
+
 def paper_gaps(paper: pd.DataFrame, indic_entities: int = 80, other_entities: int = 379) -> pd.DataFrame:
     """What the paper's own table can show: Indic − non-Indic entity correctness per model and mode with a
-    normal-approximation 95 % interval and the smallest detectable gap (80 % power). The paper publishes
+    normal-approximation 95 % interval and the smallest detectable gap (``detectable``). The paper publishes
     no per-item scores, so the standard error is the bound for a 0-1 score with that mean, p(1 − p) / n,
     entities as units (the release's 80 / 379) — an approximation, named as such."""
     wide = paper.pivot_table(index=["model", "mode"], columns="subset", values="correct_answer_score")
@@ -637,14 +641,14 @@ def paper_gaps(paper: pd.DataFrame, indic_entities: int = 80, other_entities: in
     se = np.sqrt(p_i * (1 - p_i) / indic_entities + p_n * (1 - p_n) / other_entities)
     out = pd.DataFrame({"indic": p_i, "non_indic": p_n, "gap": p_i - p_n, "se": se})
     out["ci_low"], out["ci_high"] = out["gap"] - 1.959964 * se, out["gap"] + 1.959964 * se
-    out["detectable"] = [detectable_difference(v) for v in se]
+    out["detectable"] = [detectable(v) for v in se]
     return out.reset_index()
 
 
 def indic_gaps(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Indic − non-Indic per model, mode and score, with a bootstrap interval that resamples questions
     within each subset (a question's entities move together), its standard error, the smallest gap this
-    sample could detect (80 % power, α = 0.05) from that SE, and the same before any answer is seen
+    sample could detect (``detectable``) from that SE, and the same before any answer is seen
     (worst-case spread of a 0-1 score, questions as units)."""
     rows = []
     for (model, mode), frame in scores.groupby(["model", "mode"], sort=False):
@@ -669,8 +673,8 @@ def indic_gaps(scores: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd
                     "ci_low": gap.interval.low,
                     "ci_high": gap.interval.high,
                     "se": gap.se,
-                    "detectable": detectable_difference(gap.se) if gap.se > 0 else float("nan"),
-                    "detectable_planned": planned_detectable_difference(n_indic_q, n_other_q)
+                    "detectable": detectable(gap.se) if gap.se > 0 else float("nan"),
+                    "detectable_planned": planned_mde(n_indic_q, n_other_q, alpha=ALPHA, power=POWER)
                     if column in ("correct_answer_score", "exact_match")
                     else float("nan"),
                     "indic_entities": int((have & indic).sum()),

@@ -10,7 +10,7 @@ from geomon.definitions import defs
 from geomon.defs.history import EVALUATIONS_KEY, IMPORT_KEY, imported_models_partitions
 from geomon.defs.monitoring import OPEN_REGRESSIONS_KEY
 from geomon.defs.resources import GeomonResource
-from geomon.monitor import tracking
+from geomon.monitor import views
 from geomon.monitor.history import MetricHistory
 from geomon_tests.conftest import published_gapminder, write_settings
 
@@ -136,7 +136,7 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
             == f"{regressions} open regression{'s' * (regressions > 1)} in 1 model: o3-mini-2025-01-31 ({regressions})"
         )
         rows = board.asset_materialization.metadata["open_regressions"].value.splitlines()
-        assert [c.strip() for c in rows[0].strip("|").split("|")] == [*tracking.OPEN_REGRESSION_COLUMNS, "comparisons"]
+        assert [c.strip() for c in rows[0].strip("|").split("|")] == [*views.OPEN_REGRESSION_COLUMNS, "comparisons"]
         assert len(rows) == 2 + regressions
         assert rows[2].endswith(
             "[table](/assets/history/gapminder_evaluations?view=partitions&partition=o3-mini-2025-01-31) |"

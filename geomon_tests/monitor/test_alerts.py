@@ -118,7 +118,7 @@ def test_what_was_told_reads_as_a_sentence_and_a_table():
 
     from geomon.monitor.announce import told_summary
     from geomon.monitor.history import Evaluation
-    from geomon.monitor.tracking import Tracked
+    from geomon.monitor.release import Tracked
 
     def evaluation(uid: str, model: str, day: int) -> Evaluation:
         return Evaluation(uid, "gapminder", model, "", datetime(2025, 3, day, tzinfo=UTC))

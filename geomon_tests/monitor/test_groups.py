@@ -1,5 +1,5 @@
 """The alarm watches the groups people care about, through each suite's own declarations and the path that
-records, decides and announces (``tracking.track`` with the announcer): a group that gets worse pages by
+records, decides and announces (``release.track`` with the announcer): a group that gets worse pages by
 name; a gap that widens because the best group improved is shown (``disparity widened``) and pages nobody."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geomon.monitor import alerts, announce, tracking
+from geomon.monitor import alerts, announce, release, views
 from geomon.monitor.history import MetricHistory
-from geomon.stats import verdicts
+from geomon.stats import compare, power, verdicts
 from geomon.suites import blend, borderlines, gapminder, quench, saged, worldbench
 from geomon_tests.loopback import Webhook, serve
 
@@ -144,8 +144,8 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
     history = MetricHistory(f"sqlite:///{tmp_path / f'{suite}.sqlite'}")
     settings = verdicts.VerdictSettings(resamples=999)
     common = {"settings": settings, "announcer": announcer}
-    tracking.track(history, suite, "old", [], before, tracked, **common)
-    out = tracking.track(history, suite, "new", [], after, tracked, predecessor="old", **common)
+    release.track(history, suite, "old", [], before, tracked, **common)
+    out = release.track(history, suite, "new", [], after, tracked, predecessor="old", **common)
     return {(v["metric"], v["breakdown"]): v for v in out.verdicts}
 
 
@@ -225,7 +225,7 @@ def test_the_best_group_improving_pages_nobody(tmp_path, told):
     assert state["posts"] == []
     # `geomon history` shows the comparison's note beside the figure (which group moved).
     history = MetricHistory(f"sqlite:///{tmp_path / 'worldbench.sqlite'}")
-    table = tracking.history_table(history, "worldbench", [("region_disparity_mean", "")])
+    table = views.history_table(history, "worldbench", [("region_disparity_mean", "")])
     row = table[table["model"] == "new"].iloc[0]
     assert row["verdict"] == verdicts.WIDENED and "moved most: region=R0" in row["note"] and row["alpha"] > 0
 
@@ -256,8 +256,8 @@ def test_the_stated_mde_is_planned_from_the_baseline_not_read_off_the_result(tmp
     decided = []
     for name, after in (("same", _blend()), ("changed", _blend("PE", 30))):
         history = MetricHistory(f"sqlite:///{tmp_path / f'{name}.sqlite'}")
-        tracking.track(history, "blend", "old", [], _blend(), blend.TRACKED, settings)
-        out = tracking.track(history, "blend", "new", [], after, blend.TRACKED, settings, predecessor="old")
+        release.track(history, "blend", "old", [], _blend(), blend.TRACKED, settings)
+        out = release.track(history, "blend", "new", [], after, blend.TRACKED, settings, predecessor="old")
         decided.append({(v["metric"], v["breakdown"]): v for v in out.verdicts})
     same, changed = decided
     unchanged = same[("sem_b_local", "")]
@@ -351,11 +351,11 @@ def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_
     before, after = _blend(), _blend("PE", 30)
     tests = declared.paired_tests(blend.TRACKED, before, after, resamples=199)
     stored = Evaluation("e", "blend", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=before)
-    planned = {(t.metric, t.breakdown): t for t in tracking._planned(tests, blend.TRACKED, stored)}
+    planned = {(t.metric, t.breakdown): t for t in compare.planned(tests, blend.TRACKED, stored.items)}
     boot = {
         (e.metric, e.breakdown): e
         for m in blend.TRACKED
-        for e in declared.estimates(m, before, resamples=tracking.PLANNING_RESAMPLES, seed=0)
+        for e in declared.estimates(m, before, resamples=compare.PLANNING_RESAMPLES, seed=0)
     }
     overall = boot[("sem_b_local", "")]
     floor = declared.agresti_coull_se(overall.value, overall.clusters, (0, 100))
@@ -364,7 +364,7 @@ def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_
     perfect = before.assign(value=100.0)
     tests = declared.paired_tests(blend.TRACKED, perfect, perfect.copy(), resamples=199)
     stored = Evaluation("e", "blend", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=perfect)
-    flat = {(t.metric, t.breakdown): t for t in tracking._planned(tests, blend.TRACKED, stored)}
+    flat = {(t.metric, t.breakdown): t for t in compare.planned(tests, blend.TRACKED, stored.items)}
     p = 42 / 44
     expected = math.sqrt(2) * 100 * math.sqrt(p * (1 - p) / 44)
     assert flat[("sem_b_local", "country=KE")].planned_se == pytest.approx(expected)
@@ -396,14 +396,14 @@ def test_a_gap_that_closes_from_the_leading_side_is_not_a_gap_widening(tmp_path,
 
 def test_an_unchanged_metric_never_states_an_mde_of_zero(tmp_path):
     """Every country of a region errs alike and nothing changes: the region's bootstrap spread is floating-point
-    noise, which plans no MDE (none stated, never 0 with power 1). Mutation caught: `verdicts._planned_se` taking a
+    noise, which plans no MDE (none stated, never 0 with power 1). Mutation caught: `power.stated_se` taking a
     noise spread as one."""
     rows = [(f"R{r}-{c}", f"R{r}", "high", (0.1 + 0.1 * r) * 11, 11, 11, 11) for r in range(4) for c in range(40)]
     frame = pd.DataFrame(rows, columns=["item", "region", "income_group", "error_sum", "answers", "answered", "asked"])
     history = MetricHistory(f"sqlite:///{tmp_path / 'same.sqlite'}")
     settings = verdicts.VerdictSettings(resamples=199)
-    tracking.track(history, "worldbench", "old", [], frame, worldbench.TRACKED, settings)
-    out = tracking.track(history, "worldbench", "new", [], frame, worldbench.TRACKED, settings, predecessor="old")
+    release.track(history, "worldbench", "old", [], frame, worldbench.TRACKED, settings)
+    out = release.track(history, "worldbench", "new", [], frame, worldbench.TRACKED, settings, predecessor="old")
     decided = {(v["metric"], v["breakdown"]): v for v in out.verdicts}
     region = decided[("mean_error", "region=R1")]
     assert region["verdict"] == verdicts.NO_CHANGE
@@ -420,13 +420,13 @@ def test_only_a_mean_of_bounded_outcomes_has_the_agresti_coull_floor():
         {"item": [f"c{i}" for i in range(160)], "region": "R", "income_group": "high", "error_sum": errors * 11,
          "answers": 11, "answered": 11, "asked": 11}
     )  # fmt: skip
-    spread = tracking.baseline_spreads(worldbench.TRACKED, frame)[("mean_error", "")]
-    assert tracking.planned_se(spread, (0, 1)) == pytest.approx(np.sqrt(2) * spread[0])
+    spread = compare.baseline_spreads(worldbench.TRACKED, frame)[("mean_error", "")]
+    assert power.planned_se(spread, (0, 1)) == pytest.approx(np.sqrt(2) * spread.se)
     right = pd.DataFrame({"item": [f"q{i}" for i in range(40)], "value": 100.0})
     from geomon.stats.declared import Mean, TrackedMetric
 
-    share = tracking.baseline_spreads((TrackedMetric("acc", Mean("value"), bounds=(0, 100)),), right)[("acc", "")]
-    assert share[0] == 0 and tracking.planned_se(share, (0, 100)) > 0
+    share = compare.baseline_spreads((TrackedMetric("acc", Mean("value"), bounds=(0, 100)),), right)[("acc", "")]
+    assert share.se == 0 and power.planned_se(share, (0, 100)) > 0
 
 
 def test_a_gap_near_zero_is_planned_from_its_groups_spread_not_a_folded_one():
@@ -455,8 +455,8 @@ def test_a_gap_near_zero_is_planned_from_its_groups_spread_not_a_folded_one():
 def test_a_gaps_worst_case_is_both_its_groups():
     """With no baseline spread, a gap between two groups is planned at the worst case of both its sides — each
     group's clusters a coin flip at either end of the range, in each evaluation: the range × 1 per cluster, √2
-    more than a mean's range × √½ — in production (``tracking``) and in ``geomon plan``. Mutation caught: the gap
-    planned as a mean (``verdicts.worst_case_spread`` ignoring ``gap``)."""
+    more than a mean's range × √½ — in production (``compare.planned``) and in ``geomon plan``. Mutation caught: the gap
+    planned as a mean (``power.worst_case_spread`` ignoring ``gap``)."""
     import math
 
     from geomon import plan
@@ -467,7 +467,7 @@ def test_a_gaps_worst_case_is_both_its_groups():
         return PairedTest("m", "", 50.0, 50.0, 0.0, 0.5, 1.0, 40, 40, True, 5.0, (0, 100), disparity=disparity)
 
     empty = Evaluation("e", "toy", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=None)
-    gap, mean = tracking._planned([test(True), test(False)], (), empty)
+    gap, mean = compare.planned([test(True), test(False)], (), empty.items)
     assert gap.planned_se == pytest.approx(100 / math.sqrt(40))
     assert mean.planned_se == pytest.approx(100 * math.sqrt(0.5) / math.sqrt(40))
     assert plan.spread(None, "toy", "m", "", (0, 100), gap=True) == (100.0, plan.WORST_CASE)

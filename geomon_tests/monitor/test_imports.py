@@ -135,7 +135,7 @@ def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
 
 
 def test_history_shows_every_evaluation_with_its_verdict(runs, tmp_path):
-    from geomon.monitor.tracking import HISTORY_COLUMNS, history_table
+    from geomon.monitor.views import HISTORY_COLUMNS, history_table
 
     history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
     imports.record_runs(history, runs)

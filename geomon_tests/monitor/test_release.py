@@ -6,6 +6,7 @@ acknowledgements that name the breakdown honoured by every gate."""
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 from pathlib import Path
@@ -14,10 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geomon.monitor import alerts, announce, imports, tracking
+from geomon.monitor import alerts, announce, imports, release, views
 from geomon.monitor.history import MetricHistory
-from geomon.stats import verdicts
+from geomon.stats import compare, verdicts
 from geomon_tests.loopback import Webhook, serve
+from geomon_tests.stats import test_compare as toy
 
 QUESTIONS = 80
 VARIATIONS = 3
@@ -143,7 +145,7 @@ def test_a_late_predecessor_alerts_once_and_a_withdrawn_regression_resolves(tmp_
     _import(history, weaker, "geo-b", PLAN, settings)
     kinds = [(p["body"]["kind"], p["body"]["model"]) for p in state["posts"]]
     assert kinds[1:].count(("resolved", "new")) == 1, kinds
-    assert tracking.failing(history, tracking.stored(history, late.tracked.evaluation).evaluation) == []
+    assert release.failing(history, release.stored(history, late.tracked.evaluation).evaluation) == []
     resolved = history.deliveries([evaluation])
     assert resolved.iloc[-1]["kind"] == "resolved" and resolved.iloc[-1]["outcome"] == "sent"
 
@@ -186,7 +188,7 @@ def test_acknowledgements_name_the_breakdown_and_every_gate_honours_them(tmp_pat
     err = capsys.readouterr().err
     assert "geo-b new: accuracy (country=Peru) regression" in err
     history = MetricHistory(f"sqlite:///{store}")
-    evaluation = tracking.stored(history, _evaluation(history, "new"))
+    evaluation = release.stored(history, _evaluation(history, "new"))
     regressions = {(r["metric"], r["breakdown"]) for r in evaluation.regressions}
     assert ("accuracy", "country=Peru") in regressions
     eid = evaluation.evaluation.evaluation_id
@@ -202,11 +204,11 @@ def test_acknowledgements_name_the_breakdown_and_every_gate_honours_them(tmp_pat
     # The overall figure acknowledged: Peru's own regression still fails the gates.
     assert main(["alerts", "ack", eid, "--metric", "accuracy", "--by", "a"]) == 0
     assert ("accuracy", "country=Peru") in {
-        (r["metric"], r["breakdown"]) for r in tracking.failing(history, evaluation.evaluation)
+        (r["metric"], r["breakdown"]) for r in release.failing(history, evaluation.evaluation)
     }
     for metric, breakdown in regressions:
         main(["alerts", "ack", eid, "--metric", metric, "--breakdown", breakdown, "--by", "on-call"])
-    assert tracking.failing(history, evaluation.evaluation) == []
+    assert release.failing(history, evaluation.evaluation) == []
     assert main([*args, str(new), "--fail-on", "regression"]) == 0  # the same release again: acknowledged
 
 
@@ -298,15 +300,15 @@ def test_a_changed_baseline_pages_at_the_reserve_and_a_third_look_has_no_alpha(t
     assert not first.tracked.regressions and state["posts"] == []
     strong = _items(tmp_path / "old2.csv", "old", "2026-11-22", _outcomes(3, 0.9))
     _import(history, strong, "geo-b", PLAN, settings)
-    now = tracking.stored(history, first.tracked.evaluation)
+    now = release.stored(history, first.tracked.evaluation)
     assert [v["alpha"] for v in now.verdicts] == pytest.approx([0.05 / 3 * 0.2] * len(now.verdicts))
     assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in now.regressions}
     assert "at the scope's reserve" in now.regressions[0]["note"]
     assert [p["body"]["model"] for p in state["posts"] if p["body"]["kind"] == "regression"] == ["new"]
-    assert tracking.failing(history, now.evaluation)
+    assert release.failing(history, now.evaluation)
     stronger = _items(tmp_path / "old3.csv", "old", "2026-11-23", _outcomes(4, 0.9))
     _import(history, stronger, "geo-b", PLAN, settings)
-    now = tracking.stored(history, first.tracked.evaluation)
+    now = release.stored(history, first.tracked.evaluation)
     rebased = [v for v in now.verdicts if v["verdict"] == verdicts.REBASED]
     assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in rebased}
     assert {v["alpha"] for v in now.verdicts} == {0.0} and "no α left" in rebased[0]["note"]
@@ -456,22 +458,22 @@ def test_a_re_import_never_turns_the_gate_green_and_an_ack_of_every_breakdown_do
     first = history.evaluations(model="new").iloc[0]["evaluation_id"]
     assert "accuracy (country=Peru) regression -55.8 against predecessor old" in captured.err
     assert f"geomon alerts ack {first}" in captured.err
-    assert ("geo-b", "new") in {(s, m) for s, m, _ in tracking.open_regressions(history, imported_only=True)}
+    assert ("geo-b", "new") in {(s, m) for s, m, _ in views.open_regressions(history, imported_only=True)}
     latest = history.evaluations(model="new").iloc[-1]["evaluation_id"]
     ack = ["--config", args[1], "alerts", "ack", latest, "--breakdown", "*", "--by", "a"]
     assert main([*ack, "--metric", "accuracy"]) == 0
     acks = history.acknowledgements()
     assert set(acks["evaluation_id"]) == {first, latest} and set(acks["breakdown"]) == {"*"}
-    still_open = {r[2]["metric"] for r in tracking.open_regressions(history, imported_only=True)}
+    still_open = {r[2]["metric"] for r in views.open_regressions(history, imported_only=True)}
     assert still_open == {"accuracy_itt"}  # not acknowledged yet
     assert main([*ack, "--metric", "accuracy_itt"]) == 0
-    assert tracking.open_regressions(history, imported_only=True) == []
+    assert views.open_regressions(history, imported_only=True) == []
     later = _items(tmp_path / "b3.csv", "new", "2026-11-27", outcomes, "old")
     assert main([*args, "--suite", "geo-b", str(later)]) == 0
 
 
 def test_track_takes_the_suites_lock(tmp_path):
-    """``tracking.track`` records and decides under the suite's lock: while another holder has it (the lock file
+    """``release.track`` records and decides under the suite's lock: while another holder has it (the lock file
     beside the SQLite database, as another process would), an import of that suite waits, and goes on when it is
     let go. Mutation caught: ``track`` not taking the lock."""
     history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
@@ -564,3 +566,24 @@ def test_a_releases_slots_are_taken_under_its_own_lock(postgres_url, tmp_path):
     for thread in threads:
         thread.join(30)
     assert done.is_set() and list(history.release_looks("new vs old")["look"]) == [verdicts.FIRST]
+
+
+def test_what_the_history_stores_is_what_compare_returns(tmp_path):
+    """``release`` reads the baseline, spends the look and stores ``compare``'s verdicts as they are."""
+    settings = verdicts.VerdictSettings(resamples=199)
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
+    release.track(history, "toy", "old", [], toy._items(0), (toy.ACC,), settings, plan=plan)
+    out = release.track(history, "toy", "new", [], toy._items(20), (toy.ACC,), settings, plan=plan, predecessor="old")
+    (old,) = history.evaluations_of("toy", "", model="old")
+    _, decided = compare.compare((toy.ACC,), old.items, out.evaluation.items, plan.look("toy"), settings)
+
+    def number(x: float | None) -> float:
+        return math.nan if x is None else float(x)
+
+    stored = {(r["metric"], r["breakdown"]): (r["verdict"], number(r["p_adjusted"]), r["mde"]) for r in out.verdicts}
+    assert stored.keys() == {(v.metric, v.breakdown) for v in decided}
+    for v in decided:
+        verdict, p_adjusted, mde = stored[(v.metric, v.breakdown)]
+        assert verdict == v.verdict and mde == v.mde
+        assert p_adjusted == number(v.p_adjusted) or (math.isnan(p_adjusted) and math.isnan(number(v.p_adjusted)))

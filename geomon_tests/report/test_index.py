@@ -4,7 +4,7 @@ import re
 
 import pandas as pd
 
-from geomon.monitor.tracking import OPEN_REGRESSION_COLUMNS
+from geomon.monitor.views import OPEN_REGRESSION_COLUMNS
 from geomon.report.index import write_index
 from geomon.suites.registry import suites, titles
 

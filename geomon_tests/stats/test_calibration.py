@@ -1,5 +1,5 @@
 """The fast fixed-seed tier of bench/alert_calibration.py: null releases recorded through the production path
-(``tracking.track`` for the registered suites; per-item CSV files through ``imports.item_runs`` and
+(``release.track`` for the registered suites; per-item CSV files through ``imports.item_runs`` and
 ``imports.record_runs`` for imported ones), each suite decided at its share of the release's α, the
 announcer posting to a loopback webhook: what the webhook receives is what is counted. A release's
 false-alarm promise is α = 0.05 (each suite spends α/8 of it): the count over a few dozen null releases
@@ -44,7 +44,7 @@ FAST_SIZES = {"worldbench": 40, "borderlines": 60, "gapminder": 40, "quench": 40
 
 def test_registered_null_releases_rarely_alarm():
     """The suites whose comparisons are testable at the fast sizes (the others' samples are insufficient and
-    never page), recorded with tracking.track in shuffled order across midnight."""
+    never page), recorded with release.track in shuffled order across midnight."""
     bench = _bench()
     job = {
         "kind": "registered",
@@ -172,7 +172,7 @@ def test_claimed_power_reads_the_stated_mde(capsys):
     bench = _bench()
     level = 0.05 / 8 / 20
     se = bench.stated_se(4.0, level)
-    assert bench.verdicts.power_at(4.0, se, level) == pytest.approx(0.8, abs=1e-6)
+    assert bench.power.power_at(4.0, se, level) == pytest.approx(0.8, abs=1e-6)
     assert np.isnan(bench.stated_se(float("nan"), level))
     target = {"se": se / 2, "planned_se": se, "level": level, "family_size": 20, "alpha": 0.05 / 8, "mde": 4.0}
     target |= {"min_effect": 1.0}  # below the MDE: the chance of a page at the MDE is its power
@@ -188,4 +188,4 @@ def test_claimed_power_reads_the_stated_mde(capsys):
     rows = [row | {"target": target | {"min_effect": 4.0, "change": -4.0, "power": 0.8}}] * 20
     bench.report_planted("planted", "s", "m", rows, -4.0, 0.0)
     assert "claimed by the stated MDE 0.50" in capsys.readouterr().out
-    assert bench.verdicts.page_chance(4.0, se, level, 4.0) == pytest.approx(bench.verdicts.page_probability(0.8))
+    assert bench.power.page_chance(4.0, se, level, 4.0) == pytest.approx(bench.power.page_probability(0.8))

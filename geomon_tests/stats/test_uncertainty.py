@@ -1,4 +1,4 @@
-"""The one uncertainty module: group gaps in every design, scipy's BCa where it fits, detectable sizes.
+"""The one uncertainty module: group gaps in every design, scipy's BCa where it fits.
 
 Reference values come from outside geomon's resampler: scipy.stats.bootstrap on the same data (percentile
 intervals agree within Monte Carlo error) and normal theory for large samples.
@@ -13,12 +13,10 @@ import pytest
 from scipy import stats
 
 from geomon.stats.uncertainty import (
-    detectable_difference,
     gaps_from_draws,
     group_gaps,
     mean_difference,
     mean_interval,
-    planned_detectable_difference,
     resample_within_groups,
 )
 
@@ -144,10 +142,3 @@ def test_scipy_bca_for_one_and_two_independent_samples():
     point, ci = mean_difference(RNG.normal(1, 1, 200), RNG.normal(0, 1, 200), resamples=4000)
     assert ci.low < point < ci.high and ci.low > 0.5 and ci.high < 1.5
     assert "one item" in mean_difference([1.0], [1.0, 2.0])[1].note
-
-
-def test_detectable_sizes():
-    assert detectable_difference(0.1) == pytest.approx((1.959964 + 0.841621) * 0.1, rel=1e-5)
-    # QUENCH's full release, questions as units, worst-case 0-1 spread: 70 Indic vs 330 other questions.
-    assert planned_detectable_difference(70, 330) == pytest.approx(2.8016 * 0.5 * math.sqrt(1 / 70 + 1 / 330), rel=1e-4)
-    assert math.isnan(planned_detectable_difference(0, 10))

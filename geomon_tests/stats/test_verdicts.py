@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geomon.stats import sufficiency, verdicts
+from geomon.stats import power, sufficiency, verdicts
 from geomon.stats.declared import (
     DeclarationError,
     Difference,
@@ -164,14 +164,14 @@ def test_holm_matches_its_definition():
 def test_the_minimum_detectable_effect_is_one_sided_at_the_first_holm_level():
     """Mutation caught: the MDE at the release's α, at the suite's share without Holm's first step, or
     two-sided."""
-    mde = verdicts.minimum_detectable_effect(2.0, 0.05, 0.8)
+    mde = power.minimum_detectable_effect(2.0, 0.05, 0.8)
     assert mde == pytest.approx((1.644854 + 0.841621) * 2.0, rel=1e-5)
-    assert verdicts.power_at(mde, 2.0, 0.05) == pytest.approx(0.8, abs=1e-3)
+    assert power.power_at(mde, 2.0, 0.05) == pytest.approx(0.8, abs=1e-3)
     decided = decide([_test(0.5, 0.0, se=2.0)] * 4, VerdictSettings(), alpha=0.0125)
     first_level = 0.0125 / 4
     z = NormalDist().inv_cdf(1 - first_level) + NormalDist().inv_cdf(0.8)
     assert decided[0].mde == pytest.approx(z * 2.0, rel=1e-9)
-    assert decided[0].power == pytest.approx(verdicts.power_at(1.0, 2.0, first_level), rel=1e-9)
+    assert decided[0].power == pytest.approx(power.power_at(1.0, 2.0, first_level), rel=1e-9)
 
 
 def test_the_release_plan_shares_alpha_among_its_suites():
@@ -278,7 +278,7 @@ def test_a_page_from_an_underpowered_comparison_says_so():
     assert weak.note.startswith(f"{verdicts.UNDERPOWERED_PAGE} ({weak.power:.0%} power at the minimum effect)")
     (strong,) = decide([_test(0.001, -5, se=0.1)], settings)
     assert strong.verdict == verdicts.REGRESSION and strong.power > 0.99 and not strong.note
-    assert verdicts.page_probability(strong.power) == 0.5 and verdicts.page_probability(0.3) == 0.3
+    assert power.page_probability(strong.power) == 0.5 and power.page_probability(0.3) == 0.3
 
 
 def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
@@ -327,8 +327,8 @@ def test_comparisons_their_baseline_calls_undecidable_weigh_less_in_holm():
     hopeless = [_planned(_test(0.5, 0.1, min_effect=1.0, se=1.0), planned_se=2.0)] * 9
     decided = decide([decidable, *hopeless], settings)
     assert decided[0].verdict == verdicts.REGRESSION and decided[0].power >= 0.8 and not decided[0].note
-    assert decided[0].mde == pytest.approx(verdicts.minimum_detectable_effect(0.2, 0.05 / 3.25, 0.8))
-    assert decided[1].mde == pytest.approx(verdicts.minimum_detectable_effect(2.0, 0.05 * 0.25 / 3.25, 0.8))
+    assert decided[0].mde == pytest.approx(power.minimum_detectable_effect(0.2, 0.05 / 3.25, 0.8))
+    assert decided[1].mde == pytest.approx(power.minimum_detectable_effect(2.0, 0.05 * 0.25 / 3.25, 0.8))
     assert all(v.note.startswith("not decidable at this profile") for v in decided[1:])
     unweighted = decide([decidable, *hopeless], VerdictSettings(undecidable_weight=1.0))
     assert unweighted[0].verdict != verdicts.REGRESSION and unweighted[0].p_adjusted == pytest.approx(0.12)
@@ -336,18 +336,3 @@ def test_comparisons_their_baseline_calls_undecidable_weigh_less_in_holm():
     large = _planned(_test(0.001, -20, min_effect=1.0, se=1.0), planned_se=2.0)
     decided = decide([decidable, large, *hopeless[1:]], settings)
     assert decided[1].verdict == verdicts.REGRESSION and decided[1].note.startswith(verdicts.UNDERPOWERED_PAGE)
-
-
-def test_the_decidable_set_is_the_largest_that_decides_at_the_level_it_gets():
-    """``paging_weights``: the strongest comparisons keep weight 1 as long as every one of them decides at α over
-    the family's total weight; a comparison that would decide alone but not beside the others does not pull the
-    stronger ones below their power; unknown spreads keep weight 1."""
-    z = verdicts.minimum_detectable_effect(1.0, 0.05 / 2.25, 0.8)  # the ratio deciding at α/2.25
-    weights = verdicts.paging_weights([z + 0.01, z + 0.01, 0.5], 0.05, 0.8, 0.25)
-    assert list(weights) == [1.0, 1.0, 0.25]  # total 2.25: each decidable one at α/2.25
-    assert list(verdicts.paging_weights([z + 0.01, z - 0.01, 0.5], 0.05, 0.8, 0.25)) == [1.0, 0.25, 0.25]
-    # Beside one comparison of unknown spread (weight 1) and two hopeless ones: total 2.5 with the strongest.
-    alone = verdicts.minimum_detectable_effect(1.0, 0.05 / 2.5, 0.8)
-    weights = verdicts.paging_weights([alone + 0.01, alone - 0.3, 0.5, float("nan")], 0.05, 0.8, 0.25)
-    assert list(weights) == [1.0, 0.25, 0.25, 1.0]
-    assert list(verdicts.paging_weights([0.1, 0.2], 0.05, 0.8, 0.25)) == [0.25, 0.25]

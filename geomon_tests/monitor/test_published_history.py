@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from geomon.monitor import imports, tracking
+from geomon.monitor import imports, release, views
 from geomon.monitor.history import MetricHistory
 from geomon.sources import gapminder as source
 from geomon.stats import verdicts
@@ -21,7 +21,7 @@ def runs() -> list[imports.ImportedRun]:
 
 
 def _table(history: MetricHistory) -> pd.DataFrame:
-    table = tracking.history_table(history, "gapminder", [("correct_rate", ""), ("very_wrong_rate", "")])
+    table = views.history_table(history, "gapminder", [("correct_rate", ""), ("very_wrong_rate", "")])
     return table.drop(columns=["evaluation_id"]).sort_values(["model", "metric"]).reset_index(drop=True)
 
 
@@ -96,14 +96,14 @@ def test_a_regression_stays_failed_until_acknowledged(runs, tmp_path):
     pair = [r for r in runs if r.model in ("deepseek-reasoner", "deepseek-chat")]
     recorded = {r.run.model: r for r in imports.record_runs(history, pair)}
     chat = recorded["deepseek-chat"].tracked.evaluation
-    failing = [(r["metric"], r["breakdown"]) for r in tracking.failing(history, chat)]
+    failing = [(r["metric"], r["breakdown"]) for r in release.failing(history, chat)]
     assert ("correct_rate", "") in failing and {m for m, _ in failing} == {"correct_rate"}
     # Recording the same evaluation again (a re-run) reuses it and keeps its verdicts: still failing.
     again = imports.record_runs(history, pair)[1].tracked
     assert again.evaluation.reused
-    assert [(r["metric"], r["breakdown"]) for r in tracking.failing(history, again.evaluation)] == failing
+    assert [(r["metric"], r["breakdown"]) for r in release.failing(history, again.evaluation)] == failing
     history.acknowledge(chat.evaluation_id, "on-call", note="known: chat is the cheaper model")
-    assert tracking.failing(history, chat) == []
+    assert release.failing(history, chat) == []
     acks = history.acknowledgements([chat.evaluation_id])
     assert acks.iloc[0]["acknowledged_by"] == "on-call" and acks.iloc[0]["note"].startswith("known")
     with pytest.raises(KeyError, match="no evaluation 'nope'"):
@@ -141,12 +141,12 @@ def test_a_changed_scorer_starts_a_new_series_never_compared(tmp_path):
     parts = {"data": "capitals.csv", "prompt": "The capital of {country}?", "scorer": "normalised", "code": "v1"}
     before, after = series_scope("toy|40", parts), series_scope("toy|40", {**parts, "scorer": "exact"})
 
-    def evaluate(scope: str, right: int, day: str) -> tracking.Tracked:
+    def evaluate(scope: str, right: int, day: str) -> release.Tracked:
         items = pd.DataFrame({"item": [f"q{i:02d}" for i in range(40)], "region": ["Asia", "Europe"] * 20}).assign(
             value=[100.0 if i < right else 0.0 for i in range(40)]
         )
         when = pd.Timestamp(day, tz="UTC").to_pydatetime()
-        return tracking.track(history, "toy", "m", [], items, tracked, verdicts.VerdictSettings(), scope=scope,
+        return release.track(history, "toy", "m", [], items, tracked, verdicts.VerdictSettings(), scope=scope,
                               evaluated_at=when)  # fmt: skip
 
     evaluate(before, 36, "2026-11-01")
@@ -155,7 +155,7 @@ def test_a_changed_scorer_starts_a_new_series_never_compared(tmp_path):
     again = evaluate(after, 16, "2026-11-15")
     overall = next(v for v in again.verdicts if v["metric"] == "accuracy" and not v["breakdown"])
     assert again.against == "previous run" and overall["verdict"] == verdicts.NO_CHANGE
-    table = tracking.history_table(history, "toy", [("accuracy", "")])
+    table = views.history_table(history, "toy", [("accuracy", "")])
     notes = dict(zip(table["evaluated_at"], table["note"], strict=True))
     assert notes["2026-11-08"] == "new series: scorer changed" and "new series" not in notes["2026-11-15"]
     catalog = [("toy", "accuracy", "", "Toy: accuracy", (0.0, 100.0))]
@@ -164,137 +164,6 @@ def test_a_changed_scorer_starts_a_new_series_never_compared(tmp_path):
     assert list(saved["new_series"]) == ["", "new series: scorer changed", ""]
     text = page.read_text()
     assert "m · series 1" in text and "m · series 2" in text and "new series: scorer changed" in text
-
-
-def test_a_verdict_reads_in_the_metric_units_worst_first():
-    """What the no_regression check and the import's catalog entries show: percentage points for a percentage,
-    the metric's own units otherwise, a 95 % interval of ± 1.96 standard errors, p values rounded (tiny ones as
-    < 0.001), the MDE in the same units, "—" where a figure is undefined, and each verdict's note (a comparison not
-    decidable at the run's profile says so)."""
-    rows = [
-        {
-            "metric": "correct_rate",
-            "breakdown": "topic=other",
-            "against": "predecessor o1",
-            "change": 1.0,
-            "se": 1.0,
-            "p_value": 0.2,
-            "p_adjusted": 0.4,
-            "mde": 3.0,
-            "power": 0.5,
-            "verdict": verdicts.NO_CHANGE,
-            "note": "not decidable at this profile: MDE 3 > min effect 1 (`geomon plan --detect`)",
-        },
-        {
-            "metric": "correct_rate",
-            "breakdown": "",
-            "against": "predecessor o1",
-            "change": -17.19,
-            "se": 2.0,
-            "p_value": 0.00001,
-            "p_adjusted": 0.0004,
-            "mde": 5.123,
-            "power": 0.912,
-            "verdict": verdicts.REGRESSION,
-        },
-        {
-            "metric": "mean_error",
-            "breakdown": "",
-            "against": "previous run",
-            "change": float("nan"),
-            "se": None,
-            "p_value": None,
-            "p_adjusted": None,
-            "mde": 0.0123,
-            "verdict": verdicts.UNDEFINED,
-        },
-    ]
-    table = tracking.verdict_table(rows, {"correct_rate": (0, 100), "mean_error": None})
-    assert table.to_dict("records") == [
-        {
-            "metric": "correct_rate",
-            "baseline": "o1 (predecessor)",
-            "change": "−17.2 pts",
-            "95 % interval": "[−21.1, −13.3] pts",
-            "p": "< 0.001",
-            "adjusted p": "< 0.001",
-            "MDE": "5.12 pts",
-            tracking.POWER: "91%",
-            "verdict": "regression",
-            "note": "",
-        },
-        {
-            "metric": "correct_rate (topic=other)",
-            "baseline": "o1 (predecessor)",
-            "change": "+1 pts",
-            "95 % interval": "[−0.96, 2.96] pts",
-            "p": "0.2",
-            "adjusted p": "0.4",
-            "MDE": "3 pts",
-            tracking.POWER: "50%",
-            "verdict": "no detectable change",
-            "note": "not decidable at this profile: MDE 3 > min effect 1 (`geomon plan --detect`)",
-        },
-        {
-            "metric": "mean_error",
-            "baseline": "previous run",
-            "change": "—",
-            "95 % interval": "—",
-            "p": "—",
-            "adjusted p": "—",
-            "MDE": "0.0123",
-            tracking.POWER: "—",
-            "verdict": "undefined",
-            "note": "",
-        },
-    ]
-    assert tracking.verdict_phrase("o3-mini", rows[1], (0, 100)) == (
-        "o3-mini vs o1: correct_rate −17.2 pts (p < 0.001, adjusted < 0.001), regression"
-    )
-
-
-def test_geomon_items_says_why_a_suite_has_no_items(tmp_path):
-    """A built-in suite's evaluation keeps no items as scored: `geomon items` says so, and where its answers are,
-    instead of claiming the evaluated model has none."""
-    from geomon.suites import quench
-
-    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
-    items = pd.DataFrame(
-        {
-            "item": [f"e{i}|normal" for i in range(4)],
-            "question_id": ["1", "2", "3", "4"],
-            "mode": "normal",
-            "correct": [1.0, 0.0, 1.0, 1.0],
-            "answered": 1.0,
-            "indic": [True, False, True, False],
-            "questions": ["Indic", "non-Indic", "Indic", "non-Indic"],
-        }
-    )
-    tracking.track(history, "quench", "m", [], items, quench.TRACKED, verdicts.VerdictSettings(resamples=99))
-    with pytest.raises(tracking.TrackingError, match=r"keep no items as scored.*per-model CSVs"):
-        tracking.item_rows(history, "quench", "m")
-    with pytest.raises(tracking.TrackingError, match=r"no evaluation of n \(models evaluated: m\)"):
-        tracking.item_rows(history, "quench", "n")
-
-
-def test_the_blind_line_names_comparisons_too_small_to_test_and_too_weak_to_decide():
-    """A leaderboard's "blind" line names both kinds of comparison whose "no detectable change" is not "no
-    regression": too few clusters to be tested at all (a small group), and an MDE above the minimum effect.
-    Mutation caught: the line naming only the profile-blind ones (the small groups were left out)."""
-    from geomon.stats import sufficiency
-
-    rows = [
-        {"metric": "acc", "breakdown": "", "note": f"{sufficiency.PROFILE_PREFIX}MDE 12 > min effect 5"},
-        {"metric": "acc", "breakdown": "country=Kenya", "note": f"{sufficiency.SAMPLE_PREFIX} (8 clusters < 30)"},
-        {"metric": "acc", "breakdown": "country=Peru", "note": ""},
-    ]
-    line = tracking.profile_blind(rows)
-    assert (
-        line.startswith("not decidable at this profile (power below the stated power at the minimum effect")
-        and ": acc;" in line
-    )
-    assert "not decidable at this sample (fewer than 30 clusters, or a value" in line and "acc (country=Kenya)" in line
-    assert "Peru" not in line and tracking.profile_blind(rows[2:]) == ""
 
 
 def test_imported_comparisons_note_what_applies_to_them(forward):
@@ -306,14 +175,3 @@ def test_imported_comparisons_note_what_applies_to_them(forward):
     assert notes.str.startswith(sufficiency.PUBLISHED_PREFIX).any()
     assert not notes.str.contains(sufficiency.PROFILE_PREFIX.strip(": ")).any()
     assert not notes.str.contains("geomon plan").any()
-
-
-def test_a_page_from_an_underpowered_comparison_says_so_in_the_power_column():
-    """Where the open regressions are listed (the check's table, ``monitor/open_regressions``, the reports), the
-    power of a page from a test below the stated power reads "6 % (underpowered)"; a well-powered page's does not.
-    Mutation caught: the flag dropped from ``verdict_table``."""
-    row = {"metric": "acc", "breakdown": "", "against": "predecessor a", "change": -20.0, "se": 2.0, "p_value": 1e-4,
-           "p_adjusted": 1e-3, "mde": 30.0, "power": 0.06, "verdict": verdicts.REGRESSION,
-           "note": f"{verdicts.UNDERPOWERED_PAGE} (6% power at the minimum effect)"}  # fmt: skip
-    weak, strong = tracking.verdict_table([row, {**row, "power": 0.95, "note": ""}], {}).to_dict("records")
-    assert weak[tracking.POWER] == "6% (underpowered)" and strong[tracking.POWER] == "95%"

@@ -1,0 +1,149 @@
+"""One comparison of a suite's evaluation with its baseline, as a pure function: pair, plan, decide.
+
+``compare`` takes the suite's tracked metrics, the baseline's and the new evaluation's per-item rows, the α of
+this look and the verdict settings, and returns every comparison's paired test and verdict: the two evaluations
+paired once (``paired``: each tracked metric's sign-flip test over the clusters they share, as precise as the
+Holm levels it may be tested at need), each comparison's standard error planned from the baseline's items before
+the new data (``planned``: what its MDE and power are stated at, and what weighs it in Holm), and the suite's
+comparisons decided together (``verdicts.decide``). No I/O and no history: which baseline, which α (the release's
+plan and looks) and what is stored are ``monitor.release``'s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import NamedTuple
+
+import pandas as pd
+
+from geomon.stats import declared, power, sufficiency, verdicts
+from geomon.stats.declared import PairedTest, TrackedMetric
+from geomon.stats.verdicts import Verdict, VerdictSettings
+
+# The baseline's bootstrap for the planned MDE: a standard error, not an interval's tails, needs few resamples.
+PLANNING_RESAMPLES = 200
+
+
+class PairingError(ValueError):
+    """Two evaluations that cannot be paired as declared (the message names the metric and field)."""
+
+
+class Compared(NamedTuple):
+    """A comparison's paired tests (as planned: what is stored beside the verdicts) and their verdicts, in order."""
+
+    tests: list[PairedTest]
+    verdicts: list[Verdict]
+
+
+def compare(
+    tracked: Sequence[TrackedMetric],
+    before_items: pd.DataFrame | None,
+    after_items: pd.DataFrame,
+    alpha: float,
+    settings: VerdictSettings,
+    *,
+    profiled: bool = True,
+    min_sample: int = sufficiency.MIN_SAMPLE,
+) -> Compared:
+    """Every tracked comparison of ``after_items`` with ``before_items`` (the baseline's; None: it kept none, and
+    every metric is undefined), decided together at ``alpha`` (``verdicts.decide``; ``profiled``: the sample was
+    a geomon run profile's). ``tracked`` carries the minimum effects in force (``declared.with_min_effects``)."""
+    tests = planned(paired(tracked, before_items, after_items, settings, alpha), tracked, before_items)
+    return Compared(tests, verdicts.decide(tests, settings, alpha, min_sample=min_sample, profiled=profiled))
+
+
+def paired(
+    tracked: Sequence[TrackedMetric],
+    before_items: pd.DataFrame | None,
+    after_items: pd.DataFrame,
+    settings: VerdictSettings,
+    alpha: float,
+) -> list[PairedTest]:
+    """The paired tests of every tracked metric (the two evaluations paired once); a metric whose columns the
+    earlier evaluation lacks (recorded by an older geomon) is undefined, saying which. A p-value near one of the
+    Holm levels a family at ``alpha`` may test it at is computed again with more flips (``declared.Precision``)."""
+    old = before_items if before_items is not None else pd.DataFrame(columns=["item"])
+    testable, out = [], []
+    for metric in tracked:
+        missing = sorted(metric.columns() - set(old.columns))
+        if not missing:
+            testable.append(metric)
+            continue
+        note = f"undefined: the earlier evaluation has no {', '.join(missing)}"
+        nan = float("nan")
+        out.append(
+            PairedTest(
+                metric.name,
+                metric.breakdown,
+                nan,
+                nan,
+                nan,
+                None,
+                nan,
+                0,
+                0,
+                metric.higher_is_worse,
+                metric.min_effect,
+                metric.bounds,
+                note,
+            )
+        )
+    comparisons = sum(len(m.parts(after_items)) for m in testable)
+    precision = declared.Precision(
+        settings.exact_up_to,
+        power.holm_levels(alpha, comparisons, settings.undecidable_weight),
+        settings.max_resamples,
+        sufficiency.MIN_SAMPLE,
+    )
+    try:
+        return (
+            declared.paired_tests(testable, old, after_items, resamples=settings.resamples, precision=precision) + out
+        )
+    except declared.DeclarationError as exc:
+        raise PairingError(str(exc)) from None
+
+
+def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], power.Spread]:
+    """Each comparison's cluster-bootstrap standard error, value and clusters in one evaluation's items: what its
+    planned standard error rests on (``power.planned_se``). A standard error below a millionth of the metric's range
+    (or of its value) is rounding, not spread (a baseline whose clusters all agree): 0."""
+    out = {}
+    for metric in tracked:
+        if metric.columns() <= set(items.columns):
+            for e in declared.estimates(metric, items, resamples=PLANNING_RESAMPLES, seed=0):
+                group = e.breakdown != metric.breakdown
+                ranged = group and isinstance(metric.statistic, declared.Range)
+                part = metric.statistic.of if ranged else metric.statistic  # a group of a range: one of its means
+                bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
+                se = 0.0 if math.isfinite(e.se) and e.se < power.rounding_noise(bounds, e.value) else e.se
+                out[(e.metric, e.breakdown)] = power.Spread(se, e.value, e.clusters, isinstance(part, declared.Mean))
+    return out
+
+
+def planned(
+    tests: list[PairedTest], tracked: Sequence[TrackedMetric], before_items: pd.DataFrame | None
+) -> list[PairedTest]:
+    """Each comparison's standard error for its MDE and power, planned before the new data (``power.planned_se``):
+    the baseline's cluster-bootstrap standard error × √2 (two evaluations of that sample, as if independent: the
+    paired test is at least as precise when the two agree item by item), for a bounded metric never below the
+    Agresti–Coull standard error of its value over its clusters (a baseline at 100 % has a bootstrap SE of 0, not
+    a certainty); where there is neither, the worst case of a bounded metric (``power.worst_case_spread``: a
+    coin flip per cluster, on each side of a gap). The p-value's sign-flip null is the new data's: an MDE read
+    from it would say what the result already shows (0 for an unchanged metric, about its own size for a changed
+    one). ``se`` stays the null's: the paired change's standard error, which its interval is shown with."""
+    spread = baseline_spreads(tracked, before_items) if before_items is not None else {}
+    out = []
+    for t in tests:
+        if t.p_value is not None:
+            se = power.planned_se(spread.get((t.metric, t.breakdown), power.UNKNOWN), t.bounds)
+            why = ""
+            if not se > 0 and t.bounds is not None and t.clusters:
+                se = power.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)
+                why = "MDE planned from the worst case of the metric's range: the baseline has no spread to plan from"
+            elif not se > 0:
+                why = "MDE unknown: the baseline does not vary and the metric has no bounds"
+            t = replace(t, planned_se=se if se > 0 else math.nan, note=t.note or why)
+        out.append(t)
+    return out

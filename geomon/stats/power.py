@@ -1,0 +1,181 @@
+"""What a test can see, before and after the data: the one minimum detectable effect and everything it rests on.
+
+Every surface that states what a comparison could detect reads it here: the verdicts (``stats.verdicts``: a
+comparison's MDE and power at its first Holm level), the plan (``geomon plan``: the MDE at a profile's sample and
+the clusters a change needs), the calibration bench (the chance a true worsening pages) and QUENCH's report (the
+smallest gap a sample could detect). The MDE is one-sided — a regression alert claims a worsening — at a level
+and a power: (z(1 − α) + z(power)) × the change's standard error (the normal approximation to the sign-flip null).
+
+The standard error it is stated at is *planned* before the new data: from the baseline's spread (``planned_se``),
+else the worst case a bounded metric's range allows (``worst_case_spread``); a spread at rounding noise is none
+(``rounding_noise``). The level is the comparison's first in its suite's weighted Holm family (``first_level``),
+its weight fixed from the baseline (``paging_weights``); ``holm_levels`` lists every level a step may test at.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+from typing import NamedTuple
+
+import numpy as np
+
+from geomon.stats.declared import PairedTest, agresti_coull_se
+
+_NORMAL = NormalDist()  # the standard normal (the stdlib's: scipy's costs a millisecond a call)
+
+
+def minimum_detectable_effect(se: float, alpha: float, power: float) -> float:
+    """The smallest worsening a one-sided test at ``alpha`` detects with probability ``power``, for a change
+    whose standard error is ``se`` (the normal approximation to the sign-flip null)."""
+    if not math.isfinite(se) or not 0 < alpha < 1:
+        return math.nan
+    return float((_NORMAL.inv_cdf(1 - alpha) + _NORMAL.inv_cdf(power)) * se)
+
+
+def power_at(effect: float, se: float, alpha: float) -> float:
+    """The probability that a one-sided test at ``alpha`` detects a worsening of ``effect`` (``se`` as above):
+    what the stated minimum detectable effect claims, for the calibration bench to check."""
+    if not (math.isfinite(se) and se > 0 and 0 < alpha < 1):
+        return math.nan
+    return float(1 - _NORMAL.cdf(_NORMAL.inv_cdf(1 - alpha) - abs(effect) / se))
+
+
+def page_chance(effect: float, se: float, alpha: float, min_effect: float) -> float:
+    """The probability that a true worsening of ``effect`` pages: found significant at ``alpha`` *and* estimated at
+    least ``min_effect`` — what a regression alert requires. At ``effect`` = ``min_effect`` it is
+    ``page_probability``'s min(power, ½); far beyond the minimum effect, ``power_at``."""
+    if not (math.isfinite(se) and se > 0 and 0 < alpha < 1):
+        return math.nan
+    threshold = max(_NORMAL.inv_cdf(1 - alpha) * se, abs(min_effect))
+    return float(1 - _NORMAL.cdf((threshold - abs(effect)) / se))
+
+
+def page_probability(power: float) -> float:
+    """The chance that a true worsening of exactly the minimum effect pages: found significant (``power``) *and*
+    estimated at least the minimum effect (half the time at most, the estimate centred on it)."""
+    return min(power, 0.5) if math.isfinite(power) else math.nan
+
+
+def clusters_to_detect(sd: float | None, change: float, alpha: float, power: float) -> int | None:
+    """The clusters a comparison whose change spreads ``sd`` per cluster needs for its MDE at ``alpha`` and
+    ``power`` to be at most ``change`` (None where the spread is unknown or the change is none)."""
+    if sd is None or change <= 0:
+        return None
+    z = minimum_detectable_effect(1.0, alpha, power)
+    return math.ceil((z * sd / change) ** 2)
+
+
+def planned_mde(n_a: int, n_b: int, sd: float = 0.5, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The MDE of a difference between two independent samples of ``n_a`` and ``n_b`` units with standard
+    deviation ``sd`` (0.5: the worst case of a yes/no score), before any answer is seen."""
+    if n_a < 1 or n_b < 1:
+        return float("nan")
+    return minimum_detectable_effect(sd * float(np.sqrt(1 / n_a + 1 / n_b)), alpha, power)
+
+
+# Holm's levels: where a comparison's MDE is stated, and where a p-value's precision matters.
+
+
+def first_level(alpha: float, weight: float = 1.0, total: float = 1.0) -> float:
+    """The level Holm's first step tests a comparison of ``weight`` at, in a family of total weight ``total``:
+    α·w/Σw (α/m in an unweighted family of m). Its MDE and power are stated there."""
+    return alpha * weight / total
+
+
+def paging_weights(ratios: Sequence[float], alpha: float, power: float, weight: float) -> np.ndarray:
+    """Each comparison's weight in a suite's weighted Holm, fixed from its baseline before the new data: 1 for
+    the comparisons that can decide (a worsening of the minimum effect found with ``power`` at the first level
+    they get: α / the family's total weight), ``weight`` for the rest. ``ratios``: each comparison's minimum
+    effect over its planned standard error (NaN where either is unknown: weight 1, nothing says it cannot decide).
+    The decidable ones are the largest set of the strongest comparisons that all decide at the level they get,
+    so a hopeless comparison never lowers the level of one that could decide by more than its weight."""
+    r = np.asarray(ratios, dtype=float)
+    known = np.flatnonzero(np.isfinite(r))
+    strongest = known[np.argsort(-r[known], kind="stable")]
+    out = np.ones(r.size)
+    unknown = r.size - known.size
+    z_power = _NORMAL.inv_cdf(power)
+    for k in range(known.size, -1, -1):
+        total = unknown + k + weight * (known.size - k)
+        if k == 0 or r[strongest[k - 1]] >= _NORMAL.inv_cdf(1 - alpha / total) + z_power:
+            out[strongest[k:]] = weight
+            return out
+    return out
+
+
+def first_levels(ratios: Sequence[float], alpha: float, power: float, weight: float) -> tuple[np.ndarray, list[float]]:
+    """The weights of a suite's comparisons that can page (``paging_weights``) and each one's ``first_level`` at
+    ``alpha``: what the decision tests them at, and what the plan states their MDE at."""
+    weights = paging_weights(ratios, alpha, power, weight)
+    total = sum(weights)  # in order, as a family adds them
+    return weights, [first_level(alpha, w, total) for w in weights]
+
+
+def holm_levels(alpha: float, m: int, weight: float = 1.0) -> tuple[float, ...]:
+    """The levels Holm's steps may compare a p-value of a family of ``m`` with (α/m, α/(m−1), …, α; weighted, α·w/S
+    for a weight w of 1 or ``weight`` and S any weight left in the family): where a p-value's precision
+    matters."""
+    if weight >= 1:
+        return tuple(alpha / j for j in range(max(m, 1), 0, -1))
+    left = {k + weight * u for k in range(m + 1) for u in range(m + 1 - k)} - {0}
+    return tuple(sorted({alpha * min(w / s, 1.0) for s in left for w in (1.0, weight)}))
+
+
+# The standard error an MDE is stated at: planned from the baseline before the new data.
+
+NOISE = 1e-6  # a spread below this share of a metric's range (or of its value) is rounding, not spread
+
+
+def rounding_noise(bounds: tuple[float, float] | None, value: float) -> float:
+    """The largest spread that is rounding, not spread: ``NOISE`` of a bounded metric's range, else of its value
+    (at least 1); what neither a planned nor a stated MDE may rest on."""
+    if bounds is not None:
+        return NOISE * (bounds[1] - bounds[0])
+    return NOISE * (max(1.0, abs(value)) if math.isfinite(value) else 1.0)
+
+
+def worst_case_spread(bounds: tuple[float, float], gap: bool = False) -> float:
+    """The per-cluster standard deviation of a bounded metric's change between two evaluations in the worst case
+    its range allows: each cluster a coin flip at either end of the range, in each evaluation — the range × √½
+    for a mean; for a gap between two groups (clusters: the smaller group's), each side such a mean, the range × 1
+    (√2 more). What an MDE is planned from before any spread is known."""
+    return (bounds[1] - bounds[0]) * (1.0 if gap else math.sqrt(0.5))
+
+
+class Spread(NamedTuple):
+    """A comparison's spread in one evaluation (its baseline): what its planned standard error rests on."""
+
+    se: float  # the cluster-bootstrap standard error (0: at rounding noise)
+    value: float
+    clusters: int
+    bounded_mean: bool  # a mean of bounded outcomes: its standard error has the Agresti–Coull floor
+
+
+UNKNOWN = Spread(math.nan, math.nan, 0, False)  # a comparison the baseline has no spread of
+
+
+def planned_se(spread: Spread, bounds: tuple[float, float] | None) -> float:
+    """The standard error a comparison's MDE is planned at from its baseline's ``spread``: the bootstrap standard
+    error × √2 (two evaluations of that sample, as if independent), for a mean of bounded outcomes never below the
+    Agresti–Coull standard error of its value over its clusters (a baseline at 100 % is not a certainty; a
+    continuous error or a gap between groups has no such floor); NaN where there is neither."""
+    floor = agresti_coull_se(spread.value, spread.clusters, bounds) if spread.bounded_mean else math.nan
+    return math.sqrt(2) * max((x for x in (spread.se, floor) if math.isfinite(x)), default=math.nan)
+
+
+def planned_ratio(t: PairedTest) -> float:
+    """A comparison's minimum effect over the standard error planned from its baseline (NaN where either is
+    unknown; never the new data's: the weights must be fixed before it)."""
+    se = t.planned_se
+    planned = math.isfinite(se) and se > rounding_noise(t.bounds, t.before)
+    return t.min_effect / se if t.min_effect > 0 and planned else math.nan
+
+
+def stated_se(t: PairedTest) -> float:
+    """The standard error a comparison's MDE and power are stated at: planned before the data where it was, else
+    the sign-flip null's."""
+    se = t.planned_se if math.isfinite(t.planned_se) else t.se
+    # A spread at rounding noise is none: an MDE of 0 would claim any change is detected.
+    return se if math.isfinite(se) and se > rounding_noise(t.bounds, t.before) else math.nan
