@@ -45,7 +45,8 @@ false alarm when the webhook received a ``regression`` message about its success
   0 solved for it), in the usual schedule and with two predecessor evaluations late. The measured power (the
   share of releases whose webhook received a regression naming the planted comparison) is set beside the
   chance of a page the verdict claims — significant and estimated at least the minimum effect, what a regression
-  alert requires: ``page_chance(change, MDE / (z(1 − α/m) + z(power)), α/m, min effect)`` at the first Holm level
+  alert requires: ``page_chance(change, MDE / (z(1 − L) + z(power)), L, min effect)`` at its first (weighted) Holm
+  level L
   (the planned standard error the MDE was built from, not the new data's null one; ½ at exactly the minimum
   effect, as the alert says) — and the stated power at the minimum effect.
 - Gapminder's real per-question correct rates (its published grades), a model against re-draws of itself
@@ -620,7 +621,10 @@ def outcome(
         label = f"{metric} ({breakdown})" if breakdown else metric
         hit = stored[(stored["suite"] == suite) & (stored["metric"] == metric) & (stored["breakdown"] == breakdown)]
         t = hit.iloc[0]
-        level = t["alpha"] / max(t["family_size"], 1)
+        # The first level it was stated at (weighted Holm); an older history without it: the unweighted one.
+        stored_level = t.get("level")
+        unweighted = t["alpha"] / max(t["family_size"], 1)
+        level = float(stored_level) if stored_level is not None and np.isfinite(stored_level) else unweighted
         row |= {
             "target_alerted": any(label in alerted(b["title"]) for b in alerts if b["suite"] == suite),
             "target_verdict": t["verdict"],
@@ -867,7 +871,8 @@ def report_planted(title: str, suite: str, label: str, rows: list[dict], change:
     print(
         f"{title}: measured power (webhook received a regression naming {label}) {k}/{n} = {k / n:.2f} (95 % "
         f"interval {low:.2f}–{high:.2f}; stored regression verdicts {stored_k}); claimed by the stated MDE "
-        f"{claimed:.2f} (mean page_chance({change:+.3g}, MDE / (z(1 − α/m) + z(0.8)), α/m, min effect)); stated "
+        f"{claimed:.2f} (mean page_chance({change:+.3g}, MDE / (z(1 − L) + z(0.8)), L, min effect), L its first "
+        "level); stated "
         f"power at the minimum effect {stated:.2f}; median stated MDE "
         f"{np.nanmedian([t['mde'] for t in targets]):.3g}, planned se "
         f"{np.nanmedian([t['planned_se'] for t in targets]):.3g} (the new data's null se "

@@ -324,3 +324,17 @@ def test_a_grown_sample_asks_only_the_new_questions_and_a_shrunk_one_nothing(tmp
     ids = [f"q{i}" for i in range(50)]
     assert all(set(nested_sample(ids, n, 7, "UK")) < set(nested_sample(ids, n + 3, 7, "UK")) for n in range(1, 40))
     assert nested_sample(ids, 5, 7, "UK") != nested_sample(ids, 5, 7, "Spain")  # each group its own order
+
+
+def test_the_plan_states_each_mde_at_the_weighted_level_the_decision_gives_it():
+    """``plan.first_levels``: a comparison whose spread lets it decide weighs 1, a hopeless one
+    ``undecidable_weight``, as ``verdicts.decide`` weighs them — the decidable one is planned at the look's α /
+    1.25, not α / 2. Mutation caught: the plan's levels unweighted."""
+    settings = load_settings(None)
+    strong = plan.Comparison("accuracy", "", 400, False, min_effect=5.0)
+    hopeless = plan.Comparison("accuracy", "country=Peru", 40, False, min_effect=5.0)
+    spreads = {id(strong): 20.0, id(hopeless): 300.0}  # per-cluster spread of the change
+    levels = plan.first_levels([strong, hopeless], spreads, settings, "blend")
+    look = plan.test_level(settings, "blend", 1)
+    assert levels[id(strong)] == pytest.approx(look / 1.25)
+    assert levels[id(hopeless)] == pytest.approx(look * 0.25 / 1.25)

@@ -157,7 +157,8 @@ def regression_alert(evaluation: Evaluation, against: str, regressions: list[dic
         summary=f"{model} vs {against} ({evaluation.scope or 'default scope'}): {_where(worst)} "
         f"{worst['before']:.4g} → {worst['after']:.4g} (change {worst['change']:+.4g}, worse when "
         f"{worst['worse_when']}) over {worst['clusters']} clusters; one-sided p = {worst['p_value']:.3g}, "
-        f"Holm-adjusted {worst['p_adjusted']:.3g} over the suite's {worst['family_size']} comparisons, decided "
+        f"Holm-adjusted {worst['p_adjusted']:.3g} over the suite's {worst['family_size']} comparisons (weighted: the "
+        "comparisons that cannot decide weigh less), decided "
         f"at α = {worst['alpha'] or 0:.3g} (the look's part of the suite's share of the release's α): a significant "
         f"worsening, estimated at least the minimum effect {worst['min_effect']:.3g}. {_chance(worst)}",
         model=model,

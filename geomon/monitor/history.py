@@ -93,6 +93,7 @@ comparisons = sa.Table(
     sa.Column("note", sa.String(500), nullable=False, default="", server_default=""),
     sa.Column("alpha", sa.Float),  # the suite's share of the release's α
     sa.Column("power", sa.Float),  # the chance to detect a worsening of min_effect
+    sa.Column("level", sa.Float),  # its first (weighted) Holm level: where its MDE and power are stated
     sa.Index("ix_metric_comparisons_evaluation", "evaluation_id"),
 )
 # Every message sent about a comparison (a regression, or its withdrawal: "resolved"), per channel: "already
@@ -174,6 +175,7 @@ _ADDED_COLUMNS = {
         "note": "VARCHAR(500) NOT NULL DEFAULT ''",
         "alpha": "FLOAT",
         "power": "FLOAT",
+        "level": "FLOAT",
     },
     "metric_acknowledgements": {"breakdown": "VARCHAR(300) NOT NULL DEFAULT '*'"},
 }

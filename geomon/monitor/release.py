@@ -108,7 +108,7 @@ def headline_into_summary(result: Any, metrics: Sequence[MetricValue], tracked: 
 
 
 def _finite(x: float) -> float | None:
-    return x if x == x and abs(x) != float("inf") else None
+    return float(x) if x == x and abs(x) != float("inf") else None
 
 
 def _agree(a: float | None, b: float | None) -> bool:
@@ -393,6 +393,7 @@ def compare_and_decide(
             "q_value": v.q_value,
             "mde": _finite(v.mde),
             "power": _finite(v.power),
+            "level": _finite(v.level),
             # The look's note always (why its α is what it is), first: the column holds 500 characters.
             "note": "; ".join(n for n in (why, v.note or t.note) if n)[:500],
             "verdict": v.verdict,

@@ -50,7 +50,7 @@ def compare(
     """Every tracked comparison of ``after_items`` with ``before_items`` (the baseline's; None: it kept none, and
     every metric is undefined), decided together at ``alpha`` (``verdicts.decide``; ``profiled``: the sample was
     a geomon run profile's). ``tracked`` carries the minimum effects in force (``declared.with_min_effects``)."""
-    tests = planned(paired(tracked, before_items, after_items, settings, alpha), tracked, before_items)
+    tests = planned(paired(tracked, before_items, after_items, settings, alpha), tracked, before_items, after_items)
     return Compared(tests, verdicts.decide(tests, settings, alpha, min_sample=min_sample, profiled=profiled))
 
 
@@ -123,7 +123,10 @@ def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> d
 
 
 def planned(
-    tests: list[PairedTest], tracked: Sequence[TrackedMetric], before_items: pd.DataFrame | None
+    tests: list[PairedTest],
+    tracked: Sequence[TrackedMetric],
+    before_items: pd.DataFrame | None,
+    after_items: pd.DataFrame | None = None,
 ) -> list[PairedTest]:
     """Each comparison's standard error for its MDE and power, planned before the new data (``power.planned_se``):
     the baseline's cluster-bootstrap standard error × √2 (two evaluations of that sample, as if independent: the
@@ -134,16 +137,38 @@ def planned(
     from it would say what the result already shows (0 for an unchanged metric, about its own size for a changed
     one). ``se`` stays the null's: the paired change's standard error, which its interval is shown with."""
     spread = baseline_spreads(tracked, before_items) if before_items is not None else {}
+    # The weights' spread: both evaluations' (``power.pooled_spread``), so a weight never depends on which of the
+    # two is the baseline (the sign-flip test conditions on each cluster's pair, not on its order).
+    after = (
+        baseline_spreads(tracked, after_items)
+        if before_items is not None and after_items is not None and any(t.p_value is not None for t in tests)
+        else {}
+    )
     out = []
     for t in tests:
         if t.p_value is not None:
-            se = power.planned_se(spread.get((t.metric, t.breakdown), power.UNKNOWN), t.bounds)
+            key = (t.metric, t.breakdown)
+            se = power.planned_se(spread.get(key, power.UNKNOWN), t.bounds)
+            pooled = power.pooled_spread(spread.get(key, power.UNKNOWN), after.get(key, power.UNKNOWN))
+            weighing = power.planned_se(pooled, t.bounds)
+            # The worst case of the range where there is no spread (t.clusters: the pair's, not one side's).
+            worst = (
+                power.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)
+                if t.bounds is not None and t.clusters
+                else math.nan
+            )
             why = ""
-            if not se > 0 and t.bounds is not None and t.clusters:
-                se = power.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)
+            if not se > 0 and math.isfinite(worst):
+                se = worst
                 why = "MDE planned from the worst case of the metric's range: the baseline has no spread to plan from"
             elif not se > 0:
                 why = "MDE unknown: the baseline does not vary and the metric has no bounds"
-            t = replace(t, planned_se=se if se > 0 else math.nan, note=t.note or why)
+            weighing = weighing if weighing > 0 else worst
+            t = replace(
+                t,
+                planned_se=se if se > 0 else math.nan,
+                weighing_se=weighing if weighing > 0 else math.nan,
+                note=t.note or why,
+            )
         out.append(t)
     return out

@@ -697,6 +697,9 @@ class PairedTest:
     # The standard error the MDE and power are stated at, planned before the new data (``compare.planned``);
     # NaN: ``se``.
     planned_se: float = math.nan
+    # The change's standard error planned from the pair pooled (``compare.planned``): what weighs it in Holm. The
+    # sign-flip test conditions on each cluster's two evaluations as a pair, not on which is the baseline.
+    weighing_se: float = math.nan
 
     @property
     def worse(self) -> bool:

@@ -9,7 +9,8 @@ and a power: (z(1 − α) + z(power)) × the change's standard error (the normal
 The standard error it is stated at is *planned* before the new data: from the baseline's spread (``planned_se``),
 else the worst case a bounded metric's range allows (``worst_case_spread``); a spread at rounding noise is none
 (``rounding_noise``). The level is the comparison's first in its suite's weighted Holm family (``first_level``),
-its weight fixed from the baseline (``paging_weights``); ``holm_levels`` lists every level a step may test at.
+its weight fixed from the pair (``pooled_spread``, ``paging_weights``); ``holm_levels`` lists every level a step
+may test at.
 """
 
 from __future__ import annotations
@@ -81,17 +82,19 @@ def planned_mde(n_a: int, n_b: int, sd: float = 0.5, alpha: float = 0.05, power:
 def first_level(alpha: float, weight: float = 1.0, total: float = 1.0) -> float:
     """The level Holm's first step tests a comparison of ``weight`` at, in a family of total weight ``total``:
     α·w/Σw (α/m in an unweighted family of m). Its MDE and power are stated there."""
-    return alpha * weight / total
+    return float(alpha * weight / total)  # a Python float: what is stored (PostgreSQL reads no np.float64)
 
 
 def paging_weights(ratios: Sequence[float], alpha: float, power: float, weight: float) -> np.ndarray:
-    """Each comparison's weight in a suite's weighted Holm, fixed from its baseline before the new data: 1 for
+    """Each comparison's weight in a suite's weighted Holm, fixed before the test (from the pair pooled): 1 for
     the comparisons that can decide (a worsening of the minimum effect found with ``power`` at the first level
     they get: α / the family's total weight), ``weight`` for the rest. ``ratios``: each comparison's minimum
     effect over its planned standard error (NaN where either is unknown: weight 1, nothing says it cannot decide).
     The decidable ones are the largest set of the strongest comparisons that all decide at the level they get,
     so a hopeless comparison never lowers the level of one that could decide by more than its weight."""
     r = np.asarray(ratios, dtype=float)
+    if not 0 < alpha < 1:  # a look with no α (spent, or a share of 0): nothing is decided, nothing to weigh
+        return np.ones(r.size)
     known = np.flatnonzero(np.isfinite(r))
     strongest = known[np.argsort(-r[known], kind="stable")]
     out = np.ones(r.size)
@@ -165,10 +168,26 @@ def planned_se(spread: Spread, bounds: tuple[float, float] | None) -> float:
     return math.sqrt(2) * max((x for x in (spread.se, floor) if math.isfinite(x)), default=math.nan)
 
 
+def pooled_spread(before: Spread, after: Spread) -> Spread:
+    """One evaluation's spread estimated from both of a pair, about their common value: for a mean, the variance
+    of each side about the pooled value averaged over the two sides, (se_b² + se_a²)/2 + ((value_b − value_a)/2)²/n
+    — unchanged when any cluster's two evaluations swap, which is what the sign-flip test conditions on; the
+    baseline's alone is not (one high by chance plans a smaller error exactly when the new one looks worse)."""
+    if not (math.isfinite(before.se) and math.isfinite(after.se) and before.clusters and after.clusters):
+        return UNKNOWN
+    clusters = (before.clusters + after.clusters) / 2
+    shift = (before.value - after.value) / 2 if math.isfinite(before.value) and math.isfinite(after.value) else 0.0
+    se = math.sqrt((before.se**2 + after.se**2) / 2 + shift**2 / clusters)
+    value = (before.value + after.value) / 2
+    return Spread(se, value, round(clusters), before.bounded_mean)
+
+
 def planned_ratio(t: PairedTest) -> float:
-    """A comparison's minimum effect over the standard error planned from its baseline (NaN where either is
-    unknown; never the new data's: the weights must be fixed before it)."""
-    se = t.planned_se
+    """A comparison's minimum effect over the standard error it is weighed by (``weighing_se``: planned from both
+    evaluations' spreads, ``pooled_spread``; NaN where either is unknown). Never the baseline alone: a
+    baseline high by chance would plan a smaller error, weigh its comparison more and test it at a higher level
+    exactly when the new evaluation looks worse (regression to the mean), spending more than α."""
+    se = t.weighing_se
     planned = math.isfinite(se) and se > rounding_noise(t.bounds, t.before)
     return t.min_effect / se if t.min_effect > 0 and planned else math.nan
 

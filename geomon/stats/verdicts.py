@@ -27,7 +27,8 @@ Holm level and the stated power. ``insufficient sample`` (the one rule of ``stat
 ``undefined`` (a NaN statistic) get no p-value in the family; a comparison where no cluster differs from the
 baseline (p = 1 both ways: it cannot be significant) is ``no detectable change`` outside the family, so a
 suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). Holm is
-weighted, with weights fixed from the baseline before the new data (``power.paging_weights``): a comparison whose
+weighted, with weights fixed from what the sign-flip test conditions on (both evaluations' spreads about their
+common value, ``power.pooled_spread``; ``power.paging_weights``): a comparison whose
 planned power to find a worsening of its minimum effect is below the stated power at the level it would get is
 *undecidable* and weighs ``undecidable_weight`` (0.25), the others 1, so hopeless comparisons cost the decidable
 ones little of their level and still page a large worsening. An undecidable comparison keeps its verdict — a
@@ -206,6 +207,7 @@ class Verdict:
     note: str = ""
     alpha: float = 0.0  # the suite's share of the release's α, which Holm spends over its comparisons
     power: float = math.nan  # the chance to detect a worsening of ``min_effect`` (at the first Holm level)
+    level: float = math.nan  # its first Holm level, α × its weight ÷ the family's total weight: MDE and power's
 
     @property
     def alerts(self) -> bool:
@@ -356,6 +358,7 @@ def decide(
                 note=note,
                 alpha=alpha,
                 power=chance,
+                level=level,
             )
         )
     return out

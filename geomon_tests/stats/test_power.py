@@ -56,3 +56,41 @@ def test_the_decidable_set_is_the_largest_that_decides_at_the_level_it_gets():
     weights = power.paging_weights([alone + 0.01, alone - 0.3, 0.5, float("nan")], 0.05, 0.8, 0.25)
     assert list(weights) == [1.0, 0.25, 0.25, 1.0]
     assert list(power.paging_weights([0.1, 0.2], 0.05, 0.8, 0.25)) == [0.25, 0.25]
+
+
+def test_the_weights_spread_is_the_pairs_not_the_baselines():
+    """``pooled_spread``: one evaluation's spread about the pair's common value, from both sides — for a mean,
+    exactly the same when any cluster's two evaluations swap (what the sign-flip null does), so a weight read from
+    it never favours a baseline high by chance. The baseline's own spread changes with the swap. Mutation caught:
+    the weights' spread read from the baseline alone (``pooled_spread`` returning ``before``)."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    before, after = rng.binomial(1, 0.7, 200).astype(float), rng.binomial(1, 0.6, 200).astype(float)
+
+    def spread(values: np.ndarray) -> power.Spread:  # the plug-in standard error of a mean over its clusters
+        return power.Spread(float(values.std() / math.sqrt(values.size)), float(values.mean()), values.size, True)
+
+    swap = rng.random(200) < 0.5
+    swapped_before, swapped_after = np.where(swap, after, before), np.where(swap, before, after)
+    pooled = power.pooled_spread(spread(before), spread(after))
+    assert pooled == pytest.approx(power.pooled_spread(spread(swapped_before), spread(swapped_after)), rel=1e-12)
+    assert spread(before).se != pytest.approx(spread(swapped_before).se, rel=1e-3)
+    both = np.concatenate([before, after])  # each side about the common value, averaged over the two
+    assert pooled.se == pytest.approx(math.sqrt(((both - both.mean()) ** 2).mean() / 200), rel=1e-12)
+    assert power.pooled_spread(spread(before), power.UNKNOWN) == power.UNKNOWN
+
+
+def test_holm_levels_weighted_are_every_level_a_step_can_reach():
+    """Weighted: α·w/S for w ∈ {1, weight} and S any weight left (k of weight 1 and u of ``weight``), capped at α —
+    where a p-value's precision matters. Mutation caught: the weight ignored (unweighted levels only)."""
+    levels = power.holm_levels(0.05, 2, 0.25)
+    left = {1.0, 2.0, 0.25, 0.5, 1.25}
+    expected = sorted({round(min(0.05 * w / s, 0.05), 12) for s in left for w in (1.0, 0.25)})
+    assert sorted({round(level, 12) for level in levels}) == expected
+    assert 0.05 * 0.25 / 2.0 not in power.holm_levels(0.05, 2)
+
+
+def test_no_alpha_weighs_nothing():
+    """A look with α 0 (spent, or a suite's share of 0) decides nothing: every weight 1, no error (it raised)."""
+    assert list(power.paging_weights([5.0, 0.1], 0.0, 0.8, 0.25)) == [1.0, 1.0]

@@ -299,9 +299,10 @@ def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
     assert {v.family_size for v in decided} == {10} and decided[0].verdict != verdicts.REGRESSION
 
 
-def _planned(test, planned_se):
-    """The test with the standard error its baseline planned (what the weights are fixed from)."""
-    return replace(test, planned_se=planned_se)
+def _planned(test, planned_se, weighing_se=None):
+    """The test with the standard error its baseline planned (its MDE's) and the one planned from the pair pooled
+    (its weight's; the same unless given)."""
+    return replace(test, planned_se=planned_se, weighing_se=planned_se if weighing_se is None else weighing_se)
 
 
 def test_weighted_holm_is_holm_with_equal_weights_and_tests_each_at_its_weight():
@@ -321,7 +322,7 @@ def test_comparisons_their_baseline_calls_undecidable_weigh_less_in_holm():
     underpowered. The weights come from the planned standard errors alone, never the new data's. Mutations
     caught: the weights dropped from Holm (p 0.012 × 10 = 0.12: no page), ``undecidable_weight`` ignored
     (1: the same), the weights read from the null's SE instead of the plan (every comparison here has the same
-    null SE: equal weights)."""
+    null SE: equal weights), or from the baseline's planned SE instead of the pooled pair's (the last case)."""
     settings = VerdictSettings()
     decidable = _planned(_test(0.012, -5, min_effect=1.0, se=1.0), planned_se=0.2)
     hopeless = [_planned(_test(0.5, 0.1, min_effect=1.0, se=1.0), planned_se=2.0)] * 9
@@ -336,3 +337,27 @@ def test_comparisons_their_baseline_calls_undecidable_weigh_less_in_holm():
     large = _planned(_test(0.001, -20, min_effect=1.0, se=1.0), planned_se=2.0)
     decided = decide([decidable, large, *hopeless[1:]], settings)
     assert decided[1].verdict == verdicts.REGRESSION and decided[1].note.startswith(verdicts.UNDERPOWERED_PAGE)
+    # The weight is the pooled pair's, never the baseline's alone: a baseline that plans a small error (high by
+    # chance) does not weigh its comparison up when the pair says it cannot decide.
+    lucky = _planned(_test(0.012, -5, min_effect=1.0, se=1.0), planned_se=0.2, weighing_se=2.0)
+    assert decide([lucky, *hopeless], settings)[0].verdict != verdicts.REGRESSION
+
+
+def test_a_look_with_no_alpha_is_decided_without_an_error():
+    """α 0 (a spent look, a share of 0): shown, never paged — it raised in the weights' planning."""
+    decided = decide([_test(0.001, -5), _test(0.5, 0.1)], VerdictSettings(), 0.0)
+    assert not any(v.alerts for v in decided)
+
+
+def test_unchanged_comparisons_count_in_the_weights_plan_not_in_the_holm_run():
+    """An unchanged comparison (p = 1 both ways) weighs in the plan the MDEs are stated at (so an unchanged release
+    states what a changed one does), but leaves the Holm run: the decidable comparison is stated at α / 4.25 (1 +
+    9 × 0.25 + the unchanged one's 1) and decided over 3.25. Mutation caught: unchanged comparisons dropped from the
+    weights' plan (stated at α / 3.25)."""
+    settings = VerdictSettings()
+    decidable = _planned(_test(0.012, -5, min_effect=1.0, se=1.0), planned_se=0.2)
+    hopeless = [_planned(_test(0.5, 0.1, min_effect=1.0, se=1.0), planned_se=2.0)] * 9
+    unchanged = _planned(_test(1.0, 0.0, p_better=1.0), planned_se=0.2)
+    decided = decide([decidable, *hopeless, unchanged], settings)
+    assert decided[0].level == pytest.approx(0.05 / 4.25) and decided[0].verdict == verdicts.REGRESSION
+    assert decided[0].p_adjusted == pytest.approx(0.012 * 3.25)
