@@ -321,10 +321,13 @@ def test_swapping_the_model_behind_an_endpoint_is_caught_as_drift(
                 )
                 return result.get_asset_check_evaluations()[0]
 
-            with running_server(bundled_model_path(smollm2.bundled), alias="provider", slots=2, port=port):
+            # One thread per server: with a thread per core each token waits at a barrier for both, and that wait
+            # spins while anything else runs on the two cores. The 4 × 12 probes took 90-160 s on two threads in a
+            # loaded `pytest geomon_tests/defs` and 38 s on one (12 asks, 2 slots: 7-33 s against 5 s).
+            with running_server(bundled_model_path(smollm2.bundled), alias="provider", slots=2, port=port, threads=1):
                 unchanged = [probe() for _ in range(2)]
             assert all(c.passed for c in unchanged) and hook["posts"] == []
-            with running_server(bundled_model_path(gemma.bundled), alias="provider", slots=2, port=port):
+            with running_server(bundled_model_path(gemma.bundled), alias="provider", slots=2, port=port, threads=1):
                 swapped = probe()
             assert not swapped.passed
             assert swapped.metadata["change_rate"].value > swapped.metadata["threshold"].value
