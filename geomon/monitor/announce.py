@@ -174,7 +174,7 @@ def _chance(row: dict[str, Any]) -> str:
     chance = row.get("power")
     if chance is None or not math.isfinite(float(chance)):
         return f"Minimum detectable effect {row['mde']:.3g}."
-    underpowered = verdicts.UNDERPOWERED_PAGE in str(row.get("note") or "")  # below the stated power
+    underpowered = row.get("decidability") == verdicts.UNDERPOWERED_REGRESSION  # below the stated power
     weak = " This comparison is underpowered: a page from it is weak evidence of that size." if underpowered else ""
     return (
         f"Minimum detectable effect {row['mde']:.3g}; power {chance:.0%} at the minimum effect, where a worsening of "

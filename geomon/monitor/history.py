@@ -27,6 +27,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from geomon.engine.store import make_engine, normalize_url
+from geomon.stats import sufficiency, verdicts
 from geomon.stats.values import MetricValue, finite
 
 __all__ = ["Evaluation", "MetricHistory", "MetricValue"]
@@ -94,6 +95,8 @@ comparisons = sa.Table(
     sa.Column("alpha", sa.Float),  # the suite's share of the release's α
     sa.Column("power", sa.Float),  # the chance to detect a worsening of min_effect
     sa.Column("level", sa.Float),  # its first (weighted) Holm level: where its MDE and power are stated
+    # Why its verdict cannot be read at face value (``verdicts.DECIDABILITIES``; "" none).
+    sa.Column("decidability", sa.String(40), nullable=False, default="", server_default=""),
     sa.Index("ix_metric_comparisons_evaluation", "evaluation_id"),
 )
 # Every message sent about a comparison (a regression, or its withdrawal: "resolved"), per channel: "already
@@ -176,6 +179,7 @@ _ADDED_COLUMNS = {
         "alpha": "FLOAT",
         "power": "FLOAT",
         "level": "FLOAT",
+        "decidability": "VARCHAR(40) NOT NULL DEFAULT ''",
     },
     "metric_acknowledgements": {"breakdown": "VARCHAR(300) NOT NULL DEFAULT '*'"},
 }
@@ -612,9 +616,32 @@ def _evaluation(row: Any, reused: bool = False) -> Evaluation:
     )
 
 
+# Where a comparison stored before the decidability column said it: the note part each kind began with.
+_DECIDABILITY_NOTES = {
+    verdicts.UNDECIDABLE_SAMPLE: sufficiency.SAMPLE_PREFIX,
+    verdicts.UNDERPOWERED_PROFILE: sufficiency.PROFILE_PREFIX,
+    verdicts.UNDERPOWERED_PUBLISHED: sufficiency.PUBLISHED_PREFIX,
+    verdicts.UNDERPOWERED_REGRESSION: verdicts.UNDERPOWERED_PAGE,
+}
+
+
+def _backfill_decidability(conn: sa.Connection) -> None:
+    """The stored comparisons' decidability, read from their notes once, when the column is added: a note part
+    (first, or after a look's note) beginning with a kind's prefix. Run again, it changes nothing."""
+    for kind, prefix in _DECIDABILITY_NOTES.items():
+        begins = sa.or_(comparisons.c.note.like(f"{prefix}%"), comparisons.c.note.like(f"%; {prefix}%"))
+        unset = comparisons.c.decidability == verdicts.DECIDABLE
+        conn.execute(comparisons.update().where(unset, begins).values(decidability=kind))
+
+
+# Added columns whose value the rows stored before them held elsewhere: filled as they are added.
+_BACKFILLS = {("metric_comparisons", "decidability"): _backfill_decidability}
+
+
 def _add_missing_columns(engine: sa.Engine) -> None:
-    """Columns added after a database was created are added in place (nothing stored is lost); two processes
-    doing it at once: one adds, the other finds the column there."""
+    """Columns added after a database was created are added in place (nothing stored is lost), and filled from
+    what older rows held (``_BACKFILLS``) in the same transaction; two processes doing it at once: one adds, the
+    other finds the column there."""
     for table, added in _ADDED_COLUMNS.items():
         present = {c["name"] for c in sa.inspect(engine).get_columns(table)}
         for name, ddl in added.items():
@@ -624,6 +651,8 @@ def _add_missing_columns(engine: sa.Engine) -> None:
             try:
                 with engine.begin() as conn:
                     conn.execute(sa.text(f'ALTER TABLE {table} ADD COLUMN {exists}"{name}" {ddl}'))
+                    if backfill := _BACKFILLS.get((table, name)):
+                        backfill(conn)
             except sa.exc.OperationalError:
                 if name not in {c["name"] for c in sa.inspect(engine).get_columns(table)}:
                     raise

@@ -397,6 +397,7 @@ def compare_and_decide(
             # The look's note always (why its α is what it is), first: the column holds 500 characters.
             "note": "; ".join(n for n in (why, v.note or t.note) if n)[:500],
             "verdict": v.verdict,
+            "decidability": v.decidability,
         }
         for t, v in zip(tests, decided, strict=True)
     ]

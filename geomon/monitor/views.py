@@ -63,24 +63,26 @@ def profile_blind(rows: Sequence[Mapping[str, Any]], shown: int = 4) -> str:
     (too few clusters; …): mean_error (region=…) and 5 more``; "" where there is none."""
     plan = "; `geomon plan` says what would be"
     wide = "power below the stated power at the minimum effect"
-    kinds = (
-        (sufficiency.PROFILE_PREFIX, wide + plan),
-        (sufficiency.PUBLISHED_PREFIX, wide),  # an imported evaluation: no profile of geomon's sized it
+    kinds = (  # the kind, its heading (its notes' prefix), why
+        (verdicts.UNDERPOWERED_PROFILE, sufficiency.PROFILE_PREFIX, wide + plan),
+        # An imported evaluation: no profile of geomon's sized it.
+        (verdicts.UNDERPOWERED_PUBLISHED, sufficiency.PUBLISHED_PREFIX, wide),
         (
+            verdicts.UNDECIDABLE_SAMPLE,
             sufficiency.SAMPLE_PREFIX,
             f"fewer than {sufficiency.MIN_SAMPLE} clusters, or a value outside its range{plan}",
         ),
     )
     parts = []
-    for prefix, why in kinds:
+    for kind, heading, why in kinds:
         names = [
             f"{r['metric']} ({r['breakdown']})" if r.get("breakdown") else str(r["metric"])
             for r in rows
-            if str(r.get("note") or "").startswith(prefix)
+            if r.get("decidability") == kind
         ]
         if names:
             more = f" and {len(names) - shown} more" if len(names) > shown else ""
-            parts.append(f"{prefix.rstrip(': ')} ({why}): {', '.join(names[:shown])}{more}")
+            parts.append(f"{heading.rstrip(': ')} ({why}): {', '.join(names[:shown])}{more}")
     return "; ".join(parts)
 
 
@@ -317,7 +319,7 @@ def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds
                 "MDE": _figure(row.get("mde"), suffix),
                 # A page from a test below the stated power says so where the pages are listed, not only in its note.
                 POWER: _power(row.get("power"))
-                + (" (underpowered)" if verdicts.UNDERPOWERED_PAGE in str(row.get("note") or "") else ""),
+                + (" (underpowered)" if row.get("decidability") == verdicts.UNDERPOWERED_REGRESSION else ""),
                 "verdict": row["verdict"],
                 "note": str(row.get("note") or ""),
             }

@@ -581,9 +581,12 @@ def test_what_the_history_stores_is_what_compare_returns(tmp_path):
     def number(x: float | None) -> float:
         return math.nan if x is None else float(x)
 
-    stored = {(r["metric"], r["breakdown"]): (r["verdict"], number(r["p_adjusted"]), r["mde"]) for r in out.verdicts}
+    stored = {
+        (r["metric"], r["breakdown"]): (r["verdict"], number(r["p_adjusted"]), r["mde"], r["decidability"])
+        for r in out.verdicts
+    }
     assert stored.keys() == {(v.metric, v.breakdown) for v in decided}
     for v in decided:
-        verdict, p_adjusted, mde = stored[(v.metric, v.breakdown)]
-        assert verdict == v.verdict and mde == v.mde
+        verdict, p_adjusted, mde, decidability = stored[(v.metric, v.breakdown)]
+        assert verdict == v.verdict and mde == v.mde and decidability == v.decidability
         assert p_adjusted == number(v.p_adjusted) or (math.isnan(p_adjusted) and math.isnan(number(v.p_adjusted)))
