@@ -89,7 +89,7 @@ comparisons = sa.Table(
     sa.Column("mde", sa.Float),  # minimum detectable effect at the first Holm level and the stated power
     sa.Column("clusters", sa.Integer),
     sa.Column("min_effect", sa.Float),
-    sa.Column("family", sa.String(400), nullable=False, default="", server_default=""),  # the release
+    sa.Column("release", sa.String(400), nullable=False, default="", server_default=""),  # ``release.release_of``
     sa.Column("family_size", sa.Integer),  # the comparisons Holm decided together
     sa.Column("note", sa.String(500), nullable=False, default="", server_default=""),
     sa.Column("alpha", sa.Float),  # the suite's share of the release's α
@@ -134,7 +134,7 @@ acknowledgements = sa.Table(
 release_plans = sa.Table(
     "release_plans",
     metadata,
-    sa.Column("family", sa.String(400), primary_key=True),  # the release: "<model> vs <baseline model>"
+    sa.Column("release", sa.String(400), primary_key=True),  # "<model> vs <baseline model>"
     sa.Column("plan", sa.Text, nullable=False),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
 )
@@ -144,7 +144,7 @@ release_looks = sa.Table(
     "release_looks",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("family", sa.String(400), nullable=False),
+    sa.Column("release", sa.String(400), nullable=False),
     sa.Column("suite", sa.String(100), nullable=False),
     sa.Column("scope", sa.String(200), nullable=False),
     sa.Column("evaluation_id", sa.String(36), nullable=False),
@@ -153,8 +153,16 @@ release_looks = sa.Table(
     sa.Column("alpha", sa.Float, nullable=False),
     sa.Column("note", sa.String(500), nullable=False, default=""),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Index("ix_release_looks_family", "family"),
+    sa.Index("ix_release_looks_release", "release"),
 )
+# Columns renamed after a table's first release (old name → new), with the indexes named after them: renamed in
+# place in an older database, before any column is added.
+_RENAMED_COLUMNS = {
+    "metric_comparisons": {"family": "release"},  # the release's label, beside family_size: the Holm family's
+    "release_plans": {"family": "release"},
+    "release_looks": {"family": "release"},
+}
+_RENAMED_INDEXES = {"ix_release_looks_family": "ix_release_looks_release"}
 # Columns added after a table's first release: added in place to an older database.
 _ADDED_COLUMNS = {
     "metric_evaluations": {
@@ -173,7 +181,7 @@ _ADDED_COLUMNS = {
         "mde": "FLOAT",
         "clusters": "INTEGER",
         "min_effect": "FLOAT",
-        "family": "VARCHAR(400) NOT NULL DEFAULT ''",
+        "release": "VARCHAR(400) NOT NULL DEFAULT ''",
         "family_size": "INTEGER",
         "note": "VARCHAR(500) NOT NULL DEFAULT ''",
         "alpha": "FLOAT",
@@ -248,6 +256,7 @@ def _engine(url: str) -> sa.Engine:
     if kept is not None and kept[0] == _identity(key[1]) and _answers(kept[1]):
         return kept[1]
     engine = make_engine(url, metadata)
+    _rename_columns(engine)
     _add_missing_columns(engine)
     identity = _identity(key[1])
     if identity is not None:
@@ -419,20 +428,20 @@ class MetricHistory:
             if rows:
                 conn.execute(comparisons.insert(), [{"evaluation_id": evaluation.evaluation_id, **r} for r in rows])
 
-    def release_plan(self, family: str, proposed: str) -> str:
-        """The plan stored for ``family`` (a release), storing ``proposed`` when it has none yet: the first
-        decision fixes it. Call under the release's lock."""
+    def release_plan(self, release: str, proposed: str) -> str:
+        """The plan stored for ``release``, storing ``proposed`` when it has none yet: the first decision fixes
+        it. Call under the release's lock."""
         with self.engine.begin() as conn:
-            query = sa.select(release_plans.c.plan).where(release_plans.c.family == family)
+            query = sa.select(release_plans.c.plan).where(release_plans.c.release == release)
             stored = conn.execute(query).scalar()
             if stored is not None:
                 return str(stored)
-            conn.execute(release_plans.insert().values(family=family, plan=proposed, recorded_at=datetime.now(UTC)))
+            conn.execute(release_plans.insert().values(release=release, plan=proposed, recorded_at=datetime.now(UTC)))
         return proposed
 
-    def release_looks(self, family: str) -> pd.DataFrame:
-        """Every look ``family`` (a release) took, in the order taken."""
-        query = sa.select(release_looks).where(release_looks.c.family == family).order_by(release_looks.c.id)
+    def release_looks(self, release: str) -> pd.DataFrame:
+        """Every look ``release`` took, in the order taken."""
+        query = sa.select(release_looks).where(release_looks.c.release == release).order_by(release_looks.c.id)
         with self.engine.connect() as conn:
             rows = conn.execute(query).mappings().all()
         return pd.DataFrame(rows, columns=[c.name for c in release_looks.c])
@@ -636,6 +645,30 @@ def _backfill_decidability(conn: sa.Connection) -> None:
 
 # Added columns whose value the rows stored before them held elsewhere: filled as they are added.
 _BACKFILLS = {("metric_comparisons", "decidability"): _backfill_decidability}
+
+
+def _rename_columns(engine: sa.Engine) -> None:
+    """Columns renamed after a database was created are renamed in place (SQLite ≥ 3.25, PostgreSQL), and the
+    indexes named after them made again under their new names, in one transaction per table; two processes doing
+    it at once: one renames, the other finds the new name there."""
+    inspector = sa.inspect(engine)
+    for table, renamed in _RENAMED_COLUMNS.items():
+        present = {c["name"] for c in inspector.get_columns(table)}
+        moved = {old: new for old, new in renamed.items() if old in present and new not in present}
+        if not moved:
+            continue
+        indexes = [i for i in inspector.get_indexes(table) if i["name"] in _RENAMED_INDEXES]
+        try:
+            with engine.begin() as conn:
+                for old, new in moved.items():
+                    conn.execute(sa.text(f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{new}"'))
+                for index in indexes:
+                    columns = ", ".join(f'"{moved.get(c, c)}"' for c in index["column_names"])
+                    conn.execute(sa.text(f'DROP INDEX "{index["name"]}"'))
+                    conn.execute(sa.text(f'CREATE INDEX "{_RENAMED_INDEXES[index["name"]]}" ON {table} ({columns})'))
+        except sa.exc.DBAPIError:
+            if not set(moved.values()) <= {c["name"] for c in sa.inspect(engine).get_columns(table)}:
+                raise
 
 
 def _add_missing_columns(engine: sa.Engine) -> None:

@@ -269,16 +269,16 @@ PROVISIONAL_NOTE = (
 
 
 def spend(
-    history: MetricHistory, proposed: verdicts.ReleasePlan, family: str, evaluation: Evaluation, before: Evaluation
+    history: MetricHistory, proposed: verdicts.ReleasePlan, release: str, evaluation: Evaluation, before: Evaluation
 ) -> Look:
-    """The look this decision of ``evaluation`` against ``before`` takes in the release ``family``, under its lock:
+    """The look this decision of ``evaluation`` against ``before`` takes in ``release``, under its lock:
     the plan stored with the release's first decision (``proposed`` becomes it when there is none); the suite's
     share split among its planned scopes (a suite outside the plan takes one of the import slots, in the order
     suites arrive, while one is free); in its scope, the first look, and the reserve for a decision against a
     fallback baseline (``provisional``) or against a changed one. Deciding again against the same baseline takes
     the same look; a look with no α left is ``SPENT`` (α 0). Never more than the release's α in all."""
-    plan = verdicts.ReleasePlan.from_json(history.release_plan(family, proposed.to_json()))
-    looks = history.release_looks(family)
+    plan = verdicts.ReleasePlan.from_json(history.release_plan(release, proposed.to_json()))
+    looks = history.release_looks(release)
     suite, scope = evaluation.suite, evaluation.scope
     # The scope's looks in this release, whichever of the model's evaluations took them: a second evaluation of
     # the model against the same predecessor (one dated earlier, arriving late) takes the reserve, not a new first.
@@ -300,7 +300,7 @@ def spend(
         note = "" if kind == verdicts.FIRST else PROVISIONAL_NOTE if fallback else REBASED_NOTE
         look = Look(plan.look(suite, kind), kind, note)
     history.record_look(
-        family=family,
+        release=release,
         suite=suite,
         scope=scope,
         evaluation_id=evaluation.evaluation_id,
@@ -386,7 +386,7 @@ def compare_and_decide(
             "items": t.items,
             "clusters": t.clusters,
             "min_effect": t.min_effect,
-            "family": release,
+            "release": release,
             "family_size": v.family_size,
             "alpha": look.alpha,
             "p_adjusted": v.p_adjusted,

@@ -124,7 +124,8 @@ def _database(request, tmp_path) -> str:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def old_url(request, tmp_path):
-    """A database an older geomon wrote: its comparisons' decidability only in their notes."""
+    """A database an older geomon wrote: its comparisons' decidability only in their notes, the release in columns
+    named ``family``."""
     import sqlalchemy as sa
 
     url = _database(request, tmp_path)
@@ -144,7 +145,30 @@ def old_url(request, tmp_path):
                 f"CREATE TABLE metric_comparisons (id {serial}, evaluation_id VARCHAR(36) NOT NULL, "
                 "against_evaluation_id VARCHAR(36) NOT NULL, against VARCHAR(300) NOT NULL, "
                 "metric VARCHAR(200) NOT NULL, p_value FLOAT, verdict VARCHAR(40) NOT NULL, "
-                "note VARCHAR(500) NOT NULL DEFAULT '')"
+                "family VARCHAR(400) NOT NULL DEFAULT '', note VARCHAR(500) NOT NULL DEFAULT '')"
+            )
+        )
+        conn.execute(
+            sa.text(
+                "CREATE TABLE release_plans (family VARCHAR(400) PRIMARY KEY, plan TEXT NOT NULL, "
+                "recorded_at TIMESTAMP NOT NULL)"
+            )
+        )
+        conn.execute(
+            sa.text(
+                f"CREATE TABLE release_looks (id {serial}, family VARCHAR(400) NOT NULL, suite VARCHAR(100) NOT NULL, "
+                "scope VARCHAR(200) NOT NULL, evaluation_id VARCHAR(36) NOT NULL, "
+                "against_evaluation_id VARCHAR(36) NOT NULL, look VARCHAR(20) NOT NULL, alpha FLOAT NOT NULL, "
+                "note VARCHAR(500) NOT NULL, recorded_at TIMESTAMP NOT NULL)"
+            )
+        )
+        conn.execute(sa.text("CREATE INDEX ix_release_looks_family ON release_looks (family)"))
+        conn.execute(sa.text("INSERT INTO release_plans VALUES ('new vs old', '{}', '2026-11-20 00:00:00')"))
+        conn.execute(
+            sa.text(
+                "INSERT INTO release_looks (family, suite, scope, evaluation_id, against_evaluation_id, look, alpha, "
+                "note, recorded_at) VALUES ('new vs old', 'toy', '', 'e1', 'e0', 'first', 0.04, '', "
+                "'2026-11-20 00:00:00')"
             )
         )
         conn.execute(
@@ -157,7 +181,7 @@ def old_url(request, tmp_path):
             conn.execute(
                 sa.text(
                     "INSERT INTO metric_comparisons (evaluation_id, against_evaluation_id, against, metric, verdict, "
-                    "note) VALUES ('e1', 'e0', 'predecessor old', :metric, :verdict, :note)"
+                    "family, note) VALUES ('e1', 'e0', 'predecessor old', :metric, :verdict, 'new vs old', :note)"
                 ),
                 {"metric": metric, "verdict": verdict, "note": note},
             )
@@ -198,3 +222,22 @@ def test_an_older_database_gets_the_decidability_column_filled_from_its_notes(ol
     assert list(stored["note"]) == [note for _, _, note in OLD_NOTES]
     blind = views.profile_blind(stored.to_dict("records"))
     assert "not decidable at this profile" in blind and ": a, e;" in blind and "sample" in blind
+
+
+def test_an_older_database_keeps_its_releases_under_the_renamed_column(old_url):
+    """An older history's ``family`` columns (the release's label, beside ``family_size``: the Holm family's) are
+    renamed ``release`` in place — the comparisons', the release plans' key and the looks' with their index — and
+    every row stays: the stored plan still fixes the release, its looks still count. Mutation caught: the rename
+    removed (the tables' ``release`` column is then missing: every read fails)."""
+    import sqlalchemy as sa
+
+    history = MetricHistory(old_url)
+    assert set(history.comparisons()["release"]) == {"new vs old"}
+    assert history.release_plan("new vs old", "a plan proposed later") == "{}"
+    assert list(history.release_looks("new vs old")["alpha"]) == [0.04]
+    inspector = sa.inspect(history.engine)
+    for table in ("metric_comparisons", "release_plans", "release_looks"):
+        assert "family" not in {c["name"] for c in inspector.get_columns(table)}, table
+    assert [(i["name"], i["column_names"]) for i in inspector.get_indexes("release_looks")] == [
+        ("ix_release_looks_release", ["release"])
+    ]

@@ -82,7 +82,7 @@ def _release_files(tmp_path: Path) -> list[tuple[str, Path]]:
 def _decisions(history: MetricHistory) -> pd.DataFrame:
     evaluations = history.evaluations()[["evaluation_id", "suite", "model"]]
     rows = history.comparisons().merge(evaluations, on="evaluation_id")
-    columns = ["suite", "model", "metric", "breakdown", "verdict", "p_value", "p_adjusted", "alpha", "family"]
+    columns = ["suite", "model", "metric", "breakdown", "verdict", "p_value", "p_adjusted", "alpha", "release"]
     return rows[columns].sort_values(["suite", "metric", "breakdown"]).reset_index(drop=True)
 
 
@@ -107,7 +107,7 @@ def test_each_suite_is_decided_at_its_share_whatever_the_order_and_day(tmp_path,
             _import(history, path, suite, PLAN, settings)
         decided = _decisions(history)
         assert np.allclose(decided["alpha"], 0.05 / 3 * 0.8), name  # each suite's first look: 80 % of its share
-        assert set(decided["family"]) == {"new vs old"}, name
+        assert set(decided["release"]) == {"new vs old"}, name
         regressions = decided[decided["verdict"] == verdicts.REGRESSION]
         assert set(zip(regressions["suite"], regressions["breakdown"], strict=True)) >= {("geo-b", "country=Peru")}
         assert set(regressions["suite"]) == {"geo-b"}, name
@@ -350,11 +350,11 @@ def test_a_releases_looks_are_its_scopes_whichever_evaluation_takes_them_and_eac
     assert list(looks["look"]) == [verdicts.FIRST, verdicts.RESERVE], looks
     assert looks["alpha"].sum() <= share * (1 + 1e-9)
     reruns = history.comparisons(history.evaluations(model="new")["evaluation_id"])
-    families = reruns.drop_duplicates("evaluation_id")["family"].tolist()
-    assert len(families) == len(set(families)), families  # no two evaluations share a re-run's release
-    for family in {f for f in families if f != "new vs old"}:
-        assert family.startswith("new re-run ")
-        assert history.release_looks(family)["alpha"].sum() <= share * (1 + 1e-9)
+    releases = reruns.drop_duplicates("evaluation_id")["release"].tolist()
+    assert len(releases) == len(set(releases)), releases  # no two evaluations share a re-run's release
+    for rerun in {r for r in releases if r != "new vs old"}:
+        assert rerun.startswith("new re-run ")
+        assert history.release_looks(rerun)["alpha"].sum() <= share * (1 + 1e-9)
 
 
 def test_one_budget_per_release_whatever_the_scopes_slots_and_days_through_geomon_import(
@@ -429,7 +429,7 @@ def test_the_same_files_in_any_order_give_the_same_verdicts_and_exit_codes(tmp_p
             assert list(provisional["look"]) == [verdicts.RESERVE, verdicts.FIRST], provisional
         decided = _decisions(history)
         assert np.allclose(decided[decided["model"] == "new"]["alpha"], 0.05 / 2 * 0.8), name
-        seen[name] = decided.drop(columns=["family"])
+        seen[name] = decided.drop(columns=["release"])
     first = seen.pop("release order")
     for other in seen.values():
         pd.testing.assert_frame_equal(other, first)
