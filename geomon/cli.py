@@ -297,6 +297,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from geomon import plan
     from geomon.monitor import release
     from geomon.monitor.history import MetricHistory
+    from geomon.stats.values import MetricKey
     from geomon.suites.registry import resolve
 
     settings = load_settings(args.config)
@@ -354,7 +355,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             for h in first.headlines:
                 paging = sum(c.in_family and not c.disparity for c in first.comparisons)
                 need = plan.clusters_to_detect(h.sd, args.detect, settings, info.name, paging)
-                where = f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''}"
+                where = MetricKey(h.metric, h.breakdown)
                 if need is None:
                     print(f"  {info.name} {where}: unknown until a first comparison is stored")
                     continue
@@ -603,6 +604,7 @@ def acknowledge(settings: Any, args: argparse.Namespace) -> int:
     import pandas as pd
 
     from geomon.monitor import release, views
+    from geomon.stats.values import MetricKey
 
     row = held[held["evaluation_id"] == args.evaluation].iloc[0]
     evaluation = next(
@@ -616,8 +618,8 @@ def acknowledge(settings: Any, args: argparse.Namespace) -> int:
     if args.metric and not covered:
         found = ", ".join(views.verdict_text(r) for r in regressions) or "none"
         raise ConfigError(
-            f"alerts ack: evaluation {args.evaluation} has no regression on {args.metric}"
-            f"{f' ({args.breakdown})' if args.breakdown else ''}; its regressions: {found}"
+            f"alerts ack: evaluation {args.evaluation} has no regression on {MetricKey(args.metric, args.breakdown)}; "
+            f"its regressions: {found}"
         )
     # Stored on the evaluation each regression was decided on, so every later evaluation's gate honours it.
     for evaluation_id in dict.fromkeys([*(r["evaluation_id"] for r in covered), args.evaluation]):

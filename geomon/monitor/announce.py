@@ -23,6 +23,7 @@ from geomon.monitor import alerts
 from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.monitor.release import Announcer, Tracked, acknowledged, stored
 from geomon.stats import power, verdicts
+from geomon.stats.values import MetricKey
 
 Link = Callable[[Evaluation], str]
 
@@ -66,8 +67,8 @@ def announce(
     return out
 
 
-def _key(row: dict[str, Any]) -> tuple[str, str]:
-    return str(row["metric"]), str(row["breakdown"] or "")
+def _key(row: dict[str, Any]) -> MetricKey:
+    return MetricKey(str(row["metric"]), str(row["breakdown"] or ""))
 
 
 def _announce_one(
@@ -79,7 +80,7 @@ def _announce_one(
     sent = record[record["outcome"] == SENT]
     told = {}  # the last kind of message that reached someone, per comparison
     for row in sent.to_dict("records"):
-        told[(row["metric"], row["breakdown"])] = row
+        told[_key(row)] = row
     acks = history.acknowledgements([evaluation.evaluation_id])
     new = [
         r
@@ -94,7 +95,7 @@ def _announce_one(
         lines += _send(history, evaluation, alert, "regression", [_key(r) for r in new], settings)
     if withdrawn:
         alert = resolved_alert(evaluation, result.against, withdrawn, result.verdicts, url)
-        keys = [(row["metric"], row["breakdown"]) for row in withdrawn]
+        keys = [_key(row) for row in withdrawn]
         lines += [f"resolved: {line}" for line in _send(history, evaluation, alert, "resolved", keys, settings)]
     earlier = [told[key] for key in regressions if told.get(key, {}).get("kind") == "regression"]
     if earlier:
@@ -112,7 +113,7 @@ def _send(
     evaluation: Evaluation,
     alert: alerts.Alert,
     kind: str,
-    keys: list[tuple[str, str]],
+    keys: list[MetricKey],
     settings: alerts.AlertSettings,
 ) -> list[str]:
     """Deliver on every channel and store each outcome per comparison."""
@@ -143,7 +144,7 @@ def _send(
 
 
 def _where(row: dict[str, Any]) -> str:
-    return f"{row['metric']} ({row['breakdown']})" if row["breakdown"] else str(row["metric"])
+    return str(_key(row))
 
 
 def regression_alert(evaluation: Evaluation, against: str, regressions: list[dict[str, Any]], url: str) -> alerts.Alert:
@@ -189,7 +190,7 @@ def resolved_alert(
     current = {_key(r): r for r in now}
     lines = []
     for row in withdrawn:
-        verdict = current.get((row["metric"], row["breakdown"]))
+        verdict = current.get(_key(row))
         lines.append(f"{_where(row)}: now {verdict['verdict'] if verdict else 'not compared'}")
     return alerts.Alert(
         kind="resolved",

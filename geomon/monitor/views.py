@@ -15,15 +15,18 @@ import pandas as pd
 from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.monitor.release import TrackingError, failing
 from geomon.stats import sufficiency, verdicts
-from geomon.stats.values import IMPORTED, series_change, series_key, unit
+from geomon.stats.values import IMPORTED, MetricKey, series_change, series_key, unit
 
 
 def verdict_text(verdict: dict[str, Any]) -> str:
     """``correct_rate (language=en) regression -17.2`` — a stored verdict in one phrase."""
-    breakdown = f" ({verdict['breakdown']})" if verdict.get("breakdown") else ""
     change = verdict.get("change")
     moved = f" {change:+.3g}" if isinstance(change, float) and change == change else ""
-    return f"{verdict['metric']}{breakdown} {verdict['verdict']}{moved}"
+    return f"{_key(verdict)} {verdict['verdict']}{moved}"
+
+
+def _key(row: Mapping[str, Any]) -> MetricKey:
+    return MetricKey(str(row["metric"]), str(row.get("breakdown") or ""))
 
 
 def _worse(verdict: str) -> bool:
@@ -75,11 +78,7 @@ def profile_blind(rows: Sequence[Mapping[str, Any]], shown: int = 4) -> str:
     )
     parts = []
     for kind, heading, why in kinds:
-        names = [
-            f"{r['metric']} ({r['breakdown']})" if r.get("breakdown") else str(r["metric"])
-            for r in rows
-            if r.get("decidability") == kind
-        ]
+        names = [str(_key(r)) for r in rows if r.get("decidability") == kind]
         if names:
             more = f" and {len(names) - shown} more" if len(names) > shown else ""
             parts.append(f"{heading.rstrip(': ')} ({why}): {', '.join(names[:shown])}{more}")
@@ -284,7 +283,7 @@ def baseline_model(against: str) -> str:
 def verdict_phrase(model: str, row: Mapping[str, Any], bounds: Bounds) -> str:
     """``o3-mini vs o1: correct_rate −17.2 pts (p < 0.001, adjusted 0.002), regression``: one stored verdict."""
     against = str(row.get("against", "")).removeprefix("predecessor ") or "nothing"
-    where = f"{row['metric']} ({row['breakdown']})" if row.get("breakdown") else str(row["metric"])
+    where = _key(row)
     change = _figure(row.get("change"), unit(bounds), signed=True)
     p, adjusted = _p(row.get("p_value")), _p(row.get("p_adjusted"))
     p = p if p.startswith("<") else f"= {p}"
@@ -308,7 +307,7 @@ def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds
         spread = CHANGE_Z * se if change is not None and se is not None and math.isfinite(se) else None
         out.append(
             {
-                "metric": f"{row['metric']} ({row['breakdown']})" if row.get("breakdown") else row["metric"],
+                "metric": str(_key(row)),
                 "baseline": baseline_model(str(row.get("against", ""))),
                 "change": _figure(change, suffix, signed=True),
                 "95 % interval": "—"

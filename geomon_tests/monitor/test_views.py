@@ -154,3 +154,17 @@ def test_a_page_from_an_underpowered_comparison_says_so_in_the_power_column():
     strong = {**row, "power": 0.95, "note": "", "decidability": verdicts.DECIDABLE}
     weak, strong = views.verdict_table([row, strong], {}).to_dict("records")
     assert weak[views.POWER] == "6% (underpowered)" and strong[views.POWER] == "95%"
+
+
+def test_a_metric_key_reads_one_way_and_keys_like_its_pair():
+    """Every surface names a figure as ``MetricKey`` renders it (``metric (breakdown)``, or the metric alone for the
+    overall figure), and the key finds what a (metric, breakdown) pair keys."""
+    from geomon.stats.values import MetricKey
+
+    assert str(MetricKey("correct_rate", "language=en")) == "correct_rate (language=en)"
+    assert f"{MetricKey('correct_rate')}" == "correct_rate"
+    assert (
+        views.verdict_text({"metric": "acc", "breakdown": "country=Peru", "verdict": "watch"})
+        == "acc (country=Peru) watch"
+    )
+    assert {("acc", "country=Peru"): 1}[MetricKey("acc", "country=Peru")] == 1
