@@ -17,8 +17,8 @@ import io
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,9 @@ import sqlalchemy as sa
 
 from geomon.engine.store import make_engine, normalize_url
 from geomon.stats import sufficiency, verdicts
-from geomon.stats.values import MetricValue, finite
+from geomon.stats.values import MetricKey, MetricValue, finite
 
-__all__ = ["Evaluation", "MetricHistory", "MetricValue"]
+__all__ = ["Evaluation", "MetricHistory", "MetricValue", "StoredComparison"]
 
 metadata = sa.MetaData()
 _PROCESS_LOCK = threading.RLock()
@@ -228,6 +228,55 @@ class Evaluation:
     @property
     def when(self) -> datetime:
         return self.evaluated_at or self.recorded_at
+
+
+@dataclass(frozen=True)
+class StoredComparison:
+    """One stored comparison (a row of ``metric_comparisons``) as the surfaces read it: the alerts, the checks'
+    text, the verdict tables. Numbers the database holds as NULL read as None (NaN where they came through a
+    DataFrame)."""
+
+    metric: str
+    breakdown: str = ""
+    verdict: str = ""
+    decidability: str = ""  # ``verdicts.DECIDABILITIES``
+    note: str = ""
+    against: str = ""  # "previous run" or "predecessor <model>"
+    release: str = ""  # ``release.release_of``: "<model> vs <baseline model>", or a re-run's own
+    evaluation_id: str = ""
+    against_evaluation_id: str = ""
+    before: float | None = None
+    after: float | None = None
+    change: float | None = None  # after − before, in the metric's units
+    worse_when: str = ""  # "higher" or "lower"
+    se: float | None = None  # the change's standard error under no change
+    p_value: float | None = None  # one-sided, the way the verdict claims
+    p_adjusted: float | None = None  # Holm, over the suite's comparisons in the evaluation
+    q_value: float | None = None
+    mde: float | None = None
+    power: float | None = None  # at the minimum effect
+    level: float | None = None  # its first Holm level
+    min_effect: float | None = None
+    alpha: float | None = None  # the look's α
+    items: int | None = None
+    clusters: int | None = None
+    family_size: int | None = None  # the comparisons Holm decided together
+    # Its evaluation's, where a reader joined them (``views.open_regressions``).
+    evaluated_at: datetime | None = None
+    origin: str = ""
+
+    @property
+    def key(self) -> MetricKey:
+        return MetricKey(self.metric, self.breakdown)
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> StoredComparison:
+        """A stored row (``MetricHistory.comparisons``' records, or some of its columns): the fields it names, the
+        others their defaults; text read NULL as ""."""
+        known = {f.name: f for f in fields(cls)}
+        given = {name: value for name, value in row.items() if name in known}
+        text = {name: str(given.get(name) or "") for name, f in known.items() if f.type == "str" and name in given}
+        return cls(**(given | text))
 
 
 # One engine per process and database, its tables created and migrated once (a run opens the history about 18

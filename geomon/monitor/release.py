@@ -27,9 +27,10 @@ from typing import Any
 
 import pandas as pd
 
-from geomon.monitor.history import Evaluation, MetricHistory, MetricValue
+from geomon.monitor.history import Evaluation, MetricHistory, MetricValue, StoredComparison
 from geomon.stats import compare, declared, verdicts
 from geomon.stats.declared import TrackedMetric
+from geomon.stats.values import MetricKey
 
 
 class TrackingError(ValueError):
@@ -414,7 +415,7 @@ REBASED_NOTE = (
 )
 
 
-def standing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, Any]]:
+def standing(history: MetricHistory, evaluation: Evaluation) -> list[StoredComparison]:
     """Every regression the gates of ``evaluation`` read, each with the ``evaluation_id`` it was decided on: its
     own, and those of its release against the predecessor — the model's first evaluation in the suite's scope,
     decided against the predecessor's — which stand until acknowledged or withdrawn by a later decision against
@@ -429,24 +430,24 @@ def standing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, A
     chosen = rows[
         (rows["verdict"] == verdicts.REGRESSION) & ((rows["evaluation_id"] == evaluation.evaluation_id) | inherited)
     ]
-    return chosen.drop(columns=["id"]).to_dict("records")
+    return [StoredComparison.of(row) for row in chosen.to_dict("records")]
 
 
-def failing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, Any]]:
+def failing(history: MetricHistory, evaluation: Evaluation) -> list[StoredComparison]:
     """The regressions ``evaluation``'s gates read (``standing``) that no operator has acknowledged: the
     no_regression check and the exit status of ``geomon run`` / ``geomon import`` fail on them, on every re-run,
     until a decision against the predecessor withdraws them or someone acknowledges that metric and breakdown."""
     rows = standing(history, evaluation)
-    acks = history.acknowledgements({r["evaluation_id"] for r in rows})
-    return [r for r in rows if not acknowledged(acks[acks["evaluation_id"] == r["evaluation_id"]], r)]
+    acks = history.acknowledgements({r.evaluation_id for r in rows})
+    return [r for r in rows if not acknowledged(acks[acks["evaluation_id"] == r.evaluation_id], r.key)]
 
 
-def acknowledged(acks: pd.DataFrame, comparison: dict[str, Any]) -> bool:
-    """Whether an acknowledgement covers this comparison: every regression of the evaluation (no metric), the
-    metric's every breakdown ("*"), or exactly its breakdown ("" the overall figure)."""
+def acknowledged(acks: pd.DataFrame, key: MetricKey) -> bool:
+    """Whether an acknowledgement covers this comparison (``key``): every regression of the evaluation (no metric),
+    the metric's every breakdown ("*"), or exactly its breakdown ("" the overall figure)."""
     for ack in acks.to_dict("records"):
         if not ack["metric"]:
             return True
-        if ack["metric"] == comparison["metric"] and ack.get("breakdown", "*") in ("*", comparison["breakdown"]):
+        if ack["metric"] == key.metric and ack.get("breakdown", "*") in ("*", key.breakdown):
             return True
     return False

@@ -378,8 +378,9 @@ def decide(
     return out
 
 
-def summary(verdicts: Sequence[Verdict] | Sequence[Mapping[str, Any]]) -> str:
-    """``2 regressions, 1 watch, 12 no detectable change`` (the counts, worst first)."""
-    names = [v.verdict if isinstance(v, Verdict) else v["verdict"] for v in verdicts]
+def summary(verdicts: Sequence[Any]) -> str:
+    """``2 regressions, 1 watch, 12 no detectable change`` (the counts, worst first): of ``Verdict`` objects, of
+    stored comparisons (anything with a ``verdict``), or of their rows."""
+    names = [v["verdict"] if isinstance(v, Mapping) else v.verdict for v in verdicts]
     counts = [(k, names.count(k)) for k in VERDICTS if names.count(k)]
     return ", ".join(f"{n} {k}" for k, n in counts) or "nothing compared"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import MetricHistory, StoredComparison
 from geomon.stats.values import MetricValue, metrics_from_mapping
 
 
@@ -220,7 +220,7 @@ def test_an_older_database_gets_the_decidability_column_filled_from_its_notes(ol
         verdicts.DECIDABLE,
     ]
     assert list(stored["note"]) == [note for _, _, note in OLD_NOTES]
-    blind = views.profile_blind(stored.to_dict("records"))
+    blind = views.profile_blind([StoredComparison.of(row) for row in stored.to_dict("records")])
     assert "not decidable at this profile" in blind and ": a, e;" in blind and "sample" in blind
 
 

@@ -203,9 +203,7 @@ def test_acknowledgements_name_the_breakdown_and_every_gate_honours_them(tmp_pat
     assert main(["alerts", "ack", eid, "--metric", "answered_rate", "--breakdown", "*", "--by", "a"]) == 2
     # The overall figure acknowledged: Peru's own regression still fails the gates.
     assert main(["alerts", "ack", eid, "--metric", "accuracy", "--by", "a"]) == 0
-    assert ("accuracy", "country=Peru") in {
-        (r["metric"], r["breakdown"]) for r in release.failing(history, evaluation.evaluation)
-    }
+    assert ("accuracy", "country=Peru") in {r.key for r in release.failing(history, evaluation.evaluation)}
     for metric, breakdown in regressions:
         main(["alerts", "ack", eid, "--metric", metric, "--breakdown", breakdown, "--by", "on-call"])
     assert release.failing(history, evaluation.evaluation) == []
@@ -464,7 +462,7 @@ def test_a_re_import_never_turns_the_gate_green_and_an_ack_of_every_breakdown_do
     assert main([*ack, "--metric", "accuracy"]) == 0
     acks = history.acknowledgements()
     assert set(acks["evaluation_id"]) == {first, latest} and set(acks["breakdown"]) == {"*"}
-    still_open = {r[2]["metric"] for r in views.open_regressions(history, imported_only=True)}
+    still_open = {r[2].metric for r in views.open_regressions(history, imported_only=True)}
     assert still_open == {"accuracy_itt"}  # not acknowledged yet
     assert main([*ack, "--metric", "accuracy_itt"]) == 0
     assert views.open_regressions(history, imported_only=True) == []

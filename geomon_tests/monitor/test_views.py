@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from geomon.monitor import release, views
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import MetricHistory, StoredComparison
 from geomon.stats import verdicts
 
 
@@ -54,6 +54,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "verdict": verdicts.UNDEFINED,
         },
     ]
+    rows = [StoredComparison.of(row) for row in rows]
     table = views.verdict_table(rows, {"correct_rate": (0, 100), "mean_error": None})
     assert table.to_dict("records") == [
         {
@@ -134,6 +135,7 @@ def test_the_blind_line_names_comparisons_too_small_to_test_and_too_weak_to_deci
         {"metric": "acc", "breakdown": "country=Kenya", "decidability": verdicts.UNDECIDABLE_SAMPLE, "note": sample},
         {"metric": "acc", "breakdown": "country=Peru", "decidability": verdicts.DECIDABLE, "note": ""},
     ]
+    rows = [StoredComparison.of(row) for row in rows]
     line = views.profile_blind(rows)
     assert (
         line.startswith("not decidable at this profile (power below the stated power at the minimum effect")
@@ -152,7 +154,7 @@ def test_a_page_from_an_underpowered_comparison_says_so_in_the_power_column():
            "note": f"{verdicts.UNDERPOWERED_PAGE} (6% power at the minimum effect)",
            "decidability": verdicts.UNDERPOWERED_REGRESSION}  # fmt: skip
     strong = {**row, "power": 0.95, "note": "", "decidability": verdicts.DECIDABLE}
-    weak, strong = views.verdict_table([row, strong], {}).to_dict("records")
+    weak, strong = views.verdict_table([StoredComparison.of(row), StoredComparison.of(strong)], {}).to_dict("records")
     assert weak[views.POWER] == "6% (underpowered)" and strong[views.POWER] == "95%"
 
 
@@ -163,8 +165,5 @@ def test_a_metric_key_reads_one_way_and_keys_like_its_pair():
 
     assert str(MetricKey("correct_rate", "language=en")) == "correct_rate (language=en)"
     assert f"{MetricKey('correct_rate')}" == "correct_rate"
-    assert (
-        views.verdict_text({"metric": "acc", "breakdown": "country=Peru", "verdict": "watch"})
-        == "acc (country=Peru) watch"
-    )
+    assert views.verdict_text(StoredComparison("acc", "country=Peru", verdicts.WATCH)) == "acc (country=Peru) watch"
     assert {("acc", "country=Peru"): 1}[MetricKey("acc", "country=Peru")] == 1
