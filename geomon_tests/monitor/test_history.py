@@ -144,7 +144,8 @@ def old_url(request, tmp_path):
             sa.text(
                 f"CREATE TABLE metric_comparisons (id {serial}, evaluation_id VARCHAR(36) NOT NULL, "
                 "against_evaluation_id VARCHAR(36) NOT NULL, against VARCHAR(300) NOT NULL, "
-                "metric VARCHAR(200) NOT NULL, p_value FLOAT, verdict VARCHAR(40) NOT NULL, "
+                "metric VARCHAR(200) NOT NULL, before FLOAT, after FLOAT, effect FLOAT, p_value FLOAT, items INTEGER, "
+                "verdict VARCHAR(40) NOT NULL, "
                 "family VARCHAR(400) NOT NULL DEFAULT '', note VARCHAR(500) NOT NULL DEFAULT '')"
             )
         )

@@ -588,3 +588,41 @@ def test_what_the_history_stores_is_what_compare_returns(tmp_path):
         verdict, p_adjusted, mde, decidability = stored[(v.metric, v.breakdown)]
         assert verdict == v.verdict and mde == v.mde and decidability == v.decidability
         assert p_adjusted == number(v.p_adjusted) or (math.isnan(p_adjusted) and math.isnan(number(v.p_adjusted)))
+
+
+def _weak_items(new: bool) -> pd.DataFrame:
+    """40 questions in group a, 40 in b, 8 in c, 70 % right; in the new evaluation 30 of b's turn wrong, and in a two
+    right turn wrong and one wrong turns right. Against a minimum effect of 1 point every test is weak."""
+    group = np.array(["a"] * 40 + ["b"] * 40 + ["c"] * 8)
+    value = np.where(np.arange(group.size) % 10 < 7, 100.0, 0.0)
+    if new:
+        value[np.flatnonzero(group == "b")[:30]] = 0.0
+        value[[0, 1, 7]] = [0.0, 0.0, 100.0]
+    return pd.DataFrame({"item": [f"q{i}" for i in range(group.size)], "group": group, "value": value})
+
+
+@pytest.mark.parametrize(
+    ("origin", "weak"), [("geomon", verdicts.UNDERPOWERED_PROFILE), ("import:toy:x", verdicts.UNDERPOWERED_PUBLISHED)]
+)
+def test_each_comparisons_decidability_is_stored_in_its_column(tmp_path, origin, weak):
+    """What ``decide`` says of each comparison's decidability is stored with it: a page below the stated power, a
+    "no detectable change" too weak at the run's profile (or, imported, as published), a group too small to be
+    tested. Mutation caught: the column left out of the stored row (every comparison then reads decidable)."""
+    from geomon.stats.declared import Mean, TrackedMetric
+
+    acc = TrackedMetric("acc", Mean("value"), min_effect=1.0, bounds=(0, 100), by=("group",))
+    settings = verdicts.VerdictSettings(resamples=199)
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
+    release.track(history, "toy", "old", [], _weak_items(False), (acc,), settings, plan=plan, origin=origin)
+    out = release.track(
+        history, "toy", "new", [], _weak_items(True), (acc,), settings, plan=plan, predecessor="old", origin=origin
+    )
+    stored = {r["breakdown"]: (r["verdict"], r["decidability"]) for r in out.verdicts}
+    assert stored == {
+        "": (verdicts.REGRESSION, verdicts.UNDERPOWERED_REGRESSION),
+        "group=a": (verdicts.NO_CHANGE, weak),
+        "group=b": (verdicts.REGRESSION, verdicts.UNDERPOWERED_REGRESSION),
+        "group=c": (verdicts.INSUFFICIENT, verdicts.UNDECIDABLE_SAMPLE),
+    }
+    assert {r.decidability for r in release.failing(history, out.evaluation)} == {verdicts.UNDERPOWERED_REGRESSION}
