@@ -205,8 +205,7 @@ def imported_regressions(settings: Any) -> str:
     found = views.open_regressions(MetricHistory(settings.store_url), imported_only=True)
     bounds = {(suite, metric): bound for suite, metric, _, _, bound in registry.headline_catalog()}
     lines = [
-        f"  {suite} {views.verdict_phrase(model, row, bounds.get((suite, row['metric'])))}"
-        for suite, model, row in found
+        f"  {suite} {views.verdict_phrase(model, row, bounds.get((suite, row.metric)))}" for suite, model, row in found
     ]
     if not found:
         return "No open regression among the imported evaluations."
@@ -297,6 +296,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from geomon import plan
     from geomon.monitor import release
     from geomon.monitor.history import MetricHistory
+    from geomon.stats.values import MetricKey
     from geomon.suites.registry import resolve
 
     settings = load_settings(args.config)
@@ -354,7 +354,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             for h in first.headlines:
                 paging = sum(c.in_family and not c.disparity for c in first.comparisons)
                 need = plan.clusters_to_detect(h.sd, args.detect, settings, info.name, paging)
-                where = f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''}"
+                where = MetricKey(h.metric, h.breakdown)
                 if need is None:
                     print(f"  {info.name} {where}: unknown until a first comparison is stored")
                     continue
@@ -461,6 +461,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         else:
             runs = imports.item_runs(args.path, args.suite, args.group, settings.verdicts, args.cluster)
     from geomon.monitor import alerts, announce, release
+    from geomon.monitor.history import StoredComparison
     from geomon.monitor.views import verdict_text
 
     several_suites = len({r.suite for r in runs}) > 1  # lm-eval: one evaluation per model and task
@@ -481,15 +482,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
         quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
-        shown = ", ".join(verdict_text(v) for v in r.tracked.verdicts if v["verdict"] not in quiet)
+        compared = [StoredComparison.of(row) for row in r.tracked.verdicts]
+        shown = ", ".join(verdict_text(v) for v in compared if v.verdict not in quiet)
         state = "already recorded" if r.tracked.evaluation.reused else "recorded"
         against = f" vs {r.tracked.against.removeprefix('predecessor ')}" if r.tracked.against else ""
-        summary = verdicts.summary(r.tracked.verdicts) if r.tracked.verdicts else ""
+        summary = verdicts.summary(compared) if compared else ""
         what = f"{r.run.suite} {r.run.model}" if several_suites else r.run.model
         print(f"{r.run.evaluated_at:%Y-%m-%d} {what}: {state}{against}{': ' + summary if summary else ''}")
         if shown:
             print(f"    {shown}")
-        unpaged = [part for v in r.tracked.verdicts if not v["alpha"] for part in str(v["note"]).split("; ")]
+        unpaged = [part for v in compared if not v.alpha for part in v.note.split("; ")]
         for note in dict.fromkeys(part for part in unpaged if part.endswith(release.NEVER_PAGED)):
             print(f"    α 0: {note}")  # decided, shown, never paged: say so, not only "watch"
         if r.run.note and r.run.note != imports.RATES_ONLY:
@@ -519,14 +521,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     # decided again (a late predecessor's import that creates a page gates on it), as finally decided; one line each.
     decided = {e.evaluation_id: e for r in recorded for e in (r.tracked.evaluation, *r.tracked.redecided)}
     open_regressions = {
-        (v["evaluation_id"], v["metric"], v["breakdown"]): (e, v)
-        for e in decided.values()
-        for v in release.failing(history, e)
+        (v.evaluation_id, *v.key): (e, v) for e in decided.values() for v in release.failing(history, e)
     }
     for e, v in open_regressions.values():
         print(
-            f"geomon: {e.suite} {e.model}: {verdict_text(v)} against {v['against']} (not acknowledged: "
-            f"`geomon alerts ack {v['evaluation_id']}`)",
+            f"geomon: {e.suite} {e.model}: {verdict_text(v)} against {v.against} (not acknowledged: "
+            f"`geomon alerts ack {v.evaluation_id}`)",
             file=sys.stderr,
         )
     return gate(args.fail_on, 0, len(open_regressions))
@@ -603,6 +603,7 @@ def acknowledge(settings: Any, args: argparse.Namespace) -> int:
     import pandas as pd
 
     from geomon.monitor import release, views
+    from geomon.stats.values import MetricKey
 
     row = held[held["evaluation_id"] == args.evaluation].iloc[0]
     evaluation = next(
@@ -612,15 +613,15 @@ def acknowledge(settings: Any, args: argparse.Namespace) -> int:
     # What its gates read: its own regressions and its release's against the predecessor (``release.standing``).
     regressions = release.standing(history, evaluation)
     wanted = {"metric": args.metric, "breakdown": args.breakdown}
-    covered = [r for r in regressions if release.acknowledged(pd.DataFrame([wanted]), r)]
+    covered = [r for r in regressions if release.acknowledged(pd.DataFrame([wanted]), r.key)]
     if args.metric and not covered:
         found = ", ".join(views.verdict_text(r) for r in regressions) or "none"
         raise ConfigError(
-            f"alerts ack: evaluation {args.evaluation} has no regression on {args.metric}"
-            f"{f' ({args.breakdown})' if args.breakdown else ''}; its regressions: {found}"
+            f"alerts ack: evaluation {args.evaluation} has no regression on {MetricKey(args.metric, args.breakdown)}; "
+            f"its regressions: {found}"
         )
     # Stored on the evaluation each regression was decided on, so every later evaluation's gate honours it.
-    for evaluation_id in dict.fromkeys([*(r["evaluation_id"] for r in covered), args.evaluation]):
+    for evaluation_id in dict.fromkeys([*(r.evaluation_id for r in covered), args.evaluation]):
         history.acknowledge(evaluation_id, who, args.metric, args.note, args.breakdown)
     what = " (every regression)"
     if args.metric:

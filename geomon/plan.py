@@ -22,6 +22,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.stats import compare, power, sufficiency
 from geomon.stats.declared import is_disparity, with_min_effects
+from geomon.stats.values import MetricKey
 from geomon.suites import registry
 from geomon.suites.pipeline import Pipeline, Stage, StageResult
 
@@ -107,7 +108,7 @@ class Comparison:
 
     @property
     def name(self) -> str:
-        return f"{self.metric}{f' ({self.breakdown})' if self.breakdown else ''}"
+        return str(MetricKey(self.metric, self.breakdown))
 
 
 def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame, min_effects: dict[str, float]) -> list[Comparison]:
@@ -687,7 +688,7 @@ def blind_lines(plan: SuitePlan) -> list[str]:
 def headline_mde(plan: SuitePlan, headline: Headline) -> str:
     """``mean_error 0.154``, ``mean_error 0.4 (not decidable at this profile)`` (its MDE above its minimum effect),
     ``region_disparity_mean not decidable`` (too few clusters to be tested), ``… ?`` (no spread known yet)."""
-    name = f"{headline.metric}{f' ({headline.breakdown})' if headline.breakdown else ''}"
+    name = MetricKey(headline.metric, headline.breakdown)
     mine = next((c for c in plan.comparisons if (c.metric, c.breakdown) == (headline.metric, headline.breakdown)), None)
     if mine is not None and not mine.in_family:
         return f"{name} not decidable"

@@ -57,6 +57,7 @@ from geomon.engine.runner import ProgressListener
 from geomon.monitor import release
 from geomon.monitor.history import MetricHistory
 from geomon.report import charts
+from geomon.stats.values import MetricKey
 from geomon.suites import registry
 from geomon.suites.pipeline import CheckOutcome, Markdown, Pipeline, Stage, StageCheck, StageResult
 
@@ -493,7 +494,7 @@ def plan_markdown(table: pd.DataFrame, info: registry.SuiteInfo) -> Markdown:
     table = table.rename(columns={"cost_usd": "cost (USD)"})
     notes = [f"{UNKNOWN} {why}" for column, why in PLAN_NOTES.items() if column in unknown]
     units = [
-        f"{h.metric}{f' ({h.breakdown})' if h.breakdown else ''}: on a {h.bounds[0]:g}–{h.bounds[1]:g} scale"
+        f"{MetricKey(h.metric, h.breakdown)}: on a {h.bounds[0]:g}–{h.bounds[1]:g} scale"
         for h in info.headlines
         if h.bounds is not None
     ]

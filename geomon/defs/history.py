@@ -26,7 +26,7 @@ from geomon.defs.monitoring import (
 from geomon.defs.resources import GeomonResource
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, release, views
-from geomon.monitor.history import Evaluation, MetricHistory
+from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
 from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
 
@@ -75,9 +75,9 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
     """What an import of Gapminder's history did, for the import asset's materialization (from a run or from
     ``geomon import``): how many configurations, how many new, and each open regression in a phrase."""
     regressions = [
-        views.verdict_phrase(r.run.model, v, {m.name: m.bounds for m in r.run.tracked}.get(v["metric"]))
+        views.verdict_phrase(r.run.model, v, {m.name: m.bounds for m in r.run.tracked}.get(v.metric))
         for r in recorded
-        for v in r.tracked.regressions
+        for v in map(StoredComparison.of, r.tracked.regressions)
     ]
     return {
         "runs": len(recorded),
@@ -94,6 +94,7 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
 def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[TrackedMetric]) -> dict[str, Any]:
     """An imported evaluation as its partition's materialization metadata and ``no_regression`` check result."""
     now = release.stored(history, evaluation)
+    decided = [StoredComparison.of(row) for row in now.verdicts]
     failing = release.failing(history, evaluation)
     series = history.series(suite=evaluation.suite, model=evaluation.model)
     mine = series[(series["evaluation_id"] == evaluation.evaluation_id) & (series["breakdown"] == "")]
@@ -105,21 +106,21 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
         (
             "tied to its materialization",  # checks reported before they were tied (uncounted) are reported again
             evaluation.evaluation_id,
-            sorted((v["metric"], v["breakdown"], v["verdict"], v["against_evaluation_id"]) for v in now.verdicts),
-            sorted((v["metric"], v["breakdown"]) for v in failing),
+            sorted((v.metric, v.breakdown, v.verdict, v.against_evaluation_id) for v in decided),
+            sorted((v.metric, v.breakdown) for v in failing),
         )
     )
     shared = {
         "evaluation_id": evaluation.evaluation_id,
         "baseline": views.baseline_model(now.against) if now.against else "nothing: the first of its release line",
-        "verdicts": verdicts.summary(now.verdicts) if now.verdicts else "nothing compared",
-        "comparisons": comparisons_table(now.verdicts, tracked),
+        "verdicts": verdicts.summary(decided) if decided else "nothing compared",
+        "comparisons": comparisons_table(decided, tracked),
     }
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]  # what was decided: unchanged, nothing to report
     return {
         "passed": not failing,
         "failing": failing,
-        "verdicts": now.verdicts,
+        "verdicts": decided,
         "decision": digest,
         "materialization": {
             **shared,

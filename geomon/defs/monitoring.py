@@ -18,7 +18,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetC
 from geomon.config import Settings
 from geomon.defs.resources import check_spec
 from geomon.monitor import alerts, announce, release, views
-from geomon.monitor.history import Evaluation, MetricHistory
+from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
@@ -80,6 +80,7 @@ def track_evaluation(
         replies=replies,
     )
     current = result.evaluation
+    decided = [StoredComparison.of(row) for row in result.verdicts]
     open_regressions = release.failing(history, current)
     told = result.told.get(current.evaluation_id, [])
     for evaluation in result.redecided:  # a late baseline re-decided later releases: their checks say so now
@@ -94,7 +95,7 @@ def track_evaluation(
         check_name="no_regression",
         passed=not open_regressions,
         severity=dg.AssetCheckSeverity.ERROR,
-        description=check_line(open_regressions, result.verdicts, tracked),
+        description=check_line(open_regressions, decided, tracked),
         metadata={
             "evaluation_id": current.evaluation_id,
             "recorded_by_run": current.dagster_run_id,
@@ -104,9 +105,9 @@ def track_evaluation(
                 if not current.reused
                 else f"unchanged: the same per-item values as evaluation {current.evaluation_id}"
             ),
-            "verdicts": verdicts.summary(result.verdicts) if result.verdicts else "nothing compared",
-            "comparisons": comparisons_table(result.verdicts, tracked),
-            "alpha": decided_at(result.verdicts),
+            "verdicts": verdicts.summary(decided) if decided else "nothing compared",
+            "comparisons": comparisons_table(decided, tracked),
+            "alpha": decided_at(decided),
             "regressions": len(open_regressions),
             "acknowledged": acked,
             "alert": ", ".join(told) or "none (no regression)",
@@ -115,15 +116,15 @@ def track_evaluation(
     )
 
 
-def decided_at(rows: list[dict]) -> str:
+def decided_at(rows: Sequence[StoredComparison]) -> str:
     """The α the evaluation's comparisons were decided at, and why where it is 0 (nothing pages: said, not only
     shown as ``watch``)."""
     if not rows:
         return "nothing decided"
-    alpha = max(float(r["alpha"] or 0) for r in rows)
+    alpha = max(float(r.alpha or 0) for r in rows)
     if alpha > 0:
         return f"{alpha:.4g}"
-    notes = [p for r in rows for p in str(r["note"]).split("; ") if p.endswith(release.NEVER_PAGED)]
+    notes = [p for r in rows for p in r.note.split("; ") if p.endswith(release.NEVER_PAGED)]
     return f"0: {notes[0] if notes else 'no α'}"
 
 
@@ -145,20 +146,21 @@ def redecided_check(
     else:
         partition = evaluation.model if key is not None else None
     now = release.stored(history, evaluation)
+    decided = [StoredComparison.of(row) for row in now.verdicts]
     failing = release.failing(history, evaluation)
     report_check(
         context,
         asset_key,
         partition,
         failing,
-        now.verdicts,
+        decided,
         tracked,
         {
             "evaluation_id": evaluation.evaluation_id,
             "compared_with": now.against,
             "decided_again_because": f"{because}'s evaluation arrived and became its baseline",
-            "verdicts": verdicts.summary(now.verdicts) if now.verdicts else "nothing compared",
-            "comparisons": comparisons_table(now.verdicts, tracked),
+            "verdicts": verdicts.summary(decided) if decided else "nothing compared",
+            "comparisons": comparisons_table(decided, tracked),
             "regressions": len(failing),
             "alert": ", ".join(told) or "none (no regression)",
         },
@@ -166,7 +168,7 @@ def redecided_check(
 
 
 def check_line(
-    failing: Sequence[dict[str, Any]], decided: Sequence[dict[str, Any]], tracked: Sequence[TrackedMetric]
+    failing: Sequence[StoredComparison], decided: Sequence[StoredComparison], tracked: Sequence[TrackedMetric]
 ) -> str:
     """A ``no_regression`` result in one line, the check's Description in the UI: ``18 regressions vs o1
     (predecessor): correct_rate −17.2 pts, …``, worst first, or what passed."""
@@ -186,8 +188,8 @@ def report_check(
     context: Context,
     asset_key: list[str],
     partition: str | None,
-    failing: Sequence[dict[str, Any]],
-    decided: Sequence[dict[str, Any]],
+    failing: Sequence[StoredComparison],
+    decided: Sequence[StoredComparison],
     tracked: Sequence[TrackedMetric],
     metadata: dict[str, Any],
     subject: str = "",
@@ -225,7 +227,7 @@ def report_check(
     )
 
 
-def comparisons_table(rows: list[dict[str, Any]], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
+def comparisons_table(rows: Sequence[StoredComparison], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
     """An evaluation's stored verdicts as a Markdown table (``views.verdict_table``: the change in the metric's
     units with its interval, p, adjusted p, MDE and the baseline), worst first."""
     if not rows:
@@ -308,15 +310,15 @@ def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, An
     }
 
 
-def _comparisons_url(suite: str, model: str, row: dict[str, Any]) -> str:
+def _comparisons_url(suite: str, model: str, row: StoredComparison) -> str:
     """Where a regression's comparisons table is: a published Gapminder configuration's partition of
     ``history/gapminder_evaluations``, a geomon run's partition of its suite's tracked stage (the asset in a suite
     with revisions, whose partitions are model × revision), else the imported history's asset."""
     from geomon.suites import registry
 
-    if str(row.get("origin", "")).startswith("import:gapminder-results"):
+    if row.origin.startswith("import:gapminder-results"):
         return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY, model)
-    if str(row.get("origin", "")).startswith("import:") or suite not in registry.suites():
+    if row.origin.startswith("import:") or suite not in registry.suites():
         return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY)
     pipeline = registry.suite(suite).pipeline
     key = [suite, pipeline.tracked.name]

@@ -20,9 +20,10 @@ from typing import Any
 import pandas as pd
 
 from geomon.monitor import alerts
-from geomon.monitor.history import Evaluation, MetricHistory
+from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
 from geomon.monitor.release import Announcer, Tracked, acknowledged, stored
 from geomon.stats import power, verdicts
+from geomon.stats.values import MetricKey
 
 Link = Callable[[Evaluation], str]
 
@@ -66,35 +67,37 @@ def announce(
     return out
 
 
-def _key(row: dict[str, Any]) -> tuple[str, str]:
-    return str(row["metric"]), str(row["breakdown"] or "")
+def _delivered(row: dict[str, Any]) -> MetricKey:
+    """The comparison a delivery (a row of ``alert_deliveries``) was about."""
+    return MetricKey(str(row["metric"]), str(row["breakdown"] or ""))
 
 
 def _announce_one(
     history: MetricHistory, evaluation: Evaluation, settings: alerts.AlertSettings, link: Link | None
 ) -> list[str]:
     result = stored(history, evaluation)
-    regressions = {_key(r): r for r in result.regressions}
+    decided = [StoredComparison.of(row) for row in result.verdicts]
+    regressions = {c.key: c for c in decided if c.verdict == verdicts.REGRESSION}
     record = history.deliveries([evaluation.evaluation_id])
     sent = record[record["outcome"] == SENT]
     told = {}  # the last kind of message that reached someone, per comparison
     for row in sent.to_dict("records"):
-        told[(row["metric"], row["breakdown"])] = row
+        told[_delivered(row)] = row
     acks = history.acknowledgements([evaluation.evaluation_id])
     new = [
-        r
-        for key, r in regressions.items()
-        if told.get(key, {}).get("kind") != "regression" and not acknowledged(acks, r)
+        c
+        for key, c in regressions.items()
+        if told.get(key, {}).get("kind") != "regression" and not acknowledged(acks, key)
     ]
-    withdrawn = [row for key, row in told.items() if row["kind"] == "regression" and key not in regressions]
+    withdrawn = [key for key, row in told.items() if row["kind"] == "regression" and key not in regressions]
     lines = []
     url = link(evaluation) if link is not None else settings.ui_url
     if new:
         alert = regression_alert(evaluation, result.against, new, url)
-        lines += _send(history, evaluation, alert, "regression", [_key(r) for r in new], settings)
+        lines += _send(history, evaluation, alert, "regression", [c.key for c in new], settings)
     if withdrawn:
-        alert = resolved_alert(evaluation, result.against, withdrawn, result.verdicts, url)
-        keys = [(row["metric"], row["breakdown"]) for row in withdrawn]
+        alert = resolved_alert(evaluation, result.against, withdrawn, decided, url)
+        keys = withdrawn
         lines += [f"resolved: {line}" for line in _send(history, evaluation, alert, "resolved", keys, settings)]
     earlier = [told[key] for key in regressions if told.get(key, {}).get("kind") == "regression"]
     if earlier:
@@ -112,7 +115,7 @@ def _send(
     evaluation: Evaluation,
     alert: alerts.Alert,
     kind: str,
-    keys: list[tuple[str, str]],
+    keys: list[MetricKey],
     settings: alerts.AlertSettings,
 ) -> list[str]:
     """Deliver on every channel and store each outcome per comparison."""
@@ -142,58 +145,61 @@ def _send(
     return outcomes
 
 
-def _where(row: dict[str, Any]) -> str:
-    return f"{row['metric']} ({row['breakdown']})" if row["breakdown"] else str(row["metric"])
-
-
-def regression_alert(evaluation: Evaluation, against: str, regressions: list[dict[str, Any]], url: str) -> alerts.Alert:
+def regression_alert(
+    evaluation: Evaluation, against: str, regressions: Sequence[StoredComparison], url: str
+) -> alerts.Alert:
     """The alert of regression verdicts: every comparison that regressed, and the worst change (relative to its
     minimum effect) with its numbers."""
-    worst = max(regressions, key=lambda r: abs(r["change"] or 0.0) / max(r["min_effect"] or 0.0, 1e-12))
+    worst = max(regressions, key=lambda r: abs(r.change or 0.0) / max(r.min_effect or 0.0, 1e-12))
     suite, model = evaluation.suite, evaluation.model
     return alerts.Alert(
         kind="regression",
-        title=f"{suite}: {model} regressed on {', '.join(sorted({_where(r) for r in regressions}))}",
-        summary=f"{model} vs {against} ({evaluation.scope or 'default scope'}): {_where(worst)} "
-        f"{worst['before']:.4g} → {worst['after']:.4g} (change {worst['change']:+.4g}, worse when "
-        f"{worst['worse_when']}) over {worst['clusters']} clusters; one-sided p = {worst['p_value']:.3g}, "
-        f"Holm-adjusted {worst['p_adjusted']:.3g} over the suite's {worst['family_size']} comparisons (weighted: the "
+        title=f"{suite}: {model} regressed on {', '.join(sorted({str(r.key) for r in regressions}))}",
+        summary=f"{model} vs {against} ({evaluation.scope or 'default scope'}): {worst.key} "
+        f"{worst.before:.4g} → {worst.after:.4g} (change {worst.change:+.4g}, worse when "
+        f"{worst.worse_when}) over {worst.clusters} clusters; one-sided p = {worst.p_value:.3g}, "
+        f"Holm-adjusted {worst.p_adjusted:.3g} over the suite's {worst.family_size} comparisons (weighted: the "
         "comparisons that cannot decide weigh less), decided "
-        f"at α = {worst['alpha'] or 0:.3g} (the look's part of the suite's share of the release's α): a significant "
-        f"worsening, estimated at least the minimum effect {worst['min_effect']:.3g}. {_chance(worst)}",
+        f"at α = {worst.alpha or 0:.3g} (the look's part of the suite's share of the release's α): a significant "
+        f"worsening, estimated at least the minimum effect {worst.min_effect:.3g}. {_chance(worst)}",
         model=model,
         suite=suite,
         url=url,
-        numbers={k: worst.get(k) for k in ALERT_NUMBERS},
+        numbers={k: getattr(worst, k) for k in ALERT_NUMBERS},
     )
 
 
-def _chance(row: dict[str, Any]) -> str:
+def _chance(comparison: StoredComparison) -> str:
     """What the test could see: its minimum detectable effect, its power at the minimum effect, and the chance a
     worsening of exactly the minimum effect would have paged (``power.page_probability``)."""
-    chance = row.get("power")
+    chance = comparison.power
     if chance is None or not math.isfinite(float(chance)):
-        return f"Minimum detectable effect {row['mde']:.3g}."
-    underpowered = verdicts.UNDERPOWERED_PAGE in str(row.get("note") or "")  # below the stated power
+        return f"Minimum detectable effect {comparison.mde:.3g}."
+    underpowered = comparison.decidability == verdicts.UNDERPOWERED_REGRESSION  # below the stated power
     weak = " This comparison is underpowered: a page from it is weak evidence of that size." if underpowered else ""
     return (
-        f"Minimum detectable effect {row['mde']:.3g}; power {chance:.0%} at the minimum effect, where a worsening of "
-        f"exactly that size pages with probability {power.page_probability(float(chance)):.0%}.{weak}"
+        f"Minimum detectable effect {comparison.mde:.3g}; power {chance:.0%} at the minimum effect, where a worsening "
+        f"of exactly that size pages with probability {power.page_probability(float(chance)):.0%}.{weak}"
     )
 
 
 def resolved_alert(
-    evaluation: Evaluation, against: str, withdrawn: list[dict[str, Any]], now: list[dict[str, Any]], url: str
+    evaluation: Evaluation,
+    against: str,
+    withdrawn: Sequence[MetricKey],
+    now: Sequence[StoredComparison],
+    url: str,
 ) -> alerts.Alert:
-    """The message that withdraws regressions sent earlier: what each comparison's verdict is now."""
-    current = {_key(r): r for r in now}
+    """The message that withdraws regressions sent earlier (``withdrawn``): what each comparison's verdict is
+    now."""
+    current = {c.key: c for c in now}
     lines = []
-    for row in withdrawn:
-        verdict = current.get((row["metric"], row["breakdown"]))
-        lines.append(f"{_where(row)}: now {verdict['verdict'] if verdict else 'not compared'}")
+    for key in withdrawn:
+        verdict = current.get(key)
+        lines.append(f"{key}: now {verdict.verdict if verdict else 'not compared'}")
     return alerts.Alert(
         kind="resolved",
-        title=f"{evaluation.suite}: {evaluation.model} resolved on {', '.join(sorted(_where(r) for r in withdrawn))}",
+        title=f"{evaluation.suite}: {evaluation.model} resolved on {', '.join(sorted(map(str, withdrawn)))}",
         summary=f"{evaluation.model} vs {against or 'nothing'}: the regression alerted earlier was decided again "
         f"(its baseline changed) and is withdrawn — {'; '.join(lines)}.",
         model=evaluation.model,

@@ -17,8 +17,8 @@ import io
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,10 @@ import pandas as pd
 import sqlalchemy as sa
 
 from geomon.engine.store import make_engine, normalize_url
-from geomon.stats.values import MetricValue, finite
+from geomon.stats import sufficiency, verdicts
+from geomon.stats.values import MetricKey, MetricValue, finite
 
-__all__ = ["Evaluation", "MetricHistory", "MetricValue"]
+__all__ = ["Evaluation", "MetricHistory", "MetricValue", "StoredComparison"]
 
 metadata = sa.MetaData()
 _PROCESS_LOCK = threading.RLock()
@@ -88,12 +89,14 @@ comparisons = sa.Table(
     sa.Column("mde", sa.Float),  # minimum detectable effect at the first Holm level and the stated power
     sa.Column("clusters", sa.Integer),
     sa.Column("min_effect", sa.Float),
-    sa.Column("family", sa.String(400), nullable=False, default="", server_default=""),  # the release
+    sa.Column("release", sa.String(400), nullable=False, default="", server_default=""),  # ``release.release_of``
     sa.Column("family_size", sa.Integer),  # the comparisons Holm decided together
     sa.Column("note", sa.String(500), nullable=False, default="", server_default=""),
     sa.Column("alpha", sa.Float),  # the suite's share of the release's α
     sa.Column("power", sa.Float),  # the chance to detect a worsening of min_effect
     sa.Column("level", sa.Float),  # its first (weighted) Holm level: where its MDE and power are stated
+    # Why its verdict cannot be read at face value (``verdicts.DECIDABILITIES``; "" none).
+    sa.Column("decidability", sa.String(40), nullable=False, default="", server_default=""),
     sa.Index("ix_metric_comparisons_evaluation", "evaluation_id"),
 )
 # Every message sent about a comparison (a regression, or its withdrawal: "resolved"), per channel: "already
@@ -131,7 +134,7 @@ acknowledgements = sa.Table(
 release_plans = sa.Table(
     "release_plans",
     metadata,
-    sa.Column("family", sa.String(400), primary_key=True),  # the release: "<model> vs <baseline model>"
+    sa.Column("release", sa.String(400), primary_key=True),  # "<model> vs <baseline model>"
     sa.Column("plan", sa.Text, nullable=False),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
 )
@@ -141,7 +144,7 @@ release_looks = sa.Table(
     "release_looks",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("family", sa.String(400), nullable=False),
+    sa.Column("release", sa.String(400), nullable=False),
     sa.Column("suite", sa.String(100), nullable=False),
     sa.Column("scope", sa.String(200), nullable=False),
     sa.Column("evaluation_id", sa.String(36), nullable=False),
@@ -150,8 +153,16 @@ release_looks = sa.Table(
     sa.Column("alpha", sa.Float, nullable=False),
     sa.Column("note", sa.String(500), nullable=False, default=""),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Index("ix_release_looks_family", "family"),
+    sa.Index("ix_release_looks_release", "release"),
 )
+# Columns renamed after a table's first release (old name → new), with the indexes named after them: renamed in
+# place in an older database, before any column is added.
+_RENAMED_COLUMNS = {
+    "metric_comparisons": {"family": "release"},  # the release's label, beside family_size: the Holm family's
+    "release_plans": {"family": "release"},
+    "release_looks": {"family": "release"},
+}
+_RENAMED_INDEXES = {"ix_release_looks_family": "ix_release_looks_release"}
 # Columns added after a table's first release: added in place to an older database.
 _ADDED_COLUMNS = {
     "metric_evaluations": {
@@ -170,12 +181,13 @@ _ADDED_COLUMNS = {
         "mde": "FLOAT",
         "clusters": "INTEGER",
         "min_effect": "FLOAT",
-        "family": "VARCHAR(400) NOT NULL DEFAULT ''",
+        "release": "VARCHAR(400) NOT NULL DEFAULT ''",
         "family_size": "INTEGER",
         "note": "VARCHAR(500) NOT NULL DEFAULT ''",
         "alpha": "FLOAT",
         "power": "FLOAT",
         "level": "FLOAT",
+        "decidability": "VARCHAR(40) NOT NULL DEFAULT ''",
     },
     "metric_acknowledgements": {"breakdown": "VARCHAR(300) NOT NULL DEFAULT '*'"},
 }
@@ -218,6 +230,55 @@ class Evaluation:
         return self.evaluated_at or self.recorded_at
 
 
+@dataclass(frozen=True)
+class StoredComparison:
+    """One stored comparison (a row of ``metric_comparisons``) as the surfaces read it: the alerts, the checks'
+    text, the verdict tables. Numbers the database holds as NULL read as None (NaN where they came through a
+    DataFrame)."""
+
+    metric: str
+    breakdown: str = ""
+    verdict: str = ""
+    decidability: str = ""  # ``verdicts.DECIDABILITIES``
+    note: str = ""
+    against: str = ""  # "previous run" or "predecessor <model>"
+    release: str = ""  # ``release.release_of``: "<model> vs <baseline model>", or a re-run's own
+    evaluation_id: str = ""
+    against_evaluation_id: str = ""
+    before: float | None = None
+    after: float | None = None
+    change: float | None = None  # after − before, in the metric's units
+    worse_when: str = ""  # "higher" or "lower"
+    se: float | None = None  # the change's standard error under no change
+    p_value: float | None = None  # one-sided, the way the verdict claims
+    p_adjusted: float | None = None  # Holm, over the suite's comparisons in the evaluation
+    q_value: float | None = None
+    mde: float | None = None
+    power: float | None = None  # at the minimum effect
+    level: float | None = None  # its first Holm level
+    min_effect: float | None = None
+    alpha: float | None = None  # the look's α
+    items: int | None = None
+    clusters: int | None = None
+    family_size: int | None = None  # the comparisons Holm decided together
+    # Its evaluation's, where a reader joined them (``views.open_regressions``).
+    evaluated_at: datetime | None = None
+    origin: str = ""
+
+    @property
+    def key(self) -> MetricKey:
+        return MetricKey(self.metric, self.breakdown)
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> StoredComparison:
+        """A stored row (``MetricHistory.comparisons``' records, or some of its columns): the fields it names, the
+        others their defaults; text read NULL as ""."""
+        known = {f.name: f for f in fields(cls)}
+        given = {name: value for name, value in row.items() if name in known}
+        text = {name: str(given.get(name) or "") for name, f in known.items() if f.type == "str" and name in given}
+        return cls(**(given | text))
+
+
 # One engine per process and database, its tables created and migrated once (a run opens the history about 18
 # times): by (process, URL), with the database's identity (an SQLite file's device and inode; PostgreSQL: its
 # URL), and reused while its evaluations table answers, so a file removed and made anew (even on a reused inode)
@@ -244,6 +305,7 @@ def _engine(url: str) -> sa.Engine:
     if kept is not None and kept[0] == _identity(key[1]) and _answers(kept[1]):
         return kept[1]
     engine = make_engine(url, metadata)
+    _rename_columns(engine)
     _add_missing_columns(engine)
     identity = _identity(key[1])
     if identity is not None:
@@ -415,20 +477,20 @@ class MetricHistory:
             if rows:
                 conn.execute(comparisons.insert(), [{"evaluation_id": evaluation.evaluation_id, **r} for r in rows])
 
-    def release_plan(self, family: str, proposed: str) -> str:
-        """The plan stored for ``family`` (a release), storing ``proposed`` when it has none yet: the first
-        decision fixes it. Call under the release's lock."""
+    def release_plan(self, release: str, proposed: str) -> str:
+        """The plan stored for ``release``, storing ``proposed`` when it has none yet: the first decision fixes
+        it. Call under the release's lock."""
         with self.engine.begin() as conn:
-            query = sa.select(release_plans.c.plan).where(release_plans.c.family == family)
+            query = sa.select(release_plans.c.plan).where(release_plans.c.release == release)
             stored = conn.execute(query).scalar()
             if stored is not None:
                 return str(stored)
-            conn.execute(release_plans.insert().values(family=family, plan=proposed, recorded_at=datetime.now(UTC)))
+            conn.execute(release_plans.insert().values(release=release, plan=proposed, recorded_at=datetime.now(UTC)))
         return proposed
 
-    def release_looks(self, family: str) -> pd.DataFrame:
-        """Every look ``family`` (a release) took, in the order taken."""
-        query = sa.select(release_looks).where(release_looks.c.family == family).order_by(release_looks.c.id)
+    def release_looks(self, release: str) -> pd.DataFrame:
+        """Every look ``release`` took, in the order taken."""
+        query = sa.select(release_looks).where(release_looks.c.release == release).order_by(release_looks.c.id)
         with self.engine.connect() as conn:
             rows = conn.execute(query).mappings().all()
         return pd.DataFrame(rows, columns=[c.name for c in release_looks.c])
@@ -612,9 +674,56 @@ def _evaluation(row: Any, reused: bool = False) -> Evaluation:
     )
 
 
+# Where a comparison stored before the decidability column said it: the note part each kind began with.
+_DECIDABILITY_NOTES = {
+    verdicts.UNDECIDABLE_SAMPLE: sufficiency.SAMPLE_PREFIX,
+    verdicts.UNDERPOWERED_PROFILE: sufficiency.PROFILE_PREFIX,
+    verdicts.UNDERPOWERED_PUBLISHED: sufficiency.PUBLISHED_PREFIX,
+    verdicts.UNDERPOWERED_REGRESSION: verdicts.UNDERPOWERED_PAGE,
+}
+
+
+def _backfill_decidability(conn: sa.Connection) -> None:
+    """The stored comparisons' decidability, read from their notes once, when the column is added: a note part
+    (first, or after a look's note) beginning with a kind's prefix. Run again, it changes nothing."""
+    for kind, prefix in _DECIDABILITY_NOTES.items():
+        begins = sa.or_(comparisons.c.note.like(f"{prefix}%"), comparisons.c.note.like(f"%; {prefix}%"))
+        unset = comparisons.c.decidability == verdicts.DECIDABLE
+        conn.execute(comparisons.update().where(unset, begins).values(decidability=kind))
+
+
+# Added columns whose value the rows stored before them held elsewhere: filled as they are added.
+_BACKFILLS = {("metric_comparisons", "decidability"): _backfill_decidability}
+
+
+def _rename_columns(engine: sa.Engine) -> None:
+    """Columns renamed after a database was created are renamed in place (SQLite ≥ 3.25, PostgreSQL), and the
+    indexes named after them made again under their new names, in one transaction per table; two processes doing
+    it at once: one renames, the other finds the new name there."""
+    inspector = sa.inspect(engine)
+    for table, renamed in _RENAMED_COLUMNS.items():
+        present = {c["name"] for c in inspector.get_columns(table)}
+        moved = {old: new for old, new in renamed.items() if old in present and new not in present}
+        if not moved:
+            continue
+        indexes = [i for i in inspector.get_indexes(table) if i["name"] in _RENAMED_INDEXES]
+        try:
+            with engine.begin() as conn:
+                for old, new in moved.items():
+                    conn.execute(sa.text(f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{new}"'))
+                for index in indexes:
+                    columns = ", ".join(f'"{moved.get(c, c)}"' for c in index["column_names"])
+                    conn.execute(sa.text(f'DROP INDEX "{index["name"]}"'))
+                    conn.execute(sa.text(f'CREATE INDEX "{_RENAMED_INDEXES[index["name"]]}" ON {table} ({columns})'))
+        except sa.exc.DBAPIError:
+            if not set(moved.values()) <= {c["name"] for c in sa.inspect(engine).get_columns(table)}:
+                raise
+
+
 def _add_missing_columns(engine: sa.Engine) -> None:
-    """Columns added after a database was created are added in place (nothing stored is lost); two processes
-    doing it at once: one adds, the other finds the column there."""
+    """Columns added after a database was created are added in place (nothing stored is lost), and filled from
+    what older rows held (``_BACKFILLS``) in the same transaction; two processes doing it at once: one adds, the
+    other finds the column there."""
     for table, added in _ADDED_COLUMNS.items():
         present = {c["name"] for c in sa.inspect(engine).get_columns(table)}
         for name, ddl in added.items():
@@ -624,6 +733,8 @@ def _add_missing_columns(engine: sa.Engine) -> None:
             try:
                 with engine.begin() as conn:
                     conn.execute(sa.text(f'ALTER TABLE {table} ADD COLUMN {exists}"{name}" {ddl}'))
+                    if backfill := _BACKFILLS.get((table, name)):
+                        backfill(conn)
             except sa.exc.OperationalError:
                 if name not in {c["name"] for c in sa.inspect(engine).get_columns(table)}:
                     raise

@@ -27,9 +27,10 @@ from typing import Any
 
 import pandas as pd
 
-from geomon.monitor.history import Evaluation, MetricHistory, MetricValue
+from geomon.monitor.history import Evaluation, MetricHistory, MetricValue, StoredComparison
 from geomon.stats import compare, declared, verdicts
 from geomon.stats.declared import TrackedMetric
+from geomon.stats.values import MetricKey
 
 
 class TrackingError(ValueError):
@@ -269,16 +270,16 @@ PROVISIONAL_NOTE = (
 
 
 def spend(
-    history: MetricHistory, proposed: verdicts.ReleasePlan, family: str, evaluation: Evaluation, before: Evaluation
+    history: MetricHistory, proposed: verdicts.ReleasePlan, release: str, evaluation: Evaluation, before: Evaluation
 ) -> Look:
-    """The look this decision of ``evaluation`` against ``before`` takes in the release ``family``, under its lock:
+    """The look this decision of ``evaluation`` against ``before`` takes in ``release``, under its lock:
     the plan stored with the release's first decision (``proposed`` becomes it when there is none); the suite's
     share split among its planned scopes (a suite outside the plan takes one of the import slots, in the order
     suites arrive, while one is free); in its scope, the first look, and the reserve for a decision against a
     fallback baseline (``provisional``) or against a changed one. Deciding again against the same baseline takes
     the same look; a look with no α left is ``SPENT`` (α 0). Never more than the release's α in all."""
-    plan = verdicts.ReleasePlan.from_json(history.release_plan(family, proposed.to_json()))
-    looks = history.release_looks(family)
+    plan = verdicts.ReleasePlan.from_json(history.release_plan(release, proposed.to_json()))
+    looks = history.release_looks(release)
     suite, scope = evaluation.suite, evaluation.scope
     # The scope's looks in this release, whichever of the model's evaluations took them: a second evaluation of
     # the model against the same predecessor (one dated earlier, arriving late) takes the reserve, not a new first.
@@ -300,7 +301,7 @@ def spend(
         note = "" if kind == verdicts.FIRST else PROVISIONAL_NOTE if fallback else REBASED_NOTE
         look = Look(plan.look(suite, kind), kind, note)
     history.record_look(
-        family=family,
+        release=release,
         suite=suite,
         scope=scope,
         evaluation_id=evaluation.evaluation_id,
@@ -386,7 +387,7 @@ def compare_and_decide(
             "items": t.items,
             "clusters": t.clusters,
             "min_effect": t.min_effect,
-            "family": release,
+            "release": release,
             "family_size": v.family_size,
             "alpha": look.alpha,
             "p_adjusted": v.p_adjusted,
@@ -397,6 +398,7 @@ def compare_and_decide(
             # The look's note always (why its α is what it is), first: the column holds 500 characters.
             "note": "; ".join(n for n in (why, v.note or t.note) if n)[:500],
             "verdict": v.verdict,
+            "decidability": v.decidability,
         }
         for t, v in zip(tests, decided, strict=True)
     ]
@@ -413,7 +415,7 @@ REBASED_NOTE = (
 )
 
 
-def standing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, Any]]:
+def standing(history: MetricHistory, evaluation: Evaluation) -> list[StoredComparison]:
     """Every regression the gates of ``evaluation`` read, each with the ``evaluation_id`` it was decided on: its
     own, and those of its release against the predecessor — the model's first evaluation in the suite's scope,
     decided against the predecessor's — which stand until acknowledged or withdrawn by a later decision against
@@ -428,24 +430,24 @@ def standing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, A
     chosen = rows[
         (rows["verdict"] == verdicts.REGRESSION) & ((rows["evaluation_id"] == evaluation.evaluation_id) | inherited)
     ]
-    return chosen.drop(columns=["id"]).to_dict("records")
+    return [StoredComparison.of(row) for row in chosen.to_dict("records")]
 
 
-def failing(history: MetricHistory, evaluation: Evaluation) -> list[dict[str, Any]]:
+def failing(history: MetricHistory, evaluation: Evaluation) -> list[StoredComparison]:
     """The regressions ``evaluation``'s gates read (``standing``) that no operator has acknowledged: the
     no_regression check and the exit status of ``geomon run`` / ``geomon import`` fail on them, on every re-run,
     until a decision against the predecessor withdraws them or someone acknowledges that metric and breakdown."""
     rows = standing(history, evaluation)
-    acks = history.acknowledgements({r["evaluation_id"] for r in rows})
-    return [r for r in rows if not acknowledged(acks[acks["evaluation_id"] == r["evaluation_id"]], r)]
+    acks = history.acknowledgements({r.evaluation_id for r in rows})
+    return [r for r in rows if not acknowledged(acks[acks["evaluation_id"] == r.evaluation_id], r.key)]
 
 
-def acknowledged(acks: pd.DataFrame, comparison: dict[str, Any]) -> bool:
-    """Whether an acknowledgement covers this comparison: every regression of the evaluation (no metric), the
-    metric's every breakdown ("*"), or exactly its breakdown ("" the overall figure)."""
+def acknowledged(acks: pd.DataFrame, key: MetricKey) -> bool:
+    """Whether an acknowledgement covers this comparison (``key``): every regression of the evaluation (no metric),
+    the metric's every breakdown ("*"), or exactly its breakdown ("" the overall figure)."""
     for ack in acks.to_dict("records"):
         if not ack["metric"]:
             return True
-        if ack["metric"] == comparison["metric"] and ack.get("breakdown", "*") in ("*", comparison["breakdown"]):
+        if ack["metric"] == key.metric and ack.get("breakdown", "*") in ("*", key.breakdown):
             return True
     return False

@@ -25,11 +25,11 @@ def regressed_groups(history: MetricHistory) -> list[tuple[str, str, str]]:
     metric did not regress too (o3's indecisive rate under the ideology wording): what the headline charts
     cannot show, so the trends report draws that group's own chart."""
     found = open_regressions(history)
-    overall = {(suite, model, row["metric"]) for suite, model, row in found if not row["breakdown"]}
+    overall = {(suite, model, row.metric) for suite, model, row in found if not row.breakdown}
     keys = [
-        (suite, str(row["metric"]), str(row["breakdown"]))
+        (suite, row.metric, row.breakdown)
         for suite, model, row in found
-        if row["breakdown"] and (suite, model, row["metric"]) not in overall
+        if row.breakdown and (suite, model, row.metric) not in overall
     ]
     return list(dict.fromkeys(keys))
 

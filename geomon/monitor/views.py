@@ -7,23 +7,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from statistics import NormalDist
 from typing import Any
 
 import pandas as pd
 
-from geomon.monitor.history import Evaluation, MetricHistory
+from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
 from geomon.monitor.release import TrackingError, failing
 from geomon.stats import sufficiency, verdicts
 from geomon.stats.values import IMPORTED, series_change, series_key, unit
 
 
-def verdict_text(verdict: dict[str, Any]) -> str:
+def verdict_text(comparison: StoredComparison) -> str:
     """``correct_rate (language=en) regression -17.2`` — a stored verdict in one phrase."""
-    breakdown = f" ({verdict['breakdown']})" if verdict.get("breakdown") else ""
-    change = verdict.get("change")
+    change = comparison.change
     moved = f" {change:+.3g}" if isinstance(change, float) and change == change else ""
-    return f"{verdict['metric']}{breakdown} {verdict['verdict']}{moved}"
+    return f"{comparison.key} {comparison.verdict}{moved}"
 
 
 def _worse(verdict: str) -> bool:
@@ -46,9 +46,9 @@ def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
     tests = history.comparisons(latest["evaluation_id"])
     phrases, named, blind = {}, {}, {}
     for evaluation, rows in tests.groupby("evaluation_id"):
-        records = rows.to_dict("records")
+        records = [StoredComparison.of(row) for row in rows.to_dict("records")]
         phrases[evaluation] = verdicts.summary(records)
-        named[evaluation] = "; ".join(verdict_text(r) for r in records if _worse(r["verdict"]))
+        named[evaluation] = "; ".join(verdict_text(r) for r in records if _worse(r.verdict))
         blind[evaluation] = profile_blind(records)
     return latest.assign(
         verdicts=[phrases.get(e, "") for e in latest["evaluation_id"]],
@@ -57,30 +57,28 @@ def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
     )[columns]
 
 
-def profile_blind(rows: Sequence[Mapping[str, Any]], shown: int = 4) -> str:
+def profile_blind(rows: Sequence[StoredComparison], shown: int = 4) -> str:
     """The stored comparisons no verdict could be read from, by why: ``not decidable at this profile (power below
     the stated power at the minimum effect; …): mean_error, parse_rate and 3 more; not decidable at this sample
     (too few clusters; …): mean_error (region=…) and 5 more``; "" where there is none."""
     plan = "; `geomon plan` says what would be"
     wide = "power below the stated power at the minimum effect"
-    kinds = (
-        (sufficiency.PROFILE_PREFIX, wide + plan),
-        (sufficiency.PUBLISHED_PREFIX, wide),  # an imported evaluation: no profile of geomon's sized it
+    kinds = (  # the kind, its heading (its notes' prefix), why
+        (verdicts.UNDERPOWERED_PROFILE, sufficiency.PROFILE_PREFIX, wide + plan),
+        # An imported evaluation: no profile of geomon's sized it.
+        (verdicts.UNDERPOWERED_PUBLISHED, sufficiency.PUBLISHED_PREFIX, wide),
         (
+            verdicts.UNDECIDABLE_SAMPLE,
             sufficiency.SAMPLE_PREFIX,
             f"fewer than {sufficiency.MIN_SAMPLE} clusters, or a value outside its range{plan}",
         ),
     )
     parts = []
-    for prefix, why in kinds:
-        names = [
-            f"{r['metric']} ({r['breakdown']})" if r.get("breakdown") else str(r["metric"])
-            for r in rows
-            if str(r.get("note") or "").startswith(prefix)
-        ]
+    for kind, heading, why in kinds:
+        names = [str(r.key) for r in rows if r.decidability == kind]
         if names:
             more = f" and {len(names) - shown} more" if len(names) > shown else ""
-            parts.append(f"{prefix.rstrip(': ')} ({why}): {', '.join(names[:shown])}{more}")
+            parts.append(f"{heading.rstrip(': ')} ({why}): {', '.join(names[:shown])}{more}")
     return "; ".join(parts)
 
 
@@ -279,47 +277,44 @@ def baseline_model(against: str) -> str:
     return f"{against.removeprefix('predecessor ')} (predecessor)" if against.startswith("predecessor ") else against
 
 
-def verdict_phrase(model: str, row: Mapping[str, Any], bounds: Bounds) -> str:
+def verdict_phrase(model: str, comparison: StoredComparison, bounds: Bounds) -> str:
     """``o3-mini vs o1: correct_rate −17.2 pts (p < 0.001, adjusted 0.002), regression``: one stored verdict."""
-    against = str(row.get("against", "")).removeprefix("predecessor ") or "nothing"
-    where = f"{row['metric']} ({row['breakdown']})" if row.get("breakdown") else str(row["metric"])
-    change = _figure(row.get("change"), unit(bounds), signed=True)
-    p, adjusted = _p(row.get("p_value")), _p(row.get("p_adjusted"))
+    against = comparison.against.removeprefix("predecessor ") or "nothing"
+    change = _figure(comparison.change, unit(bounds), signed=True)
+    p, adjusted = _p(comparison.p_value), _p(comparison.p_adjusted)
     p = p if p.startswith("<") else f"= {p}"
-    return f"{model} vs {against}: {where} {change} (p {p}, adjusted {adjusted}), {row['verdict']}"
+    return f"{model} vs {against}: {comparison.key} {change} (p {p}, adjusted {adjusted}), {comparison.verdict}"
 
 
-def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds]) -> pd.DataFrame:
+def verdict_table(rows: Sequence[StoredComparison], bounds: Mapping[str, Bounds]) -> pd.DataFrame:
     """Stored verdicts as a person reads them, worst first: the metric (and breakdown), the baseline model, the
     change in the metric's units (``bounds`` per metric: percentage points for a percentage), rounded, with its
     95 % interval (change ± 1.96 × the paired test's standard error: its sign-flip null's), the one-sided
     p, the Holm-adjusted p, the minimum detectable effect in the same units, the verdict and its note (why it is
     insufficient, undefined or not decidable at this profile)."""
     order = {v: i for i, v in enumerate(verdicts.VERDICTS)}
-    ranked = sorted(
-        rows, key=lambda r: (order.get(r["verdict"], len(order)), bool(r.get("breakdown")), r["metric"], r["breakdown"])
-    )
+    ranked = sorted(rows, key=lambda r: (order.get(r.verdict, len(order)), bool(r.breakdown), r.metric, r.breakdown))
     out = []
     for row in ranked:
-        suffix = unit(bounds.get(row["metric"]))
-        change, se = row.get("change"), row.get("se")
+        suffix = unit(bounds.get(row.metric))
+        change, se = row.change, row.se
         spread = CHANGE_Z * se if change is not None and se is not None and math.isfinite(se) else None
         out.append(
             {
-                "metric": f"{row['metric']} ({row['breakdown']})" if row.get("breakdown") else row["metric"],
-                "baseline": baseline_model(str(row.get("against", ""))),
+                "metric": str(row.key),
+                "baseline": baseline_model(row.against),
                 "change": _figure(change, suffix, signed=True),
                 "95 % interval": "—"
                 if spread is None or not math.isfinite(float(change))
                 else f"[{_figure(change - spread)}, {_figure(change + spread)}]{suffix}",
-                "p": _p(row.get("p_value")),
-                "adjusted p": _p(row.get("p_adjusted")),
-                "MDE": _figure(row.get("mde"), suffix),
+                "p": _p(row.p_value),
+                "adjusted p": _p(row.p_adjusted),
+                "MDE": _figure(row.mde, suffix),
                 # A page from a test below the stated power says so where the pages are listed, not only in its note.
-                POWER: _power(row.get("power"))
-                + (" (underpowered)" if verdicts.UNDERPOWERED_PAGE in str(row.get("note") or "") else ""),
-                "verdict": row["verdict"],
-                "note": str(row.get("note") or ""),
+                POWER: _power(row.power)
+                + (" (underpowered)" if row.decidability == verdicts.UNDERPOWERED_REGRESSION else ""),
+                "verdict": row.verdict,
+                "note": row.note,
             }
         )
     columns = ["metric", "baseline", "change", "95 % interval", "p", "adjusted p", "MDE", POWER, "verdict", "note"]
@@ -328,7 +323,7 @@ def verdict_table(rows: Sequence[Mapping[str, Any]], bounds: Mapping[str, Bounds
 
 def open_regressions(
     history: MetricHistory, suite: str | None = None, imported_only: bool = False
-) -> list[tuple[str, str, dict[str, Any]]]:
+) -> list[tuple[str, str, StoredComparison]]:
     """(suite, model, stored verdict) of every regression the gate of each model's latest evaluation per suite
     and scope reads (``failing``: its own, and its release's against the predecessor, unacknowledged) — geomon's
     runs and imported ones (``imported_only``: imported ones), of one ``suite`` or all — in release order, each
@@ -343,7 +338,7 @@ def open_regressions(
         evaluation = Evaluation(row["evaluation_id"], row["suite"], row["model"], row["scope"], row["recorded_at"])
         when = row["evaluated_at"] if pd.notna(row["evaluated_at"]) else row["recorded_at"]
         out += [
-            (row["suite"], row["model"], {**test, "evaluated_at": when, "origin": row["origin"]})
+            (row["suite"], row["model"], replace(test, evaluated_at=when, origin=row["origin"]))
             for test in failing(history, evaluation)
         ]
     return out
@@ -372,7 +367,7 @@ OPEN_REGRESSION_COLUMNS = [
 
 
 def open_regressions_table(
-    found: Sequence[tuple[str, str, Mapping[str, Any]]], bounds: Mapping[tuple[str, str], Bounds]
+    found: Sequence[tuple[str, str, StoredComparison]], bounds: Mapping[tuple[str, str], Bounds]
 ) -> pd.DataFrame:
     """``open_regressions`` as a person reads them, one row each: the suite, the model, whether geomon ran it or
     it was imported, when it was evaluated, the baseline, the metric and group (the breakdown: ``family=ideology``;
@@ -380,21 +375,20 @@ def open_regressions_table(
     minimum effect in the metric's units (``bounds`` per (suite, metric)), and the Holm-adjusted p."""
     out = []
     for suite, model, row in found:
-        metric = str(row["metric"])
-        bound = bounds.get((suite, metric))
-        shown = verdict_table([row], {metric: bound}).iloc[0]
+        bound = bounds.get((suite, row.metric))
+        shown = verdict_table([row], {row.metric: bound}).iloc[0]
         out.append(
             {
                 "suite": suite,
                 "model": model,
-                "source": origin_label(str(row.get("origin") or "geomon")),
-                "evaluated": f"{pd.Timestamp(row['evaluated_at']):%Y-%m-%d}",
+                "source": origin_label(row.origin or "geomon"),
+                "evaluated": f"{pd.Timestamp(row.evaluated_at):%Y-%m-%d}",
                 "baseline": shown["baseline"],
-                "metric": metric,
-                "group": str(row.get("breakdown") or "") or "overall",
+                "metric": row.metric,
+                "group": row.breakdown or "overall",
                 "change": shown["change"],
                 "95 % interval": shown["95 % interval"],
-                "min effect": _figure(row.get("min_effect"), unit(bound)),
+                "min effect": _figure(row.min_effect, unit(bound)),
                 "MDE": shown["MDE"],
                 POWER: shown[POWER],
                 "adjusted p": shown["adjusted p"],
@@ -406,7 +400,7 @@ def open_regressions_table(
 def open_regressions_frame(
     history: MetricHistory,
     suite: str | None = None,
-    found: Sequence[tuple[str, str, Mapping[str, Any]]] | None = None,
+    found: Sequence[tuple[str, str, StoredComparison]] | None = None,
 ) -> pd.DataFrame:
     """``open_regressions_table`` of every open regression (of one ``suite``, or all; or those ``found`` already),
     in the units of the registered suites' headlines: what the results index, each suite's report and

@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+
+class MetricKey(NamedTuple):
+    """Which figure: a metric and its breakdown ("" the overall figure), read the one way every surface shows it."""
+
+    metric: str
+    breakdown: str = ""
+
+    def __str__(self) -> str:
+        """``correct_rate (language=en)``, or ``correct_rate`` for the overall figure."""
+        return f"{self.metric} ({self.breakdown})" if self.breakdown else self.metric
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,15 @@ INSUFFICIENT = "insufficient sample"
 UNDEFINED = "undefined"
 VERDICTS = (REGRESSION, BELOW_THRESHOLD, REBASED, WIDENED, IMPROVEMENT, WATCH, NO_CHANGE, INSUFFICIENT, UNDEFINED)
 
+# A comparison's decidability: what keeps its verdict from being read at face value, stored in its own column
+# (``metric_comparisons.decidability``) so no surface parses it back from the note.
+DECIDABLE = ""  # nothing: its verdict says what it says (an undefined one says so itself)
+UNDECIDABLE_SAMPLE = "not decidable at this sample"  # too few clusters, or a value outside its range: not tested
+UNDERPOWERED_PROFILE = "not decidable at this profile"  # its MDE above its minimum effect at the run's profile
+UNDERPOWERED_PUBLISHED = "underpowered as published"  # the same for an imported evaluation (the publisher's sample)
+UNDERPOWERED_REGRESSION = "regression paged underpowered"  # it pages, below the stated power at the minimum effect
+DECIDABILITIES = (DECIDABLE, UNDECIDABLE_SAMPLE, UNDERPOWERED_PROFILE, UNDERPOWERED_PUBLISHED, UNDERPOWERED_REGRESSION)
+
 
 @dataclass(frozen=True)
 class VerdictSettings:
@@ -208,6 +217,7 @@ class Verdict:
     alpha: float = 0.0  # the suite's share of the release's α, which Holm spends over its comparisons
     power: float = math.nan  # the chance to detect a worsening of ``min_effect`` (at the first Holm level)
     level: float = math.nan  # its first Holm level, α × its weight ÷ the family's total weight: MDE and power's
+    decidability: str = DECIDABLE  # one of ``DECIDABILITIES``: why its verdict cannot be read at face value
 
     @property
     def alerts(self) -> bool:
@@ -324,7 +334,9 @@ def decide(
         mde = power.minimum_detectable_effect(planned, level, settings.power)
         chance = power.power_at(t.min_effect, planned, level) if t.min_effect > 0 else math.nan
         weak = sufficiency.underpowered(mde, t.min_effect) if not kind and verdict != REGRESSION else ""
+        decidability = UNDECIDABLE_SAMPLE if kind == INSUFFICIENT else DECIDABLE
         if verdict == REGRESSION and chance < settings.power:
+            decidability = UNDERPOWERED_REGRESSION
             # It pages (its false-alarm control holds), but it says how little a test this weak could see.
             note = "; ".join(
                 n for n in (f"{UNDERPOWERED_PAGE} ({chance:.0%} power at the minimum effect)", t.note) if n
@@ -332,6 +344,7 @@ def decide(
         if weak:
             # The verdict stands (the false-alarm control does not rest on power), but a test this weak misses
             # most regressions worth paging: its silence is no evidence of none.
+            decidability = UNDERPOWERED_PROFILE if profiled else UNDERPOWERED_PUBLISHED
             weak = (
                 f"{sufficiency.PROFILE_PREFIX}{weak} (`geomon plan --detect`)"
                 if profiled
@@ -359,13 +372,15 @@ def decide(
                 alpha=alpha,
                 power=chance,
                 level=level,
+                decidability=decidability,
             )
         )
     return out
 
 
-def summary(verdicts: Sequence[Verdict] | Sequence[Mapping[str, Any]]) -> str:
-    """``2 regressions, 1 watch, 12 no detectable change`` (the counts, worst first)."""
-    names = [v.verdict if isinstance(v, Verdict) else v["verdict"] for v in verdicts]
+def summary(verdicts: Sequence[Any]) -> str:
+    """``2 regressions, 1 watch, 12 no detectable change`` (the counts, worst first): of ``Verdict`` objects, of
+    stored comparisons (anything with a ``verdict``), or of their rows."""
+    names = [v["verdict"] if isinstance(v, Mapping) else v.verdict for v in verdicts]
     counts = [(k, names.count(k)) for k in VERDICTS if names.count(k)]
     return ", ".join(f"{n} {k}" for k, n in counts) or "nothing compared"

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from geomon.stats.values import MetricKey
 from geomon.suites.info import Headline, RunOption, Suite, SuiteError, SuiteInfo, answered_outcome, status_of
 
 # where every suite reads them
@@ -99,13 +100,10 @@ def _check_tracked(suite: Suite, where: str) -> None:
     headlines = {(h.metric, h.breakdown) for h in info.headlines}
     seen = set()
     for metric in tracked:
-        key = (metric.name, metric.breakdown)
+        key = MetricKey(metric.name, metric.breakdown)
         if key not in headlines:
-            shown = ", ".join(f"{m}{f' ({b})' if b else ''}" for m, b in sorted(headlines))
-            raise SuiteError(
-                f"suite {info.name}: tracked metric {metric.name}"
-                f"{f' ({metric.breakdown})' if metric.breakdown else ''} is not a declared headline ({shown})"
-            )
+            shown = ", ".join(str(MetricKey(*pair)) for pair in sorted(headlines))
+            raise SuiteError(f"suite {info.name}: tracked metric {key} is not a declared headline ({shown})")
         if key in seen:
             raise SuiteError(f"suite {info.name}: tracked metric {metric.name} is declared twice")
         seen.add(key)

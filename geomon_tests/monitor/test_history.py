@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import MetricHistory, StoredComparison
 from geomon.stats.values import MetricValue, metrics_from_mapping
 
 
@@ -113,3 +113,132 @@ def test_one_engine_per_database_and_process_checked_once(tmp_path, monkeypatch)
     assert MetricHistory(f"sqlite:///{path}").latest("toy", "m") is None and len(checks) == 3
     memory = MetricHistory("sqlite:///:memory:")  # each in-memory database is its own
     assert MetricHistory("sqlite:///:memory:").engine is not memory.engine
+
+
+def _database(request, tmp_path) -> str:
+    """An empty database: a SQLite file, or a fresh one on the real PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'old.sqlite'}"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def old_url(request, tmp_path):
+    """A database an older geomon wrote: its comparisons' decidability only in their notes, the release in columns
+    named ``family``."""
+    import sqlalchemy as sa
+
+    url = _database(request, tmp_path)
+    serial = "SERIAL PRIMARY KEY" if url.startswith("postgresql") else "INTEGER PRIMARY KEY"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "CREATE TABLE metric_evaluations (evaluation_id VARCHAR(36) PRIMARY KEY, suite VARCHAR(100) NOT NULL, "
+                "model VARCHAR(200) NOT NULL, scope VARCHAR(200) NOT NULL, recorded_at TIMESTAMP NOT NULL, "
+                "data_version VARCHAR(200) NOT NULL, prompt_version VARCHAR(200) NOT NULL, "
+                "code_version VARCHAR(200) NOT NULL, dagster_run_id VARCHAR(100) NOT NULL, items TEXT)"
+            )
+        )
+        conn.execute(
+            sa.text(
+                f"CREATE TABLE metric_comparisons (id {serial}, evaluation_id VARCHAR(36) NOT NULL, "
+                "against_evaluation_id VARCHAR(36) NOT NULL, against VARCHAR(300) NOT NULL, "
+                "metric VARCHAR(200) NOT NULL, before FLOAT, after FLOAT, effect FLOAT, p_value FLOAT, items INTEGER, "
+                "verdict VARCHAR(40) NOT NULL, "
+                "family VARCHAR(400) NOT NULL DEFAULT '', note VARCHAR(500) NOT NULL DEFAULT '')"
+            )
+        )
+        conn.execute(
+            sa.text(
+                "CREATE TABLE release_plans (family VARCHAR(400) PRIMARY KEY, plan TEXT NOT NULL, "
+                "recorded_at TIMESTAMP NOT NULL)"
+            )
+        )
+        conn.execute(
+            sa.text(
+                f"CREATE TABLE release_looks (id {serial}, family VARCHAR(400) NOT NULL, suite VARCHAR(100) NOT NULL, "
+                "scope VARCHAR(200) NOT NULL, evaluation_id VARCHAR(36) NOT NULL, "
+                "against_evaluation_id VARCHAR(36) NOT NULL, look VARCHAR(20) NOT NULL, alpha FLOAT NOT NULL, "
+                "note VARCHAR(500) NOT NULL, recorded_at TIMESTAMP NOT NULL)"
+            )
+        )
+        conn.execute(sa.text("CREATE INDEX ix_release_looks_family ON release_looks (family)"))
+        conn.execute(sa.text("INSERT INTO release_plans VALUES ('new vs old', '{}', '2026-11-20 00:00:00')"))
+        conn.execute(
+            sa.text(
+                "INSERT INTO release_looks (family, suite, scope, evaluation_id, against_evaluation_id, look, alpha, "
+                "note, recorded_at) VALUES ('new vs old', 'toy', '', 'e1', 'e0', 'first', 0.04, '', "
+                "'2026-11-20 00:00:00')"
+            )
+        )
+        conn.execute(
+            sa.text(
+                "INSERT INTO metric_evaluations VALUES ('e1', 'toy', 'new', '', '2026-11-20 00:00:00', '', '', '', '', "
+                "NULL)"
+            )
+        )
+        for metric, verdict, note in OLD_NOTES:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO metric_comparisons (evaluation_id, against_evaluation_id, against, metric, verdict, "
+                    "family, note) VALUES ('e1', 'e0', 'predecessor old', :metric, :verdict, 'new vs old', :note)"
+                ),
+                {"metric": metric, "verdict": verdict, "note": note},
+            )
+    engine.dispose()
+    return url
+
+
+OLD_NOTES = [  # (metric, verdict, note) as an older geomon stored them, each with the decidability it meant
+    ("a", "no detectable change", "not decidable at this profile: MDE 12 > min effect 5 (`geomon plan --detect`)"),
+    ("b", "no detectable change", "too few shared items to detect the minimum effect: MDE 12 > min effect 5"),
+    ("c", "insufficient sample", "not decidable at this sample (n = 8 < 30; `geomon plan --detect`)"),
+    ("d", "regression", "paged by an underpowered comparison (6% power at the minimum effect)"),
+    ("e", "no detectable change", "provisional: decided at the scope's reserve; not decidable at this profile: MDE 9"),
+    ("f", "regression", ""),
+    ("g", "no detectable change", "no cluster differs from the baseline: left out of the Holm family"),
+]
+
+
+def test_an_older_database_gets_the_decidability_column_filled_from_its_notes(old_url):
+    """An older history, its comparisons' decidability only in their notes, opened by this geomon: the column is
+    added in place and each stored comparison's decidability read once from its note (a note part, first or after
+    the look's note), so the old history reads as a new one would; the notes stay. Mutation caught: the backfill
+    removed (every old comparison then reads decidable: the blind line and the underpowered flag lose them)."""
+    from geomon.monitor import views
+    from geomon.stats import verdicts
+
+    history = MetricHistory(old_url)
+    stored = history.comparisons().sort_values("metric")
+    assert list(stored["decidability"]) == [
+        verdicts.UNDERPOWERED_PROFILE,
+        verdicts.UNDERPOWERED_PUBLISHED,
+        verdicts.UNDECIDABLE_SAMPLE,
+        verdicts.UNDERPOWERED_REGRESSION,
+        verdicts.UNDERPOWERED_PROFILE,
+        verdicts.DECIDABLE,
+        verdicts.DECIDABLE,
+    ]
+    assert list(stored["note"]) == [note for _, _, note in OLD_NOTES]
+    blind = views.profile_blind([StoredComparison.of(row) for row in stored.to_dict("records")])
+    assert "not decidable at this profile" in blind and ": a, e;" in blind and "sample" in blind
+
+
+def test_an_older_database_keeps_its_releases_under_the_renamed_column(old_url):
+    """An older history's ``family`` columns (the release's label, beside ``family_size``: the Holm family's) are
+    renamed ``release`` in place — the comparisons', the release plans' key and the looks' with their index — and
+    every row stays: the stored plan still fixes the release, its looks still count. Mutation caught: the rename
+    removed (the tables' ``release`` column is then missing: every read fails)."""
+    import sqlalchemy as sa
+
+    history = MetricHistory(old_url)
+    assert set(history.comparisons()["release"]) == {"new vs old"}
+    assert history.release_plan("new vs old", "a plan proposed later") == "{}"
+    assert list(history.release_looks("new vs old")["alpha"]) == [0.04]
+    inspector = sa.inspect(history.engine)
+    for table in ("metric_comparisons", "release_plans", "release_looks"):
+        assert "family" not in {c["name"] for c in inspector.get_columns(table)}, table
+    assert [(i["name"], i["column_names"]) for i in inspector.get_indexes("release_looks")] == [
+        ("ix_release_looks_release", ["release"])
+    ]

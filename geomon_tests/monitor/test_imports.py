@@ -99,7 +99,7 @@ def test_releases_are_compared_with_the_vendors_previous_one(runs, tmp_path):
     assert correct["verdict"] == "improvement" and correct["change"] > 5 and correct["worse_when"] == "lower"
     # Decided with the suite's other comparisons (very_wrong_rate, the topics with 30 questions or more).
     assert correct["p_adjusted"] < correct["alpha"] and correct["clusters"] == 365 and correct["family_size"] >= 2
-    assert correct["mde"] > 0 and correct["family"] == "deepseek-reasoner vs deepseek-v3"
+    assert correct["mde"] > 0 and correct["release"] == "deepseek-reasoner vs deepseek-v3"
     # Importing again records nothing new.
     again = imports.record_runs(history, runs)
     assert all(r.tracked.evaluation.reused for r in again) and len(history.evaluations(suite="gapminder")) == 10

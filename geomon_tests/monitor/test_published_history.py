@@ -96,12 +96,12 @@ def test_a_regression_stays_failed_until_acknowledged(runs, tmp_path):
     pair = [r for r in runs if r.model in ("deepseek-reasoner", "deepseek-chat")]
     recorded = {r.run.model: r for r in imports.record_runs(history, pair)}
     chat = recorded["deepseek-chat"].tracked.evaluation
-    failing = [(r["metric"], r["breakdown"]) for r in release.failing(history, chat)]
+    failing = [r.key for r in release.failing(history, chat)]
     assert ("correct_rate", "") in failing and {m for m, _ in failing} == {"correct_rate"}
     # Recording the same evaluation again (a re-run) reuses it and keeps its verdicts: still failing.
     again = imports.record_runs(history, pair)[1].tracked
     assert again.evaluation.reused
-    assert [(r["metric"], r["breakdown"]) for r in release.failing(history, again.evaluation)] == failing
+    assert [r.key for r in release.failing(history, again.evaluation)] == failing
     history.acknowledge(chat.evaluation_id, "on-call", note="known: chat is the cheaper model")
     assert release.failing(history, chat) == []
     acks = history.acknowledgements([chat.evaluation_id])

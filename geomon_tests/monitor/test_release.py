@@ -82,7 +82,7 @@ def _release_files(tmp_path: Path) -> list[tuple[str, Path]]:
 def _decisions(history: MetricHistory) -> pd.DataFrame:
     evaluations = history.evaluations()[["evaluation_id", "suite", "model"]]
     rows = history.comparisons().merge(evaluations, on="evaluation_id")
-    columns = ["suite", "model", "metric", "breakdown", "verdict", "p_value", "p_adjusted", "alpha", "family"]
+    columns = ["suite", "model", "metric", "breakdown", "verdict", "p_value", "p_adjusted", "alpha", "release"]
     return rows[columns].sort_values(["suite", "metric", "breakdown"]).reset_index(drop=True)
 
 
@@ -107,7 +107,7 @@ def test_each_suite_is_decided_at_its_share_whatever_the_order_and_day(tmp_path,
             _import(history, path, suite, PLAN, settings)
         decided = _decisions(history)
         assert np.allclose(decided["alpha"], 0.05 / 3 * 0.8), name  # each suite's first look: 80 % of its share
-        assert set(decided["family"]) == {"new vs old"}, name
+        assert set(decided["release"]) == {"new vs old"}, name
         regressions = decided[decided["verdict"] == verdicts.REGRESSION]
         assert set(zip(regressions["suite"], regressions["breakdown"], strict=True)) >= {("geo-b", "country=Peru")}
         assert set(regressions["suite"]) == {"geo-b"}, name
@@ -203,9 +203,7 @@ def test_acknowledgements_name_the_breakdown_and_every_gate_honours_them(tmp_pat
     assert main(["alerts", "ack", eid, "--metric", "answered_rate", "--breakdown", "*", "--by", "a"]) == 2
     # The overall figure acknowledged: Peru's own regression still fails the gates.
     assert main(["alerts", "ack", eid, "--metric", "accuracy", "--by", "a"]) == 0
-    assert ("accuracy", "country=Peru") in {
-        (r["metric"], r["breakdown"]) for r in release.failing(history, evaluation.evaluation)
-    }
+    assert ("accuracy", "country=Peru") in {r.key for r in release.failing(history, evaluation.evaluation)}
     for metric, breakdown in regressions:
         main(["alerts", "ack", eid, "--metric", metric, "--breakdown", breakdown, "--by", "on-call"])
     assert release.failing(history, evaluation.evaluation) == []
@@ -350,11 +348,11 @@ def test_a_releases_looks_are_its_scopes_whichever_evaluation_takes_them_and_eac
     assert list(looks["look"]) == [verdicts.FIRST, verdicts.RESERVE], looks
     assert looks["alpha"].sum() <= share * (1 + 1e-9)
     reruns = history.comparisons(history.evaluations(model="new")["evaluation_id"])
-    families = reruns.drop_duplicates("evaluation_id")["family"].tolist()
-    assert len(families) == len(set(families)), families  # no two evaluations share a re-run's release
-    for family in {f for f in families if f != "new vs old"}:
-        assert family.startswith("new re-run ")
-        assert history.release_looks(family)["alpha"].sum() <= share * (1 + 1e-9)
+    releases = reruns.drop_duplicates("evaluation_id")["release"].tolist()
+    assert len(releases) == len(set(releases)), releases  # no two evaluations share a re-run's release
+    for rerun in {r for r in releases if r != "new vs old"}:
+        assert rerun.startswith("new re-run ")
+        assert history.release_looks(rerun)["alpha"].sum() <= share * (1 + 1e-9)
 
 
 def test_one_budget_per_release_whatever_the_scopes_slots_and_days_through_geomon_import(
@@ -429,7 +427,7 @@ def test_the_same_files_in_any_order_give_the_same_verdicts_and_exit_codes(tmp_p
             assert list(provisional["look"]) == [verdicts.RESERVE, verdicts.FIRST], provisional
         decided = _decisions(history)
         assert np.allclose(decided[decided["model"] == "new"]["alpha"], 0.05 / 2 * 0.8), name
-        seen[name] = decided.drop(columns=["family"])
+        seen[name] = decided.drop(columns=["release"])
     first = seen.pop("release order")
     for other in seen.values():
         pd.testing.assert_frame_equal(other, first)
@@ -464,7 +462,7 @@ def test_a_re_import_never_turns_the_gate_green_and_an_ack_of_every_breakdown_do
     assert main([*ack, "--metric", "accuracy"]) == 0
     acks = history.acknowledgements()
     assert set(acks["evaluation_id"]) == {first, latest} and set(acks["breakdown"]) == {"*"}
-    still_open = {r[2]["metric"] for r in views.open_regressions(history, imported_only=True)}
+    still_open = {r[2].metric for r in views.open_regressions(history, imported_only=True)}
     assert still_open == {"accuracy_itt"}  # not acknowledged yet
     assert main([*ack, "--metric", "accuracy_itt"]) == 0
     assert views.open_regressions(history, imported_only=True) == []
@@ -581,9 +579,50 @@ def test_what_the_history_stores_is_what_compare_returns(tmp_path):
     def number(x: float | None) -> float:
         return math.nan if x is None else float(x)
 
-    stored = {(r["metric"], r["breakdown"]): (r["verdict"], number(r["p_adjusted"]), r["mde"]) for r in out.verdicts}
+    stored = {
+        (r["metric"], r["breakdown"]): (r["verdict"], number(r["p_adjusted"]), r["mde"], r["decidability"])
+        for r in out.verdicts
+    }
     assert stored.keys() == {(v.metric, v.breakdown) for v in decided}
     for v in decided:
-        verdict, p_adjusted, mde = stored[(v.metric, v.breakdown)]
-        assert verdict == v.verdict and mde == v.mde
+        verdict, p_adjusted, mde, decidability = stored[(v.metric, v.breakdown)]
+        assert verdict == v.verdict and mde == v.mde and decidability == v.decidability
         assert p_adjusted == number(v.p_adjusted) or (math.isnan(p_adjusted) and math.isnan(number(v.p_adjusted)))
+
+
+def _weak_items(new: bool) -> pd.DataFrame:
+    """40 questions in group a, 40 in b, 8 in c, 70 % right; in the new evaluation 30 of b's turn wrong, and in a two
+    right turn wrong and one wrong turns right. Against a minimum effect of 1 point every test is weak."""
+    group = np.array(["a"] * 40 + ["b"] * 40 + ["c"] * 8)
+    value = np.where(np.arange(group.size) % 10 < 7, 100.0, 0.0)
+    if new:
+        value[np.flatnonzero(group == "b")[:30]] = 0.0
+        value[[0, 1, 7]] = [0.0, 0.0, 100.0]
+    return pd.DataFrame({"item": [f"q{i}" for i in range(group.size)], "group": group, "value": value})
+
+
+@pytest.mark.parametrize(
+    ("origin", "weak"), [("geomon", verdicts.UNDERPOWERED_PROFILE), ("import:toy:x", verdicts.UNDERPOWERED_PUBLISHED)]
+)
+def test_each_comparisons_decidability_is_stored_in_its_column(tmp_path, origin, weak):
+    """What ``decide`` says of each comparison's decidability is stored with it: a page below the stated power, a
+    "no detectable change" too weak at the run's profile (or, imported, as published), a group too small to be
+    tested. Mutation caught: the column left out of the stored row (every comparison then reads decidable)."""
+    from geomon.stats.declared import Mean, TrackedMetric
+
+    acc = TrackedMetric("acc", Mean("value"), min_effect=1.0, bounds=(0, 100), by=("group",))
+    settings = verdicts.VerdictSettings(resamples=199)
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
+    release.track(history, "toy", "old", [], _weak_items(False), (acc,), settings, plan=plan, origin=origin)
+    out = release.track(
+        history, "toy", "new", [], _weak_items(True), (acc,), settings, plan=plan, predecessor="old", origin=origin
+    )
+    stored = {r["breakdown"]: (r["verdict"], r["decidability"]) for r in out.verdicts}
+    assert stored == {
+        "": (verdicts.REGRESSION, verdicts.UNDERPOWERED_REGRESSION),
+        "group=a": (verdicts.NO_CHANGE, weak),
+        "group=b": (verdicts.REGRESSION, verdicts.UNDERPOWERED_REGRESSION),
+        "group=c": (verdicts.INSUFFICIENT, verdicts.UNDECIDABLE_SAMPLE),
+    }
+    assert {r.decidability for r in release.failing(history, out.evaluation)} == {verdicts.UNDERPOWERED_REGRESSION}

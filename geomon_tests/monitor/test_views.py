@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from geomon.monitor import release, views
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import MetricHistory, StoredComparison
 from geomon.stats import verdicts
 
 
@@ -54,6 +54,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "verdict": verdicts.UNDEFINED,
         },
     ]
+    rows = [StoredComparison.of(row) for row in rows]
     table = views.verdict_table(rows, {"correct_rate": (0, 100), "mean_error": None})
     assert table.to_dict("records") == [
         {
@@ -128,11 +129,13 @@ def test_the_blind_line_names_comparisons_too_small_to_test_and_too_weak_to_deci
     Mutation caught: the line naming only the profile-blind ones (the small groups were left out)."""
     from geomon.stats import sufficiency
 
+    profile, sample = f"{sufficiency.PROFILE_PREFIX}MDE 12 > min effect 5", f"{sufficiency.SAMPLE_PREFIX} (8 < 30)"
     rows = [
-        {"metric": "acc", "breakdown": "", "note": f"{sufficiency.PROFILE_PREFIX}MDE 12 > min effect 5"},
-        {"metric": "acc", "breakdown": "country=Kenya", "note": f"{sufficiency.SAMPLE_PREFIX} (8 clusters < 30)"},
-        {"metric": "acc", "breakdown": "country=Peru", "note": ""},
+        {"metric": "acc", "breakdown": "", "decidability": verdicts.UNDERPOWERED_PROFILE, "note": profile},
+        {"metric": "acc", "breakdown": "country=Kenya", "decidability": verdicts.UNDECIDABLE_SAMPLE, "note": sample},
+        {"metric": "acc", "breakdown": "country=Peru", "decidability": verdicts.DECIDABLE, "note": ""},
     ]
+    rows = [StoredComparison.of(row) for row in rows]
     line = views.profile_blind(rows)
     assert (
         line.startswith("not decidable at this profile (power below the stated power at the minimum effect")
@@ -148,6 +151,19 @@ def test_a_page_from_an_underpowered_comparison_says_so_in_the_power_column():
     Mutation caught: the flag dropped from ``verdict_table``."""
     row = {"metric": "acc", "breakdown": "", "against": "predecessor a", "change": -20.0, "se": 2.0, "p_value": 1e-4,
            "p_adjusted": 1e-3, "mde": 30.0, "power": 0.06, "verdict": verdicts.REGRESSION,
-           "note": f"{verdicts.UNDERPOWERED_PAGE} (6% power at the minimum effect)"}  # fmt: skip
-    weak, strong = views.verdict_table([row, {**row, "power": 0.95, "note": ""}], {}).to_dict("records")
+           "note": f"{verdicts.UNDERPOWERED_PAGE} (6% power at the minimum effect)",
+           "decidability": verdicts.UNDERPOWERED_REGRESSION}  # fmt: skip
+    strong = {**row, "power": 0.95, "note": "", "decidability": verdicts.DECIDABLE}
+    weak, strong = views.verdict_table([StoredComparison.of(row), StoredComparison.of(strong)], {}).to_dict("records")
     assert weak[views.POWER] == "6% (underpowered)" and strong[views.POWER] == "95%"
+
+
+def test_a_metric_key_reads_one_way_and_keys_like_its_pair():
+    """Every surface names a figure as ``MetricKey`` renders it (``metric (breakdown)``, or the metric alone for the
+    overall figure), and the key finds what a (metric, breakdown) pair keys."""
+    from geomon.stats.values import MetricKey
+
+    assert str(MetricKey("correct_rate", "language=en")) == "correct_rate (language=en)"
+    assert f"{MetricKey('correct_rate')}" == "correct_rate"
+    assert views.verdict_text(StoredComparison("acc", "country=Peru", verdicts.WATCH)) == "acc (country=Peru) watch"
+    assert {("acc", "country=Peru"): 1}[MetricKey("acc", "country=Peru")] == 1

@@ -281,6 +281,33 @@ def test_a_page_from_an_underpowered_comparison_says_so():
     assert power.page_probability(strong.power) == 0.5 and power.page_probability(0.3) == 0.3
 
 
+def test_each_decision_names_its_decidability_apart_from_its_note():
+    """Why a verdict cannot be read at face value is a field of its own (stored in its own column), one value per
+    kind, while the note keeps its words: too few clusters to be tested, too weak at the run's profile, too weak
+    as published (an imported evaluation), a page below the stated power; nothing for a strong test. Mutation
+    caught: a kind left unset in ``decide`` (the surfaces that read the column would stop naming it)."""
+    settings = VerdictSettings()
+    weak = _test(0.5, 0.0, min_effect=1.0, se=1.0)
+    (profile,) = decide([weak], settings)
+    (published,) = decide([weak], settings, profiled=False)
+    (paged,) = decide([_test(0.0001, -20.0, min_effect=1.0, se=1.0)], settings)
+    (small,) = decide([_test(0.5, 0.0, clusters=8)], settings)
+    (strong,) = decide([_test(0.5, 0.0, min_effect=1.0, se=0.2)], settings)
+    assert [v.decidability for v in (profile, published, paged, small, strong)] == [
+        verdicts.UNDERPOWERED_PROFILE,
+        verdicts.UNDERPOWERED_PUBLISHED,
+        verdicts.UNDERPOWERED_REGRESSION,
+        verdicts.UNDECIDABLE_SAMPLE,
+        verdicts.DECIDABLE,
+    ]
+    assert profile.note.startswith(sufficiency.PROFILE_PREFIX)
+    assert published.note.startswith(sufficiency.PUBLISHED_PREFIX)
+    assert paged.note.startswith(verdicts.UNDERPOWERED_PAGE) and small.note.startswith(sufficiency.SAMPLE_PREFIX)
+    assert small.verdict == verdicts.INSUFFICIENT and set(verdicts.DECIDABILITIES) == {
+        v.decidability for v in (profile, published, paged, small, strong)
+    }
+
+
 def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
     """Ten comparisons, nine with no cluster differing from the baseline (p = 1 both ways: an answer rate at 100 %
     before and after): the tenth is decided in a family of one, at the suite's whole share; the nine are ``no
