@@ -88,7 +88,7 @@ from scipy import optimize, special, stats
 
 from geomon.monitor import announce, imports, release
 from geomon.monitor.alerts import AlertSettings
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.stats import power, verdicts
 from geomon.suites import blend, gapminder, quench, registry, saged, worldbench
 
@@ -502,21 +502,17 @@ def record_release(
     metrics computed there from the declarations, clustered as ``tracked(suite, cluster)`` says)."""
     model = names(r)
     for role, (suite, scope), items, evaluated_at in evaluations:
-        release.track(
-            history,
+        declared = tracked(suite, cluster)
+        run = EvaluationRun(
             suite,
             model[role],
-            [],
-            items,
-            tracked(suite, cluster),
-            settings,
             scope=scope,
-            predecessor=model["old"] if role == "new" else None,
+            predecessor=model["old"] if role == "new" else "",
             evaluated_at=evaluated_at,
             origin=ORIGIN,
-            plan=plan,
-            announcer=tell,
         )
+        figures = release.declared_figures(suite, declared, items)
+        release.track(history, run, figures, items, declared, settings, plan=plan, announcer=tell)
 
 
 def imported_files(

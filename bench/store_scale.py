@@ -32,7 +32,7 @@ from geomon.engine.store import ResponseStore, StoredAnswer, response_key
 from geomon.monitor import history
 from geomon.monitor.history import MetricHistory
 from geomon.report import trends
-from geomon.stats.values import MetricValue
+from geomon.stats.values import EvaluationRun, MetricValue
 from geomon.suites import registry
 from geomon.suites.registry import suites
 
@@ -171,7 +171,8 @@ def main() -> None:
 
         timed("geomon trends, first time (every chart drawn)", report)
         timed("geomon trends again, history unchanged (charts kept)", report)
-        hist.record(suite, "model-050", [MetricValue(h.metric, 0.5, h.breakdown) for h in suites()[suite].headlines])
+        headlines = suites()[suite].headlines
+        hist.record(EvaluationRun(suite, "model-050"), [MetricValue(h.metric, 0.5, h.breakdown) for h in headlines])
         timed(f"geomon trends after a new {suite} evaluation (its charts redrawn)", report)
         print(f"peak memory: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024:.2f} GiB")
 

@@ -13,7 +13,7 @@ from geomon.config import load_settings
 from geomon.engine.client import GenerationResult
 from geomon.engine.runner import model_identity
 from geomon.engine.store import response_key
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.stats import power
 from geomon.suites import registry
 from geomon_tests.conftest import write_settings
@@ -188,7 +188,9 @@ def test_the_plan_measures_a_stored_evaluations_variance_before_assuming_the_wor
     settings = load_settings(write_settings(tmp_path, wdi_snapshot_dir))
     history = MetricHistory(settings.store_url)
     tracked = registry.suite("blend").tracked
-    release.track(history, "blend", "smollm2-135m-instruct", [], items, tracked, VerdictSettings(resamples=99))
+    figures = release.declared_figures("blend", tracked, items)
+    run = EvaluationRun("blend", "smollm2-135m-instruct")
+    release.track(history, run, figures, items, tracked, VerdictSettings(resamples=99))
     spec = settings.model("smollm2-135m-instruct")
     info = registry.suites()["blend"]
     (measured,) = plan.make_plan(settings, [spec], [info], "default", settings.store(), history)

@@ -11,7 +11,7 @@ from geomon.defs.resources import GeomonResource, api_models_partitions, cron_fr
 from geomon.monitor import alerts, drift, results
 from geomon.monitor.history import MetricHistory
 from geomon.report import charts
-from geomon.stats.values import MetricValue
+from geomon.stats.values import EvaluationRun, MetricValue
 from geomon.suites import worldbench
 from geomon.suites.registry import suites
 
@@ -50,12 +50,14 @@ def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, indic
         "threshold": verdict.threshold,
     }
     MetricHistory(settings.store_url).record(
-        "drift",
-        spec.name,
+        EvaluationRun(
+            "drift",
+            spec.name,
+            scope=f"baseline-{settings.drift.baseline}",
+            versions={"data": cycle},
+            dagster_run_id=context.run.run_id,
+        ),
         [MetricValue(k, v, n=verdict.probes) for k, v in numbers.items()],
-        scope=f"baseline-{settings.drift.baseline}",
-        versions={"data": cycle},
-        dagster_run_id=context.run.run_id,
     )
     delivered = "none"
     if verdict.drifted:

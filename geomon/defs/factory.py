@@ -55,7 +55,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.engine.runner import ProgressListener
 from geomon.monitor import release
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import MetricHistory, MetricValue
 from geomon.report import charts
 from geomon.stats.values import MetricKey
 from geomon.suites import registry
@@ -252,6 +252,7 @@ def _stage_asset(
             progress_events(context),
         )
         result: StageResult = stage.run(stage_context, **inputs)
+        figures: list[MetricValue] = []
         if stage.tracked:
             if result.tracked is None:
                 raise ValueError(f"suite {info.name}: tracked stage {stage.name} returned nothing to record")
@@ -261,13 +262,11 @@ def _stage_asset(
                     f"suite {info.name}: tracked stage {stage.name}'s value needs a 'summary' mapping (the "
                     "leaderboard row: each headline's value and its _ci_low/_ci_high)"
                 )
-            # One definition per headline: the declared statistic's value, interval and sample replace the
-            # suite's own in the history, and its interval and sample go into the leaderboard's summary.
-            result.tracked.metrics = release.declared_values(
-                info.name, tracked, result.tracked.items, result.tracked.metrics
-            )
-            release.headline_into_summary(result.value, result.tracked.metrics, tracked)
-            result.metadata.update(release.headline_figures(result.tracked.metrics, tracked))
+            # One definition per headline, computed once here from the stage's items: its declared statistic's
+            # value, interval and sample go into the history, the leaderboard's summary and the metadata.
+            figures = release.declared_figures(info.name, tracked, result.tracked.items, result.tracked.others)
+            release.headline_into_summary(result.value, figures, tracked)
+            result.metadata.update(release.headline_figures(figures, tracked))
         metadata = {k: metadata_value(v) for k, v in result.metadata.items()}
         if model is not None:
             metadata = keyed_by_partition(metadata, str(context.partition_key))
@@ -296,7 +295,7 @@ def _stage_asset(
                 key,
                 info.name,
                 model,
-                result.tracked.metrics,
+                figures,
                 result.tracked.items,
                 tracked,
                 scope=result.tracked.scope,

@@ -5,7 +5,6 @@ Also the alert on failed runs. Any suite plugs in with ``track_evaluation``."""
 
 import hashlib
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
@@ -18,7 +17,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetC
 from geomon.config import Settings
 from geomon.defs.resources import check_spec
 from geomon.monitor import alerts, announce, release, views
-from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
+from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, StoredComparison
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
@@ -44,38 +43,38 @@ def track_evaluation(
     asset_key: list[str],
     suite: str,
     model: str,
-    metrics: list[MetricValue],
+    figures: list[MetricValue],
     items: pd.DataFrame,
     tracked: Sequence[TrackedMetric],
     scope: str,
     versions: dict[str, str],
     replies: pd.DataFrame | None = None,
 ) -> dg.AssetCheckResult:
-    """Record, decide, tell (``release.track`` with ``announce``: the same path as ``geomon import``); returns
-    the ``no_regression`` check result with the stored verdicts and what was sent."""
+    """Record, decide, tell (``release.track`` with ``announce``: the same path as ``geomon import``) the
+    evaluation of ``items`` with its ``figures`` (the factory's declared ones); returns the ``no_regression``
+    check result with the stored verdicts and what was sent."""
     history = MetricHistory(settings.store_url)
-    run = context.instance.get_run_record_by_id(context.run.run_id)
-    started = datetime.fromtimestamp(run.start_time, UTC) if run is not None and run.start_time else None
     partition = str(context.partition_key) if context.has_partition_key else None
 
     def link(evaluation: Evaluation) -> str:
         here = partition if evaluation.model == model else evaluation.model
         return alerts.asset_url(settings.alerts.ui_url, asset_key, here)
 
-    result = release.track(
-        history,
+    run = EvaluationRun(
         suite,
         model,
-        metrics,
+        scope=scope,
+        versions=versions,
+        predecessor=settings.lineage().get(model) or "",
+        dagster_run_id=context.run.run_id,
+    )
+    result = release.track(
+        history,
+        run,
+        figures,
         items,
         tracked,
         settings.verdicts,
-        scope=scope,
-        versions=versions,
-        predecessor=settings.lineage().get(model),
-        dagster_run_id=context.run.run_id,
-        run_started_at=started,
-        figures_declared=True,  # the factory made them, for the leaderboard's summary
         announcer=announce.announcer(settings.alerts, link),
         replies=replies,
     )

@@ -28,9 +28,9 @@ import sqlalchemy as sa
 
 from geomon.engine.store import make_engine, normalize_url
 from geomon.stats import sufficiency, verdicts
-from geomon.stats.values import MetricKey, MetricValue, finite
+from geomon.stats.values import EvaluationRun, MetricKey, MetricValue, finite
 
-__all__ = ["Evaluation", "MetricHistory", "MetricValue", "StoredComparison"]
+__all__ = ["Evaluation", "EvaluationRun", "MetricHistory", "MetricValue", "StoredComparison"]
 
 metadata = sa.MetaData()
 _PROCESS_LOCK = threading.RLock()
@@ -330,41 +330,34 @@ class MetricHistory:
 
     def record(
         self,
-        suite: str,
-        model: str,
+        run: EvaluationRun,
         metrics: list[MetricValue],
         *,
-        scope: str = "",
         items: pd.DataFrame | None = None,
-        versions: dict[str, str] | None = None,
-        dagster_run_id: str = "",
-        run_started_at: datetime | None = None,
-        evaluated_at: datetime | None = None,
-        origin: str = "geomon",
-        predecessor: str = "",
         replies: pd.DataFrame | None = None,
     ) -> Evaluation:
         """Append one evaluation, at most one per evaluation: a step that records again in the same Dagster run
         (a retry) gets the evaluation already recorded; and an evaluation identical to the model's latest in
         the scope (the same per-item values from the same data, prompts and code: a re-materialization of
         unchanged answers, two runs at once sharing their answers, an import run twice) gets that one, marked
-        ``reused``, so the history holds one point for one evaluation."""
-        versions = versions or {}
+        ``reused``, so the history holds one point for one evaluation. ``replies``: every item as scored, kept
+        for ``geomon items``."""
+        suite, model, scope, versions = run.suite, run.model, run.scope, run.versions
         items_json = items.to_json(orient="records", force_ascii=False) if items is not None else None
         same = (evaluations.c.suite == suite, evaluations.c.model == model, evaluations.c.scope == scope)
         with self.engine.begin() as conn:
-            if dagster_run_id:
+            if run.dagster_run_id:
                 row = (
-                    conn.execute(sa.select(*_READ).where(*same, evaluations.c.dagster_run_id == dagster_run_id))
+                    conn.execute(sa.select(*_READ).where(*same, evaluations.c.dagster_run_id == run.dagster_run_id))
                     .mappings()
                     .first()
                 )
                 if row is not None:
                     return _evaluation(row, reused=True)
             if items_json is not None:
-                query = sa.select(*_READ).where(*same, evaluations.c.origin == origin)
-                if evaluated_at is not None:
-                    query = query.where(evaluations.c.evaluated_at == evaluated_at)
+                query = sa.select(*_READ).where(*same, evaluations.c.origin == run.origin)
+                if run.evaluated_at is not None:
+                    query = query.where(evaluations.c.evaluated_at == run.evaluated_at)
                 row = conn.execute(query.order_by(evaluations.c.recorded_at.desc()).limit(1)).mappings().first()
                 if row is not None and row["items"] == items_json and _versions(row) == _versions_of(versions):
                     return _evaluation(row, reused=True)
@@ -375,12 +368,12 @@ class MetricHistory:
                 model,
                 scope,
                 now,
-                versions,
-                dagster_run_id,
+                dict(versions),
+                run.dagster_run_id,
                 items,
-                evaluated_at or now,
-                origin,
-                predecessor=predecessor or "",
+                run.evaluated_at or now,
+                run.origin,
+                predecessor=run.predecessor,
             )
             conn.execute(
                 evaluations.insert().values(
@@ -392,11 +385,11 @@ class MetricHistory:
                     data_version=versions.get("data", ""),
                     prompt_version=versions.get("prompts", ""),
                     code_version=versions.get("code", ""),
-                    dagster_run_id=dagster_run_id,
+                    dagster_run_id=run.dagster_run_id,
                     items=items_json,
                     evaluated_at=evaluation.evaluated_at,
-                    origin=origin,
-                    predecessor=predecessor or "",
+                    origin=run.origin,
+                    predecessor=run.predecessor,
                     replies=replies.to_json(orient="records", force_ascii=False) if replies is not None else None,
                 )
             )

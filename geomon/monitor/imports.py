@@ -35,7 +35,7 @@ import pandas as pd
 from geomon.monitor import release
 from geomon.monitor.history import MetricHistory
 from geomon.stats.declared import Mean, TrackedMetric
-from geomon.stats.values import IMPORTED, MetricValue, series_key, series_scope
+from geomon.stats.values import IMPORTED, EvaluationRun, MetricValue, series_key, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 from geomon.suites.kit import group_metrics
 
@@ -53,7 +53,7 @@ class ImportedRun:
     suite: str
     model: str
     evaluated_at: datetime
-    metrics: list[MetricValue]
+    metrics: list[MetricValue]  # the declared figures of ``tracked`` over ``items`` (``release.declared_figures``)
     items: pd.DataFrame
     scope: str
     origin: str
@@ -61,7 +61,6 @@ class ImportedRun:
     released: date | None = None
     predecessor: str | None = None  # as the source says (an item file's column); else found by vendor
     tracked: tuple[TrackedMetric, ...] = ()  # what its paired tests compare (the suite's, or the import's)
-    figures_declared: bool = False  # ``metrics`` are already the declared figures (``release.declared_values``)
     answers: int = 0  # the answers read (Gapminder: of complete per-answer files; 0 where only rates are published)
     excluded: int = 0  # rows without an outcome: counted, never scored
     note: str = ""  # what the import could not use, and why (Gapminder: an incomplete per-answer file)
@@ -280,8 +279,7 @@ def gapminder_runs(folder: str | Path, entities: str | Path, question_bank: Any 
                 suite="gapminder",
                 model=model,
                 evaluated_at=_date(entity["first_experiment_date"], f"{entities}: {config_id}"),
-                metrics=release.declared_values("gapminder", tracked, items),
-                figures_declared=True,
+                metrics=release.declared_figures("gapminder", tracked, items),
                 items=items,
                 scope=GAPMINDER_SCOPE,
                 origin=f"import:gapminder-results:{config_id}",
@@ -508,8 +506,7 @@ def outcome_runs(
                 suite=suite,
                 model=str(model),
                 evaluated_at=_date(when, f"{origin}: {model}"),
-                metrics=release.declared_values(suite, tracked, items),
-                figures_declared=True,
+                metrics=release.declared_figures(suite, tracked, items),
                 items=items,
                 scope=scope_of(metric, items["item"]),
                 origin=origin,
@@ -775,20 +772,22 @@ def record_runs(
     out = []
     for run in runs:
         run = same_benchmark(history, run, chosen.get(run.model))
-        result = release.track(
-            history,
+        identity = EvaluationRun(
             run.suite,
             run.model,
+            scope=run.scope,
+            versions={"data": run.origin.split(":", 2)[1], "prompts": "", "code": "imported"},
+            predecessor=chosen.get(run.model) or "",
+            evaluated_at=run.evaluated_at,
+            origin=run.origin,
+        )
+        result = release.track(
+            history,
+            identity,
             run.metrics,
             run.items,
             run.tracked,
             settings,
-            scope=run.scope,
-            versions={"data": run.origin.split(":", 2)[1], "prompts": "", "code": "imported"},
-            predecessor=chosen.get(run.model),
-            evaluated_at=run.evaluated_at,
-            origin=run.origin,
-            figures_declared=run.figures_declared,
             plan=plans[run.model in hosted],
             announcer=announcer,
         )

@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from geomon.monitor.history import Evaluation, MetricHistory, MetricValue, StoredComparison
+from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, MetricValue, StoredComparison
 from geomon.stats import compare, declared, verdicts
 from geomon.stats.declared import TrackedMetric
 from geomon.stats.values import MetricKey
@@ -53,37 +53,36 @@ class Tracked:
         return [v for v in self.verdicts if v["verdict"] == verdicts.REGRESSION]
 
 
-def declared_values(
-    suite: str, tracked: Sequence[TrackedMetric], items: pd.DataFrame, own: Sequence[MetricValue] = (), seed: int = 0
+def declared_figures(
+    suite: str,
+    tracked: Sequence[TrackedMetric],
+    items: pd.DataFrame,
+    others: Sequence[MetricValue] = (),
+    seed: int = 0,
 ) -> list[MetricValue]:
-    """``own`` with each tracked metric's value, interval and sample (its clusters) from its declaration: the
-    one definition every surface shows. A suite value that disagrees with its declared statistic is an error
-    naming both (two definitions of one headline)."""
-    computed = {}
+    """Each tracked metric's value, interval and sample (its clusters) from its declaration over ``items`` — the
+    one definition every surface shows, computed once, here — then ``others``, the evaluation's figures no tracked
+    metric declares (counts, a paper's own statistics: recorded, never compared). A figure in ``others`` that a
+    tracked metric declares is an error naming it: a tracked headline has one definition."""
+    second = [v for v in others if any(m.declares(v.metric, v.breakdown) for m in tracked)]
+    if second:
+        named = ", ".join(f"{v.metric}{f' ({v.breakdown})' if v.breakdown else ''}" for v in second[:5])
+        raise TrackingError(
+            f"suite {suite}: {named} handed in beside the items, but a tracked metric declares it: a tracked "
+            "headline has one definition, its declared statistic over the items (leave it out of the figures "
+            "the tracked stage hands in)"
+        )
+    figures: dict[tuple[str, str], MetricValue] = {}
     for metric in tracked:
         try:
             found = declared.estimates(metric, items, seed=seed, where=f"suite {suite}")
         except declared.DeclarationError as exc:
             raise TrackingError(str(exc)) from None
         for e in found:
-            computed[(e.metric, e.breakdown)] = MetricValue(
+            figures[(e.metric, e.breakdown)] = MetricValue(
                 e.metric, e.value, e.breakdown, _finite(e.ci_low), _finite(e.ci_high), e.clusters
             )
-    out = []
-    for value in own:
-        key = (value.metric, value.breakdown)
-        if key in computed:
-            mine = computed.pop(key)
-            if not _agree(value.value, mine.value):
-                raise TrackingError(
-                    f"suite {suite}: {value.metric}{f' ({value.breakdown})' if value.breakdown else ''} is "
-                    f"{value.value} as the suite computes it but {mine.value} by its declared statistic; a "
-                    "tracked headline must have one definition"
-                )
-            out.append(mine)
-        else:
-            out.append(value)
-    return out + list(computed.values())
+    return [*figures.values(), *others]
 
 
 def headline_figures(metrics: Sequence[MetricValue], tracked: Sequence[TrackedMetric]) -> dict[str, Any]:
@@ -112,13 +111,6 @@ def _finite(x: float) -> float | None:
     return float(x) if x == x and abs(x) != float("inf") else None
 
 
-def _agree(a: float | None, b: float | None) -> bool:
-    a_ok, b_ok = a is not None and a == a, b is not None and b == b
-    if not (a_ok and b_ok):
-        return a_ok == b_ok
-    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
-
-
 Announcer = Callable[[MetricHistory, Sequence[Evaluation]], dict[str, list[str]]]
 
 
@@ -133,51 +125,28 @@ def release_plan(settings: verdicts.VerdictSettings, hosted: bool = True) -> ver
 
 def track(
     history: MetricHistory,
-    suite: str,
-    model: str,
-    metrics: list[MetricValue],
+    run: EvaluationRun,
+    figures: list[MetricValue],
     items: pd.DataFrame,
     tracked: Sequence[TrackedMetric],
     settings: verdicts.VerdictSettings,
     *,
-    scope: str = "",
-    versions: dict[str, str] | None = None,
-    predecessor: str | None = None,
-    dagster_run_id: str = "",
-    run_started_at: datetime | None = None,
-    evaluated_at: datetime | None = None,
-    origin: str = "geomon",
-    figures_declared: bool = False,
     plan: verdicts.ReleasePlan | None = None,
     announcer: Announcer | None = None,
     replies: pd.DataFrame | None = None,
 ) -> Tracked:
-    """Record this evaluation (once: ``MetricHistory.record``), compare it with its baseline and decide it at
+    """Record ``run``'s evaluation (once: ``MetricHistory.record``), compare it with its baseline and decide it at
     the suite's share of α (``plan``: the registered suites' by default), compare and decide again the
     evaluations whose baseline it becomes, and let ``announcer`` tell people what those decisions changed —
     all under the suite's lock. An evaluation identical to one already stored (a re-run of unchanged answers,
     a retried step) is not compared again: its stored verdicts stand, and are returned (the announcer still
-    sees it: an alert that never reached anyone is tried again). ``figures_declared``: ``metrics`` already
-    come from ``declared_values``; ``replies``: every item as scored, kept for ``geomon items``."""
+    sees it: an alert that never reached anyone is tried again). ``figures`` are recorded as given: the caller
+    computes them once, from ``items`` (``declared_figures``: the factory for a suite's tracked stage, the
+    imports for a file), and shows the same ones; ``replies``: every item as scored, kept for ``geomon items``."""
     tracked = declared.with_min_effects(tracked, settings.min_effects)
-    if not figures_declared:  # the caller has not made the declared figures yet (bootstraps are not free)
-        metrics = declared_values(suite, tracked, items, metrics)
     plan = plan or release_plan(settings)
-    with history.lock(f"geomon decisions: {suite}"):
-        current = history.record(
-            suite,
-            model,
-            metrics,
-            scope=scope,
-            items=items,
-            versions=versions,
-            dagster_run_id=dagster_run_id,
-            run_started_at=run_started_at,
-            evaluated_at=evaluated_at,
-            origin=origin,
-            predecessor=predecessor or "",
-            replies=replies,
-        )
+    with history.lock(f"geomon decisions: {run.suite}"):
+        current = history.record(run, figures, items=items, replies=replies)
         redecided = []
         if not current.reused:
             compare_and_decide(history, current, tracked, settings, plan)

@@ -24,12 +24,14 @@ import hashlib
 import math
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
+
+from geomon.stats.values import MetricValue
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -385,6 +387,16 @@ class TrackedMetric:
     @property
     def worse(self) -> str:
         return "higher" if self.higher_is_worse else "lower"
+
+    def declares(self, metric: str, breakdown: str) -> bool:
+        """Whether a figure named ``metric`` with ``breakdown`` is one of this declaration's: its headline, or one of
+        its groups (``<by>=…``, after the headline's breakdown)."""
+        if (metric, breakdown) == (self.name, self.breakdown):
+            return True
+        within = f"{self.breakdown}," if self.breakdown else ""
+        return metric == (self.groups_name or self.name) and any(
+            breakdown.startswith(f"{within}{column}=") for column in self.by
+        )
 
     def name_for(self, statistic: Any) -> str:
         """The metric name one of its parts is recorded under: the headline's, or its groups'."""
@@ -887,6 +899,12 @@ def answered_rate(
         by=by,
         bounds=(0.0, 100.0),
     )
+
+
+def undeclared(values: Iterable[MetricValue], tracked: Sequence[TrackedMetric]) -> list[MetricValue]:
+    """The figures of ``values`` no tracked metric declares: what a tracked stage hands in beside its items (a
+    declared figure is computed from the items, once, by whoever records them)."""
+    return [v for v in values if not any(m.declares(v.metric, v.breakdown) for m in tracked)]
 
 
 def is_disparity(statistic: Any) -> bool:

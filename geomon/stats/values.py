@@ -1,11 +1,12 @@
-"""The values every layer passes around: a metric's figure with its breakdown, interval and sample. Below
-the suites and the monitor both: suites compute them, the monitor stores them; and the scope that makes a
-series of them one benchmark."""
+"""The values every layer passes around: a metric's figure with its breakdown, interval and sample, and the
+identity of the evaluation they belong to. Below the suites and the monitor both: suites compute them, the
+monitor stores them; and the scope that makes a series of them one benchmark."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, NamedTuple
 
 
@@ -28,6 +29,24 @@ class MetricValue:
     ci_low: float | None = None
     ci_high: float | None = None
     n: int | None = None
+
+
+@dataclass(frozen=True)
+class EvaluationRun:
+    """What one evaluation is of and where it came from, as the history records it (``MetricHistory.record``):
+    the suite, the model and the scope it is compared within; the versions of its ``data``, ``prompts`` and
+    ``code``; the model's predecessor (the previous release of its line: a first evaluation's baseline); the
+    Dagster run that made it ("" for an import); when the model was evaluated (None: when recorded); and its
+    origin, "geomon" or ``import:<source>:<key>`` for an evaluation made elsewhere."""
+
+    suite: str
+    model: str
+    scope: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
+    predecessor: str = ""
+    dagster_run_id: str = ""
+    evaluated_at: datetime | None = None
+    origin: str = "geomon"
 
 
 def unit(bounds: tuple[float, float] | None) -> str:

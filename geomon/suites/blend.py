@@ -37,9 +37,9 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import blend as source
 from geomon.stats import uncertainty
-from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate
+from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate, undeclared
 from geomon.stats.sampling import nested_sample
-from geomon.stats.values import MetricValue, metrics_from_mapping
+from geomon.stats.values import metrics_from_mapping
 from geomon.suites.pipeline import (
     SEED,
     Option,
@@ -615,12 +615,7 @@ def _disparity_stage(context: Any, scores: pd.DataFrame) -> StageResult:
     numbers = {k: float(v) for k, v in result["summary"].items() if isinstance(v, int | float) and pd.notna(v)}
     countries = result["countries"]
     local = countries[(countries["view"] == "local") & (countries["metric"] == "sem_b")]
-    metrics: list[MetricValue] = metrics_from_mapping(numbers, n=int(numbers.get("scored", 0)))
-    metrics += [
-        MetricValue("sem_b_local", float(row.value), f"country={row.group}", row.ci_low, row.ci_high, int(row.items))
-        for row in local.itertuples()
-        if pd.notna(row.value)
-    ]
+    others = undeclared(metrics_from_mapping(numbers, n=int(numbers.get("scored", 0))), TRACKED)
     templates = ",".join(sorted(scores["template"].unique()))
     scope = f"questions={scores[['country', 'question_id']].drop_duplicates().shape[0]}|templates={templates}"
     return StageResult(
@@ -632,7 +627,7 @@ def _disparity_stage(context: Any, scores: pd.DataFrame) -> StageResult:
             ],
             "local_vs_english": result["local_vs_english"],
         },
-        tracked=Tracked(metrics, items(scores), scope),
+        tracked=Tracked(items(scores), scope, others=others),
     )
 
 

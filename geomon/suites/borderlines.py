@@ -25,7 +25,7 @@ from geomon.parsing import parse_choice
 from geomon.sources import borderlines as source
 from geomon.sources import wikipedia
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
-from geomon.stats.declared import Difference, Mean, TrackedMetric, answered_rate
+from geomon.stats.declared import Difference, Mean, TrackedMetric, answered_rate, undeclared
 from geomon.suites.kit import continuation_logprob, likeliest, ranks_candidates
 from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome, status_of
@@ -618,7 +618,7 @@ def _read_revision(settings: Any, revision: wikipedia.Revision, release: BorderL
 def _dispute_revisions_stage(context: Any, release: BorderLinesData) -> StageResult:
     """One revision of "List of territorial disputes" parsed into territories (a partition per revision)."""
     from geomon import quality
-    from geomon.stats.values import MetricValue
+    from geomon.stats.values import EvaluationRun, MetricValue
 
     revision = wikipedia.parse_revision_key(context.revision)
     disputes, origin = _read_revision(context.settings, revision, release)
@@ -628,12 +628,14 @@ def _dispute_revisions_stage(context: Any, release: BorderLinesData) -> StageRes
     earlier = sizes[sizes["scope"] < context.revision] if len(sizes) else sizes
     previous = (str(earlier["scope"].iloc[-1]), int(earlier["value"].iloc[-1])) if len(earlier) else None
     history.record(
-        "disputes_table",
-        "wikipedia",
+        EvaluationRun(
+            "disputes_table",
+            "wikipedia",
+            scope=context.revision,
+            versions={"data": str(revision.revid), "code": context.code_version},
+            dagster_run_id=context.run_id,
+        ),
         [MetricValue("territories", float(len(disputes))), MetricValue("unknown_controller", float(unknown))],
-        scope=context.revision,
-        versions={"data": str(revision.revid), "code": context.code_version},
-        dagster_run_id=context.run_id,
     )
     report = quality.validate(
         source.unaccounted_rows(disputes, release.countries),
@@ -777,11 +779,11 @@ def _concurrence_stage(context: Any, scores: pd.DataFrame, release: BorderLinesD
     ]
     persona = tracked_persona(scores)
     tracked = Tracked(
-        metrics,
         items(scores, release.countries, persona=persona),
         # Two runs are compared on the same table version and persona.
         scope=f"{context.revision}|persona={persona}",
         data_version=context.revision,
+        others=undeclared(metrics, TRACKED),
     )
     return StageResult(
         result,

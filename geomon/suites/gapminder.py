@@ -25,7 +25,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.parsing import options_named
 from geomon.sources import gapminder as source
 from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
-from geomon.stats.declared import Mean, Range, TrackedMetric
+from geomon.stats.declared import Mean, Range, TrackedMetric, undeclared
 from geomon.stats.sampling import nested_sample
 from geomon.stats.uncertainty import group_gaps, mean_interval
 from geomon.suites.pipeline import (
@@ -548,19 +548,13 @@ def _grades_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame, 
 def _rates_stage(context: Any, grades: pd.DataFrame, judgements: dict) -> StageResult:
     """Correct, very-wrong and indecisive rates (Gapminder's formula) with a bootstrap interval, by
     language, prompt family and topic; the English − Chinese gap; judge agreement; history and regression."""
-    from geomon.stats.values import MetricValue, metrics_from_mapping
+    from geomon.stats.values import metrics_from_mapping
 
     result = diagnose(grades)
     summary = result["summary"]
     kappa = float(judgements["agreement"]["fleiss_kappa"])
     summary["judge_fleiss_kappa"] = kappa
     numbers = {k: float(v) for k, v in summary.items() if isinstance(v, int | float) and pd.notna(v)}
-    metrics = metrics_from_mapping(numbers, n=len(grades))
-    metrics += [
-        MetricValue("correct_rate", float(row.correct_rate), f"family={row.family}", n=int(row.n))
-        for row in result["by_family"].itertuples()
-        if pd.notna(row.correct_rate)
-    ]
     settings = context.settings
     judges = ",".join(j.name for j in settings.judges(settings.gapminder.jury))
     # Runs compare only on the same sample and the same jury: a new jury grades differently, which is not the
@@ -579,7 +573,7 @@ def _rates_stage(context: Any, grades: pd.DataFrame, judgements: dict) -> StageR
             "by_topic": result["by_topic"][["topic", "n", "correct_rate"]].head(20),
         },
         checks=[agreement_check],
-        tracked=Tracked(metrics, items(grades), scope),
+        tracked=Tracked(items(grades), scope, others=undeclared(metrics_from_mapping(numbers, n=len(grades)), TRACKED)),
     )
 
 

@@ -11,7 +11,7 @@ A complex suite builds its own ``Pipeline`` and takes the pieces: ``read_table``
 errors naming the file, line and column), ``release_stage`` (the snapshot-or-fetch source stage),
 ``requests_for`` (chat or completion requests by the model's kind), ``render_prompts`` (a seeded sample, the
 templates filled, the ``prompts_filled`` check), ``group_metrics`` (a metric per group and its gaps, declared
-once) and ``tracked_result`` (their estimates as the tracked stage's summary, groups and metric values).
+once) and ``tracked_result`` (their estimates as the tracked stage's summary and groups, and its items).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.jury import JurySettings
 from geomon.sources.release_files import ReleaseFiles
 from geomon.stats.declared import ANSWERED_RATE, Mean, Range, TrackedMetric, answered_rate, estimates
-from geomon.stats.values import MetricValue, series_scope
+from geomon.stats.values import series_scope
 from geomon.suites.info import Headline, RunOption, SuiteError, SuiteInfo, status_of
 from geomon.suites.pipeline import (
     SEED,
@@ -257,10 +257,11 @@ def tracked_result(
     replies: pd.DataFrame | None = None,
     table: Sequence[str] = (),
 ) -> StageResult:
-    """The tracked stage's result from per-item rows (``item``, ``value`` and the group columns): every tracked
-    metric estimated once with its interval; the summary holds the overall figures (``<metric>``,
-    ``<metric>_ci_low``, ``<metric>_ci_high``) and ``counts``; ``groups`` the per-group ones (with their
-    ``metric``). ``replies``: every item as scored (its prompt, reply, parsed answer and score), kept with the
+    """The tracked stage's result from per-item rows (``item``, ``value`` and the group columns), shown by its
+    leaderboard and report: every tracked metric's declared estimates (``declared.estimates``, drawn once in a
+    process: the figures the factory records from the same rows); the summary holds the overall figures
+    (``<metric>``, ``<metric>_ci_low``, ``<metric>_ci_high``) and ``counts``; ``groups`` the per-group ones (with
+    their ``metric``). ``replies``: every item as scored (its prompt, reply, parsed answer and score), kept with the
     evaluation for ``geomon items``. With ``table`` (two group columns), ``table`` holds the first tracked metric
     per pair of their groups (country × language), each with its interval: shown, not tracked."""
     found = [e for m in tracked for e in estimates(m, items)]
@@ -278,14 +279,11 @@ def tracked_result(
         ],
         columns=columns,
     )  # fmt: skip
-    metrics = [MetricValue(e.metric, e.value, e.breakdown, e.ci_low, e.ci_high, e.clusters) for e in found]
     shown = {k: v for k, v in summary.items() if isinstance(v, int | float) and v == v}
     value: dict[str, Any] = {"summary": summary, "groups": groups}
     if table:
         value["table"] = two_way_table(tracked[0], items, table)
-    return StageResult(
-        value, metadata={**shown, "groups": groups}, tracked=Tracked(metrics, items, scope=scope, replies=replies)
-    )
+    return StageResult(value, metadata={**shown, "groups": groups}, tracked=Tracked(items, scope, replies=replies))
 
 
 def two_way_table(metric: TrackedMetric, items: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.quality import CheckOutcome
+from geomon.stats.values import MetricValue
 
 __all__ = ["CheckOutcome"]  # re-exported: a suite's checks are declared with the rest of its pipeline
 
@@ -50,15 +51,19 @@ class Markdown(str):
 
 @dataclass
 class Tracked:
-    """What a tracked stage adds to the metric history: its metrics, the per-item values the regression
-    test pairs, and the scope two runs must share to be compared."""
+    """What a tracked stage adds to the metric history: the per-item values its tracked metrics are computed
+    from and the regression test pairs, and the scope two runs must share to be compared. The tracked metrics'
+    figures are not the stage's to give: the factory computes them once from ``items``, by their declarations
+    (``geomon.monitor.release.declared_figures``), for the history, the leaderboard's summary and the alerts."""
 
-    metrics: list[Any]  # geomon.monitor.history.MetricValue
     items: pd.DataFrame
     scope: str
     data_version: str = ""  # the data's own version (a World Bank release); default: the source stage's code
     # Every item as scored (its prompt, reply, parsed answer, score, status), kept for ``geomon items``.
     replies: pd.DataFrame | None = None
+    # Figures no tracked metric declares (counts, a paper's own statistics: ``declared.undeclared``), recorded
+    # beside the declared ones and never compared; handing in a declared one fails the step.
+    others: list[MetricValue] = field(default_factory=list)
 
 
 @dataclass

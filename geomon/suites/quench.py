@@ -43,7 +43,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.jury import parse_label, parse_likert
 from geomon.sources import quench as source
 from geomon.sources.quench import load_items
-from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate
+from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate, undeclared
 from geomon.stats.power import minimum_detectable_effect, planned_mde
 from geomon.stats.sampling import nested_sample
 from geomon.stats.uncertainty import Estimate, Interval, group_gaps
@@ -1040,7 +1040,7 @@ def _disparity_stage(context: Any, scores: pd.DataFrame, judgements: dict) -> St
             "indic_gaps": gaps[["mode", "score", "indic", "non_indic", "gap", "ci_low", "ci_high", "detectable"]],
             "cot_effect": result["cot"] if len(result["cot"]) else "none",
         },
-        tracked=Tracked(metrics_from_mapping(numbers, n=len(scores)), items(scores), scope),
+        tracked=Tracked(items(scores), scope, others=undeclared(metrics_from_mapping(numbers, n=len(scores)), TRACKED)),
     )
 
 

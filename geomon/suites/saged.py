@@ -46,7 +46,7 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import corpus as corpus_source
-from geomon.stats.declared import ImpactRatio, Mean, Range, TrackedMetric, answered_rate
+from geomon.stats.declared import ImpactRatio, Mean, Range, TrackedMetric, answered_rate, undeclared
 from geomon.stats.disparity import (
     disparity_permutation_test,
     dixon_q,
@@ -888,7 +888,9 @@ def _disparity_stage(context: Any, features: pd.DataFrame) -> StageResult:
     return StageResult(
         result,
         metadata={**numbers, "disparity": table[[c for c in _DISPARITY_SHOWN if c in table]]},
-        tracked=Tracked(metrics_from_mapping(numbers, n=len(features)), items(features), scope),
+        tracked=Tracked(
+            items(features), scope, others=undeclared(metrics_from_mapping(numbers, n=len(features)), TRACKED)
+        ),
     )
 
 

@@ -17,7 +17,7 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import find_citation, mentions_world_bank, parse_number_detail
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
-from geomon.stats.declared import Mean, Range, Ratio, TrackedMetric
+from geomon.stats.declared import Mean, Range, Ratio, TrackedMetric, undeclared
 from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
 from geomon.stats.uncertainty import group_gaps, mean_difference
 from geomon.suites.pipeline import Markdown, Option, Pipeline, Stage, StageCheck, StageResult, Tracked, responses_stage
@@ -628,34 +628,17 @@ def _scores_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) 
     )
 
 
-def _finite(value: float) -> float | None:
-    return float(value) if pd.notna(value) else None
-
-
 def _disparity_stage(context: Any, scores: pd.DataFrame, indicators: WorldBankSnapshot) -> StageResult:
     """Error per region and income group, disparity vs a random baseline, citations, best-matching year;
     recorded in the metric history and checked for regression."""
     from geomon.report import charts
-    from geomon.stats.values import MetricValue, metrics_from_mapping
+    from geomon.stats.values import metrics_from_mapping
 
     result = diagnose(scores, indicators)
     summary = result["summary"]
     table = result["disparity"]
-    overall = table[(table["indicator"] == "all") & table["rank"].notna()]
     model = context.model
     numbers = {k: float(v) for k, v in summary.items() if isinstance(v, int | float) and v is not None}
-    metrics = metrics_from_mapping(numbers, n=len(scores))
-    metrics += [
-        MetricValue(
-            "mean_error",
-            float(row.mean_error),
-            f"{row.categorization}={row.group}",
-            _finite(row.mean_ci_low),
-            _finite(row.mean_ci_high),
-            int(row.countries),
-        )
-        for row in overall.itertuples()
-    ]
     group_chart = charts.group_error_chart(table, f"WorldBench — {model}")
     year_chart = charts.error_by_year_chart(result["by_year"], f"Which data year do {model}'s answers match?")
     # A run is compared only with runs of the same data snapshot and prompt variant (year, example).
@@ -674,7 +657,12 @@ def _disparity_stage(context: Any, scores: pd.DataFrame, indicators: WorldBankSn
             "group_error_chart": Markdown(charts.png_markdown(group_chart, "error per region and income group")),
             "error_by_year_chart": Markdown(charts.png_markdown(year_chart, "error by ground-truth year")),
         },
-        tracked=Tracked(metrics, items(scores), scope, data_version=indicators.version),
+        tracked=Tracked(
+            items(scores),
+            scope,
+            data_version=indicators.version,
+            others=undeclared(metrics_from_mapping(numbers, n=len(scores)), TRACKED),
+        ),
     )
 
 

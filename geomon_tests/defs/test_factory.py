@@ -4,6 +4,8 @@ loopback give exact expected results."""
 
 from __future__ import annotations
 
+import math
+
 import dagster as dg
 import pytest
 
@@ -11,6 +13,7 @@ from geomon.definitions import defs
 from geomon.defs.factory import declared, metadata_value, suite_runs
 from geomon.defs.resources import GeomonResource
 from geomon.defs.runs import failed_checks, register_models
+from geomon.monitor import release
 from geomon.monitor.history import MetricHistory
 from geomon.sources.blend import read_release
 from geomon.suites import blend, registry
@@ -98,6 +101,25 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
             local = (history["model"] == "oracle") & (history["metric"] == "sem_b_local")
             uk = history[local & (history["breakdown"] == "country=UK")]
             assert uk["value"].tolist() == [100.0]
+            # One definition: every figure of a tracked metric in the history is its declared statistic over the
+            # items the stage handed in (the factory computed them; the stage handed in no figure of its own).
+            store = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
+            oracle = history[history["model"] == "oracle"]
+            evaluation = store.latest("blend", "oracle", oracle["scope"].iloc[0])
+            figures = release.declared_figures("blend", blend.TRACKED, evaluation.items)
+
+            def numbers(*xs: object) -> list[float]:
+                return [math.nan if x is None else float(x) for x in xs]
+
+            stored = oracle.set_index(["metric", "breakdown"])
+            for f in figures:
+                row = stored.loc[(f.metric, f.breakdown)]
+                expected = numbers(f.value, f.ci_low, f.ci_high, f.n)
+                assert numbers(row["value"], row["ci_low"], row["ci_high"], row["n"]) == pytest.approx(
+                    expected, nan_ok=True
+                ), f
+            own = [k for k in stored.index if k not in {(f.metric, f.breakdown) for f in figures}]
+            assert own and not [k for k in own if any(m.declares(*k) for m in blend.TRACKED)]
             # The sample persists: the prompts re-materialized without config keep 5 questions per country.
             again = dg.materialize(
                 list(declared("blend").assets),

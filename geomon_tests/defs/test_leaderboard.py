@@ -76,7 +76,7 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
     from geomon.defs.leaderboard import SAMPLE_NOTE, with_verdicts
     from geomon.defs.monitoring import comparisons_table
     from geomon.monitor import release
-    from geomon.monitor.history import MetricHistory, StoredComparison
+    from geomon.monitor.history import EvaluationRun, MetricHistory, StoredComparison
     from geomon.stats import verdicts
     from geomon.suites import kit
 
@@ -88,7 +88,8 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
         values = [100.0 * (i < right) for i in range(40)]
         items = pd.DataFrame({"item": [f"q{i:02d}" for i in range(40)], "value": values})
         when = pd.Timestamp(day, tz="UTC").to_pydatetime()
-        result = release.track(history, "toy", "m", [], items, tracked, settings, scope="toy|40", evaluated_at=when)
+        run = EvaluationRun("toy", "m", scope="toy|40", evaluated_at=when)
+        result = release.track(history, run, release.declared_figures("toy", tracked, items), items, tracked, settings)
     (row,) = [r for r in result.verdicts if r["metric"] == "accuracy"]
     assert row["verdict"] == verdicts.NO_CHANGE and row["mde"] > 2 * 5.0
     assert row["note"].startswith(f"not decidable at this profile: MDE {row['mde']:.3g} > min effect 5")

@@ -25,7 +25,7 @@ def _table(context):
     return StageResult(pd.DataFrame({"item": ["a", "b", "c"]}))
 
 def _scores(context, table):
-    return StageResult({"summary": {"mean": 1.0}}, tracked=Tracked([], table.assign(value=1.0), context.revision))
+    return StageResult({"summary": {"mean": 1.0}}, tracked=Tracked(table.assign(value=1.0), context.revision))
 
 PIPELINE = Pipeline(
     stages=(

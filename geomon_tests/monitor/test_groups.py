@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from geomon.monitor import alerts, announce, release, views
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.stats import compare, power, verdicts
 from geomon.suites import blend, borderlines, gapminder, quench, saged, worldbench
 from geomon_tests.loopback import Webhook, serve
@@ -140,12 +140,18 @@ def told(tmp_path, monkeypatch):
         yield state, announce.announcer(settings)
 
 
+def _track(history, run, items, tracked, settings, **options) -> release.Tracked:
+    """``release.track`` with the declared figures of ``items``, as the factory records a suite's evaluation."""
+    figures = release.declared_figures(run.suite, tracked, items)
+    return release.track(history, run, figures, items, tracked, settings, **options)
+
+
 def _release(tmp_path, suite, tracked, before, after, announcer):
     history = MetricHistory(f"sqlite:///{tmp_path / f'{suite}.sqlite'}")
     settings = verdicts.VerdictSettings(resamples=999)
     common = {"settings": settings, "announcer": announcer}
-    release.track(history, suite, "old", [], before, tracked, **common)
-    out = release.track(history, suite, "new", [], after, tracked, predecessor="old", **common)
+    _track(history, EvaluationRun(suite, "old"), before, tracked, **common)
+    out = _track(history, EvaluationRun(suite, "new", predecessor="old"), after, tracked, **common)
     return {(v["metric"], v["breakdown"]): v for v in out.verdicts}
 
 
@@ -256,8 +262,8 @@ def test_the_stated_mde_is_planned_from_the_baseline_not_read_off_the_result(tmp
     decided = []
     for name, after in (("same", _blend()), ("changed", _blend("PE", 30))):
         history = MetricHistory(f"sqlite:///{tmp_path / f'{name}.sqlite'}")
-        release.track(history, "blend", "old", [], _blend(), blend.TRACKED, settings)
-        out = release.track(history, "blend", "new", [], after, blend.TRACKED, settings, predecessor="old")
+        _track(history, EvaluationRun("blend", "old"), _blend(), blend.TRACKED, settings)
+        out = _track(history, EvaluationRun("blend", "new", predecessor="old"), after, blend.TRACKED, settings)
         decided.append({(v["metric"], v["breakdown"]): v for v in out.verdicts})
     same, changed = decided
     unchanged = same[("sem_b_local", "")]
@@ -402,8 +408,8 @@ def test_an_unchanged_metric_never_states_an_mde_of_zero(tmp_path):
     frame = pd.DataFrame(rows, columns=["item", "region", "income_group", "error_sum", "answers", "answered", "asked"])
     history = MetricHistory(f"sqlite:///{tmp_path / 'same.sqlite'}")
     settings = verdicts.VerdictSettings(resamples=199)
-    release.track(history, "worldbench", "old", [], frame, worldbench.TRACKED, settings)
-    out = release.track(history, "worldbench", "new", [], frame, worldbench.TRACKED, settings, predecessor="old")
+    _track(history, EvaluationRun("worldbench", "old"), frame, worldbench.TRACKED, settings)
+    out = _track(history, EvaluationRun("worldbench", "new", predecessor="old"), frame, worldbench.TRACKED, settings)
     decided = {(v["metric"], v["breakdown"]): v for v in out.verdicts}
     region = decided[("mean_error", "region=R1")]
     assert region["verdict"] == verdicts.NO_CHANGE

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from geomon.monitor.history import MetricHistory, StoredComparison
-from geomon.stats.values import MetricValue, metrics_from_mapping
+from geomon.stats.values import EvaluationRun, MetricValue, metrics_from_mapping
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -19,15 +19,19 @@ def history(request, tmp_path):
 def test_evaluations_keep_values_versions_and_items(history):
     items = pd.DataFrame({"item": ["A", "B"], "error_sum": [0.5, 0.25], "answers": [1, 1]})
     first = history.record(
-        "worldbench",
-        "m",
+        EvaluationRun(
+            "worldbench",
+            "m",
+            scope="wdi-1",
+            versions={"data": "wdi-1", "prompts": "p1", "code": "c1"},
+            dagster_run_id="run-1",
+        ),
         metrics_from_mapping({"mean_error": 0.4, "mean_error_ci_low": 0.3, "mean_error_ci_high": 0.5, "flag": True}),
-        scope="wdi-1",
         items=items,
-        versions={"data": "wdi-1", "prompts": "p1", "code": "c1"},
-        dagster_run_id="run-1",
     )
-    second = history.record("worldbench", "m", [MetricValue("mean_error", float("nan"))], scope="wdi-1", items=items)
+    second = history.record(
+        EvaluationRun("worldbench", "m", scope="wdi-1"), [MetricValue("mean_error", float("nan"))], items=items
+    )
     latest = history.latest("worldbench", "m", "wdi-1")
     assert latest.evaluation_id == second.evaluation_id
     before = history.latest("worldbench", "m", "wdi-1", before=second)
@@ -52,9 +56,10 @@ def test_evaluations_keep_values_versions_and_items(history):
 def test_series_can_be_limited_to_given_series(history):
     """The trends report reads only the headline series; the database does the selection."""
     history.record(
-        "worldbench", "m", [MetricValue("mean_error", 0.4), MetricValue("mean_error", 0.2, breakdown="region=Asia")]
+        EvaluationRun("worldbench", "m"),
+        [MetricValue("mean_error", 0.4), MetricValue("mean_error", 0.2, breakdown="region=Asia")],
     )
-    history.record("borderlines", "m", [MetricValue("kb_cs", 50.0), MetricValue("mean_error", 9.0)])
+    history.record(EvaluationRun("borderlines", "m"), [MetricValue("kb_cs", 50.0), MetricValue("mean_error", 9.0)])
     picked = history.series(only=[("worldbench", "mean_error", ""), ("borderlines", "kb_cs", "")])
     assert sorted(zip(picked["suite"], picked["metric"], picked["value"], strict=True)) == [
         ("borderlines", "kb_cs", 50.0),
@@ -66,26 +71,20 @@ def test_series_can_be_limited_to_given_series(history):
 def test_one_evaluation_per_run(history):
     """A retried step records nothing new; a run that evaluated exactly what a concurrent run recorded after
     it started reuses that evaluation; a later run with the same numbers is a new point in the history."""
-    from datetime import UTC, datetime, timedelta
-
     items = pd.DataFrame({"item": ["FRA", "DEU"], "error": [0.1, 0.2]})
     versions = {"data": "wdi-1", "prompts": "p1", "code": "c1"}
     metric = [MetricValue("mean_error", 0.15)]
-    started = datetime.now(UTC) - timedelta(seconds=1)
-    first = history.record("wb", "m", metric, items=items, versions=versions, dagster_run_id="run-a")
-    retried = history.record("wb", "m", metric, items=items, versions=versions, dagster_run_id="run-a")
+
+    def run(dagster_run_id: str) -> EvaluationRun:
+        return EvaluationRun("wb", "m", versions=versions, dagster_run_id=dagster_run_id)
+
+    first = history.record(run("run-a"), metric, items=items)
+    retried = history.record(run("run-a"), metric, items=items)
     assert retried.evaluation_id == first.evaluation_id
-    concurrent = history.record(
-        "wb", "m", metric, items=items, versions=versions, dagster_run_id="run-b", run_started_at=started
-    )
+    concurrent = history.record(run("run-b"), metric, items=items)
     assert concurrent.evaluation_id == first.evaluation_id and concurrent.dagster_run_id == "run-a"
-    different = history.record(
-        "wb", "m", metric, items=items.assign(error=[0.1, 0.3]), versions=versions, dagster_run_id="run-c",
-        run_started_at=started,
-    )  # fmt: skip
-    later = history.record(
-        "wb", "m", metric, items=items, versions=versions, dagster_run_id="run-d", run_started_at=datetime.now(UTC)
-    )
+    different = history.record(run("run-c"), metric, items=items.assign(error=[0.1, 0.3]))
+    later = history.record(run("run-d"), metric, items=items)
     assert len({first.evaluation_id, different.evaluation_id, later.evaluation_id}) == 3
     assert len(history.series(suite="wb")) == 3
 
@@ -103,7 +102,7 @@ def test_one_engine_per_database_and_process_checked_once(tmp_path, monkeypatch)
     path = tmp_path / "history.sqlite"
     first = MetricHistory(f"sqlite:///{path}")
     assert MetricHistory(f"sqlite:///{path}").engine is first.engine and len(checks) == 1
-    first.record("toy", "m", [MetricValue("mean", 0.5)])
+    first.record(EvaluationRun("toy", "m"), [MetricValue("mean", 0.5)])
     path.unlink()  # the engine's pooled connection still reads the removed file
     again = MetricHistory(f"sqlite:///{path}")
     assert again.engine is not first.engine and len(checks) == 2

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from geomon.monitor import imports, release, views
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.sources import gapminder as source
 from geomon.stats import verdicts
 from geomon_tests.conftest import GAPMINDER_ENTITIES, GAPMINDER_PUBLISHED, SHARED
@@ -146,8 +146,9 @@ def test_a_changed_scorer_starts_a_new_series_never_compared(tmp_path):
             value=[100.0 if i < right else 0.0 for i in range(40)]
         )
         when = pd.Timestamp(day, tz="UTC").to_pydatetime()
-        return release.track(history, "toy", "m", [], items, tracked, verdicts.VerdictSettings(), scope=scope,
-                              evaluated_at=when)  # fmt: skip
+        figures = release.declared_figures("toy", tracked, items)
+        run = EvaluationRun("toy", "m", scope=scope, evaluated_at=when)
+        return release.track(history, run, figures, items, tracked, verdicts.VerdictSettings())
 
     evaluate(before, 36, "2026-11-01")
     fixed = evaluate(after, 16, "2026-11-08")

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from geomon.monitor import alerts, announce, imports, release, views
-from geomon.monitor.history import MetricHistory
+from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.stats import compare, verdicts
 from geomon_tests.loopback import Webhook, serve
 from geomon_tests.stats import test_compare as toy
@@ -571,8 +571,10 @@ def test_what_the_history_stores_is_what_compare_returns(tmp_path):
     settings = verdicts.VerdictSettings(resamples=199)
     history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
     plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
-    release.track(history, "toy", "old", [], toy._items(0), (toy.ACC,), settings, plan=plan)
-    out = release.track(history, "toy", "new", [], toy._items(20), (toy.ACC,), settings, plan=plan, predecessor="old")
+    for model, items in (("old", toy._items(0)), ("new", toy._items(20))):
+        figures = release.declared_figures("toy", (toy.ACC,), items)
+        run = EvaluationRun("toy", model, predecessor="old" if model == "new" else "")
+        out = release.track(history, run, figures, items, (toy.ACC,), settings, plan=plan)
     (old,) = history.evaluations_of("toy", "", model="old")
     _, decided = compare.compare((toy.ACC,), old.items, out.evaluation.items, plan.look("toy"), settings)
 
@@ -614,10 +616,9 @@ def test_each_comparisons_decidability_is_stored_in_its_column(tmp_path, origin,
     settings = verdicts.VerdictSettings(resamples=199)
     history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
     plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
-    release.track(history, "toy", "old", [], _weak_items(False), (acc,), settings, plan=plan, origin=origin)
-    out = release.track(
-        history, "toy", "new", [], _weak_items(True), (acc,), settings, plan=plan, predecessor="old", origin=origin
-    )
+    old, new = EvaluationRun("toy", "old", origin=origin), EvaluationRun("toy", "new", predecessor="old", origin=origin)
+    release.track(history, old, [], _weak_items(False), (acc,), settings, plan=plan)
+    out = release.track(history, new, [], _weak_items(True), (acc,), settings, plan=plan)
     stored = {r["breakdown"]: (r["verdict"], r["decidability"]) for r in out.verdicts}
     assert stored == {
         "": (verdicts.REGRESSION, verdicts.UNDERPOWERED_REGRESSION),
@@ -626,3 +627,29 @@ def test_each_comparisons_decidability_is_stored_in_its_column(tmp_path, origin,
         "group=c": (verdicts.INSUFFICIENT, verdicts.UNDECIDABLE_SAMPLE),
     }
     assert {r.decidability for r in release.failing(history, out.evaluation)} == {verdicts.UNDERPOWERED_REGRESSION}
+
+
+def test_a_tracked_headline_has_one_definition_its_declared_statistic_over_the_items():
+    """The figures recorded for an evaluation are its declarations' estimates over its items, then the figures no
+    tracked metric declares; a figure of a tracked metric handed in beside the items (its headline, or one of its
+    groups) is refused, naming it, whatever its value. Mutation caught: ``declared_figures`` keeping or replacing
+    such a figure instead of refusing it."""
+    from geomon.stats import declared
+    from geomon.stats.values import MetricValue
+
+    items = toy._items(20)
+    count = MetricValue("questions", 60.0)
+    figures = release.declared_figures("toy", (toy.ACC,), items, [count])
+    expected = declared.estimates(toy.ACC, items)
+    assert [(f.metric, f.breakdown, f.value, f.ci_low, f.ci_high, f.n) for f in figures] == [
+        *((e.metric, e.breakdown, e.value, e.ci_low, e.ci_high, e.clusters) for e in expected),
+        ("questions", "", 60.0, None, None, None),
+    ]
+    headline = next(f for f in figures if not f.breakdown)
+    for second in (headline, MetricValue("acc", 50.0, "group=b")):
+        with pytest.raises(release.TrackingError, match=rf"suite toy: {second.metric}.*one definition"):
+            release.declared_figures("toy", (toy.ACC,), items, [count, second])
+    assert declared.undeclared([count, headline, MetricValue("acc", 1.0, "other=x")], (toy.ACC,)) == [
+        count,
+        MetricValue("acc", 1.0, "other=x"),
+    ]

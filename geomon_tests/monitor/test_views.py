@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from geomon.monitor import release, views
-from geomon.monitor.history import MetricHistory, StoredComparison
+from geomon.monitor.history import EvaluationRun, MetricHistory, StoredComparison
 from geomon.stats import verdicts
 
 
@@ -116,7 +116,9 @@ def test_geomon_items_says_why_a_suite_has_no_items(tmp_path):
             "questions": ["Indic", "non-Indic", "Indic", "non-Indic"],
         }
     )
-    release.track(history, "quench", "m", [], items, quench.TRACKED, verdicts.VerdictSettings(resamples=99))
+    figures = release.declared_figures("quench", quench.TRACKED, items)
+    settings = verdicts.VerdictSettings(resamples=99)
+    release.track(history, EvaluationRun("quench", "m"), figures, items, quench.TRACKED, settings)
     with pytest.raises(release.TrackingError, match=r"keep no items as scored.*per-model CSVs"):
         views.item_rows(history, "quench", "m")
     with pytest.raises(release.TrackingError, match=r"no evaluation of n \(models evaluated: m\)"):

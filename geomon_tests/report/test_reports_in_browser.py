@@ -34,7 +34,7 @@ def results(tmp_path_factory, wdi_snapshot_dir):
     from geomon.monitor import imports, results
     from geomon.monitor.history import MetricHistory
     from geomon.sources import gapminder as source
-    from geomon.stats.values import MetricValue
+    from geomon.stats.values import EvaluationRun, MetricValue
     from geomon_tests.conftest import GAPMINDER_ENTITIES, SHARED, published_gapminder, write_settings
 
     tmp = tmp_path_factory.mktemp("reports")
@@ -45,12 +45,14 @@ def results(tmp_path_factory, wdi_snapshot_dir):
     imports.record_runs(history, imports.gapminder_runs(folder, GAPMINDER_ENTITIES, bank))
     for day, value in ((1, 100.0), (2, 0.0)):  # a bundled model's two runs: 2026 dates, 0 and 100 %
         history.record(
-            "gapminder",
-            "toy-model",
+            EvaluationRun(
+                "gapminder",
+                "toy-model",
+                scope="quick",
+                evaluated_at=datetime(2026, 11, day, tzinfo=UTC),
+                dagster_run_id=f"toy-{day}",
+            ),
             [MetricValue("correct_rate", value, ci_low=0.0, ci_high=100.0, n=2)],
-            scope="quick",
-            evaluated_at=datetime(2026, 11, day, tzinfo=UTC),
-            dagster_run_id=f"toy-{day}",
         )
     with dg.instance_for_test() as instance:
         done = dg.materialize(

@@ -159,16 +159,15 @@ def test_a_group_asked_for_gets_its_own_chart(tmp_path):
 
     from geomon.cli import main
     from geomon.monitor.history import MetricHistory
-    from geomon.stats.values import MetricValue
+    from geomon.stats.values import EvaluationRun, MetricValue
 
     url = f"sqlite:///{tmp_path / 'h.sqlite'}"
     for day in (1, 2):
         MetricHistory(url).record(
-            "gapminder",
-            "m",
+            EvaluationRun(
+                "gapminder", "m", evaluated_at=datetime(2025, 1, day, tzinfo=UTC), origin=f"import:test:{day}"
+            ),
             [MetricValue("indecisive_rate", 1.0 + day), MetricValue("indecisive_rate", 5.0 * day, "family=ideology")],
-            evaluated_at=datetime(2025, 1, day, tzinfo=UTC),
-            origin=f"import:test:{day}",
         )
     settings = tmp_path / "geomon.yaml"
     settings.write_text(f"store_url: {url}\nresults_dir: {tmp_path / 'results'}\n")

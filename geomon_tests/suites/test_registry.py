@@ -33,7 +33,7 @@ def _items(context):
 
 def _score(context, items):
     frame = items.assign(value=1.0)
-    return StageResult({"summary": {"toy_mean": 1.0}}, tracked=Tracked([], frame, "toy"))
+    return StageResult({"summary": {"toy_mean": 1.0}}, tracked=Tracked(frame, "toy"))
 
 PIPELINE = Pipeline(
     stages=(
@@ -230,6 +230,71 @@ def test_a_tracked_value_without_a_summary_fails_naming_the_suite_stage_and_fiel
             )
         failure = next(e for e in result.all_events if e.is_step_failure)
         assert "suite declaredtoy: tracked stage scores's value needs a 'summary' mapping" in str(
+            failure.event_specific_data.error
+        )
+    finally:
+        sys.modules.pop("geomon.suites.declaredtoy", None)
+        declared.cache_clear()
+
+
+def test_a_tracked_stage_hands_in_its_items_and_the_factory_computes_its_figures(
+    tmp_path, monkeypatch, wdi_snapshot_dir
+):
+    """One definition per tracked headline: the factory computes it from the tracked stage's items by its
+    declaration, once, for the history and the leaderboard's summary (the suite's own summary value replaced),
+    and records the stage's other figures beside it; a stage that hands in a figure of a tracked metric fails,
+    naming it. Mutation caught: the factory recording a suite's own figure, or accepting one beside the items."""
+    import dagster as dg
+
+    from geomon.defs.factory import declared
+    from geomon.defs.resources import GeomonResource
+    from geomon.defs.runs import register_models
+    from geomon.monitor import release
+    from geomon.monitor.history import MetricHistory
+    from geomon_tests.conftest import write_settings
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    own = DECLARED_TOY.replace("frame = items.assign(value=1.0)", "frame = items.assign(value=[1.0, 0.0, 1.0])")
+    own = own.replace("import pandas as pd\n", "import pandas as pd\nfrom geomon.stats.values import MetricValue\n")
+    others = '[MetricValue("toy_rows", 3.0, n=3)]'
+    settings = write_settings(tmp_path, wdi_snapshot_dir)
+    resources = {"geomon": GeomonResource(config_path=str(settings))}
+    monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(folder)])
+
+    def run(handed_in: str) -> dg.ExecuteInProcessResult:
+        tracked = f'tracked=Tracked(frame, "toy", others={handed_in})'
+        (folder / "declaredtoy.py").write_text(own.replace('tracked=Tracked(frame, "toy")', tracked))
+        sys.modules.pop("geomon.suites.declaredtoy", None)
+        declared.cache_clear()
+        built = declared("declaredtoy")
+        with dg.instance_for_test() as instance:
+            register_models(instance, ["smollm2-135m-instruct"])
+            items = dg.AssetSelection.assets(["declaredtoy", "items"])
+            dg.materialize(built.assets, instance=instance, resources=resources, selection=items)
+            return dg.materialize(
+                built.assets,
+                instance=instance,
+                resources=resources,
+                partition_key="smollm2-135m-instruct",
+                selection=dg.AssetSelection.assets(["declaredtoy", "scores"]),
+                raise_on_error=False,
+            )
+
+    try:
+        result = run(others)
+        assert result.success
+        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
+        evaluation = history.latest("declaredtoy", "smollm2-135m-instruct", "toy")
+        series = history.series(suite="declaredtoy")
+        stored = {(r.metric, r.value, r.n) for r in series.itertuples()}
+        (mean,) = release.declared_figures("declaredtoy", registry.suite("declaredtoy").tracked, evaluation.items)
+        assert stored == {("toy_mean", mean.value, 3), ("toy_rows", 3.0, 3)} and mean.value == pytest.approx(2 / 3)
+        summary = result.output_for_node("declaredtoy__scores")["summary"]
+        assert summary["toy_mean"] == mean.value and summary["toy_mean_n"] == 3  # not the suite's own 1.0
+        result = run(others.replace("]", ', MetricValue("toy_mean", 0.5)]'))
+        failure = next(e for e in result.all_events if e.is_step_failure)
+        assert "suite declaredtoy: toy_mean handed in beside the items, but a tracked metric declares it" in str(
             failure.event_specific_data.error
         )
     finally:
