@@ -18,7 +18,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -432,11 +432,19 @@ class MetricHistory:
         return None if row is None else _evaluation(row)
 
     def evaluations_of(
-        self, suite: str, scope: str, model: str | None = None, successors_of: str | None = None
+        self,
+        suite: str,
+        scope: str,
+        model: str | None = None,
+        successors_of: str | None = None,
+        *,
+        items: bool = True,
     ) -> list[Evaluation]:
         """The evaluations in ``suite``/``scope`` (of ``model``; or of the models whose recorded predecessor is
-        ``successors_of``), oldest first by evaluation date, with their items."""
-        query = sa.select(*_READ).where(evaluations.c.suite == suite, evaluations.c.scope == scope)
+        ``successors_of``), oldest first by evaluation date, with their items (``items``; without, their items are
+        None and nothing is parsed: the gates and the release order need only who and when)."""
+        columns = _READ if items else [c for c in _READ if c.name != "items"]
+        query = sa.select(*columns).where(evaluations.c.suite == suite, evaluations.c.scope == scope)
         if model is not None:
             query = query.where(evaluations.c.model == model)
         if successors_of is not None:
@@ -445,6 +453,15 @@ class MetricHistory:
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(when, evaluations.c.recorded_at)).mappings().all()
         return [_evaluation(row) for row in rows]
+
+    def with_items(self, evaluation: Evaluation) -> Evaluation:
+        """``evaluation`` with its stored items (read by ``evaluations_of(..., items=False)``)."""
+        if evaluation.items is not None:
+            return evaluation
+        query = sa.select(evaluations.c["items"]).where(evaluations.c.evaluation_id == evaluation.evaluation_id)
+        with self.engine.connect() as conn:
+            stored = conn.execute(query).scalar_one_or_none()
+        return replace(evaluation, items=_items(stored))
 
     def replies(self, suite: str, model: str) -> tuple[Evaluation, pd.DataFrame] | None:
         """The latest evaluation of ``model`` in ``suite`` (any scope) that kept its replies, and every item as
@@ -649,8 +666,12 @@ def _versions_of(versions: dict[str, str]) -> dict[str, str]:
     return {key: versions.get(key, "") for key in ("data", "prompts", "code")}
 
 
+def _items(stored: str | None) -> pd.DataFrame | None:
+    return pd.read_json(io.StringIO(stored), orient="records") if stored else None
+
+
 def _evaluation(row: Any, reused: bool = False) -> Evaluation:
-    items = pd.read_json(io.StringIO(row["items"]), orient="records") if row["items"] else None
+    items = _items(row.get("items"))
     return Evaluation(
         row["evaluation_id"],
         row["suite"],

@@ -168,18 +168,19 @@ def stored(history: MetricHistory, evaluation: Evaluation) -> Tracked:
 
 def baseline(history: MetricHistory, evaluation: Evaluation) -> tuple[Evaluation, str] | None:
     """What ``evaluation`` is compared with, in release order (module docstring)."""
-    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model)
+    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model, items=False)
     earlier = _before(own, evaluation)
     if earlier:
-        return earlier[-1], "previous run"
+        return history.with_items(earlier[-1]), "previous run"
     if not evaluation.predecessor:
         return None
-    theirs = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.predecessor)
+    theirs = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.predecessor, items=False)
     if not theirs:
         return None
+    against = f"predecessor {evaluation.predecessor}"
     if earlier_own := _before(theirs, evaluation):
-        return earlier_own[-1], f"predecessor {evaluation.predecessor}"
-    return theirs[0], f"predecessor {evaluation.predecessor}"  # evaluated after its successor: still its predecessor
+        return history.with_items(earlier_own[-1]), against
+    return history.with_items(theirs[0]), against  # evaluated after its successor: still its predecessor
 
 
 def _utc(moment: datetime) -> pd.Timestamp:
@@ -201,17 +202,17 @@ def _dependents(history: MetricHistory, evaluation: Evaluation) -> list[Evaluati
     """The evaluations whose baseline ``evaluation`` may now be: the model's next one in the scope, and the
     first one of each model whose predecessor it is."""
     out = []
-    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model)
+    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model, items=False)
     later = [
         e for e in own if e.evaluation_id != evaluation.evaluation_id and release_order(e) > release_order(evaluation)
     ]
     if later:
         out.append(later[0])
-    successors = history.evaluations_of(evaluation.suite, evaluation.scope, successors_of=evaluation.model)
+    successors = history.evaluations_of(evaluation.suite, evaluation.scope, successors_of=evaluation.model, items=False)
     firsts: dict[str, Evaluation] = {}
     for e in successors:
         firsts.setdefault(e.model, e)
-    return out + list(firsts.values())
+    return [history.with_items(e) for e in [*out, *firsts.values()]]
 
 
 @dataclass(frozen=True)
@@ -390,7 +391,7 @@ def standing(history: MetricHistory, evaluation: Evaluation) -> list[StoredCompa
     decided against the predecessor's — which stand until acknowledged or withdrawn by a later decision against
     the predecessor: a re-run compared with the model's own previous run (a re-import, a new epoch) never
     clears them."""
-    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model)
+    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model, items=False)
     first = own[0].evaluation_id if own else evaluation.evaluation_id
     rows = history.comparisons(dict.fromkeys([first, evaluation.evaluation_id]))
     if rows.empty:

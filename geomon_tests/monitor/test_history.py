@@ -241,3 +241,18 @@ def test_an_older_database_keeps_its_releases_under_the_renamed_column(old_url):
     assert [(i["name"], i["column_names"]) for i in inspector.get_indexes("release_looks")] == [
         ("ix_release_looks_release", ["release"])
     ]
+
+
+def test_evaluations_read_without_their_items_parse_none_and_get_them_on_request(history):
+    """The gates and the release order read who and when, not the items (parsing every evaluation's items on each
+    gate was most of a stored ``geomon run``'s machinery): ``items=False`` leaves them unread, ``with_items`` reads
+    one evaluation's."""
+    items = pd.DataFrame({"item": ["A", "B"], "error": [0.5, 0.25]})
+    recorded = history.record(
+        EvaluationRun("worldbench", "m", scope="s"), [MetricValue("mean_error", 0.4)], items=items
+    )
+    (light,) = history.evaluations_of("worldbench", "s", model="m", items=False)
+    assert light.evaluation_id == recorded.evaluation_id and light.items is None
+    pd.testing.assert_frame_equal(history.with_items(light).items, items)
+    (full,) = history.evaluations_of("worldbench", "s", model="m")
+    pd.testing.assert_frame_equal(full.items, items)
