@@ -934,8 +934,22 @@ def _differing_clusters(
     """The clusters whose rows differ between the two evaluations in a column the statistic reads: flipping
     any other cluster swaps identical rows and changes nothing."""
     columns = sorted(metric.columns() - {"item"})
-    differs = (old[columns].astype(str).to_numpy() != new[columns].astype(str).to_numpy()).any(axis=1)
+    differs = np.zeros(len(new), dtype=bool)
+    for column in columns:
+        differs |= _cells_differ(old[column], new[column])
     return np.unique(codes[differs]) if clusters else np.zeros(0, dtype=int)
+
+
+def _cells_differ(before: pd.Series, after: pd.Series) -> np.ndarray:
+    """Row by row, whether two columns' cells differ: as numbers where both read as numbers (a value stored as 100
+    and read back from the history's JSON as 100.0 is the same value), else as text."""
+    as_text = before.astype(str).to_numpy() != after.astype(str).to_numpy()
+    try:
+        a = pd.to_numeric(before, errors="coerce").to_numpy(dtype=float)
+        b = pd.to_numeric(after, errors="coerce").to_numpy(dtype=float)
+    except (TypeError, ValueError):  # cells no number parser reads (lists, mappings): their text
+        return as_text
+    return np.where(~np.isnan(a) & ~np.isnan(b), a != b, as_text)
 
 
 class _Flips:

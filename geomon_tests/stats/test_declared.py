@@ -32,3 +32,15 @@ def test_a_headline_is_bootstrapped_once_for_the_same_rows(monkeypatch):
     estimates(metric, reordered, resamples=200)
     assert len(draws) == 5  # the same rows in another order resample other clusters: drawn anew
     assert draw(metric, frame, resamples=200, seed=0) == first  # the kept numbers are the draw's own
+
+
+def test_a_value_read_back_as_another_number_type_is_not_a_difference():
+    """The clusters a sign-flip test enumerates are those whose rows differ: a value recorded as 100 and read back
+    from the history as 100.0 is the same value (compared as text it made every cluster "differ", and a test that
+    could be exact fell back to random flips when decided again). Text still compares as text."""
+    metric = TrackedMetric("acc", Mean("value"), by=("group",))
+    old = pd.DataFrame({"item": ["a", "b", "c"], "value": [100, 0, 100], "group": ["x", "y", "z"]})
+    new = pd.DataFrame({"item": ["a", "b", "c"], "value": [100.0, 0.0, 0.0], "group": ["x", "y", "q"]})
+    codes = np.arange(3)
+    assert declared._differing_clusters(metric, old, new, codes, 3).tolist() == [2]
+    assert declared._differing_clusters(metric, old, old.astype({"value": float}), codes, 3).tolist() == []
