@@ -228,10 +228,7 @@ def test_a_tracked_value_without_a_summary_fails_naming_the_suite_stage_and_fiel
                 selection=dg.AssetSelection.assets(["declaredtoy", "scores"]),
                 raise_on_error=False,
             )
-        failure = next(e for e in result.all_events if e.is_step_failure)
-        assert "suite declaredtoy: tracked stage scores's value needs a 'summary' mapping" in str(
-            failure.event_specific_data.error
-        )
+        assert "suite declaredtoy: tracked stage scores's value needs a 'summary' mapping" in _step_failure(result)
     finally:
         sys.modules.pop("geomon.suites.declaredtoy", None)
         declared.cache_clear()
@@ -293,9 +290,8 @@ def test_a_tracked_stage_hands_in_its_items_and_the_factory_computes_its_figures
         summary = result.output_for_node("declaredtoy__scores")["summary"]
         assert summary["toy_mean"] == mean.value and summary["toy_mean_n"] == 3  # not the suite's own 1.0
         result = run(others.replace("]", ', MetricValue("toy_mean", 0.5)]'))
-        failure = next(e for e in result.all_events if e.is_step_failure)
-        assert "suite declaredtoy: toy_mean handed in beside the items, but a tracked metric declares it" in str(
-            failure.event_specific_data.error
+        assert "suite declaredtoy: toy_mean handed in beside the items, but a tracked metric declares it" in (
+            _step_failure(result)
         )
     finally:
         sys.modules.pop("geomon.suites.declaredtoy", None)
@@ -327,3 +323,8 @@ def test_the_registry_is_built_once_until_a_suite_source_changes(tmp_path, monke
     declared = (toybench.SUITE, toybench.PIPELINE, toybench.TRACKED, toybench)
     assert (suite.info, suite.pipeline, suite.tracked, suite.source) == declared
     assert registry.suite("toybench") is suite  # one record, until a source changes
+
+
+def _step_failure(result) -> str:
+    """The error of the run's failed step."""
+    return str(next(e for e in result.all_events if e.is_step_failure).event_specific_data.error)
