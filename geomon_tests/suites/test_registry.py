@@ -201,11 +201,9 @@ def test_every_registered_suite_is_in_the_definitions():
 def test_a_tracked_value_without_a_summary_fails_naming_the_suite_stage_and_field(
     tmp_path, monkeypatch, wdi_snapshot_dir
 ):
-    import dagster as dg
 
     from geomon.defs.factory import declared
     from geomon.defs.resources import GeomonResource
-    from geomon.defs.runs import register_models
     from geomon_tests.conftest import write_settings
 
     folder = tmp_path / "suites"
@@ -214,20 +212,8 @@ def test_a_tracked_value_without_a_summary_fails_naming_the_suite_stage_and_fiel
     (folder / "declaredtoy.py").write_text(no_summary)
     monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(folder)])
     try:
-        built = declared("declaredtoy")
         resources = {"geomon": GeomonResource(config_path=str(write_settings(tmp_path, wdi_snapshot_dir)))}
-        with dg.instance_for_test() as instance:
-            register_models(instance, ["smollm2-135m-instruct"])
-            items = dg.AssetSelection.assets(["declaredtoy", "items"])
-            dg.materialize(built.assets, instance=instance, resources=resources, selection=items)
-            result = dg.materialize(
-                built.assets,
-                instance=instance,
-                resources=resources,
-                partition_key="smollm2-135m-instruct",
-                selection=dg.AssetSelection.assets(["declaredtoy", "scores"]),
-                raise_on_error=False,
-            )
+        result = _toy_scores(declared("declaredtoy"), resources)
         assert "suite declaredtoy: tracked stage scores's value needs a 'summary' mapping" in _step_failure(result)
     finally:
         sys.modules.pop("geomon.suites.declaredtoy", None)
@@ -245,7 +231,6 @@ def test_a_tracked_stage_hands_in_its_items_and_the_factory_computes_its_figures
 
     from geomon.defs.factory import declared
     from geomon.defs.resources import GeomonResource
-    from geomon.defs.runs import register_models
     from geomon.monitor import release
     from geomon.monitor.history import MetricHistory
     from geomon_tests.conftest import write_settings
@@ -264,19 +249,7 @@ def test_a_tracked_stage_hands_in_its_items_and_the_factory_computes_its_figures
         (folder / "declaredtoy.py").write_text(own.replace('tracked=Tracked(frame, "toy")', tracked))
         sys.modules.pop("geomon.suites.declaredtoy", None)
         declared.cache_clear()
-        built = declared("declaredtoy")
-        with dg.instance_for_test() as instance:
-            register_models(instance, ["smollm2-135m-instruct"])
-            items = dg.AssetSelection.assets(["declaredtoy", "items"])
-            dg.materialize(built.assets, instance=instance, resources=resources, selection=items)
-            return dg.materialize(
-                built.assets,
-                instance=instance,
-                resources=resources,
-                partition_key="smollm2-135m-instruct",
-                selection=dg.AssetSelection.assets(["declaredtoy", "scores"]),
-                raise_on_error=False,
-            )
+        return _toy_scores(declared("declaredtoy"), resources)
 
     try:
         result = run(others)
@@ -328,3 +301,23 @@ def test_the_registry_is_built_once_until_a_suite_source_changes(tmp_path, monke
 def _step_failure(result) -> str:
     """The error of the run's failed step."""
     return str(next(e for e in result.all_events if e.is_step_failure).event_specific_data.error)
+
+
+def _toy_scores(built, resources):
+    """The toy suite's items, then its tracked scores stage for one model, on a fresh instance."""
+    import dagster as dg
+
+    from geomon.defs.runs import register_models
+
+    with dg.instance_for_test() as instance:
+        register_models(instance, ["smollm2-135m-instruct"])
+        items = dg.AssetSelection.assets(["declaredtoy", "items"])
+        dg.materialize(built.assets, instance=instance, resources=resources, selection=items)
+        return dg.materialize(
+            built.assets,
+            instance=instance,
+            resources=resources,
+            partition_key="smollm2-135m-instruct",
+            selection=dg.AssetSelection.assets(["declaredtoy", "scores"]),
+            raise_on_error=False,
+        )
