@@ -607,6 +607,13 @@ def cmd_alerts(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     if args.action == "ack":
         return acknowledge(settings, args)
+    if not alerts.notifiers(settings.alerts):  # said once, not also by deliver's log line and outcome
+        print(
+            f"geomon: alerts go nowhere: set {settings.alerts.webhook_url_env} (a webhook) or alerts.smtp_host and "
+            "alerts.email_to in geomon.yaml",
+            file=sys.stderr,
+        )
+        return 1
     alert = alerts.Alert(
         kind="test",
         title="test alert",
@@ -616,13 +623,6 @@ def cmd_alerts(args: argparse.Namespace) -> int:
     outcomes = alerts.deliver(alert, settings.alerts)
     for outcome in outcomes:
         print(outcome)
-    if outcomes == [alerts.NO_CHANNEL]:
-        print(
-            f"geomon: alerts go nowhere: set {settings.alerts.webhook_url_env} (a webhook) or alerts.smtp_host and "
-            "alerts.email_to in geomon.yaml",
-            file=sys.stderr,
-        )
-        return 1
     return 1 if any(": failed: " in o for o in outcomes) else 0
 
 
@@ -812,7 +812,8 @@ def cmd_store(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="geomon", description=__doc__)
+    # The module docstring, its reStructuredText literals as the plain text a terminal shows.
+    parser = argparse.ArgumentParser(prog="geomon", description=__doc__.replace("``", ""))
     parser.add_argument("--config", help="settings file (default: $GEOMON_CONFIG or ./geomon.yaml)")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
