@@ -22,6 +22,36 @@ from geomon.engine.registry import RegistryError, bundled_model_path
 log = logging.getLogger("geomon")
 
 
+class UsageError(ValueError):
+    """A command-line value geomon refuses (an unknown name, a negative sample): one ``geomon:`` line, exit 1."""
+
+
+def named_models(settings: Any, names: Sequence[str], flag: str) -> list[Any]:
+    """The models ``names`` names, in order; an unknown one is a ``UsageError`` naming ``flag``."""
+    try:
+        return [settings.model(name.strip()) for name in names]
+    except RegistryError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse the values argparse's types let through but no command can use, before anything runs."""
+    from geomon.suites.registry import suites
+
+    if args.command == "run":
+        for option in {o.flag: o for info in suites().values() for o in info.options if o.is_sample}.values():
+            value = getattr(args, option.dest, None)
+            if value is not None and value < 0:
+                raise UsageError(f"{option.flag} {value}: a sample size is 0 (all) or a positive number")
+    if args.command == "plan" and args.detect is not None and not args.detect > 0:
+        raise UsageError(f"--detect {args.detect:g}: the change to detect is a positive number (the headline's units)")
+    if args.command == "trends":
+        for breakdown in args.breakdown:
+            group, _, value = breakdown.partition("=")
+            if not group.strip() or not value.strip():
+                raise UsageError(f"--breakdown {breakdown}: a group is COLUMN=VALUE, e.g. family=ideology")
+
+
 def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
@@ -54,16 +84,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         os.environ["GEOMON_CACHE_EPOCH"] = args.epoch
     from geomon.defs.factory import suite_runs
     from geomon.defs.runs import failed_checks
-    from geomon.suites.registry import resolve
+    from geomon.suites.registry import check_profile, resolve
 
     settings = load_settings(args.config)
     if args.config:  # the runs' resources read the same file
         os.environ["GEOMON_CONFIG"] = str(Path(args.config).resolve())
-    specs = settings.models
-    if args.models:
-        specs = [settings.model(name) for name in args.models.split(",")]
+    specs = named_models(settings, args.models.split(","), "--models") if args.models else settings.models
     names = [s.name for s in specs]
-    chosen = resolve(args.suite)
+    chosen = resolve(args.suite, "--suite")
+    check_profile(args.profile, settings.profiles)
     warn_broken_suites()
     home = _dagster_home()
     from geomon.plan import PlanError
@@ -297,11 +326,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from geomon.monitor import release
     from geomon.monitor.history import MetricHistory
     from geomon.stats.values import MetricKey
-    from geomon.suites.registry import resolve
+    from geomon.suites.registry import check_profile, resolve
 
     settings = load_settings(args.config)
-    models = [settings.model(n) for n in args.models.split(",")] if args.models else settings.models
-    chosen = resolve(args.suites)
+    models = named_models(settings, args.models.split(","), "--models") if args.models else settings.models
+    chosen = resolve(args.suites, "--suites")
+    check_profile(args.profile, settings.profiles)
     store = settings.store()
     history = MetricHistory(settings.store_url)
     if args.probe:
@@ -371,11 +401,25 @@ def cmd_history(args: argparse.Namespace) -> int:
     from geomon.suites.registry import suites
 
     settings = load_settings(args.config)
+    history = MetricHistory(settings.store_url)
+    held = history.evaluations()
     info = suites().get(args.suite)
+    if info is None and args.suite not in set(held["suite"]):
+        known = sorted(set(suites()) | set(held["suite"]))
+        raise UsageError(
+            f"--suite {args.suite}: no such suite nor imported benchmark in the metric history; known: "
+            + ", ".join(known)
+        )
+    evaluated = held.loc[held["suite"] == args.suite, "model"]
+    if args.model and args.model not in set(evaluated) | {s.name for s in settings.models}:
+        raise UsageError(
+            f"--model {args.model}: not a registered model nor one evaluated in {args.suite}; evaluated: "
+            + (", ".join(sorted(set(evaluated))) or "none yet")
+        )
     headlines = [(h.metric, h.breakdown) for h in info.headlines] if info is not None else None
     bounds = {h.metric: h.bounds for h in info.headlines} if info is not None else None
     breakdowns = True if args.breakdowns == "all" else args.breakdowns or False
-    table = history_table(MetricHistory(settings.store_url), args.suite, headlines, args.model, breakdowns, bounds)
+    table = history_table(history, args.suite, headlines, args.model, breakdowns, bounds)
     if args.format == "table":
         table = table.drop(columns=["evaluation_id", "origin"])
     _print_frame(table, args.format)
@@ -397,7 +441,7 @@ def cmd_items(args: argparse.Namespace) -> int:
             MetricHistory(settings.store_url), args.suite, args.model, args.group, args.score or "", args.limit
         )
     except release.TrackingError as exc:
-        raise ConfigError(f"items: {exc}") from None
+        raise UsageError(f"items: {exc}") from None
     print(
         f"{args.suite} {args.model}: evaluation {evaluation.evaluation_id} of {evaluation.when:%Y-%m-%d %H:%M}, "
         f"{len(rows)} of {total} items",
@@ -563,6 +607,13 @@ def cmd_alerts(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     if args.action == "ack":
         return acknowledge(settings, args)
+    if not alerts.notifiers(settings.alerts):  # said once, not also by deliver's log line and outcome
+        print(
+            f"geomon: alerts go nowhere: set {settings.alerts.webhook_url_env} (a webhook) or alerts.smtp_host and "
+            "alerts.email_to in geomon.yaml",
+            file=sys.stderr,
+        )
+        return 1
     alert = alerts.Alert(
         kind="test",
         title="test alert",
@@ -572,13 +623,6 @@ def cmd_alerts(args: argparse.Namespace) -> int:
     outcomes = alerts.deliver(alert, settings.alerts)
     for outcome in outcomes:
         print(outcome)
-    if outcomes == [alerts.NO_CHANNEL]:
-        print(
-            f"geomon: alerts go nowhere: set {settings.alerts.webhook_url_env} (a webhook) or alerts.smtp_host and "
-            "alerts.email_to in geomon.yaml",
-            file=sys.stderr,
-        )
-        return 1
     return 1 if any(": failed: " in o for o in outcomes) else 0
 
 
@@ -645,7 +689,7 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
     from geomon.engine.local import running_server
 
     settings = load_settings(args.config)
-    spec = settings.model(args.model)
+    [spec] = named_models(settings, [args.model], "serve-local")
     if not spec.bundled:
         raise RegistryError(f"model {spec.name!r} is an endpoint ({spec.base_url}), not a bundled model")
     with running_server(
@@ -730,7 +774,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from geomon.engine.runner import ask
 
     settings = load_settings(args.config)
-    spec = settings.model(args.model)
+    [spec] = named_models(settings, [args.model], "ask")
     if spec.kind == "chat":
         request = GenerationRequest("chat", messages=({"role": "user", "content": args.text},), params=spec.params)
     else:
@@ -747,8 +791,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_store(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     store = settings.store()
+    summary = store.summary()
+    if args.model and args.model not in set(summary["model"]):
+        stored = ", ".join(summary["model"].drop_duplicates()) or "none"
+        raise UsageError(f"--model {args.model}: no stored answers of this model; stored: {stored}")
     if args.action == "list":
-        summary = store.summary()
+        if args.model:
+            summary = summary[summary["model"] == args.model]
+        if args.epoch:
+            summary = summary[summary["epoch"] == args.epoch]
         print(summary.to_string(index=False) if len(summary) else "the store is empty")
     elif args.action == "export":
         n = store.export(args.out, model=args.model, epoch=args.epoch)
@@ -761,7 +812,8 @@ def cmd_store(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="geomon", description=__doc__)
+    # The module docstring, its reStructuredText literals as the plain text a terminal shows.
+    parser = argparse.ArgumentParser(prog="geomon", description=__doc__.replace("``", ""))
     parser.add_argument("--config", help="settings file (default: $GEOMON_CONFIG or ./geomon.yaml)")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -954,6 +1006,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _setup_logging(args.verbose)
     try:
+        check_arguments(args)
         return args.func(args)
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)

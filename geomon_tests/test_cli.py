@@ -109,14 +109,15 @@ def _settings_with_alerts(tmp_path, wdi_snapshot_dir, monkeypatch, hook: str = "
 
 
 def test_alerts_test_reports_each_channel_and_says_when_alerts_go_nowhere(
-    tmp_path, wdi_snapshot_dir, monkeypatch, capsys
+    tmp_path, wdi_snapshot_dir, monkeypatch, capsys, caplog
 ):
     from geomon_tests.loopback import Webhook, serve
 
     settings = _settings_with_alerts(tmp_path, wdi_snapshot_dir, monkeypatch)
     assert main(["--config", str(settings), "alerts", "test"]) == 1
     captured = capsys.readouterr()
-    assert captured.out.strip() == "no channel configured" and "geomon: alerts go nowhere" in captured.err
+    assert captured.out == "" and not caplog.records  # said once: no outcome line, no log line
+    assert len(captured.err.splitlines()) == 1 and captured.err.startswith("geomon: alerts go nowhere: set ")
     state = {"posts": []}
     with serve(Webhook, state) as url:
         settings = _settings_with_alerts(tmp_path, wdi_snapshot_dir, monkeypatch, f"{url}/hook/secret-token")
@@ -208,3 +209,16 @@ def test_terminal_tables_are_plain_text_headlines_that_fit(tmp_path):
     )
     line = describe_check(check)
     assert line == "check judge_replies_readable on quench/judgements failed: read_rate=0.125, floor=0.5"
+
+
+def test_help_is_plain_text():
+    """The help a terminal prints carries no reStructuredText markup from the docstrings it is made of."""
+    import argparse
+
+    from geomon.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices.values()
+    texts = [parser.format_help(), *(command.format_help() for command in commands)]
+    assert "The geomon command: run the benchmarks" in texts[0]
+    assert not [text for text in texts if "``" in text or ":func:" in text]

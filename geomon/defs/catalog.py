@@ -4,6 +4,7 @@ the metric history) and the tags ``suite`` and ``stage``. The catalog's search f
 owners and tags, never partition keys: each model is a tag (``model/o3-mini-2025-01-31``) of the assets
 partitioned by it, so searching a model's name finds where its evaluations are."""
 
+import re
 from functools import cache
 from pathlib import Path
 
@@ -17,9 +18,9 @@ HISTORY_SUITE = {"history": "gapminder"}  # the imported history's assets belong
 REPORTS = {"leaderboard", "trends"}  # write an HTML report
 FROM_HISTORY = {("history", "gapminder_evaluations"), ("monitor", "open_regressions"), ("monitor", "trends")}
 MODEL_TAG = "model/"
-# Dagster's rule for a tag key's name part: longer names, or other characters, cannot be a tag (the model is
-# still a partition; only its search tag is left out).
-TAG_NAME_CHARACTERS = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+# Dagster's rule for a tag key's name part: at most 63 of these characters.
+TAG_NAME_REFUSED = re.compile(r"[^A-Za-z0-9_.-]")
+TAG_NAME_LENGTH = 63
 
 
 @cache
@@ -37,8 +38,15 @@ def _asks_models() -> frozenset[tuple[str, ...]]:
     return frozenset({*stages, ("monitor", "drift_probe")})
 
 
+def model_tag(name: str) -> str:
+    """A model's search tag: ``model/`` and its name, each character a tag key refuses made ``_`` and cut to
+    Dagster's length (``claude-3-opus@20240229`` → ``model/claude-3-opus_20240229``); its partition keeps the
+    full name."""
+    return MODEL_TAG + TAG_NAME_REFUSED.sub("_", name)[:TAG_NAME_LENGTH]
+
+
 def _model_tags(names: list[str]) -> dict[str, str]:
-    return {f"{MODEL_TAG}{n}": "" for n in names if 0 < len(n) <= 63 and set(n) <= TAG_NAME_CHARACTERS}
+    return {model_tag(n): "" for n in names if n}
 
 
 @cache

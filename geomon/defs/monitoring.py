@@ -98,12 +98,7 @@ def track_evaluation(
         metadata={
             "evaluation_id": current.evaluation_id,
             "recorded_by_run": current.dagster_run_id,
-            "compared_with": result.against
-            or (
-                "nothing: no earlier evaluation of this model or its predecessor in this scope"
-                if not current.reused
-                else f"unchanged: the same per-item values as evaluation {current.evaluation_id}"
-            ),
+            "compared_with": compared_with(result.against, current),
             "verdicts": verdicts.summary(decided) if decided else "nothing compared",
             "comparisons": comparisons_table(decided, tracked),
             "alpha": decided_at(decided),
@@ -112,6 +107,21 @@ def track_evaluation(
             "alert": ", ".join(told) or "none (no regression)",
             "redecided": ", ".join(e.model for e in result.redecided) or "none",
         },
+    )
+
+
+def compared_with(against: str, evaluation: Evaluation) -> str:
+    """The no_regression check's ``compared_with``: the baseline, or why there is none. An unchanged re-run gets
+    the evaluation already stored (its ``evaluation_id`` is the check's), so that one is named by when and by which
+    run it was recorded, never as a comparison with itself."""
+    if against:
+        return against
+    if not evaluation.reused:
+        return "nothing: no earlier evaluation of this model or its predecessor in this scope"
+    by_run = f" by run {evaluation.dagster_run_id}" if evaluation.dagster_run_id else ""
+    return (
+        f"unchanged: identical to the stored evaluation recorded {evaluation.recorded_at:%Y-%m-%d %H:%M} UTC"
+        f"{by_run} (the same per-item values); nothing new to compare"
     )
 
 

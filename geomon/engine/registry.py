@@ -280,7 +280,7 @@ def find_model(specs: list[ModelSpec], name: str) -> ModelSpec:
     for spec in specs:
         if spec.name == name:
             return spec
-    raise RegistryError(f"no model named {name!r} in the registry; known: {[s.name for s in specs]}")
+    raise RegistryError(f"no model named {name!r} in the registry; known: {', '.join(s.name for s in specs)}")
 
 
 def canonical_json(value: Any) -> str:

@@ -14,13 +14,17 @@ from geomon.report import charts, regressions
 
 
 def _models(board: Path) -> str:
-    """``2 run, 37 imported`` from a suite's leaderboard.csv (its ``origin`` column; a paper's rows apart)."""
+    """``2 run, 37 imported`` from a suite's leaderboard.csv (its ``origin`` column; a paper's rows apart),
+    counting distinct models: a leaderboard has a row per model, revision and persona where a suite has those."""
     frame = pd.read_csv(board)
-    if "origin" not in frame:
+    if "model" not in frame:
         return str(len(frame))
-    counts = frame["origin"].fillna("geomon").map(lambda o: o if o in ("geomon", "published") else "imported")
+    if "origin" not in frame:
+        return str(frame["model"].nunique())
+    kinds = frame["origin"].fillna("geomon").map(lambda o: o if o in ("geomon", "published") else "imported")
+    models = frame.assign(kind=kinds).groupby("kind")["model"].nunique()
     named = {"geomon": "run", "imported": "imported", "published": "published"}
-    return ", ".join(f"{counts.eq(kind).sum()} {word}" for kind, word in named.items() if counts.eq(kind).any())
+    return ", ".join(f"{models[kind]} {word}" for kind, word in named.items() if kind in models)
 
 
 def write_index(results_dir: Path, suites: Sequence[tuple[str, str]], open_regressions: pd.DataFrame) -> Path:

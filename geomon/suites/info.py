@@ -42,6 +42,11 @@ class RunOption:
     def dest(self) -> str:
         return self.flag.lstrip("-").replace("-", "_")
 
+    @property
+    def is_sample(self) -> bool:
+        """A sample size (N questions, countries, territories; 0 = all): never negative."""
+        return self.type is int and self.config.startswith("sample")
+
 
 @dataclass(frozen=True)
 class SuiteInfo:

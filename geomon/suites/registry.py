@@ -319,25 +319,31 @@ def titles() -> list[tuple[str, str]]:
 PROFILES = ("quick", "default", "paper")  # the run profiles every suite has (geomon.yaml may add others)
 
 
+def check_profile(profile: str, overrides: Mapping[str, Any]) -> None:
+    """A ``SuiteError`` unless ``profile`` is a built-in run profile or one geomon.yaml's ``profiles:`` defines."""
+    known = {*PROFILES, *overrides}
+    if profile not in known:
+        raise SuiteError(f"unknown run profile {profile!r}; known: {', '.join(sorted(known))}")
+
+
 def profile_options(name: str, profile: str, overrides: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> dict:
     """The prompts-stage options of suite ``name`` under run ``profile``: the stage's declared defaults
     (the paper's full size), the suite's own values for the profile, then geomon.yaml's ``profiles:``."""
     info = suites()[name]
-    known = {*PROFILES, *overrides}
-    if profile not in known:
-        raise SuiteError(f"unknown run profile {profile!r}; known: {', '.join(sorted(known))}")
+    check_profile(profile, overrides)
     declared = {o.name: o.default for o in suite(name).pipeline.prompts.options}
     return {**declared, **dict(info.profiles.get(profile, {})), **dict(overrides.get(profile, {}).get(name, {}))}
 
 
-def resolve(names: str) -> list[SuiteInfo]:
-    """``"worldbench,borderlines"`` → their SuiteInfo, in the order given; unknown names are an error."""
+def resolve(names: str, flag: str = "--suite") -> list[SuiteInfo]:
+    """``"worldbench,borderlines"`` → their SuiteInfo, in the order given; unknown names are an error naming
+    ``flag``, the command-line option they came from."""
     known = suites()
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     for name in wanted:
         if name in _BROKEN:
-            raise SuiteError(f"--suite {name}: {_BROKEN[name]}")
+            raise SuiteError(f"{flag} {name}: {_BROKEN[name]}")
     unknown = [n for n in wanted if n not in known]
     if unknown:
-        raise SuiteError(f"--suite: unknown suite(s) {unknown}; known: {', '.join(known)}")
+        raise SuiteError(f"{flag}: unknown suite(s) {', '.join(unknown)}; known: {', '.join(known)}")
     return [known[n] for n in wanted]

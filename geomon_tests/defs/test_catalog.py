@@ -26,3 +26,19 @@ def test_every_asset_carries_its_owner_kinds_suite_and_stage():
     assert imported.tags["suite"] == "gapminder"
     # Gapminder's published models (the partitions an import adds) are found by name
     assert "model/o3-mini-2025-01-31" in imported.tags and "model/o1-2024-12-17" in imported.tags
+
+
+def test_every_published_model_has_a_valid_search_tag():
+    """A model whose name has characters a tag key refuses (Vertex AI's ``claude-3-opus@20240229``) is still found by
+    searching its name: its tag replaces them, and every published model (each a partition an import adds) has one."""
+    from dagster._utils.tags import is_valid_tag_key
+
+    from geomon.defs.catalog import model_tag
+    from geomon.monitor.imports import published_model_names
+    from geomon_tests.conftest import GAPMINDER_ENTITIES
+
+    tags = defs.resolve_asset_graph().get(dg.AssetKey(["history", "gapminder_evaluations"])).tags
+    assert "model/claude-3-opus_20240229" in tags and "model/claude-3-5-sonnet_20240620" in tags
+    assert all(model_tag(name) in tags for name in published_model_names(GAPMINDER_ENTITIES))
+    assert len(model_tag("x" * 80)) == len("model/") + 63
+    assert all(is_valid_tag_key(tag) for tag in [*tags, model_tag("a b/c@d" * 20)])

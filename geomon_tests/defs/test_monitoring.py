@@ -346,3 +346,23 @@ def test_swapping_the_model_behind_an_endpoint_is_caught_as_drift(
         )
         requests = drift_probe_schedule(context)
         assert [r.partition_key for r in requests] == ["provider-model"]
+
+
+def test_an_unchanged_rerun_names_the_stored_evaluation_not_itself(tmp_path):
+    """An unchanged re-run gets the stored evaluation back (``reused``): its check's ``compared_with`` says when and
+    by which run that one was recorded, never "the same values as" its own evaluation_id."""
+    import pandas as pd
+
+    from geomon.defs.monitoring import compared_with
+    from geomon.monitor.history import EvaluationRun
+
+    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    items = pd.DataFrame({"iso3": ["CHE", "MLI"], "error": [0.1, 0.4]})
+    first = history.record(EvaluationRun("worldbench", "m", dagster_run_id="run-1"), [], items=items)
+    again = history.record(EvaluationRun("worldbench", "m", dagster_run_id="run-2"), [], items=items)
+    assert again.reused and again.evaluation_id == first.evaluation_id
+    said = compared_with("", again)
+    assert said.startswith("unchanged: identical to the stored evaluation recorded ") and "by run run-1" in said
+    assert again.evaluation_id not in said
+    assert compared_with("", first).startswith("nothing: no earlier evaluation")
+    assert compared_with("m-old (predecessor)", again) == "m-old (predecessor)"

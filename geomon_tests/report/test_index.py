@@ -50,3 +50,19 @@ def test_index_opens_with_every_open_regression(tmp_path):
     assert "1 model regressed (2 open regressions): o3-mini vs o1: correct_rate −17.2 pts and 1 more." in page
     assert "href='gapminder/report.html#open-regressions'>2</a>" in page
     assert "1 run, 2 imported" in page
+
+
+def test_index_counts_models_not_leaderboard_rows(tmp_path):
+    """BorderLines' leaderboard has a row per model, revision and persona: the index counts distinct models."""
+    (tmp_path / "borderlines").mkdir()
+    (tmp_path / "borderlines" / "report.html").write_text("<h1>b</h1>")
+    pd.DataFrame(
+        {
+            "model": ["a", "a", "a", "b", "gpt4", "gpt4", "random"],
+            "revision": ["r1", "r2", "r2", "r2", "paper", "paper", "paper"],
+            "persona": ["vanilla", "vanilla", "nationalist", "vanilla", "vanilla", "nationalist", "vanilla"],
+            "origin": ["geomon", "geomon", "geomon", "geomon", "published", "published", "published"],
+        }
+    ).to_csv(tmp_path / "borderlines" / "leaderboard.csv", index=False)
+    page = write_index(tmp_path, titles(), NONE_OPEN).read_text()
+    assert "<td>2 run, 2 published</td>" in page

@@ -273,9 +273,9 @@ def test_geomon_items_and_the_report_show_each_item_and_the_regression(
     table = capsys.readouterr().out
     assert "What is the capital city of" in table and "Paris" in table
     assert len(table.splitlines()) == 41 and "name only." not in table  # one line per item, long cells cut
-    assert main(["--config", settings, "items", "--suite", "capital_aliases", "--model", "x", "--group", "a"]) == 2
+    assert main(["--config", settings, "items", "--suite", "capital_aliases", "--model", "x", "--group", "a"]) == 1
     assert "no evaluation of x (models evaluated: scripted, successor)" in capsys.readouterr().err
-    assert main(["--config", settings, "items", "--suite", "capitals_typo", "--model", "scripted"]) == 2
+    assert main(["--config", settings, "items", "--suite", "capitals_typo", "--model", "scripted"]) == 1
     assert "no evaluation in the history (is the name right?)" in capsys.readouterr().err
     report = (tmp_path / "results" / "capital_aliases" / "report.html").read_text()
     opening = report[: report.index("Leaderboard")]
