@@ -11,7 +11,7 @@ from geomon.definitions import defs
 from geomon.defs.resources import GeomonResource
 from geomon.defs.sensors import model_registry_sensor
 from geomon.suites import registry
-from geomon_tests.conftest import published_gapminder, write_settings
+from geomon_tests.conftest import automation_tick, published_gapminder, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
 RUN = "worldbench"  # the suite this setup runs (make run runs every suite; one is enough to show the mechanism)
@@ -54,13 +54,11 @@ def test_the_sensors_first_ticks_after_make_run_request_nothing(tmp_path, wdi_sn
 
             # `make ui`: the automation sensors' first tick, then the hourly observations of the World Bank's
             # release and Gapminder's folder (the same files `make run` read), then the next ticks.
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, asset_selection=automated)
+            tick = automation_tick(defs, instance, asset_selection=automated)
             assert _requested(tick) == {}
             for job in ("observe_sources", "observe_history"):
                 assert defs.resolve_job_def(job).execute_in_process(instance=instance, resources=resources).success
-            tick = dg.evaluate_automation_conditions(
-                defs=defs, instance=instance, asset_selection=automated, cursor=tick.cursor
-            )
+            tick = automation_tick(defs, instance, asset_selection=automated, cursor=tick.cursor)
             assert _requested(tick) == {}  # neither the WDI chain nor a Gapminder re-import
 
             # A click on Materialize re-reads the same World Bank release: same data version, nothing downstream.
@@ -69,9 +67,7 @@ def test_the_sensors_first_ticks_after_make_run_request_nothing(tmp_path, wdi_sn
                 [*defs.assets, *defs.asset_checks], instance=instance, resources=resources, selection=indicators
             )
             assert again.success
-            tick = dg.evaluate_automation_conditions(
-                defs=defs, instance=instance, asset_selection=automated, cursor=tick.cursor
-            )
+            tick = automation_tick(defs, instance, asset_selection=automated, cursor=tick.cursor)
             assert _requested(tick) == {}
 
 

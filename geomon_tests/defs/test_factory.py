@@ -18,7 +18,7 @@ from geomon.monitor.history import MetricHistory
 from geomon.sources.blend import read_release
 from geomon.suites import blend, registry
 from geomon.suites.pipeline import Pipeline, PipelineError, Stage, StageResult
-from geomon_tests.conftest import SHARED, assert_readable_report, step_output, write_settings
+from geomon_tests.conftest import SHARED, assert_readable_report, automation_tick, step_output, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
 COUNTRIES = ["UK", "South_Korea", "Spain"]
@@ -130,9 +130,9 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
             prompts = again.output_for_node("blend__prompts")
             assert prompts.groupby("country")["question_id"].nunique().eq(5).all()
             # A model appears: automation asks for its partitions of every per-model stage, and nothing else.
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+            tick = automation_tick(defs, instance)
             instance.add_dynamic_partitions("models", ["newcomer"])
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            tick = automation_tick(defs, instance, cursor=tick.cursor)
             for stage in ("responses", "scores", "disparity"):
                 assert tick.get_requested_partitions(dg.AssetKey(["blend", stage])) == {"newcomer"}, stage
             requested = {

@@ -12,7 +12,7 @@ from geomon.defs.monitoring import OPEN_REGRESSIONS_KEY
 from geomon.defs.resources import GeomonResource
 from geomon.monitor import views
 from geomon.monitor.history import MetricHistory
-from geomon_tests.conftest import published_gapminder, write_settings
+from geomon_tests.conftest import automation_tick, published_gapminder, write_settings
 
 
 def test_a_new_release_is_observed_and_imported_once(tmp_path, wdi_snapshot_dir):
@@ -36,11 +36,11 @@ def test_a_new_release_is_observed_and_imported_once(tmp_path, wdi_snapshot_dir)
 
         observe()
         assert imported()["new_evaluations"].value == 1
-        tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        tick = automation_tick(defs, instance)
         assert not tick.get_requested_partitions(dg.AssetKey(IMPORT_KEY))  # nothing new
         published_gapminder(folder, ["mc039", "mc046"])  # Alibaba's next release is published
         observe()
-        tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+        tick = automation_tick(defs, instance, cursor=tick.cursor)
         assert tick.get_requested_partitions(dg.AssetKey(IMPORT_KEY)) == {None}
         metadata = imported()
         assert metadata["runs"].value == 2 and metadata["new_evaluations"].value == 1

@@ -19,7 +19,7 @@ from geomon.engine.local import free_port, running_server
 from geomon.engine.registry import bundled_model_path
 from geomon.monitor.history import MetricHistory
 from geomon.suites import worldbench
-from geomon_tests.conftest import step_output
+from geomon_tests.conftest import automation_tick, step_output
 from geomon_tests.loopback import ScriptedModel, Webhook, serve
 
 PER_MODEL = declared("worldbench").plan.per_model
@@ -176,7 +176,7 @@ def test_a_new_model_runs_alone_and_a_new_release_reruns_only_world_bank_assets(
             defs.resolve_job_def("observe_sources").execute_in_process(instance=instance, resources=resources)
             materialize_worldbench(instance, ["first"], {"sample_countries": SAMPLE}, resources=resources)
             calls_first = first["calls"]
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+            tick = automation_tick(defs, instance)
             assert tick.total_requested == 0  # nothing to do: no first-tick flood
 
             # The endpoint serves a model nobody registered: the sensor makes it a partition ...
@@ -184,7 +184,7 @@ def test_a_new_model_runs_alone_and_a_new_release_reruns_only_world_bank_assets(
             assert sensor.dynamic_partitions_requests[0].partition_keys == ["lab-second"]
             instance.add_dynamic_partitions(models_partitions.name, ["lab-second"])
             # ... and automation requests that model's runs only.
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            tick = automation_tick(defs, instance, cursor=tick.cursor)
             for key in (["worldbench", "responses"], ["worldbench", "scores"], ["worldbench", "disparity"]):
                 assert _requested(tick, key) <= {"lab-second"}
             assert _requested(tick, ["worldbench", "responses"]) == {"lab-second"}
@@ -208,7 +208,7 @@ def test_a_new_model_runs_alone_and_a_new_release_reruns_only_world_bank_assets(
                 population.read_text().replace("2023-12-18", "2024-07-01").replace("2023-10-26", "2024-07-01")
             )
             defs.resolve_job_def("observe_sources").execute_in_process(instance=instance, resources=resources)
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            tick = automation_tick(defs, instance, cursor=tick.cursor)
             # The World Bank assets first, in a run of their own: each layer below runs once its input's data
             # version has changed, never on the chance that it will. BorderLines does not depend on the World Bank,
             # so it is neither stale nor requested. (The leaderboard: lab-second's results arrived since the last tick.)
@@ -219,7 +219,7 @@ def test_a_new_model_runs_alone_and_a_new_release_reruns_only_world_bank_assets(
                 resources=resources,
                 selection=dg.AssetSelection.assets(["worldbank", "economies"], ["worldbank", "indicators"]),
             )
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            tick = automation_tick(defs, instance, cursor=tick.cursor)
             requested = _requested_keys(tick)
             assert "worldbench/prompts" in requested and not any(k.startswith("borderlines/") for k in requested)
             # The disparity tables read the indicators: every model's, again.
@@ -231,7 +231,7 @@ def test_a_new_model_runs_alone_and_a_new_release_reruns_only_world_bank_assets(
                 selection=dg.AssetSelection.assets(["worldbench", "prompts"]),
                 run_config={"ops": {"worldbench__prompts": {"config": {"sample_countries": SAMPLE}}}},
             )
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            tick = automation_tick(defs, instance, cursor=tick.cursor)
             # This release changed only its date: the prompts rebuilt are the same sample (same data version), so no
             # model is asked again.
             latest, before = instance.fetch_materializations(dg.AssetKey(["worldbench", "prompts"]), limit=2).records
@@ -255,11 +255,11 @@ def test_a_new_table_revision_reruns_only_that_revisions_borderlines_partitions(
         with dg.instance_for_test() as instance:
             sample = {"personas": ["vanilla"], "sample_territories": 2}
             declared("borderlines").materialize(instance, ["table"], revisions={new: sample}, resources=resources)
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+            tick = automation_tick(defs, instance)
             assert tick.total_requested == 0  # nothing to do: no first-tick flood
 
             instance.add_dynamic_partitions("dispute_revisions", [old])
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            tick = automation_tick(defs, instance, cursor=tick.cursor)
             assert _requested(tick, ["wikipedia", "dispute_revisions"]) == {old}
             assert _requested(tick, ["borderlines", "prompts"]) <= {old}
             for stage in ("responses", "scores", "concurrence"):
@@ -275,7 +275,7 @@ def test_a_new_table_revision_reruns_only_that_revisions_borderlines_partitions(
                 partition_key=old,
                 run_config={"ops": {"borderlines__prompts": {"config": sample}}},
             )
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+            tick = automation_tick(defs, instance, cursor=tick.cursor)
             # Then the model's answers on that revision, and no other partition of any asset.
             assert {str(k) for k in _requested(tick, ["borderlines", "responses"])} == {f"table|{old}"}
             assert _requested_keys(tick) <= {"borderlines/responses", "borderlines/scores", "borderlines/concurrence"}

@@ -14,7 +14,7 @@ from geomon.definitions import defs
 from geomon.defs.factory import profile_config
 from geomon.defs.resources import GeomonResource
 from geomon.suites import registry
-from geomon_tests.conftest import SHARED, write_settings
+from geomon_tests.conftest import SHARED, automation_tick, write_settings
 
 PROMPTS = dg.AssetKey(["worldbench", "prompts"])
 
@@ -55,7 +55,7 @@ def test_the_ui_default_and_automation_ask_what_geomon_run_asks(tmp_path, wdi_sn
     with dg.instance_for_test() as instance:
         assert _prompts_without_config(instance, path) == len(cli)
         # Automation requests the same assets with no run config either: the prompts it would build are these.
-        tick = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        tick = automation_tick(defs, instance)
         assert not tick.get_requested_partitions(PROMPTS)  # already up to date: nothing re-asked
 
 
@@ -124,12 +124,10 @@ def test_a_sample_is_a_decision_one_models_run_never_changes_anothers_and_a_new_
             assert not stale("a")
 
             automated = dg.AssetSelection.assets(responses)  # what automation would re-run
-            tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, asset_selection=automated)
+            tick = automation_tick(defs, instance, asset_selection=automated)
             second = sample(run(prompts.path, *per_model, partition="b", questions=5))  # a new sample, on purpose
             assert second != first and stale("a") and not stale("b")
-            tick = dg.evaluate_automation_conditions(
-                defs=defs, instance=instance, asset_selection=automated, cursor=tick.cursor
-            )
+            tick = automation_tick(defs, instance, asset_selection=automated, cursor=tick.cursor)
             assert "a" in tick.get_requested_partitions(responses)
             board = run(["blend", "leaderboard"]).output_for_node("blend__leaderboard").set_index("model")
     assert board.loc["a", "sample"] == first and board.loc["b", "sample"] == second
