@@ -37,8 +37,12 @@ run: setup
 	$(BIN)/geomon run --profile $(PROFILE) --fail-on never $(ARGS)
 
 # Every test but the release tier, which `make test-release` runs (both in .ci/run): under 10 minutes on 2 cores.
+# TEST_WORKERS pytest processes (pytest-xdist; 0: one process), each test file whole on one of them, so a module's
+# shared fixtures are built once and its tests run in order: one process leaves a core idle while a test waits on
+# a server, a subprocess or a browser.
+TEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/pytest -m "not release" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not release" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # A whole release decided through `geomon run` on scripted endpoints, every suite (about 3.5 minutes).
 test-release: setup

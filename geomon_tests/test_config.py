@@ -188,6 +188,24 @@ def test_bundled_models_are_found_in_installed_packages():
     assert gemma.suffix == ".gguf" and gemma.stat().st_size > 200_000_000
 
 
+def test_a_weights_files_digest_is_cached_whole_until_the_file_changes(tmp_path, monkeypatch):
+    """The digest that names a bundled model's weights in the store's keys is computed once and cached as a whole
+    file (written aside, then renamed: a second process, such as another test worker, never reads half of one);
+    weights of another size or date are hashed again."""
+    import hashlib
+
+    from geomon.engine.registry import file_sha256
+
+    monkeypatch.setenv("GEOMON_CACHE_DIR", str(tmp_path / "cache"))
+    weights = tmp_path / "model.gguf"
+    weights.write_bytes(b"w" * 3_000_000)
+    assert file_sha256(weights) == hashlib.sha256(weights.read_bytes()).hexdigest()
+    (cached,) = (tmp_path / "cache" / "sha256").iterdir()  # nothing partial left beside it
+    assert cached.read_text() == file_sha256(weights)
+    weights.write_bytes(b"v")
+    assert file_sha256(weights) == hashlib.sha256(b"v").hexdigest()
+
+
 def test_borderlines_alerts_drift_and_endpoints_sections(tmp_path, monkeypatch):
     path = _write(
         tmp_path,

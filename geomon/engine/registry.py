@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import re
+import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
@@ -162,7 +163,12 @@ def file_sha256(path: Path) -> str:
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    cached.write_text(digest.hexdigest())
+    # Written whole, then renamed: another process (a second test worker, a run beside this one) reads the old
+    # state or the whole digest, never a file half written.
+    handle, partial = tempfile.mkstemp(prefix=f"{tag}.", suffix=".partial", dir=cache_dir)
+    with os.fdopen(handle, "w") as out:
+        out.write(digest.hexdigest())
+    os.replace(partial, cached)
     return digest.hexdigest()
 
 

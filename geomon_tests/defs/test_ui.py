@@ -4,7 +4,15 @@ README describes is running without a click, read back from the running UI's Gra
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -43,54 +51,19 @@ MONITORING_LOOP = {
 }
 
 
-@pytest.mark.slow
-def test_a_fresh_instance_runs_the_monitoring_loop(tmp_path, wdi_snapshot_dir, monkeypatch):
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    monkeypatch.setenv("GEOMON_CONFIG", str(write_settings(tmp_path, wdi_snapshot_dir)))
-    with dagster_ui(home, REPO_WORKSPACE, with_daemon=True) as url:
-        deadline = time.monotonic() + 300  # a guard for a loaded machine, not a timing assertion
-        while True:
-            data = requests.post(f"{url}/graphql", json={"query": STATUS_QUERY}, timeout=60).json()["data"]
-            daemons = {d["daemonType"]: d["healthy"] for d in data["instance"]["daemonHealth"]["allDaemonStatuses"]}
-            if (daemons.get("SENSOR") and daemons.get("SCHEDULER")) or time.monotonic() > deadline:
-                break
-            time.sleep(2)
-    (repository,) = [r for r in data["repositoriesOrError"]["nodes"] if r["location"]["name"] == "geomon"]
-    sensors = {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]}
-    schedules = {s["name"]: s["scheduleState"]["status"] for s in repository["schedules"]}
-    assert daemons["SENSOR"] and daemons["SCHEDULER"], daemons  # the daemon is up and evaluating them
-    assert MONITORING_LOOP["sensors"] <= set(sensors) and MONITORING_LOOP["schedules"] <= set(schedules)
-    assert {name: status for name, status in {**sensors, **schedules}.items() if status != "RUNNING"} == {}
+@dataclass
+class RunningUI:
+    proc: subprocess.Popen
+    url: str
+    dg_pid: int  # `dg dev`'s process, the leader of the group of the webserver, the daemon and the code servers
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of the group still exists (every process is looked at: the group's leader may be
-    gone while its children run on)."""
-    import os
-
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.getpgid(int(entry)) == pgid:
-                    return True
-            except (ProcessLookupError, PermissionError):
-                continue
-    return False
-
-
-@pytest.mark.slow
-def test_geomon_ui_stops_with_every_child_on_sigterm(tmp_path, wdi_snapshot_dir):
-    """`make ui` (geomon ui): dg dev and its webserver, daemon and code servers all stop on SIGTERM, as on
-    Ctrl-C — started in the background, dg dev alone would ignore both."""
-    import os
-    import signal
-    import socket
-    import subprocess
-    import sys
-    import urllib.request
-
+@pytest.fixture(scope="module")
+def geomon_ui(tmp_path_factory, wdi_snapshot_dir) -> Iterator[RunningUI]:
+    """`make ui`'s command, `geomon ui`, on a fresh instance, once for the module (its webserver, daemon and code
+    servers take 10-20 s of both cores to come up): the monitoring loop's test reads it, then the SIGTERM test
+    stops it. Whatever is left afterwards is killed, whichever test failed."""
+    tmp_path = tmp_path_factory.mktemp("ui")
     home = tmp_path / "home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
@@ -115,25 +88,64 @@ def test_geomon_ui_stops_with_every_child_on_sigterm(tmp_path, wdi_snapshot_dir)
             line = proc.stdout.readline()
             assert line, "geomon ui ended before starting the UI"
         dg_pid = int(line.split("pid ")[1].split(")")[0])
+        url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 300  # a guard for a loaded machine, not a timing assertion
         while True:
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=5)
+                urllib.request.urlopen(f"{url}/server_info", timeout=5)
                 break
             except OSError:
                 assert time.monotonic() < deadline and proc.poll() is None, "the UI did not start"
                 time.sleep(1)
-        os.kill(proc.pid, signal.SIGTERM)
-        assert proc.wait(120) == 0
-        deadline = time.monotonic() + 60
-        while _group_alive(dg_pid) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not _group_alive(dg_pid), "a dg dev process outlived geomon ui"
+        yield RunningUI(proc, url, dg_pid)
     finally:  # never leave a UI behind, whatever failed
         for pgid in (proc.pid, dg_pid):
             if pgid is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pgid, signal.SIGKILL)
+        proc.wait()
+
+
+@pytest.mark.slow
+def test_a_fresh_instance_runs_the_monitoring_loop(geomon_ui):
+    deadline = time.monotonic() + 300  # a guard for a loaded machine, not a timing assertion
+    while True:
+        data = requests.post(f"{geomon_ui.url}/graphql", json={"query": STATUS_QUERY}, timeout=60).json()["data"]
+        daemons = {d["daemonType"]: d["healthy"] for d in data["instance"]["daemonHealth"]["allDaemonStatuses"]}
+        if (daemons.get("SENSOR") and daemons.get("SCHEDULER")) or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    (repository,) = [r for r in data["repositoriesOrError"]["nodes"] if r["location"]["name"] == "geomon"]
+    sensors = {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]}
+    schedules = {s["name"]: s["scheduleState"]["status"] for s in repository["schedules"]}
+    assert daemons["SENSOR"] and daemons["SCHEDULER"], daemons  # the daemon is up and evaluating them
+    assert MONITORING_LOOP["sensors"] <= set(sensors) and MONITORING_LOOP["schedules"] <= set(schedules)
+    assert {name: status for name, status in {**sensors, **schedules}.items() if status != "RUNNING"} == {}
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group still exists (every process is looked at: the group's leader may be
+    gone while its children run on)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getpgid(int(entry)) == pgid:
+                    return True
+            except (ProcessLookupError, PermissionError):
+                continue
+    return False
+
+
+@pytest.mark.slow
+def test_geomon_ui_stops_with_every_child_on_sigterm(geomon_ui):
+    """`make ui` (geomon ui): dg dev and its webserver, daemon and code servers all stop on SIGTERM, as on
+    Ctrl-C — started in the background, dg dev alone would ignore both."""
+    os.kill(geomon_ui.proc.pid, signal.SIGTERM)
+    assert geomon_ui.proc.wait(120) == 0
+    deadline = time.monotonic() + 60
+    while _group_alive(geomon_ui.dg_pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _group_alive(geomon_ui.dg_pid), "a dg dev process outlived geomon ui"
 
 
 RUNS_QUERY = """
@@ -168,10 +180,6 @@ query($id: ID!) {
 def test_geomon_run_launches_runs_of_the_code_location_that_the_ui_re_executes(tmp_path, wdi_snapshot_dir, monkeypatch):
     """`geomon run`'s runs carry the `geomon` code location's origin: the UI lists them under the location's
     jobs and re-executes one like its own (a real webserver and daemon on the same instance)."""
-    import os
-    import subprocess
-    import sys
-
     from geomon_tests.conftest import SHARED
     from geomon_tests.loopback import ScriptedModel, serve
 

@@ -41,6 +41,14 @@ def runs(tmp_path_factory, bank) -> list[imports.ImportedRun]:
     return imports.gapminder_runs(folder, ENTITIES, bank)
 
 
+@pytest.fixture(scope="module")
+def imported(runs, tmp_path_factory) -> tuple[MetricHistory, dict[str, imports.Recorded]]:
+    """The ten configurations imported once into a history of their own, and each one's record by model: the
+    tests below read it (importing the same runs again records nothing, which one of them checks)."""
+    history = MetricHistory(f"sqlite:///{tmp_path_factory.mktemp('imported') / 'history.sqlite'}")
+    return history, {r.run.model: r for r in imports.record_runs(history, runs)}
+
+
 def test_rates_are_the_evaluation_and_complete_answer_files_add_the_families(runs):
     by_model = {r.model: r for r in runs}
     assert len(runs) == len(CONFIGS) and all(
@@ -76,19 +84,17 @@ def _verdicts(recorded: imports.Recorded) -> dict[str, dict]:
     return {v["metric"]: v for v in recorded.tracked.verdicts if not v["breakdown"]}
 
 
-def test_every_published_question_is_compared(runs, tmp_path):
+def test_every_published_question_is_compared(imported):
     """Qwen 2 → 2.5 Max: 4.6 points fewer correct on the 365 questions both were published on, not the 60 of
     Qwen 2's per-answer file."""
-    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
-    recorded = {r.run.model: r for r in imports.record_runs(history, runs)}
+    _, recorded = imported
     qwen25 = _verdicts(recorded["qwen-max-2025-01-25"])["correct_rate"]
     assert qwen25["against"] == "predecessor qwen-max-2024-09-19" and qwen25["clusters"] == 365
     assert qwen25["change"] == pytest.approx(-4.55, abs=0.01) and qwen25["p_value"] < 0.01
 
 
-def test_releases_are_compared_with_the_vendors_previous_one(runs, tmp_path):
-    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
-    recorded = {r.run.model: r for r in imports.record_runs(history, runs)}
+def test_releases_are_compared_with_the_vendors_previous_one(runs, imported, tmp_path):
+    history, recorded = imported
     assert recorded["qwen-max-2025-01-25"].predecessor == "qwen-max-2024-09-19"
     assert recorded["deepseek-reasoner"].predecessor == "deepseek-v3"
     assert recorded["deepseek-v3"].tracked.verdicts == [] and recorded["qwen-max-1201"].tracked.verdicts == []
@@ -134,11 +140,10 @@ def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
     assert same[0].tracked.evaluation.reused and len(history.evaluations(suite="gapminder")) == 2
 
 
-def test_history_shows_every_evaluation_with_its_verdict(runs, tmp_path):
+def test_history_shows_every_evaluation_with_its_verdict(imported):
     from geomon.monitor.views import HISTORY_COLUMNS, history_table
 
-    history = MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}")
-    imports.record_runs(history, runs)
+    history, _ = imported
     table = history_table(history, "gapminder", [("correct_rate", ""), ("very_wrong_rate", "")])
     assert list(table.columns) == HISTORY_COLUMNS and len(table) == len(CONFIGS) * 2
     r1 = table[(table["model"] == "deepseek-reasoner") & (table["metric"] == "correct_rate")].iloc[0]
