@@ -123,8 +123,10 @@ def gemma() -> ModelSpec:
 
 @pytest.fixture(scope="session")
 def smollm2_server(smollm2: ModelSpec) -> Iterator[str]:
-    """A real llama-server with SmolLM2-135M-Instruct on 127.0.0.1; yields its /v1 base URL."""
-    with running_server(bundled_model_path(smollm2.bundled), alias=smollm2.name, slots=4) as url:
+    """A real llama-server with SmolLM2-135M-Instruct on 127.0.0.1; yields its /v1 base URL. One thread: with a
+    thread per core each token waits at a barrier for both, and the wait spins while the other test worker runs
+    (a 40-question test on it took 9 s alone and 117 s beside the other worker on two threads)."""
+    with running_server(bundled_model_path(smollm2.bundled), alias=smollm2.name, slots=4, threads=1) as url:
         yield url
 
 

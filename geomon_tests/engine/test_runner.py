@@ -126,6 +126,8 @@ def test_serve_local_cli_serves_the_openai_api(tmp_path):
             str(port),
             "--slots",
             "2",
+            "--threads",
+            "1",  # a second thread would spin at a barrier while the other test worker runs
         ],
         stdout=subprocess.PIPE,
         text=True,
