@@ -30,7 +30,7 @@ import pandas as pd
 from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, MetricValue, StoredComparison
 from geomon.stats import compare, declared, verdicts
 from geomon.stats.declared import TrackedMetric
-from geomon.stats.values import MetricKey
+from geomon.stats.values import MetricKey, finite
 
 
 class TrackingError(ValueError):
@@ -66,7 +66,7 @@ def declared_figures(
     tracked metric declares is an error naming it: a tracked headline has one definition."""
     second = [v for v in others if any(m.declares(v.metric, v.breakdown) for m in tracked)]
     if second:
-        named = ", ".join(f"{v.metric}{f' ({v.breakdown})' if v.breakdown else ''}" for v in second[:5])
+        named = ", ".join(str(MetricKey(v.metric, v.breakdown)) for v in second[:5])
         raise TrackingError(
             f"suite {suite}: {named} handed in beside the items, but a tracked metric declares it: a tracked "
             "headline has one definition, its declared statistic over the items (leave it out of the figures "
@@ -80,7 +80,7 @@ def declared_figures(
             raise TrackingError(str(exc)) from None
         for e in found:
             figures[(e.metric, e.breakdown)] = MetricValue(
-                e.metric, e.value, e.breakdown, _finite(e.ci_low), _finite(e.ci_high), e.clusters
+                e.metric, e.value, e.breakdown, finite(e.ci_low), finite(e.ci_high), e.clusters
             )
     return [*figures.values(), *others]
 
@@ -105,10 +105,6 @@ def headline_into_summary(result: Any, metrics: Sequence[MetricValue], tracked: 
     summary = result.get("summary") if isinstance(result, dict) else None
     if isinstance(summary, dict):
         summary.update(headline_figures(metrics, tracked))
-
-
-def _finite(x: float) -> float | None:
-    return float(x) if x == x and abs(x) != float("inf") else None
 
 
 Announcer = Callable[[MetricHistory, Sequence[Evaluation]], dict[str, list[str]]]
@@ -348,12 +344,12 @@ def compare_and_decide(
             "against": against,
             "metric": t.metric,
             "breakdown": t.breakdown,
-            "before": _finite(t.before),
-            "after": _finite(t.after),
-            "change": _finite(t.change),
+            "before": finite(t.before),
+            "after": finite(t.after),
+            "change": finite(t.change),
             "worse_when": "higher" if t.higher_is_worse else "lower",
             "p_value": v.p_value,
-            "se": _finite(t.se),
+            "se": finite(t.se),
             "items": t.items,
             "clusters": t.clusters,
             "min_effect": t.min_effect,
@@ -362,9 +358,9 @@ def compare_and_decide(
             "alpha": look.alpha,
             "p_adjusted": v.p_adjusted,
             "q_value": v.q_value,
-            "mde": _finite(v.mde),
-            "power": _finite(v.power),
-            "level": _finite(v.level),
+            "mde": finite(v.mde),
+            "power": finite(v.power),
+            "level": finite(v.level),
             # The look's note always (why its α is what it is), first: the column holds 500 characters.
             "note": "; ".join(n for n in (why, v.note or t.note) if n)[:500],
             "verdict": v.verdict,
