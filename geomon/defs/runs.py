@@ -16,6 +16,9 @@ from geomon.defs.resources import models_partitions
 from geomon.defs.samples import CONFIRM
 
 OPTIONS_TAG = "geomon/options"
+# Metadata of the stage that asks the model under evaluation: the fingerprint of the answers it read and the
+# settings it ran under (``store.answers_fingerprint``), which ``geomon run``'s plan computes before a run.
+ANSWERS = "answers"
 
 
 def _register(
@@ -123,6 +126,72 @@ def runner(
         return execute_run(reconstructable, dagster_run, instance, raise_on_error=True)
 
     return run
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """A partition (or a leaderboard) ``geomon run`` did not run again: its assets are fresh in Dagster (the same
+    code and the same upstream data versions) and the model's answers are the ones it last read under the same
+    settings, so a run would reproduce what is there. Its last runs' check results stand."""
+
+    job: str
+    partition: str
+    run_ids: tuple[str, ...]
+    checks: tuple[dg.AssetCheckEvaluation, ...]
+
+    def get_asset_check_evaluations(self) -> list[dg.AssetCheckEvaluation]:
+        return list(self.checks)
+
+
+class Freshness:
+    """Whether a stage of a suite would reproduce what the instance holds (Dagster's stale status, the same as the
+    UI's), and the check results that stand for it."""
+
+    def __init__(self, instance: dg.DagsterInstance) -> None:
+        from dagster._core.definitions.data_version import CachingStaleStatusResolver
+        from dagster._core.loader import LoadingContextForTest
+
+        self.instance = instance
+        self.asset_graph = code_location(instance).get_repository(REPOSITORY).asset_graph
+        # The loading context Dagster's own stale-status queries take outside a webserver request.
+        self.resolver = CachingStaleStatusResolver(instance, self.asset_graph, LoadingContextForTest(instance))
+
+    def _latest(self, key: dg.AssetKey, partition: str | None) -> Any:
+        records = self.instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None), limit=1
+        ).records
+        return records[0].event_log_entry if records else None
+
+    def unchanged(self, job: str, selection: dg.AssetSelection, partition: str | None, answers: str | None) -> Any:
+        """An ``Unchanged`` when every asset of ``selection`` (of ``partition``) is materialized and fresh and,
+        given ``answers``, the stage that asked the model last read exactly those; else None."""
+        from dagster._core.definitions.data_version import StaleStatus
+
+        keys = selection.resolve(self.asset_graph)
+        if any(self.resolver.get_status(key, partition) != StaleStatus.FRESH for key in keys):
+            return None
+        latest = [self._latest(key, partition) for key in keys]
+        if any(entry is None for entry in latest):
+            return None
+        if answers is not None:
+            read = [
+                e.asset_materialization.metadata[ANSWERS].value
+                for e in latest
+                if ANSWERS in e.asset_materialization.metadata
+            ]
+            if not read or any(r != answers for r in read):
+                return None
+        run_ids = tuple(dict.fromkeys(e.run_id for e in latest))
+        checks: dict[Any, tuple[float, dg.AssetCheckEvaluation]] = {}
+        for run_id in run_ids:
+            for entry in self.instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+                evaluation = entry.dagster_event.event_specific_data
+                if (
+                    evaluation.asset_key in keys
+                    and checks.get(evaluation.asset_check_key, (0.0,))[0] <= entry.timestamp
+                ):
+                    checks[evaluation.asset_check_key] = (entry.timestamp, evaluation)
+        return Unchanged(job, partition or "", run_ids, tuple(c for _, c in checks.values()))
 
 
 def suite_of(run: dg.DagsterRun) -> str | None:
@@ -241,9 +310,13 @@ class PerModelPlan:
         resources: dict[str, Any] | None = None,
         described: str = "",
         revisions: Mapping[str, dict[str, Any]] | None = None,
-    ) -> list[dg.JobExecutionResult]:
+        answers: Mapping[str, str] | None = None,
+    ) -> list[Any]:
         """Run the plan for ``models`` (``revisions``: each revision key's prompts config, in a suite with
-        revisions; ``described``: the options, as a run tag); failed checks are in the returned results."""
+        revisions; ``described``: the options, as a run tag); failed checks are in the returned results.
+        ``answers``: by partition key, the fingerprint of the stored answers a run of it would read (``geomon
+        run``'s plan, where every ask is stored); such a partition whose assets are fresh and last read exactly
+        those is not run again (an ``Unchanged`` in the results), nor the leaderboard when no partition ran."""
         register_models(instance, models)
         tags = {SUITE_TAG: self.suite, **({OPTIONS_TAG: described} if described else {})}
         run = runner(instance, resources, log_level, tags)
@@ -265,8 +338,20 @@ class PerModelPlan:
                 run(prompts_job, partition_key=key, config=prompts(config)) for key, config in revisions.items()
             ]
             partitions = [dg.MultiPartitionKey({"model": m, "revision": r}) for r in revisions for m in models]
-        results += [run(per_model_job_name(self.suite), partition_key=key) for key in partitions]
-        results.append(run(stage_job_name(self.suite, "leaderboard")))
+        fresh = Freshness(instance) if answers else None
+        per_model = per_model_job_name(self.suite)
+        ran = False
+        for key in partitions:
+            kept = (
+                fresh.unchanged(per_model, self.per_model, str(key), answers[str(key)])
+                if (fresh and str(key) in answers)
+                else None
+            )
+            results.append(kept or run(per_model, partition_key=key))
+            ran = ran or kept is None
+        leaderboard = stage_job_name(self.suite, "leaderboard")
+        kept = None if ran or fresh is None else fresh.unchanged(leaderboard, self.leaderboard, None, None)
+        results.append(kept or run(leaderboard))
         return results
 
 

@@ -103,6 +103,15 @@ def response_key(model_identity: str, request: GenerationRequest, epoch: str = "
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def answers_fingerprint(keys: Iterable[str], settings_digest: str = "") -> str:
+    """What an evaluation read: the stored answers' keys (each holds the model's identity, the request and the
+    cache epoch) and the settings it ran under; equal fingerprints read the same answers the same way."""
+    digest = hashlib.sha256(settings_digest.encode())
+    for key in sorted(set(keys)):
+        digest.update(key.encode())
+    return digest.hexdigest()[:16]
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 

@@ -1,0 +1,91 @@
+"""`geomon run` does not run again what would come out the same: a model whose every answer is stored, whose
+assets are fresh in Dagster and whose asking stage last read exactly those answers under the same settings
+keeps its results, and its checks (a regression) still decide the exit status. Anything that would change the
+result runs it again: other answers (another cache epoch), a changed suite declaration, `--rerun`."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+from geomon.defs.factory import declared
+from geomon.defs.runs import per_model_job_name
+from geomon_tests.conftest import write_settings
+from geomon_tests.loopback import ScriptedModel, serve
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "suites"
+CAPITALS = pd.read_csv(EXAMPLES / "capitals.csv")
+CAPITAL = dict(zip(CAPITALS["country"], CAPITALS["capital"], strict=True))
+REGION = dict(zip(CAPITALS["country"], CAPITALS["region"], strict=True))
+
+
+def _country(messages) -> str:
+    return messages[-1]["content"].split("capital city of ")[1].split("?")[0]
+
+
+def right(messages) -> str:
+    return f"The capital is {CAPITAL[_country(messages)]}."
+
+
+def half_right(messages) -> str:  # wrong outside Europe and the Americas: a regression against its predecessor
+    name = _country(messages)
+    return CAPITAL[name] if REGION[name] in ("Europe", "Americas") else "I think it is Atlantis."
+
+
+@pytest.mark.dagster
+def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_run(
+    suite_folder, tmp_path, wdi_snapshot_dir, monkeypatch, capsys
+):
+    from geomon.cli import main
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    for name in ("capitals.yaml", "capitals.csv"):
+        shutil.copy(EXAMPLES / name, folder / name)
+    suite_folder(folder)
+    with (
+        serve(ScriptedModel, {"answer": right, "models": ["m"]}) as old,
+        serve(ScriptedModel, {"answer": half_right, "models": ["m"]}) as new,
+    ):
+        models = [
+            {"name": "oracle", "kind": "chat", "base_url": f"{old}/v1", "model_id": "m"},
+            {"name": "regional", "kind": "chat", "base_url": f"{new}/v1", "model_id": "m", "predecessor": "oracle"},
+        ]
+        settings = str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False))
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        run = ["--config", settings, "run", "--suite", "capitals", "--models", "oracle,regional", "--yes"]
+        gate = ["--fail-on", "regression"]
+
+        def per_model_runs() -> int:
+            with dg.DagsterInstance.get() as instance:
+                return len(instance.get_run_records(dg.RunsFilter(job_name=per_model_job_name("capitals"))))
+
+        def ran(*extra: str, status: int | None = 3) -> tuple[int, str]:
+            before = per_model_runs()
+            code = main([*run, *gate, *extra])
+            assert status is None or code == status, capsys.readouterr().err  # the regression fails the run
+            return per_model_runs() - before, capsys.readouterr().out
+
+        assert ran()[0] == 2  # both models asked and scored
+        again, shown = ran()
+        assert again == 0, "every answer stored, nothing changed: neither model runs again"
+        assert "Capitals: oracle, regional and the leaderboard unchanged since the last run" in shown
+        assert ran("--rerun")[0] == 2  # asked for: both run again
+        # Other answers: a new cache epoch asks again; back on the first epoch, every answer is stored but the
+        # models last read the new epoch's, so they run again once, then are unchanged.
+        monkeypatch.setenv("GEOMON_CACHE_EPOCH", "")  # restored after the test: `--epoch` sets it in this process
+        assert ran("--epoch", "second")[0] == 2
+        monkeypatch.delenv("GEOMON_CACHE_EPOCH")
+        assert ran()[0] == 2
+        assert ran()[0] == 0
+        # A changed declaration (its title: the same prompts, so the same answers): Dagster marks the assets stale.
+        suite_file = folder / "capitals.yaml"
+        suite_file.write_text(suite_file.read_text().replace("title: Capitals", "title: Capital cities"))
+        sys.modules.pop("geomon.definitions", None)  # as a new `geomon run` process builds the code location
+        declared.cache_clear()
+        assert ran(status=None)[0] == 2  # (a changed suite file starts a new series: no verdict yet)
