@@ -10,6 +10,7 @@ same throughput class on 2 cores.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import logging
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,3 +200,48 @@ def running_servers(model_path: Path, alias: str, *, servers: int = 1, **options
     threaded process per core decodes more than one process with a thread per core."""
     with contextlib.ExitStack() as stack:
         yield [stack.enter_context(running_server(model_path, alias, **options)) for _ in range(servers)]
+
+
+# Servers kept for a process's later asks, by model and options: a run asks the same bundled model tens of times
+# (each suite's stages, the jury's judges) and a start costs up to 2 s. The two most recently used are kept (one
+# per bundled model); the rest, and all at exit, are stopped (and they die with the process: a parent-death signal).
+KEPT_SERVERS = 2
+_kept: dict[tuple, tuple[contextlib.ExitStack, list[str]]] = {}
+_kept_lock = threading.Lock()
+
+
+def kept_servers(model_path: Path, alias: str, *, servers: int = 1, **options: Any) -> list[str]:
+    """The base URLs of ``servers`` llama-server processes for one model (as ``running_servers``), started on
+    first use in this process and kept for its next asks while they answer /health."""
+    key = (str(model_path), alias, servers, *sorted(options.items()))
+    with _kept_lock:
+        held = _kept.pop(key, None)
+        if held is not None and not all(_healthy(url) for url in held[1]):
+            held[0].close()
+            held = None
+        if held is None:
+            stack = contextlib.ExitStack()
+            held = (stack, stack.enter_context(running_servers(model_path, alias, servers=servers, **options)))
+        _kept[key] = held  # the most recently used last
+        while len(_kept) > KEPT_SERVERS:
+            _kept.pop(next(iter(_kept)))[0].close()
+        return held[1]
+
+
+def stop_kept_servers() -> None:
+    """Stop every kept server (at exit; a test that needs none running)."""
+    with _kept_lock:
+        while _kept:
+            _kept.popitem()[1][0].close()
+
+
+def _healthy(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{url.removesuffix('/v1')}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+atexit.register(stop_kept_servers)

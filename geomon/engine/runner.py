@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from geomon.engine.client import GenerationRequest, GenerationResult, OpenAICompatibleClient
-from geomon.engine.local import running_servers
+from geomon.engine.local import kept_servers
 from geomon.engine.registry import ModelSpec, bundled_model_path, file_sha256
 from geomon.engine.store import ClaimLease, ResponseStore, StoredAnswer, StoreWriter, response_key
 
@@ -81,11 +81,12 @@ def engine_name(spec: ModelSpec) -> str:
 
 @contextlib.contextmanager
 def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterator[OpenAICompatibleClient]:
-    """A client for the model: a local llama-server for bundled files, else the endpoint itself."""
+    """A client for the model: a local llama-server for bundled files (kept for the process's next asks), else
+    the endpoint itself."""
     options = options or EngineOptions()
     if spec.bundled:
         servers = options.servers or os.cpu_count() or 1
-        with running_servers(
+        urls = kept_servers(
             bundled_model_path(spec.bundled),
             spec.name,
             servers=servers,
@@ -93,17 +94,17 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
             threads=options.threads,
             ctx_per_slot=options.ctx_per_slot,
             ubatch=options.ubatch,
-        ) as urls:
-            yield OpenAICompatibleClient(
-                urls[0],
-                spec.name,
-                concurrency=servers * options.slots,
-                timeout_s=options.timeout_s,
-                max_retries=options.max_retries,
-                replicas=urls[1:],
-                server="llama.cpp",
-                constrain=spec.constrain,
-            )
+        )
+        yield OpenAICompatibleClient(
+            urls[0],
+            spec.name,
+            concurrency=servers * options.slots,
+            timeout_s=options.timeout_s,
+            max_retries=options.max_retries,
+            replicas=urls[1:],
+            server="llama.cpp",
+            constrain=spec.constrain,
+        )
     else:
         yield OpenAICompatibleClient(
             spec.base_url or "",
