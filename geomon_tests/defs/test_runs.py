@@ -1,7 +1,7 @@
 """`geomon run` does not run again what would come out the same: a model whose every answer is stored, whose
 assets are fresh in Dagster and whose asking stage last read exactly those answers under the same settings
 keeps its results, and its checks (a regression) still decide the exit status. Anything that would change the
-result runs it again: other answers (another cache epoch), a changed suite declaration, `--rerun`."""
+result runs it again: other answers (another cache epoch), other settings, a changed suite declaration, `--rerun`."""
 
 from __future__ import annotations
 
@@ -81,6 +81,10 @@ def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_
         monkeypatch.setenv("GEOMON_CACHE_EPOCH", "")  # restored after the test: `--epoch` sets it in this process
         assert ran("--epoch", "second")[0] == 2
         monkeypatch.delenv("GEOMON_CACHE_EPOCH")
+        assert ran()[0] == 2
+        assert ran()[0] == 0
+        # Other settings (the verdicts' α: the same answers, read under another decision rule): run again once.
+        write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, verdicts={"alpha": 0.01})
         assert ran()[0] == 2
         assert ran()[0] == 0
         # A changed declaration (its title: the same prompts, so the same answers): Dagster marks the assets stale.
