@@ -174,20 +174,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def unchanged_line(title: str, results: list[Any]) -> str:
-    """``WorldBench: gemma3-270m, smollm2-135m-instruct unchanged since their last run …``, or nothing when every
-    job ran."""
+    """``WorldBench: gemma3-270m, smollm2-135m-instruct unchanged since the last run …``, or nothing when every
+    model ran."""
     from geomon.defs.runs import Unchanged
 
     kept = [r for r in results if isinstance(r, Unchanged)]
     if not kept:
         return ""
-    models = [" at ".join(r.partition.split("|")) for r in kept if r.partition]
-    what = (
-        ", ".join(models) + (" and the leaderboard" if len(kept) > len(models) else "") if models else "the leaderboard"
-    )
+    what = ", ".join(" at ".join(r.partition.split("|")) for r in kept)
     return (
-        f"{title}: {what} unchanged since the last run (assets fresh, every answer stored): its results and checks "
-        "stand (`--rerun` runs it again)\n"
+        f"{title}: {what} unchanged since the last run (assets fresh, every answer stored): their stages were not "
+        "run again, only the decision against the history as it is now (`--rerun` runs everything)\n"
     )
 
 

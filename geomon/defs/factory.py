@@ -557,6 +557,8 @@ def declared(name: str) -> DeclaredSuite:
         suite=name,
         sources=keys([s for s in pipeline.stages if not (s.per_model or s.per_revision)]) | upstream,
         per_model=per_model,
+        # The decision: the tracked stage (record, decide against the history as it is now, alert) and what reads it.
+        decision=dg.AssetSelection.assets(stage_key(name, pipeline.tracked)).downstream() & per_model,
         leaderboard=dg.AssetSelection.assets([name, "leaderboard"]),
         prompts_op="__".join(stage_key(name, pipeline.prompts)),
         per_revision=keys(per_revision) if per_revision else None,

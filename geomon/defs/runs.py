@@ -5,6 +5,7 @@ each suite's ``PerModelPlan``; ``suite_runs`` finds it through the suite registr
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,11 +91,23 @@ def runner(
     base_tags = {LAUNCHED_BY: "geomon run", **(tags or {})}
     resource_config = _resources_as_config(resources)
 
-    def run(job: str, partition_key: str | None = None, config: dict[str, Any] | None = None) -> Any:
+    def run(
+        job: str,
+        partition_key: str | None = None,
+        config: dict[str, Any] | None = None,
+        assets: AbstractSet[dg.AssetKey] | None = None,
+    ) -> Any:
+        """``assets``: only these of the job's assets (and their checks), as the UI's "Materialize selected"."""
+        from dagster._core.definitions.selector import JobSubsetSelector
+
         run_config = {**_quiet(log_level), **resource_config, **(config or {})}
-        remote_job = repository.get_full_job(job)
         reconstructable = location.get_reconstructable_job(REPOSITORY, job)
         job_def = reconstructable.get_definition()
+        if assets:
+            remote_job = location.get_job(JobSubsetSelector(LOCATION, REPOSITORY, job, None, asset_selection=assets))
+            reconstructable = reconstructable.get_subset(asset_selection=frozenset(assets))
+        else:
+            remote_job = repository.get_full_job(job)
         if job_def.executor_def.name == dg.multi_or_in_process_executor.name:
             # Dagster's default executor would start a process per step; `geomon run` asks one model at a
             # time, so its steps run here. A configured executor (Celery) is used as the UI's runs use it.
@@ -119,7 +132,7 @@ def runner(
             parent_job_snapshot=remote_job.parent_job_snapshot,
             remote_job_origin=remote_job.get_remote_origin(),
             job_code_origin=remote_job.get_python_origin(),
-            asset_selection=None,
+            asset_selection=frozenset(assets) if assets else None,
             asset_check_selection=None,
             asset_graph=repository.asset_graph,
         )
@@ -130,22 +143,21 @@ def runner(
 
 @dataclass(frozen=True)
 class Unchanged:
-    """A partition (or a leaderboard) ``geomon run`` did not run again: its assets are fresh in Dagster (the same
-    code and the same upstream data versions) and the model's answers are the ones it last read under the same
-    settings, so a run would reproduce what is there. Its last runs' check results stand."""
+    """A model's partition whose stages up to the decision ``geomon run`` did not run again: its assets are fresh
+    in Dagster (the same code and upstream data versions) and the model's answers are the ones its asking stage
+    last read under the same settings and code, so they would reproduce what is there. Its decision (the tracked
+    stage: recorded, decided against the history as it is now, alerts sent) runs, in a run of its own."""
 
     job: str
     partition: str
-    run_ids: tuple[str, ...]
-    checks: tuple[dg.AssetCheckEvaluation, ...]
 
     def get_asset_check_evaluations(self) -> list[dg.AssetCheckEvaluation]:
-        return list(self.checks)
+        return []  # the decision's run reports the checks
 
 
 class Freshness:
-    """Whether a stage of a suite would reproduce what the instance holds (Dagster's stale status, the same as the
-    UI's), and the check results that stand for it."""
+    """Whether a model's stages would reproduce what the instance holds: Dagster's stale status (the UI's) and
+    the answers its asking stage last read."""
 
     def __init__(self, instance: dg.DagsterInstance) -> None:
         from dagster._core.definitions.data_version import CachingStaleStatusResolver
@@ -156,42 +168,32 @@ class Freshness:
         # The loading context Dagster's own stale-status queries take outside a webserver request.
         self.resolver = CachingStaleStatusResolver(instance, self.asset_graph, LoadingContextForTest(instance))
 
-    def _latest(self, key: dg.AssetKey, partition: str | None) -> Any:
+    def keys(self, selection: dg.AssetSelection) -> AbstractSet[dg.AssetKey]:
+        return selection.resolve(self.asset_graph)
+
+    def _latest(self, key: dg.AssetKey, partition: str) -> Any:
         records = self.instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None), limit=1
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition]), limit=1
         ).records
         return records[0].event_log_entry if records else None
 
-    def unchanged(self, job: str, selection: dg.AssetSelection, partition: str | None, answers: str | None) -> Any:
-        """An ``Unchanged`` when every asset of ``selection`` (of ``partition``) is materialized and fresh and,
-        given ``answers``, the stage that asked the model last read exactly those; else None."""
+    def unchanged(self, selection: dg.AssetSelection, partition: str, answers: str) -> bool:
+        """Every asset of ``selection`` (of ``partition``) is materialized and fresh, and the stage that asked the
+        model last read exactly ``answers`` (``store.answers_fingerprint``)."""
         from dagster._core.definitions.data_version import StaleStatus
 
-        keys = selection.resolve(self.asset_graph)
+        keys = self.keys(selection)
         if any(self.resolver.get_status(key, partition) != StaleStatus.FRESH for key in keys):
-            return None
+            return False
         latest = [self._latest(key, partition) for key in keys]
         if any(entry is None for entry in latest):
-            return None
-        if answers is not None:
-            read = [
-                e.asset_materialization.metadata[ANSWERS].value
-                for e in latest
-                if ANSWERS in e.asset_materialization.metadata
-            ]
-            if not read or any(r != answers for r in read):
-                return None
-        run_ids = tuple(dict.fromkeys(e.run_id for e in latest))
-        checks: dict[Any, tuple[float, dg.AssetCheckEvaluation]] = {}
-        for run_id in run_ids:
-            for entry in self.instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
-                evaluation = entry.dagster_event.event_specific_data
-                if (
-                    evaluation.asset_key in keys
-                    and checks.get(evaluation.asset_check_key, (0.0,))[0] <= entry.timestamp
-                ):
-                    checks[evaluation.asset_check_key] = (entry.timestamp, evaluation)
-        return Unchanged(job, partition or "", run_ids, tuple(c for _, c in checks.values()))
+            return False
+        read = [
+            e.asset_materialization.metadata[ANSWERS].value
+            for e in latest
+            if ANSWERS in e.asset_materialization.metadata
+        ]
+        return bool(read) and all(r == answers for r in read)
 
 
 def suite_of(run: dg.DagsterRun) -> str | None:
@@ -263,6 +265,7 @@ class PerModelPlan:
     suite: str
     sources: dg.AssetSelection
     per_model: dg.AssetSelection
+    decision: dg.AssetSelection  # the tracked stage and the per-model stages that read it
     leaderboard: dg.AssetSelection
     prompts_op: str
     per_revision: dg.AssetSelection | None = None
@@ -316,7 +319,7 @@ class PerModelPlan:
         revisions; ``described``: the options, as a run tag); failed checks are in the returned results.
         ``answers``: by partition key, the fingerprint of the stored answers a run of it would read (``geomon
         run``'s plan, where every ask is stored); such a partition whose assets are fresh and last read exactly
-        those is not run again (an ``Unchanged`` in the results), nor the leaderboard when no partition ran."""
+        those runs only its decision (an ``Unchanged`` in the results, then that run)."""
         register_models(instance, models)
         tags = {SUITE_TAG: self.suite, **({OPTIONS_TAG: described} if described else {})}
         run = runner(instance, resources, log_level, tags)
@@ -340,18 +343,18 @@ class PerModelPlan:
             partitions = [dg.MultiPartitionKey({"model": m, "revision": r}) for r in revisions for m in models]
         fresh = Freshness(instance) if answers else None
         per_model = per_model_job_name(self.suite)
-        ran = False
         for key in partitions:
-            kept = (
-                fresh.unchanged(per_model, self.per_model, str(key), answers[str(key)])
-                if (fresh and str(key) in answers)
-                else None
-            )
-            results.append(kept or run(per_model, partition_key=key))
-            ran = ran or kept is None
-        leaderboard = stage_job_name(self.suite, "leaderboard")
-        kept = None if ran or fresh is None else fresh.unchanged(leaderboard, self.leaderboard, None, None)
-        results.append(kept or run(leaderboard))
+            if (
+                fresh is not None
+                and str(key) in answers
+                and fresh.unchanged(self.per_model, str(key), answers[str(key)])
+            ):
+                results.append(Unchanged(per_model, str(key)))
+                results.append(run(per_model, partition_key=key, assets=fresh.keys(self.decision)))
+            else:
+                results.append(run(per_model, partition_key=key))
+        # Always: the leaderboard and the report read the history (imports, acknowledgements, re-decisions).
+        results.append(run(stage_job_name(self.suite, "leaderboard")))
         return results
 
 

@@ -61,9 +61,10 @@ def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_
         run = ["--config", settings, "run", "--suite", "capitals", "--models", "oracle,regional", "--yes"]
         gate = ["--fail-on", "regression"]
 
-        def per_model_runs() -> int:
+        def per_model_runs() -> int:  # whole runs of a model's stages (an unchanged model's decision runs alone)
             with dg.DagsterInstance.get() as instance:
-                return len(instance.get_run_records(dg.RunsFilter(job_name=per_model_job_name("capitals"))))
+                records = instance.get_run_records(dg.RunsFilter(job_name=per_model_job_name("capitals")))
+                return sum(r.dagster_run.asset_selection is None for r in records)
 
         def ran(*extra: str, status: int | None = 3) -> tuple[int, str]:
             before = per_model_runs()
@@ -74,7 +75,7 @@ def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_
         assert ran()[0] == 2  # both models asked and scored
         again, shown = ran()
         assert again == 0, "every answer stored, nothing changed: neither model runs again"
-        assert "Capitals: oracle, regional and the leaderboard unchanged since the last run" in shown
+        assert "Capitals: oracle, regional unchanged since the last run" in shown
         assert ran("--rerun")[0] == 2  # asked for: both run again
         # Other answers: a new cache epoch asks again; back on the first epoch, every answer is stored but the
         # models last read the new epoch's, so they run again once, then are unchanged.
@@ -93,3 +94,45 @@ def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_
         sys.modules.pop("geomon.definitions", None)  # as a new `geomon run` process builds the code location
         declared.cache_clear()
         assert ran(status=None)[0] == 2  # (a changed suite file starts a new series: no verdict yet)
+
+
+@pytest.mark.dagster
+def test_an_unchanged_model_is_decided_against_the_history_as_it_is_now(
+    suite_folder, tmp_path, wdi_snapshot_dir, monkeypatch, capsys
+):
+    """Its stages are not run again, its decision is: a predecessor evaluated after it makes its standing
+    regression fail the run, and an acknowledgement of that regression lets the run pass."""
+    import re
+
+    from geomon.cli import main
+
+    suite_folder(EXAMPLES)
+    with (
+        serve(ScriptedModel, {"answer": right, "models": ["m"]}) as old,
+        serve(ScriptedModel, {"answer": half_right, "models": ["m"]}) as new,
+    ):
+        models = [
+            {"name": "oracle", "kind": "chat", "base_url": f"{old}/v1", "model_id": "m"},
+            {"name": "regional", "kind": "chat", "base_url": f"{new}/v1", "model_id": "m", "predecessor": "oracle"},
+        ]
+        settings = str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False))
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+
+        def run(names: str) -> tuple[int, str]:
+            code = main(["--config", settings, "run", "--suite", "capitals", "--models", names, "--yes",
+                         "--fail-on", "regression"])  # fmt: skip
+            shown = capsys.readouterr()
+            return code, shown.out + shown.err
+
+        assert run("regional")[0] == 0  # no predecessor evaluated yet: nothing to compare with
+        run("oracle")  # the predecessor arrives: regional is decided again, a regression
+        code, shown = run("regional,oracle")
+        assert "Capitals: regional, oracle unchanged since the last run" in shown
+        assert code == 3, shown  # the standing regression, decided now, fails the run
+        (evaluation,) = set(
+            re.findall(r"no_regression on capitals/disparity \[regional\] failed: evaluation_id=([^,]+)", shown)
+        )
+        assert main(["--config", settings, "alerts", "ack", evaluation, "--by", "tester"]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        code, shown = run("regional,oracle")
+        assert code == 0 and "unchanged since the last run" in shown, shown  # acknowledged: the run passes
