@@ -128,8 +128,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             answers = (
                 {} if args.rerun else {p.model: p.answers for p in plans if p.suite == suite.name and not p.to_ask}
             )
+            sample = next((p.sample for p in plans if p.suite == suite.name), "")
             ran, described = suite_runs(suite.name).run_from_options(
-                instance, names, options, settings, level, profile=args.profile, answers=answers
+                instance, names, options, settings, level, profile=args.profile, answers=answers, sample=sample
             )
             log.info("%s done (%s)", suite.title, described)
             print(unchanged_line(suite.title, ran), end="")

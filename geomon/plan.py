@@ -24,7 +24,7 @@ from geomon.stats import compare, power, sufficiency
 from geomon.stats.declared import is_disparity, with_min_effects
 from geomon.stats.values import MetricKey
 from geomon.suites import registry
-from geomon.suites.pipeline import Pipeline, Stage, StageResult
+from geomon.suites.pipeline import Pipeline, Stage, StageResult, sample_id
 
 
 class PlanError(ValueError):
@@ -209,6 +209,7 @@ class SuitePlan:
     budget: int = 0  # asks per model and suite a run may make (``budget.asks_per_suite``)
     sample_option: str = ""  # the prompts option that sets the clusters ("": none)
     answers: str = ""  # the fingerprint of the answers its asks read (``store.answers_fingerprint``)
+    sample: str = ""  # the prompts' sample (``pipeline.sample_id``), as the prompts asset's data version ends
 
     @property
     def to_ask(self) -> int:
@@ -545,6 +546,7 @@ def suite_plans(
     marks = headlines(info, clusters, settings, history, paging, measured)
     plans = []
     digest = settings.digest()
+    sample = sample_id(prompts)
     for spec in models:
         requests = asking.requests(prompts, spec, settings)
         identity = model_identity(spec)
@@ -578,6 +580,7 @@ def suite_plans(
                 settings.budget.asks_per_suite,
                 option,
                 answers_fingerprint(keys, digest),
+                sample,
             )
         )
     return plans

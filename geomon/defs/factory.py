@@ -436,10 +436,12 @@ class DeclaredSuite:
         log_level: str,
         profile: str | None = None,
         answers: Mapping[str, str] | None = None,
+        sample: str = "",
     ) -> tuple[list[Any], str]:
         """``geomon run``'s options of this suite under run ``profile`` (each flag given overrides the profile's
         value of a prompts-stage option; 0 = all). ``answers``: by model, the fingerprint of the stored answers
-        its asks would read (the plan's, of the newest revision): an unchanged partition is not run again."""
+        its asks would read (the plan's, of the newest revision): an unchanged partition is not run again; ``sample``:
+        the plan's prompts (``pipeline.sample_id``)."""
         options, config = profile_config(self.info, options, settings, profile)
         shown = {o.config: config.get(o.config) for o in self.info.options if o.config.startswith("sample")}
         described = f"profile {profile or settings.automation_profile}; " + (
@@ -449,7 +451,7 @@ class DeclaredSuite:
         answers = dict(answers or {})
         if revisions is None:
             results = self.materialize(
-                instance, models, config, log_level=log_level, described=described, answers=answers
+                instance, models, config, log_level=log_level, described=described, answers=answers, sample=sample
             )
             return results, described
         keys = revisions.resolve(settings)

@@ -177,6 +177,22 @@ class Freshness:
         ).records
         return records[0].event_log_entry if records else None
 
+    def same_prompts(self, selection: dg.AssetSelection, prompts: dg.AssetKey, sample: str) -> bool:
+        """The sources and prompts (``selection``) are fresh and the prompts asset's data version ends with
+        ``sample``: materializing them again would give the same prompts."""
+        from dagster._core.definitions.data_version import StaleStatus
+
+        keys = self.keys(selection)
+        if any(self.resolver.get_status(key) != StaleStatus.FRESH for key in keys):
+            return False
+        record = self.instance.get_latest_data_version_record(prompts)
+        version = (
+            record.asset_materialization.tags.get("dagster/data_version", "")
+            if record and record.asset_materialization
+            else ""
+        )
+        return bool(sample) and version.endswith(sample)
+
     def unchanged(self, selection: dg.AssetSelection, partition: str, answers: str) -> bool:
         """Every asset of ``selection`` (of ``partition``) is materialized and fresh, and the stage that asked the
         model last read exactly ``answers`` (``store.answers_fingerprint``)."""
@@ -314,12 +330,15 @@ class PerModelPlan:
         described: str = "",
         revisions: Mapping[str, dict[str, Any]] | None = None,
         answers: Mapping[str, str] | None = None,
+        sample: str = "",
     ) -> list[Any]:
         """Run the plan for ``models`` (``revisions``: each revision key's prompts config, in a suite with
         revisions; ``described``: the options, as a run tag); failed checks are in the returned results.
         ``answers``: by partition key, the fingerprint of the stored answers a run of it would read (``geomon
         run``'s plan, where every ask is stored); such a partition whose assets are fresh and last read exactly
-        those runs only its decision (an ``Unchanged`` in the results, then that run)."""
+        those runs only its decision (an ``Unchanged`` in the results, then that run). ``sample``: the prompts the
+        plan built (``pipeline.sample_id``); with ``answers``, fresh sources and prompts of that sample are not
+        materialized again."""
         register_models(instance, models)
         tags = {SUITE_TAG: self.suite, **({OPTIONS_TAG: described} if described else {})}
         run = runner(instance, resources, log_level, tags)
@@ -329,8 +348,11 @@ class PerModelPlan:
             # `geomon run` asked before a run above the limits (or was told --yes): the prompts need not stop it.
             return {"ops": {self.prompts_op: {"config": {**(config or {}), CONFIRM: True}}}}
 
+        fresh = Freshness(instance) if answers else None
         if self.per_revision is None:
-            results = [run(prompts_job, config=prompts(prompt_config))]
+            prompts_key = dg.AssetKey(self.prompts_op.split("__"))
+            same = fresh is not None and fresh.same_prompts(self.sources, prompts_key, sample)
+            results = [] if same else [run(prompts_job, config=prompts(prompt_config))]
             partitions: list[Any] = list(models)
         else:
             if not revisions:
@@ -341,7 +363,6 @@ class PerModelPlan:
                 run(prompts_job, partition_key=key, config=prompts(config)) for key, config in revisions.items()
             ]
             partitions = [dg.MultiPartitionKey({"model": m, "revision": r}) for r in revisions for m in models]
-        fresh = Freshness(instance) if answers else None
         per_model = per_model_job_name(self.suite)
         for key in partitions:
             if (

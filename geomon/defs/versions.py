@@ -16,6 +16,8 @@ from typing import Any
 
 import dagster as dg
 
+from geomon.suites.pipeline import sample_id
+
 
 def source_version(*modules: ModuleType | Path) -> str:
     """A hash of the modules' source; a file (a YAML suite) counts by its text, read as Python reads a module's
@@ -43,16 +45,6 @@ def versioned_output(value: Any, version: str, **kwargs: Any) -> dg.Output:
 
 
 SAMPLE = "sample"  # metadata: the prompts' sample, on the prompts and on each model's stages that read them
-
-
-def sample_id(prompts: Any) -> str:
-    """The prompts' sample: a hash of their content, so a new size, seed or question set is a new sample
-    (the prompts asset's data version: the models answered on another are marked stale) and the same
-    sample rebuilt is the same one."""
-    import pandas as pd
-
-    text = prompts.to_json(orient="split", default_handler=str) if isinstance(prompts, pd.DataFrame) else repr(prompts)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def sample_label(prompts: Any) -> str:

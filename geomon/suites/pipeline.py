@@ -8,6 +8,7 @@ one signature, ``run(context, **inputs) -> StageResult``: ``inputs`` are the val
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,14 @@ from geomon.quality import CheckOutcome
 from geomon.stats.values import MetricValue
 
 __all__ = ["CheckOutcome"]  # re-exported: a suite's checks are declared with the rest of its pipeline
+
+
+def sample_id(prompts: Any) -> str:
+    """The prompts' sample: a hash of their content, so a new size, seed or question set is a new sample
+    (the prompts asset's data version: the models answered on another are marked stale) and the same
+    sample rebuilt is the same one."""
+    text = prompts.to_json(orient="split", default_handler=str) if isinstance(prompts, pd.DataFrame) else repr(prompts)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 class PipelineError(ValueError):

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from geomon.defs.factory import declared
-from geomon.defs.runs import per_model_job_name
+from geomon.defs.runs import per_model_job_name, stage_job_name
 from geomon_tests.conftest import write_settings
 from geomon_tests.loopback import ScriptedModel, serve
 
@@ -73,8 +73,15 @@ def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_
             return per_model_runs() - before, capsys.readouterr().out
 
         assert ran()[0] == 2  # both models asked and scored
+
+        def prompts_runs() -> int:
+            with dg.DagsterInstance.get() as instance:
+                return len(instance.get_run_records(dg.RunsFilter(job_name=stage_job_name("capitals", "prompts"))))
+
+        prompts_before = prompts_runs()
         again, shown = ran()
         assert again == 0, "every answer stored, nothing changed: neither model runs again"
+        assert prompts_runs() == prompts_before, "the same sample, fresh: the prompts are not materialized again"
         assert "Capitals: oracle, regional unchanged since the last run" in shown
         assert ran("--rerun")[0] == 2  # asked for: both run again
         # Other answers: a new cache epoch asks again; back on the first epoch, every answer is stored but the
