@@ -5,8 +5,10 @@ result runs it again: other answers (another cache epoch), other settings, a cha
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -37,6 +39,22 @@ def half_right(messages) -> str:  # wrong outside Europe and the Americas: a reg
     return CAPITAL[name] if REGION[name] in ("Europe", "Americas") else "I think it is Atlantis."
 
 
+@contextlib.contextmanager
+def oracle_and_successor(tmp_path: Path, wdi_snapshot_dir: Path, monkeypatch) -> Iterator[tuple[list[dict], str]]:
+    """Two scripted endpoints, ``oracle`` and its successor ``regional``, in a geomon.yaml of their own (and the
+    Dagster home in ``tmp_path``): the models and the settings file."""
+    with (
+        serve(ScriptedModel, {"answer": right, "models": ["m"]}) as old,
+        serve(ScriptedModel, {"answer": half_right, "models": ["m"]}) as new,
+    ):
+        models = [
+            {"name": "oracle", "kind": "chat", "base_url": f"{old}/v1", "model_id": "m"},
+            {"name": "regional", "kind": "chat", "base_url": f"{new}/v1", "model_id": "m", "predecessor": "oracle"},
+        ]
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        yield models, str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False))
+
+
 @pytest.mark.dagster
 def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_run(
     suite_folder, tmp_path, wdi_snapshot_dir, monkeypatch, capsys
@@ -48,16 +66,7 @@ def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_
     for name in ("capitals.yaml", "capitals.csv"):
         shutil.copy(EXAMPLES / name, folder / name)
     suite_folder(folder)
-    with (
-        serve(ScriptedModel, {"answer": right, "models": ["m"]}) as old,
-        serve(ScriptedModel, {"answer": half_right, "models": ["m"]}) as new,
-    ):
-        models = [
-            {"name": "oracle", "kind": "chat", "base_url": f"{old}/v1", "model_id": "m"},
-            {"name": "regional", "kind": "chat", "base_url": f"{new}/v1", "model_id": "m", "predecessor": "oracle"},
-        ]
-        settings = str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False))
-        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with oracle_and_successor(tmp_path, wdi_snapshot_dir, monkeypatch) as (models, settings):
         run = ["--config", settings, "run", "--suite", "capitals", "--models", "oracle,regional", "--yes"]
         gate = ["--fail-on", "regression"]
 
@@ -114,16 +123,7 @@ def test_an_unchanged_model_is_decided_against_the_history_as_it_is_now(
     from geomon.cli import main
 
     suite_folder(EXAMPLES)
-    with (
-        serve(ScriptedModel, {"answer": right, "models": ["m"]}) as old,
-        serve(ScriptedModel, {"answer": half_right, "models": ["m"]}) as new,
-    ):
-        models = [
-            {"name": "oracle", "kind": "chat", "base_url": f"{old}/v1", "model_id": "m"},
-            {"name": "regional", "kind": "chat", "base_url": f"{new}/v1", "model_id": "m", "predecessor": "oracle"},
-        ]
-        settings = str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False))
-        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with oracle_and_successor(tmp_path, wdi_snapshot_dir, monkeypatch) as (_, settings):
 
         def run(names: str) -> tuple[int, str]:
             code = main(["--config", settings, "run", "--suite", "capitals", "--models", names, "--yes",
