@@ -148,7 +148,6 @@ class Unchanged:
     last read under the same settings and code, so they would reproduce what is there. Its decision (the tracked
     stage: recorded, decided against the history as it is now, alerts sent) runs, in a run of its own."""
 
-    job: str
     partition: str
 
     def get_asset_check_evaluations(self) -> list[dg.AssetCheckEvaluation]:
@@ -177,29 +176,27 @@ class Freshness:
         ).records
         return records[0].event_log_entry if records else None
 
+    def _fresh(self, keys: AbstractSet[dg.AssetKey], partition: str | None = None) -> bool:
+        from dagster._core.definitions.data_version import StaleStatus
+
+        return all(self.resolver.get_status(key, partition) == StaleStatus.FRESH for key in keys)
+
     def same_prompts(self, selection: dg.AssetSelection, prompts: dg.AssetKey, sample: str) -> bool:
         """The sources and prompts (``selection``) are fresh and the prompts asset's data version ends with
         ``sample``: materializing them again would give the same prompts."""
-        from dagster._core.definitions.data_version import StaleStatus
+        from dagster._core.definitions.data_version import extract_data_version_from_entry
 
-        keys = self.keys(selection)
-        if any(self.resolver.get_status(key) != StaleStatus.FRESH for key in keys):
+        if not sample or not self._fresh(self.keys(selection)):
             return False
         record = self.instance.get_latest_data_version_record(prompts)
-        version = (
-            record.asset_materialization.tags.get("dagster/data_version", "")
-            if record and record.asset_materialization
-            else ""
-        )
-        return bool(sample) and version.endswith(sample)
+        version = extract_data_version_from_entry(record.event_log_entry) if record else None
+        return version is not None and version.value.endswith(sample)
 
     def unchanged(self, selection: dg.AssetSelection, partition: str, answers: str) -> bool:
         """Every asset of ``selection`` (of ``partition``) is materialized and fresh, and the stage that asked the
         model last read exactly ``answers`` (``store.answers_fingerprint``)."""
-        from dagster._core.definitions.data_version import StaleStatus
-
         keys = self.keys(selection)
-        if any(self.resolver.get_status(key, partition) != StaleStatus.FRESH for key in keys):
+        if not self._fresh(keys, partition):
             return False
         latest = [self._latest(key, partition) for key in keys]
         if any(entry is None for entry in latest):
@@ -370,7 +367,7 @@ class PerModelPlan:
                 and str(key) in answers
                 and fresh.unchanged(self.per_model, str(key), answers[str(key)])
             ):
-                results.append(Unchanged(per_model, str(key)))
+                results.append(Unchanged(str(key)))
                 results.append(run(per_model, partition_key=key, assets=fresh.keys(self.decision)))
             else:
                 results.append(run(per_model, partition_key=key))

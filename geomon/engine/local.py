@@ -164,19 +164,14 @@ def running_server(
         cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
     )
     base = f"http://127.0.0.1:{port}"
-    import httpx  # here, not at the top: loading the code location does not need it (its import time)
-
     try:
         deadline = time.monotonic() + startup_timeout_s
         while True:
             if proc.poll() is not None:
                 tail = Path(log_file.name).read_text(errors="replace")[-2000:]
                 raise EngineUnavailable(f"llama-server exited with code {proc.returncode}:\n{tail}")
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
+            if _healthy(base):
+                break
             if time.monotonic() > deadline:
                 raise EngineUnavailable(f"llama-server did not become healthy within {startup_timeout_s}s")
             time.sleep(0.1)
@@ -236,7 +231,8 @@ def stop_kept_servers() -> None:
 
 
 def _healthy(url: str) -> bool:
-    import httpx
+    """llama-server at ``url`` (its base or its /v1) answers /health."""
+    import httpx  # here, not at the top: loading the code location does not need it (its import time)
 
     try:
         return httpx.get(f"{url.removesuffix('/v1')}/health", timeout=2).status_code == 200
