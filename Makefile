@@ -4,6 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)
 export PYTHONWARNINGS ?= ignore::UserWarning
+# Python's default: a module's bytecode is written the first time it is imported (into .venv and __pycache__/) and
+# read by every later process. A machine that sets PYTHONDONTWRITEBYTECODE=1 (as the development machines do) has
+# each geomon process compile the ~2,000 modules it imports again: 11 s of a stored `geomon run` (docs/performance.md).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup packages engine history bench-first-run run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
 

@@ -564,9 +564,10 @@ class MetricHistory:
     def deliveries(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:
         return self._of_evaluations(deliveries, evaluation_ids)
 
-    def _of_evaluations(self, table: sa.Table, evaluation_ids: Iterable[str] | None) -> pd.DataFrame:
-        """A table's rows (of these evaluations), in the order they were stored."""
-        query = sa.select(table)
+    def _of_evaluations(self, table: sa.Table, evaluation_ids: Iterable[str] | None, **equal: str) -> pd.DataFrame:
+        """A table's rows (of these evaluations; whose columns hold the values ``equal`` names), in the order they
+        were stored."""
+        query = sa.select(table).where(*(table.c[column] == value for column, value in equal.items()))
         if evaluation_ids is not None:
             query = query.where(table.c.evaluation_id.in_(list(evaluation_ids)))
         with self.engine.connect() as conn:
@@ -626,8 +627,9 @@ class MetricHistory:
             rows = conn.execute(query.order_by(when, evaluations.c.recorded_at)).mappings().all()
         return pd.DataFrame(rows, columns=[c.name for c in columns])
 
-    def comparisons(self, evaluation_ids: Iterable[str] | None = None) -> pd.DataFrame:
-        return self._of_evaluations(comparisons, evaluation_ids)
+    def comparisons(self, evaluation_ids: Iterable[str] | None = None, verdict: str | None = None) -> pd.DataFrame:
+        """Stored comparisons (of these evaluations; with this ``verdict``), in the order they were stored."""
+        return self._of_evaluations(comparisons, evaluation_ids, **({"verdict": verdict} if verdict else {}))
 
     def series(
         self,

@@ -20,7 +20,8 @@ is shown is ``monitor.views``'.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import collections
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -389,23 +390,54 @@ def standing(history: MetricHistory, evaluation: Evaluation) -> list[StoredCompa
     clears them."""
     own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model, items=False)
     first = own[0].evaluation_id if own else evaluation.evaluation_id
-    rows = history.comparisons(dict.fromkeys([first, evaluation.evaluation_id]))
-    if rows.empty:
-        return []
-    inherited = (rows["evaluation_id"] == first) & rows["against"].str.startswith("predecessor ")
-    chosen = rows[
-        (rows["verdict"] == verdicts.REGRESSION) & ((rows["evaluation_id"] == evaluation.evaluation_id) | inherited)
-    ]
-    return [StoredComparison.of(row) for row in chosen.to_dict("records")]
+    return _standing(history, {evaluation.evaluation_id: first})[evaluation.evaluation_id]
+
+
+def _standing(history: MetricHistory, firsts: Mapping[str, str]) -> dict[str, list[StoredComparison]]:
+    """``standing`` of each evaluation id, given its model's first evaluation in the suite's scope (``firsts``),
+    from one read of their comparisons."""
+    regressions: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    ids = dict.fromkeys([*firsts, *firsts.values()])
+    for row in history.comparisons(ids, verdict=verdicts.REGRESSION).to_dict("records"):
+        regressions[row["evaluation_id"]].append(row)
+    out = {}
+    for evaluation_id, first in firsts.items():
+        own = regressions.get(evaluation_id, [])
+        inherited = [r for r in regressions.get(first, []) if r["against"].startswith("predecessor ")]
+        chosen = sorted(own + inherited, key=lambda r: r["id"]) if first != evaluation_id else own
+        out[evaluation_id] = [StoredComparison.of(row) for row in chosen]
+    return out
 
 
 def failing(history: MetricHistory, evaluation: Evaluation) -> list[StoredComparison]:
     """The regressions ``evaluation``'s gates read (``standing``) that no operator has acknowledged: the
     no_regression check and the exit status of ``geomon run`` / ``geomon import`` fail on them, on every re-run,
     until a decision against the predecessor withdraws them or someone acknowledges that metric and breakdown."""
-    rows = standing(history, evaluation)
-    acks = history.acknowledgements({r.evaluation_id for r in rows})
-    return [r for r in rows if not acknowledged(acks[acks["evaluation_id"] == r.evaluation_id], r.key)]
+    return _unacknowledged(history, {evaluation.evaluation_id: standing(history, evaluation)})[evaluation.evaluation_id]
+
+
+def failing_each(
+    history: MetricHistory, evaluations: pd.DataFrame, asked: Collection[str]
+) -> dict[str, list[StoredComparison]]:
+    """``failing`` of each evaluation id ``asked`` about, given ``evaluations`` (rows of ``history.evaluations()``,
+    oldest first, holding every evaluation of those models in those suites and scopes), in two reads of the history
+    instead of three per evaluation: what every open-regressions table is built from."""
+    series = evaluations.groupby(["suite", "model", "scope"], sort=False)["evaluation_id"]
+    firsts = dict(zip(evaluations["evaluation_id"], series.transform("first"), strict=True))
+    return _unacknowledged(history, _standing(history, {e: firsts[e] for e in asked}))
+
+
+def _unacknowledged(
+    history: MetricHistory, standing_of: Mapping[str, list[StoredComparison]]
+) -> dict[str, list[StoredComparison]]:
+    """Each evaluation's standing regressions without those an acknowledgement covers (one read of them)."""
+    acks = history.acknowledgements({r.evaluation_id for rows in standing_of.values() for r in rows})
+    by_evaluation = dict(tuple(acks.groupby("evaluation_id", sort=False))) if len(acks) else {}
+    empty = acks.iloc[:0]
+    return {
+        evaluation_id: [r for r in rows if not acknowledged(by_evaluation.get(r.evaluation_id, empty), r.key)]
+        for evaluation_id, rows in standing_of.items()
+    }
 
 
 def acknowledged(acks: pd.DataFrame, key: MetricKey) -> bool:

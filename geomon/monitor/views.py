@@ -13,8 +13,9 @@ from typing import Any
 
 import pandas as pd
 
+from geomon.monitor import release
 from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
-from geomon.monitor.release import TrackingError, failing
+from geomon.monitor.release import TrackingError
 from geomon.stats import sufficiency, verdicts
 from geomon.stats.values import IMPORTED, series_change, series_key, unit
 
@@ -329,17 +330,16 @@ def open_regressions(
     runs and imported ones (``imported_only``: imported ones), of one ``suite`` or all — in release order, each
     verdict with its evaluation's ``evaluated_at`` and ``origin``: what ``geomon run``'s closing screen, every
     suite's report, the results index and ``monitor/open_regressions`` name."""
-    frame = history.evaluations(suite=suite)
-    if imported_only:
-        frame = frame[frame["origin"].astype(str).str.startswith("import:")]
+    every = history.evaluations(suite=suite)
+    frame = every[every["origin"].astype(str).str.startswith("import:")] if imported_only else every
     latest = frame.groupby(["suite", "model", "scope"], sort=False).tail(1)  # oldest first: the last is the latest
+    failing = release.failing_each(history, every, latest["evaluation_id"].tolist())
     out = []
     for row in latest.to_dict("records"):
-        evaluation = Evaluation(row["evaluation_id"], row["suite"], row["model"], row["scope"], row["recorded_at"])
         when = row["evaluated_at"] if pd.notna(row["evaluated_at"]) else row["recorded_at"]
         out += [
             (row["suite"], row["model"], replace(test, evaluated_at=when, origin=row["origin"]))
-            for test in failing(history, evaluation)
+            for test in failing[row["evaluation_id"]]
         ]
     return out
 
