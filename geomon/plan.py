@@ -426,7 +426,9 @@ def measured_spreads(history: Any, suite: str, model: str | None = None) -> dict
         evaluations = history.evaluations_of(suite, row.scope, model=row.model)
         items = evaluations[-1].items if evaluations else None
         if items is not None and len(items):
-            return compare.baseline_spreads(registry.suite(suite).tracked, items)
+            tracked = registry.suite(suite).tracked
+            stored = compare.stored_spreads(tracked, history.figures(evaluations[-1].evaluation_id))
+            return stored if stored is not None else compare.baseline_spreads(tracked, items)
     return {}
 
 

@@ -190,6 +190,7 @@ _ADDED_COLUMNS = {
         "decidability": "VARCHAR(40) NOT NULL DEFAULT ''",
     },
     "metric_acknowledgements": {"breakdown": "VARCHAR(300) NOT NULL DEFAULT '*'"},
+    "metric_values": {"se": "FLOAT"},
 }
 
 values = sa.Table(
@@ -206,6 +207,7 @@ values = sa.Table(
     sa.Column("ci_high", sa.Float),
     sa.Column("n", sa.Integer),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("se", sa.Float),  # a declared figure's bootstrap standard error (``MetricValue.se``)
     sa.Index("ix_metric_values_series", "suite", "model", "metric", "breakdown"),
 )
 
@@ -407,6 +409,7 @@ class MetricHistory:
                             "ci_low": finite(m.ci_low),
                             "ci_high": finite(m.ci_high),
                             "n": m.n,
+                            "se": finite(m.se),
                             "recorded_at": now,
                         }
                         for m in metrics
@@ -626,6 +629,15 @@ class MetricHistory:
         with self.engine.connect() as conn:
             rows = conn.execute(query.order_by(when, evaluations.c.recorded_at)).mappings().all()
         return pd.DataFrame(rows, columns=[c.name for c in columns])
+
+    def figures(self, evaluation_id: str) -> pd.DataFrame:
+        """One evaluation's recorded figures: ``metric``, ``breakdown``, ``value``, ``ci_low``, ``ci_high``, ``n``
+        and ``se`` (NaN where not recorded: a figure no tracked metric declares, or recorded before the column)."""
+        columns = [values.c[c] for c in ("metric", "breakdown", "value", "ci_low", "ci_high", "n", "se")]
+        query = sa.select(*columns).where(values.c.evaluation_id == evaluation_id).order_by(values.c.id)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).mappings().all()
+        return pd.DataFrame(rows, columns=[c.name for c in columns]).astype({"value": float, "se": float})
 
     def comparisons(self, evaluation_ids: Iterable[str] | None = None, verdict: str | None = None) -> pd.DataFrame:
         """Stored comparisons (of these evaluations; with this ``verdict``), in the order they were stored."""

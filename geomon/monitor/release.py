@@ -81,7 +81,7 @@ def declared_figures(
             raise TrackingError(str(exc)) from None
         for e in found:
             figures[(e.metric, e.breakdown)] = MetricValue(
-                e.metric, e.value, e.breakdown, finite(e.ci_low), finite(e.ci_high), e.clusters
+                e.metric, e.value, e.breakdown, finite(e.ci_low), finite(e.ci_high), e.clusters, finite(e.se)
             )
     return [*figures.values(), *others]
 
@@ -336,7 +336,10 @@ def compare_and_decide(
     why = look.note
     profiled = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
     try:
-        tests, decided = compare.compare(tracked, before.items, evaluation.items, alpha, settings, profiled=profiled)
+        stored = compare.stored_spreads(tracked, history.figures(before.evaluation_id))
+        tests, decided = compare.compare(
+            tracked, before.items, evaluation.items, alpha, settings, profiled=profiled, stored=stored
+        )
     except compare.PairingError as exc:
         raise TrackingError(f"suite {evaluation.suite}, {evaluation.model}: {exc}") from None
     rows = [

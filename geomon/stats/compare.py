@@ -12,7 +12,7 @@ plan and looks) and what is stored are ``monitor.release``'s.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -22,8 +22,11 @@ from geomon.stats import declared, power, sufficiency, verdicts
 from geomon.stats.declared import PairedTest, TrackedMetric
 from geomon.stats.verdicts import Verdict, VerdictSettings
 
-# The baseline's bootstrap for the planned MDE: a standard error, not an interval's tails, needs few resamples.
-PLANNING_RESAMPLES = 200
+# A comparison plans its MDE from each side's cluster-bootstrap standard errors, those of the one draw that gave
+# the evaluation's recorded figures (``declared.estimates``' resamples, seed 0): the new evaluation's come from the
+# draw its figures just made (drawn once per process), the baseline's are read from what it recorded
+# (``stored_spreads``) — drawn again from its items only where it recorded none (before the column existed).
+PLANNING_SEED = 0
 
 
 class PairingError(ValueError):
@@ -46,11 +49,14 @@ def compare(
     *,
     profiled: bool = True,
     min_sample: int = sufficiency.MIN_SAMPLE,
+    stored: Mapping[tuple[str, str], power.Spread] | None = None,
 ) -> Compared:
     """Every tracked comparison of ``after_items`` with ``before_items`` (the baseline's; None: it kept none, and
     every metric is undefined), decided together at ``alpha`` (``verdicts.decide``; ``profiled``: the sample was
-    a geomon run profile's). ``tracked`` carries the minimum effects in force (``declared.with_min_effects``)."""
-    tests = planned(paired(tracked, before_items, after_items, settings, alpha), tracked, before_items, after_items)
+    a geomon run profile's). ``tracked`` carries the minimum effects in force (``declared.with_min_effects``);
+    ``stored``: the baseline's recorded spreads (``stored_spreads``), which its MDEs are planned from."""
+    tests = paired(tracked, before_items, after_items, settings, alpha)
+    tests = planned(tests, tracked, before_items, after_items, stored)
     return Compared(tests, verdicts.decide(tests, settings, alpha, min_sample=min_sample, profiled=profiled))
 
 
@@ -107,19 +113,66 @@ def paired(
 
 def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], power.Spread]:
     """Each comparison's cluster-bootstrap standard error, value and clusters in one evaluation's items: what its
-    planned standard error rests on (``power.planned_se``). A standard error below a millionth of the metric's range
-    (or of its value) is rounding, not spread (a baseline whose clusters all agree): 0."""
+    planned standard error rests on (``power.planned_se``), from the draw of its recorded figures."""
+    drawn = [
+        e
+        for metric in tracked
+        if metric.columns() <= set(items.columns)
+        for e in declared.estimates(metric, items, resamples=declared.RESAMPLES, seed=PLANNING_SEED)
+    ]
+    return spreads(tracked, drawn)
+
+
+def stored_spreads(
+    tracked: Sequence[TrackedMetric], figures: pd.DataFrame
+) -> dict[tuple[str, str], power.Spread] | None:
+    """``baseline_spreads`` read from an evaluation's recorded figures (``MetricHistory.figures``: its declared
+    figures' value, standard error and clusters ``n``) instead of drawn again; None where it recorded no standard
+    error (recorded before they were kept): draw them."""
+    declared_rows = figures[
+        [any(m.declares(a, b) for m in tracked) for a, b in zip(figures["metric"], figures["breakdown"], strict=True)]
+    ]
+    if declared_rows.empty or not declared_rows["se"].notna().any():
+        return None
+    found = [
+        declared.Estimate(
+            r.metric, r.breakdown, float(r.value), math.nan, math.nan, 0, int(r.n) if r.n == r.n else 0, float(r.se)
+        )
+        for r in declared_rows.itertuples()
+    ]
+    return spreads(tracked, found)
+
+
+def spreads(
+    tracked: Sequence[TrackedMetric], found: Sequence[declared.Estimate]
+) -> dict[tuple[str, str], power.Spread]:
+    """Each estimate of a tracked metric as the spread a plan rests on. A standard error below a millionth of the
+    metric's range (or of its value) is rounding, not spread (a baseline whose clusters all agree): 0."""
     out = {}
-    for metric in tracked:
-        if metric.columns() <= set(items.columns):
-            for e in declared.estimates(metric, items, resamples=PLANNING_RESAMPLES, seed=0):
-                group = e.breakdown != metric.breakdown
-                ranged = group and isinstance(metric.statistic, declared.Range)
-                part = metric.statistic.of if ranged else metric.statistic  # a group of a range: one of its means
-                bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
-                se = 0.0 if math.isfinite(e.se) and e.se < power.rounding_noise(bounds, e.value) else e.se
-                out[(e.metric, e.breakdown)] = power.Spread(se, e.value, e.clusters, isinstance(part, declared.Mean))
+    for e in found:
+        metric = next((m for m in tracked if m.declares(e.metric, e.breakdown)), None)
+        if metric is None:
+            continue
+        group = e.breakdown != metric.breakdown
+        ranged = group and isinstance(metric.statistic, declared.Range)
+        part = metric.statistic.of if ranged else metric.statistic  # a group of a range: one of its means
+        bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
+        se = 0.0 if math.isfinite(e.se) and e.se < power.rounding_noise(bounds, e.value) else e.se
+        out[(e.metric, e.breakdown)] = power.Spread(se, e.value, e.clusters, isinstance(part, declared.Mean))
     return out
+
+
+def _same_baseline(tests: Sequence[PairedTest], stored: Mapping[tuple[str, str], power.Spread]) -> bool:
+    """Whether the stored spreads are of the baseline the tests compare with: one for every compared metric, at
+    the value the test's own declaration gives the baseline (a declaration changed since it was recorded, or a
+    comparison on part of its items, draws them again)."""
+    for t in tests:
+        if t.p_value is None:
+            continue
+        kept = stored.get((t.metric, t.breakdown))
+        if kept is None or not math.isclose(kept.value, t.before, rel_tol=1e-9, abs_tol=1e-12):
+            return False
+    return True
 
 
 def planned(
@@ -127,6 +180,7 @@ def planned(
     tracked: Sequence[TrackedMetric],
     before_items: pd.DataFrame | None,
     after_items: pd.DataFrame | None = None,
+    stored: Mapping[tuple[str, str], power.Spread] | None = None,
 ) -> list[PairedTest]:
     """Each comparison's standard error for its MDE and power, planned before the new data (``power.planned_se``):
     the baseline's cluster-bootstrap standard error × √2 (two evaluations of that sample, as if independent: the
@@ -135,8 +189,12 @@ def planned(
     a certainty); where there is neither, the worst case of a bounded metric (``power.worst_case_spread``: a
     coin flip per cluster, on each side of a gap). The p-value's sign-flip null is the new data's: an MDE read
     from it would say what the result already shows (0 for an unchanged metric, about its own size for a changed
-    one). ``se`` stays the null's: the paired change's standard error, which its interval is shown with."""
-    spread = baseline_spreads(tracked, before_items) if before_items is not None else {}
+    one). ``se`` stays the null's: the paired change's standard error, which its interval is shown with.
+    ``stored``: the baseline's spreads as it recorded them (``stored_spreads``), used where they are its."""
+    if stored is not None and _same_baseline(tests, stored):
+        spread = dict(stored)
+    else:
+        spread = baseline_spreads(tracked, before_items) if before_items is not None else {}
     # The weights' spread: both evaluations' (``power.pooled_spread``), so a weight never depends on which of the
     # two is the baseline (the sign-flip test conditions on each cluster's pair, not on its order).
     after = (

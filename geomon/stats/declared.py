@@ -552,14 +552,19 @@ def _content(frame: pd.DataFrame, columns: set[str]) -> bytes:
     return digest.digest()
 
 
+RESAMPLES = 1000  # a declared figure's cluster bootstrap: its interval and its standard error
+
+
 def estimates(
-    metric: TrackedMetric, frame: pd.DataFrame, *, resamples: int = 1000, seed: int = 0, where: str = ""
+    metric: TrackedMetric, frame: pd.DataFrame, *, resamples: int = RESAMPLES, seed: int = 0, where: str = ""
 ) -> list[Estimate]:
     """The metric (and each of its groups with ``by``) on ``frame``: value, 95 % percentile interval from a
     cluster bootstrap, items and clusters counted where the statistic has a value. Drawn once per metric, rows,
-    resamples and seed in a process (``_DRAWN``)."""
+    resamples and seed in a process (``_DRAWN``; the minimum effects, which a draw never reads, are not part of
+    what is drawn: the figures and a comparison's plan share one draw)."""
     metric.check(frame, where or metric.name)
-    key = (metric, resamples, seed, _content(frame, metric.columns()))
+    drawn_as = replace(metric, min_effect=0.0, groups_min_effect=None)
+    key = (drawn_as, resamples, seed, _content(frame, metric.columns()))
     try:
         with _DRAWN_LOCK:
             drawn = _DRAWN.get(key)

@@ -29,6 +29,9 @@ class MetricValue:
     ci_low: float | None = None
     ci_high: float | None = None
     n: int | None = None
+    # A declared figure's cluster-bootstrap standard error: what a later comparison plans its MDE from when this
+    # evaluation is its baseline (``compare.stored_spreads``), read instead of drawn again. None: not declared.
+    se: float | None = None
 
 
 @dataclass(frozen=True)

@@ -361,7 +361,7 @@ def test_the_planned_se_is_the_baselines_times_root_two_and_never_below_agresti_
     boot = {
         (e.metric, e.breakdown): e
         for m in blend.TRACKED
-        for e in declared.estimates(m, before, resamples=compare.PLANNING_RESAMPLES, seed=0)
+        for e in declared.estimates(m, before, seed=compare.PLANNING_SEED)
     }
     overall = boot[("sem_b_local", "")]
     floor = declared.agresti_coull_se(overall.value, overall.clusters, (0, 100))

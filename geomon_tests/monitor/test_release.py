@@ -18,6 +18,7 @@ import pytest
 from geomon.monitor import alerts, announce, imports, release, views
 from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.stats import compare, verdicts
+from geomon.stats.declared import Mean, TrackedMetric
 from geomon_tests.loopback import Webhook, serve
 from geomon_tests.stats import test_compare as toy
 
@@ -590,6 +591,59 @@ def test_what_the_history_stores_is_what_compare_returns(tmp_path):
         verdict, p_adjusted, mde, decidability = stored[(v.metric, v.breakdown)]
         assert verdict == v.verdict and mde == v.mde and decidability == v.decidability
         assert p_adjusted == number(v.p_adjusted) or (math.isnan(p_adjusted) and math.isnan(number(v.p_adjusted)))
+
+
+def test_a_baselines_spread_is_read_from_what_it_recorded_not_drawn_again(tmp_path, monkeypatch):
+    """Each evaluation's tracked figures are bootstrapped once: their standard errors are recorded with them, and a
+    later comparison plans its MDEs from the baseline's recorded ones — the same numbers a draw from its items gives
+    (one resample count, one seed), without drawing. Where the baseline recorded none (an older history) or its
+    value under today's declaration differs, its items are drawn as before. Mutations caught: the recorded spreads
+    not passed to the comparison (the baseline drawn again); the value guard removed (a changed declaration planned
+    from the old figures' spread)."""
+    from geomon.stats import declared
+
+    settings = verdicts.VerdictSettings(resamples=199)
+    plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
+    old_items, new_items = toy._items(0), toy._items(20)
+    drawn: list[pd.DataFrame] = []
+    original = declared._estimates
+
+    def counted(metric, frame, **kw):
+        drawn.append(frame)
+        return original(metric, frame, **kw)
+
+    monkeypatch.setattr(declared, "_estimates", counted)
+
+    def decide(url: str, tracked_then: tuple, tracked_now: tuple) -> dict:
+        history = MetricHistory(url)
+        release.track(history, EvaluationRun("toy", "old"), release.declared_figures("toy", tracked_then, old_items),
+                      old_items, tracked_then, settings, plan=plan)  # fmt: skip
+        declared._DRAWN.clear()  # a later process: nothing drawn in memory
+        drawn.clear()
+        figures = release.declared_figures("toy", tracked_now, new_items)
+        out = release.track(history, EvaluationRun("toy", "new", predecessor="old"), figures, new_items, tracked_now,
+                            settings, plan=plan)  # fmt: skip
+        return {(r["metric"], r["breakdown"]): r["mde"] for r in out.verdicts}
+
+    recorded = decide(f"sqlite:///{tmp_path / 'a.sqlite'}", (toy.ACC,), (toy.ACC,))
+    assert recorded and all(m == m and m > 0 for m in recorded.values())
+    assert len(drawn) == 1  # the new evaluation's one draw (its figures and its side of the plan); none of the baseline
+    # The same decision from an older history whose figures kept no standard error: drawn, and the same MDEs.
+    older = tmp_path / "b.sqlite"
+    monkeypatch.setattr(MetricHistory, "figures", lambda self, eid: original_figures(self, eid).assign(se=float("nan")))
+    assert decide(f"sqlite:///{older}", (toy.ACC,), (toy.ACC,)) == recorded
+    assert len(drawn) == 2  # and the baseline's
+    monkeypatch.setattr(MetricHistory, "figures", original_figures)
+    # A declaration changed since the baseline was recorded (here: its values rescaled to a 0–1 share): its recorded
+    # spread is not this metric's, so the baseline is drawn again under today's declaration.
+    share = TrackedMetric("acc", Mean("share"), min_effect=0.05, bounds=(0, 1), by=("group",))
+    old_items["share"], new_items["share"] = old_items["value"] / 100, new_items["value"] / 100
+    rescaled = decide(f"sqlite:///{tmp_path / 'c.sqlite'}", (toy.ACC,), (share,))
+    assert len(drawn) == 2
+    assert rescaled == pytest.approx({k: v / 100 for k, v in recorded.items()})
+
+
+original_figures = MetricHistory.figures
 
 
 def _weak_items(new: bool) -> pd.DataFrame:
