@@ -2,9 +2,14 @@
 # the benches, TTS, the multimodal CLIs, the unified app), which geomon never runs. Passed to llama.cpp's CMake
 # with -DCMAKE_PROJECT_INCLUDE (deploy/build-llama-server.sh): after the configure step, every target but
 # llama-server leaves the default build; the libraries it links are still built as its dependencies.
-# The code a request passes through once (the HTTP server, JSON, chat templates, argument parsing, the
-# multimodal library) is compiled at -O1: about a fifth less compile time; the kernels (ggml*) and the model
-# code (llama) keep -O3, and the served rate did not fall (docs/performance.md, `make bench-cpu ARGS=--engines`).
+# How each part is compiled, by how often geomon runs it (docs/performance.md, `make bench-cpu ARGS=--engines`: the
+# served rate did not fall):
+# - the kernels (ggml*) and the model code (llama): the release -O3, untouched;
+# - the code a request passes through once (the HTTP server, JSON, chat templates, argument parsing): -O1, and
+#   compiled as unity sources (six files per translation unit: the headers parsed once per six);
+# - the multimodal library (mtmd), which llama-server links but runs only with a vision projector (--mmproj), which
+#   geomon never passes: -O0.
+# Together a fifth less compile time than -O1 alone (255 → 202 s on two cores, docs/performance.md).
 if(NOT COMMAND geomon_only_llama_server)
   function(geomon_targets_under dir out)
     get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
@@ -26,9 +31,18 @@ if(NOT COMMAND geomon_only_llama_server)
         set_property(TARGET ${target} PROPERTY EXCLUDE_FROM_ALL TRUE)
       endif()
       get_property(kind TARGET ${target} PROPERTY TYPE)
-      if(NOT target MATCHES "^(ggml.*|llama)$" AND NOT kind MATCHES "^(INTERFACE_LIBRARY|UTILITY)$")
-        target_compile_options(${target} PRIVATE -O1)  # after CMAKE_CXX_FLAGS_RELEASE's -O3: the last one wins
+      if(target MATCHES "^(ggml.*|llama)$" OR kind MATCHES "^(INTERFACE_LIBRARY|UTILITY)$")
+        continue()
       endif()
+      if(target STREQUAL "mtmd")
+        target_compile_options(${target} PRIVATE -O0)  # after CMAKE_CXX_FLAGS_RELEASE's -O3: the last one wins
+        continue()
+      endif()
+      target_compile_options(${target} PRIVATE -O1)
+      set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 6)
+      # common/json.cpp specialises templates another file of its unit would already have instantiated.
+      get_property(dir TARGET ${target} PROPERTY SOURCE_DIR)
+      set_source_files_properties("${dir}/json.cpp" TARGET_DIRECTORY ${target} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
     endforeach()
   endfunction()
 

@@ -146,20 +146,24 @@ def test_dockerfile_copies_only_what_the_repository_has():
 def test_the_engine_build_compiles_llama_server_alone_with_the_kernels_at_full_optimisation(tmp_path):
     """deploy/llama-server-only.cmake on a project shaped like llama.cpp's (CMake as setup runs it): the default
     build makes llama-server and what it links, no other tool; the kernels (ggml*) and the model code (llama)
-    keep the release -O3, the rest of the server is compiled at -O1."""
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake is not installed")
+    keep the release -O3 and their own translation units, the rest of the server is compiled at -O1 as unity
+    sources (but common's json.cpp, on its own), the multimodal library, never run by geomon, at -O0."""
+    if shutil.which("cmake") is None or shutil.which("c++") is None:
+        pytest.skip("cmake or a C++ compiler is not installed")
     source = tmp_path / "src"
     source.mkdir()
-    for name in ("kernels", "model", "server", "tool", "common"):
-        (source / f"{name}.c").write_text(f"int {name}(void) {{ return 0; }}\n")
-    (source / "main.c").write_text("int kernels(void); int model(void); int common(void);\n"
-                                   "int main(void) { return kernels() + model() + common(); }\n")  # fmt: skip
+    for name in ("kernels", "model", "server", "tool", "common", "helpers", "vision"):
+        (source / f"{name}.cpp").write_text(f"int {name}() {{ return 0; }}\n")
+    (source / "json.cpp").write_text("int json() { return 0; }\n")
+    called = ("kernels", "model", "common", "helpers", "json", "vision")
+    declared = "".join(f"int {name}(); " for name in called)
+    (source / "main.cpp").write_text(f"{declared}\nint main() {{ return {' + '.join(f'{n}()' for n in called)}; }}\n")
     (source / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.16)\nproject(shaped C)\n"
-        "add_library(ggml-cpu STATIC kernels.c)\nadd_library(llama STATIC model.c)\n"
-        "add_library(common STATIC common.c)\nadd_executable(llama-server main.c)\n"
-        "target_link_libraries(llama-server ggml-cpu llama common)\nadd_executable(llama-quantize tool.c)\n"
+        "cmake_minimum_required(VERSION 3.16)\nproject(shaped CXX)\n"
+        "add_library(ggml-cpu STATIC kernels.cpp)\nadd_library(llama STATIC model.cpp)\n"
+        "add_library(common STATIC common.cpp helpers.cpp json.cpp)\nadd_library(mtmd STATIC vision.cpp)\n"
+        "add_executable(llama-server main.cpp)\ntarget_link_libraries(llama-server ggml-cpu llama common mtmd)\n"
+        "add_executable(llama-quantize tool.cpp)\n"
     )
     build = tmp_path / "build"
     configure = [
@@ -169,14 +173,20 @@ def test_the_engine_build_compiles_llama_server_alone_with_the_kernels_at_full_o
     subprocess.run(configure, check=True, capture_output=True, timeout=120)
     subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True, timeout=120)
     assert (build / "llama-server").is_file() and not (build / "llama-quantize").exists()
-    commands = {Path(c["file"]).stem: c["command"] for c in json.loads((build / "compile_commands.json").read_text())}
-
-    def level(stem: str) -> str:
-        return re.findall(r"-O\d", commands[stem])[-1]  # the compiler obeys the last one
-
-    assert {s: level(s) for s in ("kernels", "model", "common", "main")} == {
-        "kernels": "-O3", "model": "-O3", "common": "-O1", "main": "-O1"
+    compiled = json.loads((build / "compile_commands.json").read_text())
+    # each translation unit: (its target, its file's name, the optimisation the compiler obeys: the last -O)
+    units = {
+        (re.search(r"CMakeFiles/([\w-]+)\.dir/", c["command"]).group(1), Path(c["file"]).name,
+         re.findall(r"-O\d", c["command"])[-1])
+        for c in compiled
+        if "llama-quantize.dir" not in c["command"]  # listed, never built
     }  # fmt: skip
+    assert {(t, f if t != "common" or f == "json.cpp" else "unity", o) for t, f, o in units} == {
+        ("ggml-cpu", "kernels.cpp", "-O3"), ("llama", "model.cpp", "-O3"), ("mtmd", "vision.cpp", "-O0"),
+        ("common", "unity", "-O1"), ("common", "json.cpp", "-O1"), ("llama-server", "unity_0_cxx.cxx", "-O1"),
+    }  # fmt: skip
+    common = {f for t, f, _ in units if t == "common"}
+    assert common == {"unity_0_cxx.cxx", "json.cpp"}  # common.cpp and helpers.cpp in one unit, json.cpp alone
 
 
 def test_the_engine_wheel_alone_installs_nothing(tmp_path):
