@@ -50,7 +50,8 @@ def serve(handler: Callable[..., BaseHTTPRequestHandler], state: dict[str, Any] 
 
 
 class ScriptedModel(JSONHandler):
-    """An OpenAI-compatible endpoint whose answers a test scripts: ``state["answer"](messages) -> str``.
+    """An OpenAI-compatible endpoint whose answers a test scripts: ``state["answer"](messages) -> str`` (None:
+    refused with HTTP 400).
 
     For what no real model can be made to do on cue (answer exactly right, or exactly wrong for some
     countries); every other test talks to real llama.cpp servers.
@@ -67,6 +68,9 @@ class ScriptedModel(JSONHandler):
         self.state.setdefault("calls", 0)
         self.state["calls"] += 1
         text = self.state["answer"](body["messages"])
+        if text is None:  # the script refuses this request, as a server rejects one it cannot serve (not retried)
+            self.send_json({"error": {"message": "scripted refusal", "type": "invalid_request_error"}}, status=400)
+            return
         self.send_json(
             {
                 "id": "x",

@@ -47,7 +47,7 @@ from geomon.defs.resources import (
     profile_sizes,
     revisions_partitions,
 )
-from geomon.defs.runs import ANSWERS, PerModelPlan, per_model_job, per_model_job_name
+from geomon.defs.runs import ANSWERS, FAILED_ASKS, PerModelPlan, per_model_job, per_model_job_name
 from geomon.defs.samples import CONFIRM, check_estimate, confirm_field, mixed_samples, sample_in_use
 from geomon.defs.sensors import revisions_sensor, stale_sample_sensor
 from geomon.defs.versions import SAMPLE, sample_id, sample_label, source_version, versioned_output
@@ -96,6 +96,7 @@ class DagsterStageContext:
     label: str = ""  # the asset key, for the progress line
     on_progress: ProgressListener | None = None  # where progress goes while a model is asked (the step's logs)
     read: list[str] = field(default_factory=list)  # the keys of the answers this step read, stored or asked
+    failed: int = 0  # of those, the asks that got no answer (tolerated up to engine.max_failed_share)
 
     def spec(self) -> ModelSpec:
         if self.model is None:
@@ -105,6 +106,7 @@ class DagsterStageContext:
     def ask(self, spec: ModelSpec, requests: list[GenerationRequest]) -> tuple[pd.DataFrame, dict[str, Any]]:
         answers, metadata = ask_model(self.settings, spec, requests, self.label, self.on_progress)
         self.read.extend(answers["key"])
+        self.failed += int(answers["error"].notna().sum())
         return answers, metadata
 
     def history(self) -> MetricHistory:
@@ -259,6 +261,8 @@ def _stage_asset(
         if stage.requests is not None:
             # What the model's answers were read from, so `geomon run` can tell an unchanged partition (runs.py).
             result.metadata[ANSWERS] = answers_fingerprint(stage_context.read, settings.digest())
+        if stage_context.read:  # any step that asked, follow-up asks (judges, rationales) included
+            result.metadata[FAILED_ASKS] = stage_context.failed
         figures: list[MetricValue] = []
         if stage.tracked:
             if result.tracked is None:

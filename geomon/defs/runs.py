@@ -20,6 +20,9 @@ OPTIONS_TAG = "geomon/options"
 # Metadata of the stage that asks the model under evaluation: the fingerprint of the answers it read and the
 # settings it ran under (``store.answers_fingerprint``), which ``geomon run``'s plan computes before a run.
 ANSWERS = "answers"
+# The asks of a step that got no answer (tolerated up to engine.max_failed_share; not stored, so asked again): a
+# partition with any is never taken as unchanged, so a judge's or a follow-up's failed ask is retried.
+FAILED_ASKS = "failed_asks"
 
 
 def _register(
@@ -193,19 +196,20 @@ class Freshness:
         return version is not None and version.value.endswith(sample)
 
     def unchanged(self, selection: dg.AssetSelection, partition: str, answers: str) -> bool:
-        """Every asset of ``selection`` (of ``partition``) is materialized and fresh, and the stage that asked the
-        model last read exactly ``answers`` (``store.answers_fingerprint``)."""
+        """Every asset of ``selection`` (of ``partition``) is materialized and fresh, none had an ask go
+        unanswered (``FAILED_ASKS``), and the stage that asked the model last read exactly ``answers``
+        (``store.answers_fingerprint``)."""
         keys = self.keys(selection)
         if not self._fresh(keys, partition):
             return False
         latest = [self._latest(key, partition) for key in keys]
         if any(entry is None for entry in latest):
             return False
-        read = [
-            e.asset_materialization.metadata[ANSWERS].value
-            for e in latest
-            if ANSWERS in e.asset_materialization.metadata
-        ]
+        metadata = [e.asset_materialization.metadata for e in latest]
+        failed = (FAILED_ASKS, f"{FAILED_ASKS} · {partition}")  # a number, labelled with its partition
+        if any(m[name].value for m in metadata for name in failed if name in m):
+            return False
+        read = [m[ANSWERS].value for m in metadata if ANSWERS in m]
         return bool(read) and all(r == answers for r in read)
 
 

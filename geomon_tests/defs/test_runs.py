@@ -143,3 +143,61 @@ def test_an_unchanged_model_is_decided_against_the_history_as_it_is_now(
         capsys.readouterr()
         code, shown = run("regional,oracle")
         assert code == 0 and "unchanged since the last run" in shown, shown  # acknowledged: the run passes
+
+
+@pytest.mark.dagster
+def test_a_model_whose_judge_left_an_ask_unanswered_is_run_again(
+    suite_folder, tmp_path, wdi_snapshot_dir, monkeypatch, capsys
+):
+    """A follow-up ask (here a judge's) that got no answer is tolerated (one of 40, under engine.max_failed_share)
+    but not stored, and no fingerprint of the contestant's answers shows it: the step records it (`failed_asks`),
+    and `geomon run` runs that model again until the judge has answered everything, then leaves it alone.
+    Mutation caught: `failed_asks` not consulted (the model taken as unchanged with a judgement missing)."""
+    from geomon.cli import main
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "capitals.csv", folder / "capitals.csv")
+    declaration = (EXAMPLES / "capitals.yaml").read_text().replace("name: capitals", "name: judged")
+    judged = "scorer: judged\njudge_prompt: 'Is {reply} the capital of {country}? Answer correct or incorrect.'"
+    declaration = declaration.replace("scorer: normalised", judged).replace("{sample: 20}", "{sample: 40}")
+    (folder / "judged.yaml").write_text(declaration)
+    suite_folder(folder)
+    refusing = {"on": True, "prompt": None}
+
+    def judge(messages) -> str | None:
+        prompt = messages[-1]["content"]
+        if refusing["on"] and refusing["prompt"] in (None, prompt):
+            refusing["prompt"] = prompt  # one judgement refused, every time it is asked while refusing is on
+            return None
+        return "correct"
+
+    with (
+        serve(ScriptedModel, {"answer": right, "models": ["m"]}) as contestant,
+        serve(ScriptedModel, {"answer": judge, "models": ["m"]}) as judging,
+    ):
+        models = [
+            {"name": "oracle", "kind": "chat", "base_url": f"{contestant}/v1", "model_id": "m"},
+            {"name": "judge", "kind": "chat", "base_url": f"{judging}/v1", "model_id": "m", "constrain": "none"},
+        ]
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        jury = {"jury": {"judges": ["judge"], "quorum": 1}}
+        settings = str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, judged=jury))
+        run = ["--config", settings, "run", "--suite", "judged", "--models", "oracle", "--yes"]
+
+        def per_model_runs() -> int:
+            with dg.DagsterInstance.get() as instance:
+                records = instance.get_run_records(dg.RunsFilter(job_name=per_model_job_name("judged")))
+                return sum(r.dagster_run.asset_selection is None for r in records)
+
+        def ran() -> int:
+            before = per_model_runs()
+            assert main(run) == 0, capsys.readouterr().err
+            capsys.readouterr()
+            return per_model_runs() - before
+
+        assert ran() == 1
+        assert ran() == 1, "a judgement is missing: the model runs again"
+        refusing["on"] = False
+        assert ran() == 1  # the judge answers it now
+        assert ran() == 0, "every ask answered and stored: unchanged"
