@@ -190,7 +190,7 @@ _ADDED_COLUMNS = {
         "decidability": "VARCHAR(40) NOT NULL DEFAULT ''",
     },
     "metric_acknowledgements": {"breakdown": "VARCHAR(300) NOT NULL DEFAULT '*'"},
-    "metric_values": {"se": "FLOAT"},
+    "metric_values": {"se": "FLOAT", "declared_as": "VARCHAR(32) NOT NULL DEFAULT ''"},
 }
 
 values = sa.Table(
@@ -208,6 +208,7 @@ values = sa.Table(
     sa.Column("n", sa.Integer),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("se", sa.Float),  # a declared figure's bootstrap standard error (``MetricValue.se``)
+    sa.Column("declared_as", sa.String(32), nullable=False, default="", server_default=""),  # what it was drawn under
     sa.Index("ix_metric_values_series", "suite", "model", "metric", "breakdown"),
 )
 
@@ -410,6 +411,7 @@ class MetricHistory:
                             "ci_high": finite(m.ci_high),
                             "n": m.n,
                             "se": finite(m.se),
+                            "declared_as": m.declared_as,
                             "recorded_at": now,
                         }
                         for m in metrics
@@ -631,9 +633,11 @@ class MetricHistory:
         return pd.DataFrame(rows, columns=[c.name for c in columns])
 
     def figures(self, evaluation_id: str) -> pd.DataFrame:
-        """One evaluation's recorded figures: ``metric``, ``breakdown``, ``value``, ``ci_low``, ``ci_high``, ``n``
-        and ``se`` (NaN where not recorded: a figure no tracked metric declares, or recorded before the column)."""
-        columns = [values.c[c] for c in ("metric", "breakdown", "value", "ci_low", "ci_high", "n", "se")]
+        """One evaluation's recorded figures: ``metric``, ``breakdown``, ``value``, ``ci_low``, ``ci_high``, ``n``,
+        ``se`` (NaN where not recorded: a figure no tracked metric declares, or recorded before the column) and
+        ``declared_as`` (the declaration it was drawn under; "" where not recorded)."""
+        names = ("metric", "breakdown", "value", "ci_low", "ci_high", "n", "se", "declared_as")
+        columns = [values.c[c] for c in names]
         query = sa.select(*columns).where(values.c.evaluation_id == evaluation_id).order_by(values.c.id)
         with self.engine.connect() as conn:
             rows = conn.execute(query).mappings().all()

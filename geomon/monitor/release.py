@@ -81,7 +81,14 @@ def declared_figures(
             raise TrackingError(str(exc)) from None
         for e in found:
             figures[(e.metric, e.breakdown)] = MetricValue(
-                e.metric, e.value, e.breakdown, finite(e.ci_low), finite(e.ci_high), e.clusters, finite(e.se)
+                e.metric,
+                e.value,
+                e.breakdown,
+                finite(e.ci_low),
+                finite(e.ci_high),
+                e.clusters,
+                finite(e.se),
+                declared.declaration_digest(metric),
             )
     return [*figures.values(), *others]
 

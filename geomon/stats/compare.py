@@ -127,20 +127,22 @@ def stored_spreads(
     tracked: Sequence[TrackedMetric], figures: pd.DataFrame
 ) -> dict[tuple[str, str], power.Spread] | None:
     """``baseline_spreads`` read from an evaluation's recorded figures (``MetricHistory.figures``: its declared
-    figures' value, standard error and clusters ``n``) instead of drawn again; None where it recorded no standard
-    error (recorded before they were kept): draw them."""
-    declared_rows = figures[
-        [any(m.declares(a, b) for m in tracked) for a, b in zip(figures["metric"], figures["breakdown"], strict=True)]
-    ]
-    if declared_rows.empty or not declared_rows["se"].notna().any():
-        return None
-    found = [
-        declared.Estimate(
-            r.metric, r.breakdown, float(r.value), math.nan, math.nan, 0, int(r.n) if r.n == r.n else 0, float(r.se)
-        )
-        for r in declared_rows.itertuples()
-    ]
-    return spreads(tracked, found)
+    figures' value, standard error and clusters ``n``) instead of drawn again; None — draw them — where any tracked
+    metric's figures were recorded under another declaration than today's (another statistic, cluster, groups or
+    bounds: ``declared.declaration_digest``) or without their standard errors (recorded before they were kept)."""
+    found = []
+    for metric in tracked:
+        rows = figures[[metric.declares(a, b) for a, b in zip(figures["metric"], figures["breakdown"], strict=True)]]
+        if rows.empty:
+            continue
+        if (rows["declared_as"] != declared.declaration_digest(metric)).any() or not rows["se"].notna().any():
+            return None
+        found += [
+            declared.Estimate(r.metric, r.breakdown, float(r.value), math.nan, math.nan, 0, int(r.n) if r.n == r.n
+                              else 0, float(r.se))
+            for r in rows.itertuples()
+        ]  # fmt: skip
+    return spreads(tracked, found) if found else None
 
 
 def spreads(

@@ -555,6 +555,18 @@ def _content(frame: pd.DataFrame, columns: set[str]) -> bytes:
 RESAMPLES = 1000  # a declared figure's cluster bootstrap: its interval and its standard error
 
 
+def drawn_as(metric: TrackedMetric) -> TrackedMetric:
+    """What a metric's draw depends on: its declaration without the minimum effects (never read by a draw)."""
+    return replace(metric, min_effect=0.0, groups_min_effect=None)
+
+
+def declaration_digest(metric: TrackedMetric) -> str:
+    """A digest of what a metric's figures were drawn under (``drawn_as``: its statistic, cluster, groups, bounds),
+    recorded with them, so a later reader uses a recorded standard error only under the same declaration. A
+    declaration whose text is not stable across processes (a function in it) gets a digest that never matches."""
+    return hashlib.blake2b(repr(drawn_as(metric)).encode(), digest_size=8).hexdigest()
+
+
 def estimates(
     metric: TrackedMetric, frame: pd.DataFrame, *, resamples: int = RESAMPLES, seed: int = 0, where: str = ""
 ) -> list[Estimate]:
@@ -563,8 +575,7 @@ def estimates(
     resamples and seed in a process (``_DRAWN``; the minimum effects, which a draw never reads, are not part of
     what is drawn: the figures and a comparison's plan share one draw)."""
     metric.check(frame, where or metric.name)
-    drawn_as = replace(metric, min_effect=0.0, groups_min_effect=None)
-    key = (drawn_as, resamples, seed, _content(frame, metric.columns()))
+    key = (drawn_as(metric), resamples, seed, _content(frame, metric.columns()))
     try:
         with _DRAWN_LOCK:
             drawn = _DRAWN.get(key)

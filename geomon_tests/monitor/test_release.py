@@ -597,9 +597,9 @@ def test_a_baselines_spread_is_read_from_what_it_recorded_not_drawn_again(tmp_pa
     """Each evaluation's tracked figures are bootstrapped once: their standard errors are recorded with them, and a
     later comparison plans its MDEs from the baseline's recorded ones — the same numbers a draw from its items gives
     (one resample count, one seed), without drawing. Where the baseline recorded none (an older history) or its
-    value under today's declaration differs, its items are drawn as before. Mutations caught: the recorded spreads
-    not passed to the comparison (the baseline drawn again); the value guard removed (a changed declaration planned
-    from the old figures' spread)."""
+    figures were drawn under another declaration (another statistic, or the same value under another clustering),
+    its items are drawn as before. Mutations caught: the recorded spreads not passed to the comparison (the baseline
+    drawn again); the declaration's digest not compared (a reclustered metric planned from the old spread)."""
     from geomon.stats import declared
 
     settings = verdicts.VerdictSettings(resamples=199)
@@ -641,6 +641,13 @@ def test_a_baselines_spread_is_read_from_what_it_recorded_not_drawn_again(tmp_pa
     rescaled = decide(f"sqlite:///{tmp_path / 'c.sqlite'}", (toy.ACC,), (share,))
     assert len(drawn) == 2
     assert rescaled == pytest.approx({k: v / 100 for k, v in recorded.items()})
+    # The same value under another clustering (questions paired into clusters of two): another standard error, so
+    # the baseline is drawn again, and its MDEs are not the recorded spread's.
+    old_items["pair"], new_items["pair"] = old_items.index // 2, new_items.index // 2
+    paired = TrackedMetric("acc", Mean("value"), cluster="pair", min_effect=5.0, bounds=(0, 100), by=("group",))
+    reclustered = decide(f"sqlite:///{tmp_path / 'd.sqlite'}", (toy.ACC,), (paired,))
+    assert len(drawn) == 2
+    assert reclustered.keys() == recorded.keys() and reclustered != pytest.approx(recorded)
 
 
 original_figures = MetricHistory.figures
