@@ -275,11 +275,17 @@ class StoredComparison:
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> StoredComparison:
         """A stored row (``MetricHistory.comparisons``' records, or some of its columns): the fields it names, the
-        others their defaults; text read NULL as ""."""
+        others their defaults; text read NULL as ""; a count read as a float (a column pandas widened because
+        another row of the same read holds NULL) as an int, NaN as None."""
         known = {f.name: f for f in fields(cls)}
         given = {name: value for name, value in row.items() if name in known}
         text = {name: str(given.get(name) or "") for name, f in known.items() if f.type == "str" and name in given}
-        return cls(**(given | text))
+        counts = {
+            name: None if value is None or value != value else int(value)
+            for name, value in given.items()
+            if known[name].type == "int | None"
+        }
+        return cls(**(given | text | counts))
 
 
 # One engine per process and database, its tables created and migrated once (a run opens the history about 18

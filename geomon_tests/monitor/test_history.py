@@ -256,3 +256,15 @@ def test_evaluations_read_without_their_items_parse_none_and_get_them_on_request
     pd.testing.assert_frame_equal(history.with_items(light).items, items)
     (full,) = history.evaluations_of("worldbench", "s", model="m")
     pd.testing.assert_frame_equal(full.items, items)
+
+
+def test_a_stored_count_reads_as_a_count_whatever_other_rows_of_the_read_hold():
+    """One read of many evaluations' comparisons (the open-regression tables') widens an integer column to floats
+    where an older row holds NULL: each comparison still reads its counts as ints (NULL as None), so "over 12
+    comparisons" never reads "over 12.0"."""
+    import pandas as pd
+
+    rows = pd.DataFrame({"metric": ["a", "b"], "family_size": [12, None], "clusters": [40, None]})
+    first, second = (StoredComparison.of(r) for r in rows.to_dict("records"))
+    assert (first.family_size, first.clusters) == (12, 40) and isinstance(first.family_size, int)
+    assert (second.family_size, second.clusters) == (None, None)
