@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -40,19 +40,35 @@ def half_right(messages) -> str:  # wrong outside Europe and the Americas: a reg
 
 
 @contextlib.contextmanager
-def oracle_and_successor(tmp_path: Path, wdi_snapshot_dir: Path, monkeypatch) -> Iterator[tuple[list[dict], str]]:
-    """Two scripted endpoints, ``oracle`` and its successor ``regional``, in a geomon.yaml of their own (and the
-    Dagster home in ``tmp_path``): the models and the settings file."""
-    with (
-        serve(ScriptedModel, {"answer": right, "models": ["m"]}) as old,
-        serve(ScriptedModel, {"answer": half_right, "models": ["m"]}) as new,
-    ):
+def scripted_models(
+    tmp_path: Path,
+    wdi_snapshot_dir: Path,
+    monkeypatch,
+    answers: dict[str, Callable],
+    entries: dict[str, dict] | None = None,
+    **sections,
+) -> Iterator[tuple[list[dict], str]]:
+    """A scripted endpoint per model (``answers``: its script by name; ``entries``: more of its registry entry) in a
+    geomon.yaml of their own (with ``sections``), the Dagster home in ``tmp_path``: the models and the settings."""
+    with contextlib.ExitStack() as stack:
         models = [
-            {"name": "oracle", "kind": "chat", "base_url": f"{old}/v1", "model_id": "m"},
-            {"name": "regional", "kind": "chat", "base_url": f"{new}/v1", "model_id": "m", "predecessor": "oracle"},
+            {
+                "name": name,
+                "kind": "chat",
+                "base_url": f"{stack.enter_context(serve(ScriptedModel, {'answer': answer, 'models': ['m']}))}/v1",
+                "model_id": "m",
+                **(entries or {}).get(name, {}),
+            }
+            for name, answer in answers.items()
         ]
         monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
-        yield models, str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False))
+        yield models, str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, **sections))
+
+
+def oracle_and_successor(tmp_path: Path, wdi_snapshot_dir: Path, monkeypatch):
+    """``oracle`` and its successor ``regional`` (``scripted_models``)."""
+    answers = {"oracle": right, "regional": half_right}
+    return scripted_models(tmp_path, wdi_snapshot_dir, monkeypatch, answers, {"regional": {"predecessor": "oracle"}})
 
 
 @pytest.mark.dagster
@@ -172,17 +188,9 @@ def test_a_model_whose_judge_left_an_ask_unanswered_is_run_again(
             return None
         return "correct"
 
-    with (
-        serve(ScriptedModel, {"answer": right, "models": ["m"]}) as contestant,
-        serve(ScriptedModel, {"answer": judge, "models": ["m"]}) as judging,
-    ):
-        models = [
-            {"name": "oracle", "kind": "chat", "base_url": f"{contestant}/v1", "model_id": "m"},
-            {"name": "judge", "kind": "chat", "base_url": f"{judging}/v1", "model_id": "m", "constrain": "none"},
-        ]
-        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
-        jury = {"jury": {"judges": ["judge"], "quorum": 1}}
-        settings = str(write_settings(tmp_path, wdi_snapshot_dir, models=models, include_bundled=False, judged=jury))
+    jury = {"jury": {"judges": ["judge"], "quorum": 1}}
+    answers, entries = {"oracle": right, "judge": judge}, {"judge": {"constrain": "none"}}
+    with scripted_models(tmp_path, wdi_snapshot_dir, monkeypatch, answers, entries, judged=jury) as (_, settings):
         run = ["--config", settings, "run", "--suite", "judged", "--models", "oracle", "--yes"]
 
         def per_model_runs() -> int:
