@@ -139,9 +139,17 @@ def test_the_prompts_jobs_launchpad_proposes_the_automation_profile():
     """Jobs → <suite>_prompts → Launchpad shows the sizes a launch will ask (not ``ops: {}``); the asset's own
     options say the profile's value and that an unset one keeps the current sample. On an instance that held a
     sample when the code location loaded (a developer's ``make run``), the launchpad proposes that one instead:
-    ``test_the_launchpad_proposes_the_sample_held…`` pins it."""
+    ``test_the_launchpad_proposes_the_sample_held…`` pins it. The code location and the declarations are built
+    afresh here, from one instance: built apart (the module's at collection, a declaration after another test's
+    instance), one may hold a sample the other does not know of."""
+    import importlib
+    import sys
+
     from geomon.defs.factory import declared
 
+    declared.cache_clear()
+    sys.modules.pop("geomon.definitions", None)
+    defs = importlib.import_module("geomon.definitions").defs
     settings = load_settings()
     for name in registry.suites():
         pipeline = registry.suite(name).pipeline
