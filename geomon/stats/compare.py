@@ -25,7 +25,8 @@ from geomon.stats.verdicts import Verdict, VerdictSettings
 # A comparison plans its MDE from each side's cluster-bootstrap standard errors, those of the one draw that gave
 # the evaluation's recorded figures (``declared.estimates``' resamples, seed 0): the new evaluation's come from the
 # draw its figures just made (drawn once per process), the baseline's are read from what it recorded
-# (``stored_spreads``) — drawn again from its items only where it recorded none (before the column existed).
+# (``stored_spreads``) — drawn again from its items only where it recorded none (before the column existed) or
+# recorded them under another declaration.
 PLANNING_SEED = 0
 
 
@@ -137,11 +138,10 @@ def stored_spreads(
             continue
         if (rows["declared_as"] != declared.declaration_digest(metric)).any() or not rows["se"].notna().any():
             return None
-        found += [
-            declared.Estimate(r.metric, r.breakdown, float(r.value), math.nan, math.nan, 0, int(r.n) if r.n == r.n
-                              else 0, float(r.se))
-            for r in rows.itertuples()
-        ]  # fmt: skip
+        for r in rows.itertuples():
+            clusters = int(r.n) if r.n == r.n else 0  # n: the figure's clusters (NULL: none counted)
+            value, se = float(r.value), float(r.se)
+            found.append(declared.Estimate(r.metric, r.breakdown, value, math.nan, math.nan, 0, clusters, se))
     return spreads(tracked, found) if found else None
 
 
