@@ -84,6 +84,11 @@ def check_spec(name: str, asset: list[str], partitions_def: Any = None, **kwargs
         return dg.AssetCheckSpec(name, asset=dg.AssetKey(asset), partitions_def=partitions_def, **kwargs)
 
 
+def partition_label(key: str, partition: str) -> str:
+    """A partitioned asset's numeric metadata key for one partition (``keyed_by_partition``)."""
+    return f"{key} · {partition}"
+
+
 def keyed_by_partition(metadata: dict[str, Any], partition: str) -> dict[str, Any]:
     """A partitioned asset's numbers under per-partition keys (``mean_error · gemma3-270m``): Dagster's Plots tab
     draws each numeric key over the materializations of every partition, so a plain key would join one model's
@@ -99,7 +104,7 @@ def keyed_by_partition(metadata: dict[str, Any], partition: str) -> dict[str, An
             return dg.MetadataValue.float(round(value.value, 4))
         return round(value, 4) if isinstance(value, float) else value
 
-    return {f"{key} · {partition}" if numeric(value) else key: rounded(value) for key, value in metadata.items()}
+    return {(partition_label(key, partition) if numeric(v) else key): rounded(v) for key, v in metadata.items()}
 
 
 OPTIONS_KEY = "options"  # the prompt options a materialization used, in its metadata

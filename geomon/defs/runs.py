@@ -13,7 +13,7 @@ import dagster as dg
 
 # Run tags of `geomon run`'s runs (and automation's): who launched them, which suite, with which options.
 from geomon.defs.automation import LAUNCHED_BY, SUITE_TAG
-from geomon.defs.resources import models_partitions
+from geomon.defs.resources import models_partitions, partition_label
 from geomon.defs.samples import CONFIRM
 
 OPTIONS_TAG = "geomon/options"
@@ -206,8 +206,8 @@ class Freshness:
         if any(entry is None for entry in latest):
             return False
         metadata = [e.asset_materialization.metadata for e in latest]
-        failed = (FAILED_ASKS, f"{FAILED_ASKS} · {partition}")  # a number, labelled with its partition
-        if any(m[name].value for m in metadata for name in failed if name in m):
+        failed = partition_label(FAILED_ASKS, partition)  # a number: keyed by its partition, as every per-model one
+        if any(m[failed].value for m in metadata if failed in m):
             return False
         read = [m[ANSWERS].value for m in metadata if ANSWERS in m]
         return bool(read) and all(r == answers for r in read)

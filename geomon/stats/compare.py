@@ -115,13 +115,12 @@ def paired(
 def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], power.Spread]:
     """Each comparison's cluster-bootstrap standard error, value and clusters in one evaluation's items: what its
     planned standard error rests on (``power.planned_se``), from the draw of its recorded figures."""
-    drawn = [
-        e
+    return {
+        (e.metric, e.breakdown): spread_of(metric, e)
         for metric in tracked
         if metric.columns() <= set(items.columns)
         for e in declared.estimates(metric, items, resamples=declared.RESAMPLES, seed=PLANNING_SEED)
-    ]
-    return spreads(tracked, drawn)
+    }
 
 
 def stored_spreads(
@@ -131,7 +130,7 @@ def stored_spreads(
     figures' value, standard error and clusters ``n``) instead of drawn again; None — draw them — where any tracked
     metric's figures were recorded under another declaration than today's (another statistic, cluster, groups or
     bounds: ``declared.declaration_digest``) or without their standard errors (recorded before they were kept)."""
-    found = []
+    out = {}
     for metric in tracked:
         rows = figures[[metric.declares(a, b) for a, b in zip(figures["metric"], figures["breakdown"], strict=True)]]
         if rows.empty:
@@ -141,27 +140,21 @@ def stored_spreads(
         for r in rows.itertuples():
             clusters = int(r.n) if r.n == r.n else 0  # n: the figure's clusters (NULL: none counted)
             value, se = float(r.value), float(r.se)
-            found.append(declared.Estimate(r.metric, r.breakdown, value, math.nan, math.nan, 0, clusters, se))
-    return spreads(tracked, found) if found else None
+            estimate = declared.Estimate(r.metric, r.breakdown, value, math.nan, math.nan, 0, clusters, se)
+            out[(r.metric, r.breakdown)] = spread_of(metric, estimate)
+    return out or None
 
 
-def spreads(
-    tracked: Sequence[TrackedMetric], found: Sequence[declared.Estimate]
-) -> dict[tuple[str, str], power.Spread]:
-    """Each estimate of a tracked metric as the spread a plan rests on. A standard error below a millionth of the
-    metric's range (or of its value) is rounding, not spread (a baseline whose clusters all agree): 0."""
-    out = {}
-    for e in found:
-        metric = next((m for m in tracked if m.declares(e.metric, e.breakdown)), None)
-        if metric is None:
-            continue
-        group = e.breakdown != metric.breakdown
-        ranged = group and isinstance(metric.statistic, declared.Range)
-        part = metric.statistic.of if ranged else metric.statistic  # a group of a range: one of its means
-        bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
-        se = 0.0 if math.isfinite(e.se) and e.se < power.rounding_noise(bounds, e.value) else e.se
-        out[(e.metric, e.breakdown)] = power.Spread(se, e.value, e.clusters, isinstance(part, declared.Mean))
-    return out
+def spread_of(metric: TrackedMetric, e: declared.Estimate) -> power.Spread:
+    """One estimate of ``metric`` (its overall figure or a group's) as the spread a plan rests on. A standard error
+    below a millionth of the metric's range (or of its value) is rounding, not spread (a baseline whose clusters all
+    agree): 0."""
+    group = e.breakdown != metric.breakdown
+    ranged = group and isinstance(metric.statistic, declared.Range)
+    part = metric.statistic.of if ranged else metric.statistic  # a group of a range: one of its means
+    bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
+    se = 0.0 if math.isfinite(e.se) and e.se < power.rounding_noise(bounds, e.value) else e.se
+    return power.Spread(se, e.value, e.clusters, isinstance(part, declared.Mean))
 
 
 def _same_baseline(tests: Sequence[PairedTest], stored: Mapping[tuple[str, str], power.Spread]) -> bool:
