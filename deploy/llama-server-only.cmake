@@ -8,8 +8,9 @@
 # - the code a request passes through once (the HTTP server, JSON, chat templates, argument parsing): -O1, and
 #   compiled as unity sources (six files per translation unit: the headers parsed once per six);
 # - the multimodal library (mtmd), which llama-server links but runs only with a vision projector (--mmproj), which
-#   geomon never passes: -O0.
-# Together a fifth less compile time than -O1 alone (255 → 202 s on two cores, docs/performance.md).
+#   geomon never passes: -O0, as unity sources (sixteen files per unit; its public helpers each alone).
+# Together a fifth less compile time than -O1 alone (255 → 202 s on two cores); the multimodal library's unity
+# sources a further 186 → 162 s (`ninja -j2 llama-server`, docs/performance.md).
 if(NOT COMMAND geomon_only_llama_server)
   function(geomon_targets_under dir out)
     get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
@@ -36,6 +37,16 @@ if(NOT COMMAND geomon_only_llama_server)
       endif()
       if(target STREQUAL "mtmd")
         target_compile_options(${target} PRIVATE -O0)  # after CMAKE_CXX_FLAGS_RELEASE's -O3: the last one wins
+        # Its ~50 model files are short and parse the same headers: parsing is most of their compile at -O0.
+        set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
+        # Its public helpers refuse to compile beside the internal headers (an #error): each stays its own unit.
+        get_property(sources TARGET ${target} PROPERTY SOURCES)
+        list(FILTER sources INCLUDE REGEX "mtmd-helper[^/]*\\.cpp$")
+        get_property(dir TARGET ${target} PROPERTY SOURCE_DIR)
+        foreach(source IN LISTS sources)
+          cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY "${dir}")
+          set_source_files_properties("${source}" TARGET_DIRECTORY ${target} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+        endforeach()
         continue()
       endif()
       target_compile_options(${target} PRIVATE -O1)

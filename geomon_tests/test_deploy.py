@@ -147,21 +147,26 @@ def test_the_engine_build_compiles_llama_server_alone_with_the_kernels_at_full_o
     """deploy/llama-server-only.cmake on a project shaped like llama.cpp's (CMake as setup runs it): the default
     build makes llama-server and what it links, no other tool; the kernels (ggml*) and the model code (llama)
     keep the release -O3 and their own translation units, the rest of the server is compiled at -O1 as unity
-    sources (but common's json.cpp, on its own), the multimodal library, never run by geomon, at -O0."""
+    sources (but common's json.cpp, on its own), the multimodal library, never run by geomon, at -O0 as unity
+    sources (but its public helpers, which refuse the internal headers, each on its own)."""
     if shutil.which("cmake") is None or shutil.which("c++") is None:
         pytest.skip("cmake or a C++ compiler is not installed")
     source = tmp_path / "src"
     source.mkdir()
-    for name in ("kernels", "model", "server", "tool", "common", "helpers", "vision"):
+    for name in ("kernels", "model", "server", "tool", "common", "helpers", "audio"):
         (source / f"{name}.cpp").write_text(f"int {name}() {{ return 0; }}\n")
     (source / "json.cpp").write_text("int json() { return 0; }\n")
-    called = ("kernels", "model", "common", "helpers", "json", "vision")
+    (source / "vision.cpp").write_text("#define MTMD_INTERNAL_HEADER\nint vision() { return 0; }\n")  # as clip.h
+    helper = "#ifdef MTMD_INTERNAL_HEADER\n#error public\n#endif\nint helper() { return 0; }\n"  # as mtmd-helper.cpp
+    (source / "mtmd-helper.cpp").write_text(helper)
+    called = ("kernels", "model", "common", "helpers", "json", "vision", "audio", "helper")
     declared = "".join(f"int {name}(); " for name in called)
     (source / "main.cpp").write_text(f"{declared}\nint main() {{ return {' + '.join(f'{n}()' for n in called)}; }}\n")
     (source / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(shaped CXX)\n"
         "add_library(ggml-cpu STATIC kernels.cpp)\nadd_library(llama STATIC model.cpp)\n"
-        "add_library(common STATIC common.cpp helpers.cpp json.cpp)\nadd_library(mtmd STATIC vision.cpp)\n"
+        "add_library(common STATIC common.cpp helpers.cpp json.cpp)\n"
+        "add_library(mtmd STATIC vision.cpp audio.cpp mtmd-helper.cpp)\n"
         "add_executable(llama-server main.cpp)\ntarget_link_libraries(llama-server ggml-cpu llama common mtmd)\n"
         "add_executable(llama-quantize tool.cpp)\n"
     )
@@ -181,12 +186,15 @@ def test_the_engine_build_compiles_llama_server_alone_with_the_kernels_at_full_o
         for c in compiled
         if "llama-quantize.dir" not in c["command"]  # listed, never built
     }  # fmt: skip
-    assert {(t, f if t != "common" or f == "json.cpp" else "unity", o) for t, f, o in units} == {
-        ("ggml-cpu", "kernels.cpp", "-O3"), ("llama", "model.cpp", "-O3"), ("mtmd", "vision.cpp", "-O0"),
+    assert {(t, f if t not in ("common", "mtmd") or "unity" not in f else "unity", o) for t, f, o in units} == {
+        ("ggml-cpu", "kernels.cpp", "-O3"), ("llama", "model.cpp", "-O3"),
+        ("mtmd", "unity", "-O0"), ("mtmd", "mtmd-helper.cpp", "-O0"),
         ("common", "unity", "-O1"), ("common", "json.cpp", "-O1"), ("llama-server", "unity_0_cxx.cxx", "-O1"),
     }  # fmt: skip
     common = {f for t, f, _ in units if t == "common"}
     assert common == {"unity_0_cxx.cxx", "json.cpp"}  # common.cpp and helpers.cpp in one unit, json.cpp alone
+    vision = {f for t, f, _ in units if t == "mtmd"}
+    assert vision == {"unity_0_cxx.cxx", "mtmd-helper.cpp"}  # vision.cpp and audio.cpp in one unit, the helper alone
 
 
 def test_the_engine_wheel_alone_installs_nothing(tmp_path):
