@@ -45,11 +45,13 @@ engine: setup
 # The main job: the published Gapminder history (37 real model configurations, Dec 2023 – Jun 2025) into the
 # metric history and the Dagster catalog — imported as soon as the packages are in, while the engine may still be
 # compiling — then every suite on the bundled models at the run profile PROFILE (quick: minutes; default; paper:
-# each paper's full size). Importing again records nothing new.
+# each paper's full size). Importing again records nothing new. The suites run in LANES processes at once: while one
+# lane scores its answers (one core), the other's model keeps the rest busy (docs/performance.md).
 PROFILE ?= quick
+LANES ?= 2
 run:
 	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed history
-	$(BIN)/geomon run --profile $(PROFILE) --fail-on never $(ARGS)
+	$(BIN)/geomon run --profile $(PROFILE) --lanes $(LANES) --fail-on never $(ARGS)
 
 history: $(VENV)/.packages
 	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder --fail-on never

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import json
 import logging
 import math
 import os
@@ -43,6 +45,8 @@ def check_arguments(args: argparse.Namespace) -> None:
             value = getattr(args, option.dest, None)
             if value is not None and value < 0:
                 raise UsageError(f"{option.flag} {value}: a sample size is 0 (all) or a positive number")
+        if args.lanes < 1:
+            raise UsageError(f"--lanes {args.lanes}: the suites run in 1 lane or more")
     if args.command == "plan" and args.detect is not None and not args.detect > 0:
         raise UsageError(f"--detect {args.detect:g}: the change to detect is a positive number (the headline's units)")
     if args.command == "trends":
@@ -82,8 +86,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.epoch:
         os.environ["GEOMON_CACHE_EPOCH"] = args.epoch
-    from geomon.defs.factory import suite_runs
-    from geomon.defs.runs import failed_checks
     from geomon.suites.registry import check_profile, resolve
 
     settings = load_settings(args.config)
@@ -93,7 +95,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     names = [s.name for s in specs]
     chosen = resolve(args.suite, "--suite")
     check_profile(args.profile, settings.profiles)
-    warn_broken_suites()
+    lane = bool(args.lane_report)  # a lane of another `geomon run`, which warned, planned and confirmed
+    if not lane:
+        warn_broken_suites()
     home = _dagster_home()
     from geomon.plan import PlanError
 
@@ -102,42 +106,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     except PlanError as exc:  # the plan is advice: a run does not need it
         print(f"geomon: no plan before this run ({exc})", file=sys.stderr)
         plans = []
-    if plans and not confirm_plan(settings, plans, args):
+    if plans and not lane and not confirm_plan(settings, plans, args):
         print(
             "geomon: not run (the plan's estimate is above confirm_above_minutes / confirm_above_usd)", file=sys.stderr
         )
         return 1
     from geomon.monitor import alerts
 
-    if not alerts.notifiers(settings.alerts):  # said once, not per alert
+    if not lane and not alerts.notifiers(settings.alerts):  # said once, not per alert
         log.warning(
             "alerts go nowhere: no channel is configured (set %s, or alerts.smtp_host and email_to); "
             "`geomon alerts test` checks them",
             settings.alerts.webhook_url_env,
         )
-    # Dagster's console log prints a failed step with its stack trace; geomon prints one line per failure
-    # (the run's events, with the trace, stay in the UI). -v shows everything.
-    level = "DEBUG" if args.verbose else "CRITICAL"
-    results = []
     started = time.monotonic()
+    groups = lanes_of(chosen, plans, args.lanes)
     with dg.DagsterInstance.get() as instance:
-        for suite in chosen:
-            options = {option.dest: getattr(args, option.dest) for option in suite.options}
-            log.info("%s for %s", suite.title, ", ".join(names))
-            # A model whose every ask is stored may be unchanged since its last run: the plan says what it would read.
-            answers = (
-                {} if args.rerun else {p.model: p.answers for p in plans if p.suite == suite.name and not p.to_ask}
-            )
-            sample = next((p.sample for p in plans if p.suite == suite.name), "")
-            ran, described = suite_runs(suite.name).run_from_options(
-                instance, names, options, settings, level, profile=args.profile, answers=answers, sample=sample
-            )
-            log.info("%s done (%s)", suite.title, described)
-            print(unchanged_line(suite.title, ran), end="")
-            results += ran
-        failed = failed_checks(results)
-        for check in failed:
-            print(f"geomon: {describe_check(check)}", file=sys.stderr)
+        if len(groups) > 1:
+            outcome = run_in_lanes(args.argv, groups)
+        else:
+            outcome = run_in_turn(instance, args, settings, chosen, names, plans)
+        if args.lane_report:  # a lane of another `geomon run`: that run reports
+            Path(args.lane_report).write_text(json.dumps(dataclasses.asdict(outcome)))
+            return 0
+        for line in outcome.failed:
+            print(f"geomon: {line}", file=sys.stderr)
         print(f"\nDone in {time.monotonic() - started:.0f}s for {', '.join(names)}.")
         for suite in chosen:
             report = settings.results_dir / suite.name / "report.html"
@@ -162,8 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 "(geomon plan --profile paper says what it asks first)"
             )
     print(f"Dagster instance: {home} — open the UI with `make ui` (dg dev, http://127.0.0.1:3000)")
-    regressions = sum(c.check_name == "no_regression" for c in failed)
-    blocking = sum(bool(getattr(c, "blocking", False)) for c in failed)
+    regressions, blocking = outcome.regressions, outcome.blocking
     status = gate(args.fail_on, blocking, regressions)
     if status:
         print(
@@ -172,6 +164,126 @@ def cmd_run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return status
+
+
+def run_in_turn(
+    instance: Any, args: argparse.Namespace, settings: Any, chosen: Sequence[Any], names: list[str], plans: list[Any]
+) -> RunOutcome:
+    """The chosen suites one after another in this process, each model's partitions in turn."""
+    from geomon.defs.factory import suite_runs
+    from geomon.defs.runs import failed_checks
+
+    # Dagster's console log prints a failed step with its stack trace; geomon prints one line per failure
+    # (the run's events, with the trace, stay in the UI). -v shows everything.
+    level = "DEBUG" if args.verbose else "CRITICAL"
+    results = []
+    for suite in chosen:
+        options = {option.dest: getattr(args, option.dest) for option in suite.options}
+        log.info("%s for %s", suite.title, ", ".join(names))
+        # A model whose every ask is stored may be unchanged since its last run: the plan says what it would read.
+        answers = {} if args.rerun else {p.model: p.answers for p in plans if p.suite == suite.name and not p.to_ask}
+        sample = next((p.sample for p in plans if p.suite == suite.name), "")
+        ran, described = suite_runs(suite.name).run_from_options(
+            instance, names, options, settings, level, profile=args.profile, answers=answers, sample=sample
+        )
+        log.info("%s done (%s)", suite.title, described)
+        print(unchanged_line(suite.title, ran), end="")
+        results += ran
+    return RunOutcome.of(failed_checks(results))
+
+
+@dataclasses.dataclass
+class RunOutcome:
+    """What a run's failed checks come to: one line each, and the counts its exit status is gated on."""
+
+    failed: list[str]
+    regressions: int
+    blocking: int
+
+    @classmethod
+    def of(cls, checks: Sequence[Any]) -> RunOutcome:
+        return cls(
+            failed=[describe_check(c) for c in checks],
+            regressions=sum(c.check_name == "no_regression" for c in checks),
+            blocking=sum(bool(getattr(c, "blocking", False)) for c in checks),
+        )
+
+
+def lanes_of(chosen: Sequence[Any], plans: Sequence[Any], lanes: int) -> list[list[Any]]:
+    """The suites split into at most ``lanes`` lanes of about equal work, each in the registry's order: the
+    longest first to the lane with the least, by the plan's asks still to make (each suite counts one more, so
+    suites with every answer stored spread evenly)."""
+    work = {suite.name: 1 + sum(p.to_ask for p in plans if p.suite == suite.name) for suite in chosen}
+    groups: list[list[Any]] = [[] for _ in range(max(1, min(lanes, len(chosen))))]
+    loads = [0] * len(groups)
+    for suite in sorted(chosen, key=lambda s: work[s.name], reverse=True):
+        least = loads.index(min(loads))
+        groups[least].append(suite)
+        loads[least] += work[suite.name]
+    return [sorted(group, key=list(chosen).index) for group in groups if group]
+
+
+def lane_argv(argv: Sequence[str], suites: Sequence[Any], report: Path) -> list[str]:
+    """One lane's command line: this run's, with the lane's suites, in one lane, writing its outcome to
+    ``report``."""
+    kept: list[str] = []
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token.split("=", 1)[0] in ("--suite", "--lanes", "--lane-report"):
+            skip = "=" not in token
+        else:
+            kept.append(token)
+    return [*kept, "--suite", ",".join(s.name for s in suites), "--lane-report", str(report)]
+
+
+class LaneFailed(RuntimeError):
+    """A lane ended without its outcome; its ``geomon:`` line is printed."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"a lane ended with exit status {status}")
+        self.status = status
+
+
+def run_in_lanes(argv: Sequence[str], groups: Sequence[Sequence[Any]]) -> RunOutcome:
+    """Each group of suites as a `geomon run` of its own, all at once; their outcomes together. Their progress
+    goes to this terminal as it comes."""
+    import subprocess
+    import tempfile
+
+    for group in groups:
+        log.info("lane: %s", ", ".join(suite.title for suite in group))
+    with tempfile.TemporaryDirectory(prefix="geomon-lanes-") as folder:
+        reports = [Path(folder) / f"lane-{n}.json" for n in range(len(groups))]
+        command = [sys.executable, "-m", "geomon.cli"]
+        lanes = [
+            subprocess.Popen([*command, *lane_argv(argv, group, report)])
+            for group, report in zip(groups, reports, strict=True)
+        ]
+        try:
+            statuses = [lane.wait() for lane in lanes]
+        finally:
+            for lane in lanes:  # Ctrl-C reached the lanes too; one that outlives this run is stopped
+                if lane.poll() is None:
+                    lane.terminate()
+                    lane.wait()
+        failed = [(status, group) for status, group in zip(statuses, groups, strict=True) if status]
+        if failed:
+            status, group = failed[0]
+            if status == 130:
+                raise KeyboardInterrupt
+            # A lane that exited on its own printed its `geomon:` line; one killed by a signal could not.
+            if status < 0:
+                suites = ", ".join(suite.name for suite in group)
+                print(f"geomon: the lane running {suites} was killed (signal {-status})", file=sys.stderr)
+            raise LaneFailed(status if status > 0 else 1)
+        outcomes = [RunOutcome(**json.loads(report.read_text())) for report in reports]
+    return RunOutcome(
+        failed=[line for o in outcomes for line in o.failed],
+        regressions=sum(o.regressions for o in outcomes),
+        blocking=sum(o.blocking for o in outcomes),
+    )
 
 
 def unchanged_line(title: str, results: list[Any]) -> str:
@@ -869,6 +981,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="run every model again, also one whose answers are all stored and whose assets are fresh (by default "
         "such a model is not run again: its last results and checks stand)",
     )
+    run.add_argument(
+        "--lanes",
+        type=int,
+        default=1,
+        help="run the suites in this many processes at once, each lane its suites one after another (default 1): "
+        "one lane's scoring fills the cores another's model leaves idle; each lane starts its own local model "
+        "servers (make run: 2)",
+    )
+    run.add_argument("--lane-report", help=argparse.SUPPRESS)  # where a lane writes its outcome for its run
     run.set_defaults(func=cmd_run)
 
     planned = sub.add_parser("plan", help="what a run will ask, take, cost and detect, per model × suite")
@@ -1030,7 +1151,9 @@ INTERRUPTED = "geomon: interrupted; answers already received are stored and will
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # a run in lanes starts each lane with its own command line
     _setup_logging(args.verbose)
     try:
         check_arguments(args)
@@ -1041,6 +1164,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, RegistryError) as exc:
         print(f"geomon: {exc}", file=sys.stderr)
         return 2
+    except LaneFailed as exc:  # its line is printed
+        return exc.status
     except Exception as exc:  # every failure ends in one line a person can act on; -v adds the traceback
         # Ctrl-C inside a Dagster step: while a model is asked (geomon's Interrupted) or between steps (Dagster's)
         if type(root_cause(exc)).__name__ in {"Interrupted", "DagsterExecutionInterruptedError"}:

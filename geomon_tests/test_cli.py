@@ -222,3 +222,89 @@ def test_help_is_plain_text():
     texts = [parser.format_help(), *(command.format_help() for command in commands)]
     assert "The geomon command: run the benchmarks" in texts[0]
     assert not [text for text in texts if "``" in text or ":func:" in text]
+
+
+def test_lanes_split_the_suites_by_the_asks_left_and_keep_the_registrys_order():
+    from types import SimpleNamespace
+
+    from geomon.cli import lanes_of
+
+    chosen = [SimpleNamespace(name=n) for n in ("worldbench", "borderlines", "gapminder", "quench", "saged", "blend")]
+    left = {"worldbench": 160, "borderlines": 208, "gapminder": 36, "quench": 44, "saged": 84, "blend": 120}
+    plans = [SimpleNamespace(suite=n, to_ask=asks / 2) for n, asks in left.items() for _ in range(2)]  # two models
+    names = [[s.name for s in lane] for lane in lanes_of(chosen, plans, 2)]
+    assert names == [["borderlines", "gapminder", "saged"], ["worldbench", "quench", "blend"]]  # 331 and 327 asks
+    assert [[s.name for s in lane] for lane in lanes_of(chosen, plans, 1)] == [[s.name for s in chosen]]
+    # Every answer stored: the suites spread evenly; never more lanes than suites.
+    stored = [SimpleNamespace(suite=s.name, to_ask=0) for s in chosen]
+    assert [len(lane) for lane in lanes_of(chosen, stored, 4)] == [2, 2, 1, 1]
+    assert len(lanes_of(chosen[:2], stored, 8)) == 2
+
+
+def test_a_lanes_command_line_is_the_runs_own_with_its_suites_in_one_lane(tmp_path):
+    from types import SimpleNamespace
+
+    from geomon.cli import lane_argv
+
+    suites = [SimpleNamespace(name="worldbench"), SimpleNamespace(name="blend")]
+    argv = ["--config", "g.yaml", "run", "--suite=worldbench,blend,saged", "--lanes", "2", "--profile", "quick"]
+    assert lane_argv(argv, suites, tmp_path / "r.json") == [
+        "--config", "g.yaml", "run", "--profile", "quick",
+        "--suite", "worldbench,blend", "--lane-report", str(tmp_path / "r.json"),
+    ]  # fmt: skip
+
+
+def test_a_run_in_two_lanes_runs_its_suites_at_once_and_reports_them_once(
+    tmp_path, monkeypatch, capfd, wdi_snapshot_dir
+):
+    """`geomon run --lanes 2`: each lane a `geomon run` of its own, at the same time (their Dagster runs overlap,
+    which one process running the suites in turn never does); the summary, the failed checks and the exit status
+    are the run's, once. A lane that fails ends the run with its own `geomon:` line."""
+    import dagster as dg
+
+    from geomon.defs.automation import SUITE_TAG
+    from geomon_tests.loopback import ScriptedModel, serve
+
+    with serve(ScriptedModel, {"answer": lambda messages: "42", "models": ["x"]}) as url:
+        settings = write_settings(
+            tmp_path,
+            wdi_snapshot_dir,
+            models=[{"name": "fake", "kind": "chat", "base_url": f"{url}/v1", "model_id": "x"}],
+        )
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+        monkeypatch.setenv("GEOMON_CONFIG", str(settings))
+        common = ["--config", str(settings), "run", "--models", "fake", "--profile", "quick", "--fail-on", "check"]
+        code = main(
+            [*common, "--suite", "worldbench,borderlines", "--sample", "2", "--territories", "2", "--lanes", "2"]
+        )
+    out, err = capfd.readouterr()
+    lines = [line for line in err.splitlines() if line.startswith("geomon:")]
+    # Each lane's failed checks reach the run, which prints them (a lane prints none): a reply the parser cannot
+    # read leaves BorderLines below its answered floor in each table revision (a warning: the run exits 0).
+    floors = [line for line in lines if line.startswith("geomon: check answered_above_floor on borderlines/")]
+    assert code == 0 and len(floors) == 2 and len(set(floors)) == 2, (code, lines)
+    assert out.count("Every report:") == 1 and "WorldBench:" in out and "BorderLines" in out, out
+    with dg.DagsterInstance.get() as instance:
+        spans = {}
+        for suite in ("worldbench", "borderlines"):
+            records = instance.get_run_records(dg.RunsFilter(tags={SUITE_TAG: suite}))
+            assert records and all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in records)
+            spans[suite] = (min(r.start_time for r in records), max(r.end_time for r in records))
+    (first_start, first_end), (second_start, second_end) = spans.values()
+    assert first_start < second_end and second_start < first_end, spans  # at the same time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here once the socket is closed
+    dead = write_settings(
+        tmp_path,
+        wdi_snapshot_dir,
+        models=[{"name": "dead", "kind": "chat", "base_url": f"http://127.0.0.1:{port}/v1", "model_id": "x"}],
+        engine={"max_retries": 0},
+    )
+    monkeypatch.setenv("GEOMON_CONFIG", str(dead))
+    code = main(["--config", str(dead), "run", "--models", "dead", "--suite", "worldbench,borderlines", "--lanes", "2"])
+    err = capfd.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("geomon:")]
+    assert code == 1 and len(lines) == 2 and all("dead:" in line for line in lines), err[-3000:]  # one per lane
+    assert "Traceback" not in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import os
 import re
 from typing import Any
 
@@ -235,8 +236,10 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f", index: bool = Fal
 
 
 def write_html(path, title: str, sections: list[str]):
-    """A self-contained HTML page (inline styles, charts as data URIs) at ``path``; returns the path."""
-    path.write_text(
+    """A self-contained HTML page (inline styles, charts as data URIs) at ``path``; returns the path. Written
+    whole, then moved into place: a reader (the browser, another run's index) never sees half a page."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(
         f"<!doctype html><meta charset='utf-8'><title>{title}</title>"
         "<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:0 8px}"
         "img{max-width:100%;height:auto}"
@@ -244,4 +247,5 @@ def write_html(path, title: str, sections: list[str]):
         "table{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}"
         "td,th{border:1px solid #ccc;padding:2px 6px}</style>" + "\n".join(sections)
     )
+    os.replace(partial, path)
     return path

@@ -27,3 +27,20 @@ def test_markdown_tables_keep_untrusted_text_inert():
     assert "\\[click\\](javascript:alert(1))" in table and "\\`code\\`" in table
     assert all(line.count(" | ") == 1 for line in lines[2:])  # the cells' pipes are escaped
     assert "7" * MARKDOWN_CELL_CHARS + "…" in table and "7" * (MARKDOWN_CELL_CHARS + 1) not in table
+
+
+def test_a_page_is_written_whole_then_moved_into_place(tmp_path, monkeypatch):
+    """Two lanes of one run write the index after each suite while a browser may be reading it: the page is
+    written beside its place and moved there in one step, so no reader sees half of it."""
+    from pathlib import Path
+
+    from geomon.report.charts import write_html
+
+    page = tmp_path / "index.html"
+    page.write_text("<p>the last run's page</p>")
+    opened = []
+    write_text = Path.write_text
+    monkeypatch.setattr(Path, "write_text", lambda self, *a, **k: (opened.append(self), write_text(self, *a, **k))[1])
+    write_html(page, "geomon — results", ["<p>this run's page</p>"])
+    assert page not in opened and opened  # never truncated in place
+    assert page.read_text().endswith("<p>this run's page</p>") and list(tmp_path.iterdir()) == [page]
