@@ -8,16 +8,21 @@ from geomon.cli import describe_failure, main
 from geomon_tests.conftest import write_settings
 
 
-def test_a_dead_endpoint_ends_the_run_with_one_line(tmp_path, monkeypatch, capsys, wdi_snapshot_dir):
+def dead_endpoint_settings(tmp_path, wdi_snapshot_dir):
+    """Settings whose model ``dead`` is served by nothing, asked without retries."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # nothing listens here once the socket is closed
-    settings = write_settings(
+    return write_settings(
         tmp_path,
         wdi_snapshot_dir,
         models=[{"name": "dead", "kind": "chat", "base_url": f"http://127.0.0.1:{port}/v1", "model_id": "x"}],
         engine={"max_retries": 0},
     )
+
+
+def test_a_dead_endpoint_ends_the_run_with_one_line(tmp_path, monkeypatch, capsys, wdi_snapshot_dir):
+    settings = dead_endpoint_settings(tmp_path, wdi_snapshot_dir)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     monkeypatch.setenv("GEOMON_CONFIG", str(settings))  # what the Dagster steps read
     code = main(["--config", str(settings), "run", "--suite", "worldbench", "--sample", "2", "--models", "dead"])
@@ -293,15 +298,7 @@ def test_a_run_in_two_lanes_runs_its_suites_at_once_and_reports_them_once(
     (first_start, first_end), (second_start, second_end) = spans.values()
     assert first_start < second_end and second_start < first_end, spans  # at the same time
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # nothing listens here once the socket is closed
-    dead = write_settings(
-        tmp_path,
-        wdi_snapshot_dir,
-        models=[{"name": "dead", "kind": "chat", "base_url": f"http://127.0.0.1:{port}/v1", "model_id": "x"}],
-        engine={"max_retries": 0},
-    )
+    dead = dead_endpoint_settings(tmp_path, wdi_snapshot_dir)
     monkeypatch.setenv("GEOMON_CONFIG", str(dead))
     code = main(["--config", str(dead), "run", "--models", "dead", "--suite", "worldbench,borderlines", "--lanes", "2"])
     err = capfd.readouterr().err
