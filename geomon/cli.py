@@ -104,7 +104,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         plans = run_plan(settings, specs, chosen, args.profile)
     except PlanError as exc:  # the plan is advice: a run does not need it
-        print(f"geomon: no plan before this run ({exc})", file=sys.stderr)
+        if not lane:  # the run that started this lane said so
+            print(f"geomon: no plan before this run ({exc})", file=sys.stderr)
         plans = []
     if plans and not lane and not confirm_plan(settings, plans, args):
         print(
@@ -123,6 +124,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     groups = lanes_of(chosen, plans, args.lanes)
     with dg.DagsterInstance.get() as instance:
         if len(groups) > 1:
+            from geomon.defs.runs import register_models
+
+            register_models(instance, names)  # once, here: two lanes adding the same new model would collide
             outcome = run_in_lanes(args.argv, groups)
         else:
             outcome = run_in_turn(instance, args, settings, chosen, names, plans)
@@ -246,44 +250,61 @@ class LaneFailed(RuntimeError):
         self.status = status
 
 
+# How a lane starts: this interpreter running geomon's command line (the tests start stand-ins).
+LANE_COMMAND = (sys.executable, "-m", "geomon.cli")
+
+
 def run_in_lanes(argv: Sequence[str], groups: Sequence[Sequence[Any]]) -> RunOutcome:
     """Each group of suites as a `geomon run` of its own, all at once; their outcomes together. Their progress
-    goes to this terminal as it comes."""
+    goes to this terminal as it comes. A lane that fails (its `geomon:` line is its own; one killed by a signal is
+    named here) ends the run with its exit status once every lane has ended, after the failed checks of the lanes
+    that finished. SIGTERM stops the lanes as Ctrl-C does, and a lane dies with this process however it ends."""
     import subprocess
     import tempfile
 
+    from geomon.engine.local import die_with_parent
+
     for group in groups:
         log.info("lane: %s", ", ".join(suite.title for suite in group))
+    sys.stdout.flush()  # this run's lines before the lanes' own, in a pipe too
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
     with tempfile.TemporaryDirectory(prefix="geomon-lanes-") as folder:
         reports = [Path(folder) / f"lane-{n}.json" for n in range(len(groups))]
-        command = [sys.executable, "-m", "geomon.cli"]
-        lanes = [
-            subprocess.Popen([*command, *lane_argv(argv, group, report)])
-            for group, report in zip(groups, reports, strict=True)
-        ]
+        lanes: list[subprocess.Popen] = []
         try:
+            for group, report in zip(groups, reports, strict=True):
+                command = [*LANE_COMMAND, *lane_argv(argv, group, report)]
+                lanes.append(subprocess.Popen(command, preexec_fn=lambda: die_with_parent(signal.SIGTERM)))
             statuses = [lane.wait() for lane in lanes]
         finally:
-            for lane in lanes:  # Ctrl-C reached the lanes too; one that outlives this run is stopped
+            signal.signal(signal.SIGTERM, previous)
+            for lane in lanes:  # stopped as on Ctrl-C (Dagster ends the step); a terminal's Ctrl-C reached them too
                 if lane.poll() is None:
                     lane.terminate()
-                    lane.wait()
-        failed = [(status, group) for status, group in zip(statuses, groups, strict=True) if status]
-        if failed:
-            status, group = failed[0]
-            if status == 130:
-                raise KeyboardInterrupt
-            # A lane that exited on its own printed its `geomon:` line; one killed by a signal could not.
+            for lane in lanes:
+                lane.wait()
+        if 130 in statuses:  # an interrupted lane prints nothing: this run says it once
+            raise KeyboardInterrupt
+        finished = [RunOutcome(**json.loads(r.read_text())) for r, s in zip(reports, statuses, strict=True) if not s]
+    outcome = RunOutcome(
+        failed=[line for o in finished for line in o.failed],
+        regressions=sum(o.regressions for o in finished),
+        blocking=sum(o.blocking for o in finished),
+    )
+    failed = [(status, group) for status, group in zip(statuses, groups, strict=True) if status]
+    if failed:
+        for line in outcome.failed:
+            print(f"geomon: {line}", file=sys.stderr)
+        for status, group in failed:
             if status < 0:
                 suites = ", ".join(suite.name for suite in group)
                 print(f"geomon: the lane running {suites} was killed (signal {-status})", file=sys.stderr)
-            raise LaneFailed(status if status > 0 else 1)
-        outcomes = [RunOutcome(**json.loads(report.read_text())) for report in reports]
-    return RunOutcome(
-        failed=[line for o in outcomes for line in o.failed],
-        regressions=sum(o.regressions for o in outcomes),
-        blocking=sum(o.blocking for o in outcomes),
-    )
+        raise LaneFailed(next((status for status, _ in failed if status > 0), 1))
+    return outcome
 
 
 def unchanged_line(title: str, results: list[Any]) -> str:
@@ -1159,7 +1180,8 @@ def main(argv: list[str] | None = None) -> int:
         check_arguments(args)
         return args.func(args)
     except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
+        if not getattr(args, "lane_report", None):  # a lane's run says it
+            print(INTERRUPTED, file=sys.stderr)
         return 130
     except (ConfigError, RegistryError) as exc:
         print(f"geomon: {exc}", file=sys.stderr)
@@ -1169,7 +1191,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # every failure ends in one line a person can act on; -v adds the traceback
         # Ctrl-C inside a Dagster step: while a model is asked (geomon's Interrupted) or between steps (Dagster's)
         if type(root_cause(exc)).__name__ in {"Interrupted", "DagsterExecutionInterruptedError"}:
-            print(INTERRUPTED, file=sys.stderr)
+            if not getattr(args, "lane_report", None):
+                print(INTERRUPTED, file=sys.stderr)
             return 130
         if args.verbose:
             import traceback

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import socket
+import sys
+
+import pytest
 
 from geomon.cli import describe_failure, main
 from geomon_tests.conftest import write_settings
@@ -305,3 +308,123 @@ def test_a_run_in_two_lanes_runs_its_suites_at_once_and_reports_them_once(
     lines = [line for line in err.splitlines() if line.startswith("geomon:")]
     assert code == 1 and len(lines) == 2 and all("dead:" in line for line in lines), err[-3000:]  # one per lane
     assert "Traceback" not in err
+
+
+STAND_IN_LANE = """
+import json, os, signal, sys
+suite, report = sys.argv[sys.argv.index("--suite") + 1], sys.argv[sys.argv.index("--lane-report") + 1]
+if suite == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)
+if suite == "broken":
+    print("geomon: broken: its own line", file=sys.stderr)
+    sys.exit(1)
+checks = {"regressed": (["check no_regression on a failed"], 1, 0), "blocked": (["check complete on b failed"], 0, 1)}
+failed, regressions, blocking = checks[suite]
+json.dump({"failed": failed, "regressions": regressions, "blocking": blocking}, open(report, "w"))
+"""
+
+
+def test_every_lanes_failed_checks_and_counts_reach_the_run_and_a_lane_that_dies_is_named(monkeypatch, capsys):
+    """Stand-in lanes (a script writing a lane's report): one lane's regression and another's blocking check both
+    count in the run's exit status (--fail-on check: 3); a lane killed by a signal, or failing with its own line,
+    ends the run after the finished lanes' failed checks are printed."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from geomon import cli
+
+    monkeypatch.setattr(cli, "LANE_COMMAND", (sys.executable, "-c", STAND_IN_LANE))
+    argv = ["run", "--lanes", "2"]
+
+    def lanes(*names):
+        return [[SimpleNamespace(name=n, title=n)] for n in names]
+
+    outcome = cli.run_in_lanes(argv, lanes("regressed", "blocked"))
+    assert outcome.failed == ["check no_regression on a failed", "check complete on b failed"]
+    assert (outcome.regressions, outcome.blocking) == (1, 1)
+    assert cli.gate("check", outcome.blocking, outcome.regressions) == 3
+    capsys.readouterr()
+    with pytest.raises(cli.LaneFailed) as failed:
+        cli.run_in_lanes(argv, lanes("regressed", "killed", "broken"))
+    assert failed.value.status == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "geomon: check no_regression on a failed",
+        "geomon: the lane running killed was killed (signal 9)",
+    ]  # the broken lane's own line went to the real stderr, from its process
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "ctrl-c"])
+def test_a_stopped_run_in_lanes_stops_every_lane_and_says_so_once(tmp_path, wdi_snapshot_dir, stop):
+    """A CI timeout or `timeout make run` sends the run SIGTERM; Ctrl-C in a terminal sends SIGINT to the run and
+    its lanes at once: either way every lane stops (no orphan goes on asking and writing), and the run says so
+    once, exit status 130."""
+    import os
+    import signal
+    import subprocess
+    import threading
+    import time
+    from pathlib import Path
+
+    from geomon_tests.loopback import ScriptedModel, serve
+
+    first_request, release = threading.Event(), threading.Event()
+
+    def slow(messages):
+        first_request.set()
+        release.wait(60)
+        return "42"
+
+    state = {"answer": slow}
+    with serve(ScriptedModel, state) as url:
+        model = {"name": "slow", "kind": "chat", "base_url": f"{url}/v1", "model_id": "x"}
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=[model])
+        env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "GEOMON_CONFIG": str(settings)}
+        geomon = Path(sys.executable).with_name("geomon")
+        command = [str(geomon), "--config", str(settings), "run", "--models", "slow", "--lanes", "2"]
+        command += ["--suite", "worldbench,borderlines", "--sample", "2", "--territories", "2"]
+        proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert first_request.wait(300), "the run never asked the model"
+            if stop == "sigterm":
+                proc.send_signal(signal.SIGTERM)
+            else:  # a terminal's Ctrl-C: the whole foreground process group
+                os.killpg(proc.pid, signal.SIGINT)
+            release.set()
+            _, err = proc.communicate(timeout=300)  # a guard, not a timing assertion
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+        asked = state["calls"]
+        time.sleep(5)  # an orphaned lane would go on asking (each suite has tens of asks left)
+        assert state["calls"] == asked, "a lane went on after its run ended"
+    lines = [line for line in err.splitlines() if line.startswith("geomon:")]
+    assert proc.returncode == 130, err[-3000:]
+    assert lines == ["geomon: interrupted; answers already received are stored and will not be asked again"], lines
+
+
+def test_a_run_registers_its_models_before_its_lanes_start(tmp_path, monkeypatch, capsys, wdi_snapshot_dir):
+    """Two lanes adding the same new model to a fresh instance at once would collide (a unique constraint, seen in
+    an audit 3 times in 4): the run registers the models itself, before any lane starts."""
+    import dagster as dg
+
+    from geomon import cli
+    from geomon.defs.resources import models_partitions
+
+    model = {"name": "fresh", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "x"}
+    settings = write_settings(tmp_path, wdi_snapshot_dir, models=[model])
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    monkeypatch.setenv("GEOMON_CONFIG", str(settings))
+    seen = {}
+
+    def lanes_started(argv, groups):
+        with dg.DagsterInstance.get() as instance:
+            seen["registered"] = instance.has_dynamic_partition(models_partitions.name, "fresh")
+        return cli.RunOutcome(failed=[], regressions=0, blocking=0)
+
+    monkeypatch.setattr(cli, "run_in_lanes", lanes_started)
+    command = ["--config", str(settings), "run", "--models", "fresh", "--suite", "worldbench,borderlines"]
+    assert main([*command, "--lanes", "2", "--fail-on", "never"]) == 0
+    assert seen == {"registered": True}

@@ -17,6 +17,7 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -87,16 +88,15 @@ def _sweep_orphan_logs() -> None:
                 path.unlink()
 
 
-def _die_with_parent() -> None:
-    """In the child, before llama-server starts: Linux sends it SIGKILL when the process that started it
-    dies, however that happens (SIGKILL of `geomon run`, a crashed Dagster worker), so no server is left
-    running under PID 1. The signal follows the *thread* that started the server; geomon starts servers from
+def die_with_parent(sig: int = signal.SIGKILL) -> None:
+    """In the child, before it starts (``preexec_fn``): Linux sends it ``sig`` when the process that started it
+    dies, however that happens (SIGKILL of `geomon run`, a crashed Dagster worker), so no server or lane is left
+    running under PID 1. The signal follows the *thread* that started the child; geomon starts children from
     the thread that then uses and stops them."""
     import ctypes
-    import signal
 
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: the server is still stopped on a clean exit
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    with contextlib.suppress(OSError, AttributeError):  # not Linux: the child is still stopped on a clean exit
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
 def free_port() -> int:
@@ -161,7 +161,7 @@ def running_server(
     )
     log.debug("starting llama-server for %s on port %d (%d slots, %d threads)", alias, port, slots, threads)
     proc = subprocess.Popen(
-        cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+        cmd, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
     )
     base = f"http://127.0.0.1:{port}"
     try:
