@@ -47,14 +47,14 @@ def test_unexpected_errors_say_so_and_point_to_the_traceback():
     assert line.startswith("unexpected KeyError") and "-v" in line
 
 
-def test_ctrl_c_stops_geomon_run_for_good(tmp_path, wdi_snapshot_dir):
-    """Ctrl-C in the middle of a model step: the run stops with one line and exit status 130. The step's
-    retry policy (for flaky endpoints) must not start it again, which would finish the run and exit 0."""
+def run_stopped_while_asking(tmp_path, wdi_snapshot_dir, args, stop, watch_s=0.0):
+    """`geomon run --models slow ARGS` in its own process group, on a model that answers only once released;
+    ``stop(proc)`` when it is first asked, then the answers released. Returns the exit status, the stderr, and how
+    many asks the model received when the run ended and ``watch_s`` seconds later (a lane left running asks on)."""
     import os
-    import signal
     import subprocess
-    import sys
     import threading
+    import time
     from pathlib import Path
 
     from geomon_tests.loopback import ScriptedModel, serve
@@ -66,42 +66,37 @@ def test_ctrl_c_stops_geomon_run_for_good(tmp_path, wdi_snapshot_dir):
         release.wait(60)
         return "42"
 
-    with serve(ScriptedModel, {"answer": slow}) as url:
-        settings = write_settings(
-            tmp_path,
-            wdi_snapshot_dir,
-            models=[{"name": "slow", "kind": "chat", "base_url": f"{url}/v1", "model_id": "x"}],
-        )
+    state = {"answer": slow}
+    with serve(ScriptedModel, state) as url:
+        model = {"name": "slow", "kind": "chat", "base_url": f"{url}/v1", "model_id": "x"}
+        settings = write_settings(tmp_path, wdi_snapshot_dir, models=[model])
         env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "GEOMON_CONFIG": str(settings)}
         geomon = Path(sys.executable).with_name("geomon")
-        proc = subprocess.Popen(
-            [
-                str(geomon),
-                "--config",
-                str(settings),
-                "run",
-                "--suite",
-                "worldbench",
-                "--sample",
-                "2",
-                "--models",
-                "slow",
-            ],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        command = [str(geomon), "--config", str(settings), "run", "--models", "slow", *args]
+        proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             assert first_request.wait(300), "the run never asked the model"
-            proc.send_signal(signal.SIGINT)
+            stop(proc)
             release.set()
             _, err = proc.communicate(timeout=300)  # a guard, not a timing assertion
         finally:
             release.set()
             if proc.poll() is None:
                 proc.kill()
+        asked = state["calls"]
+        time.sleep(watch_s)
+        return proc.returncode, err, (asked, state["calls"])
+
+
+def test_ctrl_c_stops_geomon_run_for_good(tmp_path, wdi_snapshot_dir):
+    """Ctrl-C in the middle of a model step: the run stops with one line and exit status 130. The step's
+    retry policy (for flaky endpoints) must not start it again, which would finish the run and exit 0."""
+    import signal
+
+    args = ["--suite", "worldbench", "--sample", "2"]
+    status, err, _ = run_stopped_while_asking(tmp_path, wdi_snapshot_dir, args, lambda p: p.send_signal(signal.SIGINT))
     lines = [line for line in err.splitlines() if line.startswith("geomon:")]
-    assert proc.returncode == 130, err[-2000:]
+    assert status == 130, err[-2000:]
     assert lines == ["geomon: interrupted; answers already received are stored and will not be asked again"]
     # Dagster's notices about the beta and preview APIs geomon uses on purpose are not the user's concern.
     assert "BetaWarning" not in err and "PreviewWarning" not in err, err[-2000:]
@@ -362,46 +357,19 @@ def test_a_stopped_run_in_lanes_stops_every_lane_and_says_so_once(tmp_path, wdi_
     once, exit status 130."""
     import os
     import signal
-    import subprocess
-    import threading
-    import time
-    from pathlib import Path
 
-    from geomon_tests.loopback import ScriptedModel, serve
+    def signalled(proc):
+        if stop == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+        else:  # a terminal's Ctrl-C: the whole foreground process group
+            os.killpg(proc.pid, signal.SIGINT)
 
-    first_request, release = threading.Event(), threading.Event()
-
-    def slow(messages):
-        first_request.set()
-        release.wait(60)
-        return "42"
-
-    state = {"answer": slow}
-    with serve(ScriptedModel, state) as url:
-        model = {"name": "slow", "kind": "chat", "base_url": f"{url}/v1", "model_id": "x"}
-        settings = write_settings(tmp_path, wdi_snapshot_dir, models=[model])
-        env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "GEOMON_CONFIG": str(settings)}
-        geomon = Path(sys.executable).with_name("geomon")
-        command = [str(geomon), "--config", str(settings), "run", "--models", "slow", "--lanes", "2"]
-        command += ["--suite", "worldbench,borderlines", "--sample", "2", "--territories", "2"]
-        proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            assert first_request.wait(300), "the run never asked the model"
-            if stop == "sigterm":
-                proc.send_signal(signal.SIGTERM)
-            else:  # a terminal's Ctrl-C: the whole foreground process group
-                os.killpg(proc.pid, signal.SIGINT)
-            release.set()
-            _, err = proc.communicate(timeout=300)  # a guard, not a timing assertion
-        finally:
-            release.set()
-            if proc.poll() is None:
-                proc.kill()
-        asked = state["calls"]
-        time.sleep(5)  # an orphaned lane would go on asking (each suite has tens of asks left)
-        assert state["calls"] == asked, "a lane went on after its run ended"
+    args = ["--lanes", "2", "--suite", "worldbench,borderlines", "--sample", "2", "--territories", "2"]
+    # an orphaned lane would go on asking (each suite has tens of asks left)
+    status, err, (asked, later) = run_stopped_while_asking(tmp_path, wdi_snapshot_dir, args, signalled, watch_s=5)
+    assert later == asked, "a lane went on after its run ended"
     lines = [line for line in err.splitlines() if line.startswith("geomon:")]
-    assert proc.returncode == 130, err[-3000:]
+    assert status == 130, err[-3000:]
     assert lines == ["geomon: interrupted; answers already received are stored and will not be asked again"], lines
 
 
