@@ -130,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             outcome = run_in_lanes(args.argv, groups)
         else:
             outcome = run_in_turn(instance, args, settings, chosen, names, plans)
-        if args.lane_report:  # a lane of another `geomon run`: that run reports
+        if lane:  # that run reports
             Path(args.lane_report).write_text(json.dumps(dataclasses.asdict(outcome)))
             return 0
         for line in outcome.failed:
@@ -1171,6 +1171,13 @@ def describe_failure(exc: BaseException) -> str:
 INTERRUPTED = "geomon: interrupted; answers already received are stored and will not be asked again"
 
 
+def interrupted(args: argparse.Namespace) -> int:
+    """Exit status 130, said once: by the run, not by each of its lanes."""
+    if not getattr(args, "lane_report", None):
+        print(INTERRUPTED, file=sys.stderr)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -1180,9 +1187,7 @@ def main(argv: list[str] | None = None) -> int:
         check_arguments(args)
         return args.func(args)
     except KeyboardInterrupt:
-        if not getattr(args, "lane_report", None):  # a lane's run says it
-            print(INTERRUPTED, file=sys.stderr)
-        return 130
+        return interrupted(args)
     except (ConfigError, RegistryError) as exc:
         print(f"geomon: {exc}", file=sys.stderr)
         return 2
@@ -1191,9 +1196,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # every failure ends in one line a person can act on; -v adds the traceback
         # Ctrl-C inside a Dagster step: while a model is asked (geomon's Interrupted) or between steps (Dagster's)
         if type(root_cause(exc)).__name__ in {"Interrupted", "DagsterExecutionInterruptedError"}:
-            if not getattr(args, "lane_report", None):
-                print(INTERRUPTED, file=sys.stderr)
-            return 130
+            return interrupted(args)
         if args.verbose:
             import traceback
 
