@@ -102,7 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from geomon.plan import PlanError
 
     try:
-        plans = run_plan(settings, specs, chosen, args.profile)
+        plans = run_plan(settings, specs, chosen, args.profile, {s.name: suite_flags(args, s) for s in chosen})
     except PlanError as exc:  # the plan is advice: a run does not need it
         if not lane:  # the run that started this lane said so
             print(f"geomon: no plan before this run ({exc})", file=sys.stderr)
@@ -182,13 +182,16 @@ def run_in_turn(
     level = "DEBUG" if args.verbose else "CRITICAL"
     results = []
     for suite in chosen:
-        options = {option.dest: getattr(args, option.dest) for option in suite.options}
         log.info("%s for %s", suite.title, ", ".join(names))
         # A model whose every ask is stored may be unchanged since its last run: the plan says what it would read.
-        answers = {} if args.rerun else {p.model: p.answers for p in plans if p.suite == suite.name and not p.to_ask}
-        sample = next((p.sample for p in plans if p.suite == suite.name), "")
         ran, described = suite_runs(suite.name).run_from_options(
-            instance, names, options, settings, level, profile=args.profile, answers=answers, sample=sample
+            instance,
+            names,
+            suite_flags(args, suite),
+            settings,
+            level,
+            profile=args.profile,
+            plans=[] if args.rerun else plans,
         )
         log.info("%s done (%s)", suite.title, described)
         print(unchanged_line(suite.title, ran), end="")
@@ -427,12 +430,21 @@ def warn_broken_suites() -> None:
         print(f"geomon: {why} (left out; the other suites run)", file=sys.stderr)
 
 
-def run_plan(settings: Any, specs: list[Any], chosen: list[Any], profile: str) -> list[Any]:
-    """``geomon plan``'s rows for a run: what it asks and what each headline can detect at its sample."""
+def suite_flags(args: argparse.Namespace, suite: Any) -> dict[str, Any]:
+    """``geomon run``'s flags of ``suite`` (its ``RunOption``s, by dest; None where not given)."""
+    return {option.dest: getattr(args, option.dest) for option in suite.options}
+
+
+def run_plan(
+    settings: Any, specs: list[Any], chosen: list[Any], profile: str, flags: dict[str, dict[str, Any]]
+) -> list[Any]:
+    """``geomon plan``'s rows for a run at its ``flags`` (by suite): what it asks and what each headline can detect
+    at its sample."""
     from geomon import plan
     from geomon.monitor.history import MetricHistory
 
-    return plan.make_plan(settings, specs, chosen, profile, settings.store(), MetricHistory(settings.store_url))
+    history = MetricHistory(settings.store_url)
+    return plan.make_plan(settings, specs, chosen, profile, settings.store(), history, flags=flags)
 
 
 def detectable(plans: list[Any], suite: str) -> str:

@@ -210,6 +210,8 @@ class SuitePlan:
     sample_option: str = ""  # the prompts option that sets the clusters ("": none)
     answers: str = ""  # the fingerprint of the answers its asks read (``store.answers_fingerprint``)
     sample: str = ""  # the prompts' sample (``pipeline.sample_id``), as the prompts asset's data version ends
+    # In a suite with revisions, by revision the run evaluates: the fingerprint of the answers its asks read
+    revision_answers: dict[str, str] = field(default_factory=dict)
 
     @property
     def to_ask(self) -> int:
@@ -329,13 +331,18 @@ def external_input(settings: Any, key: str) -> Any:
 
 
 def build_prompts(
-    settings: Any, suite: str, options: dict[str, Any], upstream: dict[str, Any] | None = None
+    settings: Any,
+    suite: str,
+    options: dict[str, Any],
+    upstream: dict[str, Any] | None = None,
+    revision: str | None = None,
 ) -> tuple[pd.DataFrame, Stage]:
-    """Suite ``suite``'s prompts at ``options`` (its stages up to the prompts, run here; the newest revision
-    of a suite with revisions), and the stage that asks the contestant. ``upstream`` keeps the values of the
-    stages that take no options, for another build at other options to reuse."""
+    """Suite ``suite``'s prompts at ``options`` (its stages up to the prompts, run here; of ``revision``, by
+    default the newest, in a suite with revisions), and the stage that asks the contestant. ``upstream`` keeps the
+    values of the stages that take no options and no revision, for another build to reuse."""
     pipeline: Pipeline = registry.suite(suite).pipeline
-    revision = pipeline.revisions.resolve(settings)[-1] if pipeline.revisions is not None else None
+    if pipeline.revisions is not None and revision is None:
+        revision = pipeline.revisions.resolve(settings)[-1]
     upstream = {} if upstream is None else upstream
     values: dict[str, Any] = {}
     for stage in pipeline.stages:
@@ -350,14 +357,24 @@ def build_prompts(
         context = PlanContext(settings, options if stage.options else {}, revision=revision)
         result: StageResult = stage.run(context, **inputs)
         values[stage.name] = result.value
-        if not stage.options and all("/" in name or name in upstream for name in stage.inputs):
-            upstream[stage.name] = result.value  # the same at any options
+        if not (stage.options or stage.per_revision) and all("/" in name or name in upstream for name in stage.inputs):
+            upstream[stage.name] = result.value  # the same at any options and revision
         if stage is pipeline.prompts:
             asking = next((s for s in pipeline.stages if s.requests is not None), None)
             if asking is None:
                 raise PlanError(f"suite {suite}: no stage declares the requests it sends")
             return result.value, asking
     raise PlanError(f"suite {suite}: no prompts stage before the per-model stages")
+
+
+def asked_keys(asking: Stage, prompts: pd.DataFrame, spec: ModelSpec, settings: Any) -> list[str]:
+    """The response-store keys of what ``asking`` sends ``spec`` for ``prompts``, each once, in order."""
+    from geomon.engine.runner import model_identity
+    from geomon.engine.store import response_key
+
+    identity = model_identity(spec)
+    requests = asking.requests(prompts, spec, settings)
+    return list(dict.fromkeys(response_key(identity, r, settings.cache_epoch) for r in requests))
 
 
 def pace(store: Any, spec: ModelSpec) -> dict[str, float] | None:
@@ -500,6 +517,18 @@ def clusters_to_detect(
     return power.clusters_to_detect(sd, change, test_level(settings, suite, paging), settings.verdicts.power)
 
 
+def run_config(
+    settings: Any, info: registry.SuiteInfo, flags: dict[str, Any], profile: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``geomon run``'s flags of suite ``info`` over run ``profile`` (default: the automation profile): the
+    flags with the profile's values where none was given, and the prompts stage's run config. The run and its
+    plan both read them here, so a flag changes what the plan counts as it changes what the run asks."""
+    sizes = settings.run_options(info.name, profile)
+    options = {o.dest: sizes.get(o.config) if flags.get(o.dest) is None else flags[o.dest] for o in info.options}
+    config = {**sizes, **{o.config: options[o.dest] for o in info.options if options[o.dest] is not None}}
+    return options, config
+
+
 def sample_option(suite: str) -> str:
     """The prompts option that sets a suite's clusters: its first ``sample`` or ``sample_*`` option (the
     questions, countries, territories; a later one, like Gapminder's variations, samples within them)."""
@@ -518,20 +547,34 @@ def suite_plans(
     full_size: bool = False,
     measured: dict[tuple[str, str], power.Spread] | None = None,
     options: dict[str, Any] | None = None,
+    flags: dict[str, Any] | None = None,
 ) -> list[SuitePlan]:
-    """One suite's plan for each model (``prompts``: already built, e.g. by the prompts asset, at ``options``, the
-    profile's by default); ``full_size`` also builds the suite's prompts at its full size, to count the clusters
-    each comparison could ever have; ``measured``: the spreads to plan from, else the suite's latest stored
-    evaluation's (``measured_spreads``)."""
-    from geomon.engine.runner import model_identity
-    from geomon.engine.store import answers_fingerprint, response_key
+    """One suite's plan for each model (``prompts``: already built, e.g. by the prompts asset, at ``options``, by
+    default ``flags`` — ``geomon run``'s, by ``RunOption.dest`` — over the profile's); ``full_size`` also builds
+    the suite's prompts at its full size, to count the clusters each comparison could ever have; ``measured``: the
+    spreads to plan from, else the suite's latest stored evaluation's (``measured_spreads``). A suite with
+    revisions asks every revision a run evaluates, each at its own options: their asks are counted together, the
+    comparisons planned on the newest."""
+    from geomon.engine.store import answers_fingerprint
 
-    options = settings.run_options(info.name, profile) if options is None else options
+    if options is None:
+        flags, options = run_config(settings, info, flags or {}, profile)
+    elif flags is None:
+        flags = {o.dest: options.get(o.config) for o in info.options}
     upstream: dict[str, Any] = {}
+    revisions = registry.suite(info.name).pipeline.revisions
+    frames: dict[str | None, pd.DataFrame] = {}  # the prompts each revision a run evaluates asks, oldest first
+    newest = None
+    if prompts is None and revisions is not None:
+        *older, newest = revisions.resolve(settings)
+        by_revision = revisions.options(flags, [*older, newest])
+        options = {**options, **by_revision[newest]}
+        frames = {key: build_prompts(settings, info.name, by_revision[key], upstream, key)[0] for key in older}
     if prompts is None:
-        prompts, asking = build_prompts(settings, info.name, options, upstream)
+        prompts, asking = build_prompts(settings, info.name, options, upstream, newest)
     else:
         asking = next(s for s in registry.suite(info.name).pipeline.stages if s.requests is not None)
+    frames[newest] = prompts
     clusters = _clusters(prompts, info.unit)
     min_effects = settings.verdicts.min_effects
     planned = comparisons(info, prompts, min_effects)
@@ -550,9 +593,9 @@ def suite_plans(
     digest = settings.digest()
     sample = sample_id(prompts)
     for spec in models:
-        requests = asking.requests(prompts, spec, settings)
-        identity = model_identity(spec)
-        keys = list(dict.fromkeys(response_key(identity, r, settings.cache_epoch) for r in requests))
+        # the stored answers each revision's asks read (one "revision", None, in a suite without revisions)
+        read = {revision: asked_keys(asking, frame, spec, settings) for revision, frame in frames.items()}
+        keys = list(dict.fromkeys(key for revision_keys in read.values() for key in revision_keys))
         stored = len(store.get_many(keys))
         speed = pace(store, spec)
         seconds = tokens = cost = None
@@ -581,8 +624,9 @@ def suite_plans(
                 planned,
                 settings.budget.asks_per_suite,
                 option,
-                answers_fingerprint(keys, digest),
+                answers_fingerprint(read[newest], digest),
                 sample,
+                {revision: answers_fingerprint(k, digest) for revision, k in read.items() if revision is not None},
             )
         )
     return plans
@@ -596,10 +640,16 @@ def make_plan(
     store: Any,
     history: Any,
     full_size: bool = False,
+    flags: dict[str, dict[str, Any]] | None = None,
 ) -> list[SuitePlan]:
-    """Every model × suite at ``profile``; nothing is asked (``full_size``: as ``suite_plans``)."""
+    """Every model × suite at ``profile`` (and ``geomon run``'s ``flags``, by suite); nothing is asked
+    (``full_size``: as ``suite_plans``)."""
     return [
-        p for info in suites for p in suite_plans(settings, models, info, profile, store, history, full_size=full_size)
+        p
+        for info in suites
+        for p in suite_plans(
+            settings, models, info, profile, store, history, full_size=full_size, flags=(flags or {}).get(info.name)
+        )
     ]
 
 

@@ -111,7 +111,7 @@ def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_di
             return True
 
     args = argparse.Namespace(profile="quick", yes=False)
-    plans = run_plan(settings, [spec], [info], "quick")
+    plans = run_plan(settings, [spec], [info], "quick", {})
     monkeypatch.setattr("sys.stdin", Terminal("n\n"))
     monkeypatch.setattr("sys.stdout", Terminal())
     assert confirm_plan(settings, plans, args) is False

@@ -10,7 +10,7 @@ through the registry.
 
 import inspect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -439,31 +439,44 @@ class DeclaredSuite:
         settings: Settings,
         log_level: str,
         profile: str | None = None,
-        answers: Mapping[str, str] | None = None,
-        sample: str = "",
+        plans: Sequence[Any] = (),
     ) -> tuple[list[Any], str]:
         """``geomon run``'s options of this suite under run ``profile`` (each flag given overrides the profile's
-        value of a prompts-stage option; 0 = all). ``answers``: by model, the fingerprint of the stored answers
-        its asks would read (the plan's, of the newest revision): an unchanged partition is not run again; ``sample``:
-        the plan's prompts (``pipeline.sample_id``)."""
-        options, config = profile_config(self.info, options, settings, profile)
+        value of a prompts-stage option; 0 = all). ``plans``: the run's plan rows of this suite
+        (``plan.SuitePlan``, made at the same flags), which say what each model's asks would read: a partition
+        whose every ask is stored and whose assets are fresh and last read exactly those answers is not run again,
+        and prompts of the plan's sample that are fresh are not materialized again."""
+        from geomon.plan import run_config
+
+        options, config = run_config(settings, self.info, options, profile)
         shown = {o.config: config.get(o.config) for o in self.info.options if o.config.startswith("sample")}
         described = f"profile {profile or settings.automation_profile}; " + (
             ", ".join(f"{name}: {value or 'all'}" for name, value in shown.items()) or "defaults"
         )
+        stored = [p for p in plans if p.suite == self.info.name and not p.to_ask]  # every answer stored
         revisions = self.pipeline.revisions
-        answers = dict(answers or {})
         if revisions is None:
+            answers = {p.model: p.answers for p in stored}
+            sample = next((p.sample for p in plans if p.suite == self.info.name), "")
             results = self.materialize(
                 instance, models, config, log_level=log_level, described=described, answers=answers, sample=sample
             )
             return results, described
         keys = revisions.resolve(settings)
         described = f"revisions: {', '.join(keys)}; {described}"
-        per_revision = revisions.options(options, keys)
-        newest = {str(dg.MultiPartitionKey({"model": m, "revision": keys[-1]})): a for m, a in answers.items()}
+        answers = {
+            str(dg.MultiPartitionKey({"model": p.model, "revision": revision})): read
+            for p in stored
+            for revision, read in p.revision_answers.items()
+            if revision in keys
+        }
         results = self.materialize(
-            instance, models, log_level=log_level, described=described, revisions=per_revision, answers=newest
+            instance,
+            models,
+            log_level=log_level,
+            described=described,
+            revisions=revisions.options(options, keys),
+            answers=answers,
         )
         return results, described
 
@@ -522,17 +535,6 @@ def plan_markdown(table: pd.DataFrame, info: registry.SuiteInfo) -> Markdown:
         notes.append("MDE: the smallest change a run can detect, in the metric's units; " + "; ".join(units))
     parts = [", ".join(above) + " for every model" if above else "", charts.markdown_table(table), *below]
     return Markdown("\n\n".join(p for p in (*parts, "\n".join(f"- {n}" for n in notes)) if p))
-
-
-def profile_config(
-    info: registry.SuiteInfo, flags: dict[str, Any], settings: Settings, profile: str | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``geomon run``'s flags of suite ``info`` over run ``profile`` (default: the automation profile): the
-    flags with the profile's values where none was given, and the prompts stage's run config."""
-    sizes = settings.run_options(info.name, profile)
-    options = {o.dest: sizes.get(o.config) if flags.get(o.dest) is None else flags[o.dest] for o in info.options}
-    config = {**sizes, **{o.config: options[o.dest] for o in info.options if options[o.dest] is not None}}
-    return options, config
 
 
 def suite_runs(name: str) -> DeclaredSuite:

@@ -859,7 +859,8 @@ def _watch(settings: Any, cursor: str | None) -> tuple[list[str], str | None]:
 def _revision_options(options: dict[str, Any], revisions: list[str]) -> dict[str, dict[str, Any]]:
     """``geomon run``'s options per revision: every persona on the newest table, the first on the older
     ones (KB CS over table versions costs one persona per older table)."""
-    personas = [p for p in (options.get("personas") or TRACKED_PERSONA).split(",") if p]
+    personas = options.get("personas") or TRACKED_PERSONA  # the flag's text, or the stage option's list
+    personas = [p for p in (personas.split(",") if isinstance(personas, str) else personas) if p]
     return {
         key: {
             "personas": personas if key == revisions[-1] else personas[:1],

@@ -11,8 +11,8 @@ import pytest
 
 from geomon.config import ConfigError, load_settings
 from geomon.definitions import defs
-from geomon.defs.factory import profile_config
 from geomon.defs.resources import GeomonResource
+from geomon.plan import run_config
 from geomon.suites import registry
 from geomon_tests.conftest import SHARED, automation_tick, write_settings
 
@@ -46,7 +46,7 @@ def test_the_ui_default_and_automation_ask_what_geomon_run_asks(tmp_path, wdi_sn
     path = write_settings(tmp_path, wdi_snapshot_dir, automation_profile=profile)
     settings = load_settings(path)
     info = registry.suites()["worldbench"]
-    _, config = profile_config(info, {}, settings, profile)  # geomon run --profile P, no flags
+    _, config = run_config(settings, info, {}, profile)  # geomon run --profile P, no flags
     assert config["sample_countries"] == info.profiles[profile]["sample_countries"]  # never 0 = every country
     snapshot = read_snapshot(wdi_snapshot_dir)
     cli = worldbench.build_prompts(

@@ -109,6 +109,11 @@ def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_
         assert prompts_runs() == prompts_before, "the same sample, fresh: the prompts are not materialized again"
         assert "Capitals: oracle, regional unchanged since the last run" in shown
         assert ran("--rerun")[0] == 2  # asked for: both run again
+        # A flag is part of the run: a smaller sample (its answers all stored) is other prompts, so both run again;
+        # back at the profile's sample they run again once, then are unchanged.
+        assert ran("--capitals-sample", "10", status=None)[0] == 2  # (another sample: another series)
+        assert ran()[0] == 2
+        assert ran()[0] == 0
         # Other answers: a new cache epoch asks again; back on the first epoch, every answer is stored but the
         # models last read the new epoch's, so they run again once, then are unchanged.
         monkeypatch.setenv("GEOMON_CACHE_EPOCH", "")  # restored after the test: `--epoch` sets it in this process
@@ -209,3 +214,89 @@ def test_a_model_whose_judge_left_an_ask_unanswered_is_run_again(
         refusing["on"] = False
         assert ran() == 1  # the judge answers it now
         assert ran() == 0, "every ask answered and stored: unchanged"
+
+
+# A suite whose data comes in two editions: France is asked only in the older one, Kenya only in the newer.
+EDITIONS = """
+import pandas as pd
+from geomon.stats.declared import Mean, TrackedMetric
+from geomon.suites import kit
+from geomon.suites.info import Headline, RunOption, SuiteInfo
+from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageResult, Tracked, responses_stage
+
+COUNTRIES = {"v1": ["France", "Japan", "Peru"], "v2": ["Japan", "Peru", "Kenya"]}
+CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Peru": "Lima", "Kenya": "Nairobi"}
+SUITE = SuiteInfo(
+    name="editions", title="Editions", spec="a test", headlines=(Headline("accuracy", "accuracy"),),
+    options=(RunOption("--editions-sample", "the first N countries", int, None, "sample"),), order=300,
+)
+TRACKED = (TrackedMetric("accuracy", Mean("value")),)
+
+def _table(context):
+    return StageResult(pd.DataFrame({"item": COUNTRIES[context.revision]}))
+
+def _prompts(context, table):
+    table = table.head(context.options["sample"] or len(table))
+    return StageResult(table.assign(chat=[f"What is the capital city of {c}?" for c in table["item"]]))
+
+def _scores(context, prompts, responses):
+    right = [CAPITALS[c] in (r or "") for c, r in zip(prompts["item"], responses["text"])]
+    items = prompts.assign(value=[float(r) for r in right])
+    return StageResult({"summary": {"accuracy": items["value"].mean()}}, tracked=Tracked(items, context.revision))
+
+PIPELINE = Pipeline(
+    stages=(
+        Stage("table", _table, per_revision=True, source=True),
+        Stage(
+            "prompts", _prompts, inputs=("table",), per_revision=True, options=(Option("sample", int, 0, "0 = all"),)
+        ),
+        responses_stage(lambda prompts, spec: kit.requests_for(prompts, spec, 16), "item"),
+        Stage("scores", _scores, inputs=("prompts", "responses"), per_model=True, tracked=True),
+    ),
+    write_report=lambda out, board, results, settings: out,
+    leaderboard_columns=("accuracy",),
+    per_model_description="capitals by edition",
+    revisions=Revisions(
+        partitions="editions",
+        resolve=lambda settings: ["v1", "v2"],
+        options=lambda flags, keys: {key: {"sample": flags.get("editions_sample") or 0} for key in keys},
+    ),
+)
+"""
+
+
+@pytest.mark.dagster
+def test_every_revision_a_run_evaluates_is_planned_and_an_unchanged_one_is_not_run_again(
+    suite_folder, tmp_path, wdi_snapshot_dir, monkeypatch, capsys
+):
+    """The plan counts the asks of every revision a run evaluates (the older edition's France too), at the run's
+    flags, and a second run leaves every revision's unchanged partition alone. Mutations caught: the plan of the
+    newest revision only (3 asks planned, and the older edition's partition runs again every time); the run's
+    flags left out of its plan (the counts of the whole editions at `--editions-sample 2`)."""
+    from geomon.cli import main
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    (folder / "editions.py").write_text(EDITIONS)
+    suite_folder(folder)
+    with scripted_models(tmp_path, wdi_snapshot_dir, monkeypatch, {"oracle": right}) as (_, settings):
+
+        def ran(*flags: str) -> tuple[int, str]:
+            with dg.DagsterInstance.get() as instance:
+                before = len(instance.get_run_records(dg.RunsFilter(job_name=per_model_job_name("editions"))))
+            code = main(["--config", settings, "run", "--suite", "editions", "--models", "oracle", "--yes", *flags])
+            shown = capsys.readouterr()
+            assert code == 0, shown.err
+            with dg.DagsterInstance.get() as instance:
+                after = instance.get_run_records(dg.RunsFilter(job_name=per_model_job_name("editions")))
+            whole = [r for r in after[: len(after) - before] if r.dagster_run.asset_selection is None]
+            return len(whole), shown.out
+
+        runs, shown = ran()
+        assert runs == 2 and "plan: profile default: 4 asks to make, 0 already stored" in shown, shown
+        runs, shown = ran()
+        assert runs == 0 and "plan: profile default: 0 asks to make, 4 already stored" in shown, shown
+        assert "oracle at v1, oracle at v2 unchanged since the last run" in shown
+        runs, shown = ran("--editions-sample", "2")  # France, Japan and Japan, Peru: three asks, all stored
+        assert "plan: profile default: 0 asks to make, 3 already stored" in shown, shown
+        assert runs == 2  # other prompts in both editions
