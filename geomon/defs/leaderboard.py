@@ -170,11 +170,14 @@ PUBLISHED_NOTE = "published aggregate: no interval, no items (the per-item resul
 
 def with_published(board: pd.DataFrame, published: pd.DataFrame | None) -> pd.DataFrame:
     """``board`` with ``origin`` and, below geomon's rows, the paper's published ones (marked so, never
-    mistaken for an insufficient sample or tracked in the history)."""
+    mistaken for an insufficient sample or tracked in the history; a row's own ``sample_note``, say what its
+    reader corrected, follows the mark)."""
     board = board.assign(**{ORIGIN: board[ORIGIN].fillna("geomon") if ORIGIN in board else "geomon"})
     if published is None or published.empty:
         return board
-    rows = published.assign(**{ORIGIN: "published", SAMPLE_NOTE: PUBLISHED_NOTE})
+    own = published[SAMPLE_NOTE].fillna("") if SAMPLE_NOTE in published else pd.Series("", index=published.index)
+    notes = [PUBLISHED_NOTE + (f"; {note}" if note else "") for note in own]
+    rows = published.assign(**{ORIGIN: "published", SAMPLE_NOTE: notes})
     return pd.concat([board, rows], ignore_index=True)
 
 

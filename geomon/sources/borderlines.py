@@ -190,9 +190,11 @@ PUBLISHED_PERSONAS = {"none": "vanilla", "vanilla": "vanilla", "un": "un_peaceke
 
 
 def read_published_scores(path: str | Path) -> pd.DataFrame:
-    """The paper's per-model scores (the release's ``scores_for_all.csv``) as leaderboard rows: model,
-    persona and the concurrence scores under geomon's names; a role geomon does not ask (GPT-4's
-    ``input_demo``) keeps its own name. A missing column is an error naming the file."""
+    """The release's per-model scores (``scores_for_all.csv``; not the paper's tables for every model) as
+    leaderboard rows: model, persona and the concurrence scores under geomon's names; a role geomon does not ask
+    (GPT-4's ``input_demo``) keeps its own name. A missing column is an error naming the file. A row whose
+    Con − Non disagrees with its own Control and Non-control CS (the release's random row: 43.5 where both are
+    43.5) gets the difference recomputed, said in its ``sample_note``."""
     path = Path(path)
     if not path.is_file():
         raise DisputesError(f"{path}: missing; the paper's published scores are read there")
@@ -203,6 +205,13 @@ def read_published_scores(path: str | Path) -> pd.DataFrame:
     out = table.rename(columns=PUBLISHED_COLUMNS)[["Model", "Role", *PUBLISHED_COLUMNS.values()]]
     out = out.rename(columns={"Model": "model", "Role": "persona"})
     out["persona"] = [PUBLISHED_PERSONAS.get(role, role) for role in out["persona"]]
+    difference = out["con_cs"] - out["non_cs"]
+    wrong = (out["delta_cs_unnormalized"] - difference).abs() > 0.01  # the file rounds to three decimals
+    out["sample_note"] = [
+        f"Con − Non recomputed from its Control and Non-control CS (the file says {given:g})" if bad else ""
+        for bad, given in zip(wrong, out["delta_cs_unnormalized"], strict=True)
+    ]
+    out.loc[wrong, "delta_cs_unnormalized"] = difference[wrong]
     return out
 
 

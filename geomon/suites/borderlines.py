@@ -203,18 +203,25 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> tuple[list[Generatio
     """The requests for ``prompts`` and, per request, (prompt row, claimant index or -1).
 
     Chat models get the system prompt and the query. Rank classification scores, per claimant, that
-    claimant's name in the query's language as the continuation of the query (the engine forces the
-    name's own tokens and reads the model's log-probability of each; see GenerationRequest.continuation).
+    claimant's name in the query's language as the continuation of the query, joined as the release's
+    ``run_gpt/run_inference_rank.py`` joins them (``{query} Answer: {claimant}``; the engine forces the name's own
+    tokens and reads the model's log-probability of each; see GenerationRequest.continuation). The vanilla
+    persona is the paper's Table 5 setting, the query alone (its personas are GPT-4's system prompts); another
+    persona's instruction comes above the query.
     """
     params = {**spec.params, "temperature": 0.0}
     requests: list[GenerationRequest] = []
     owners: list[tuple[int, int]] = []
     for i, row in enumerate(prompts.itertuples(index=False)):
         if ranks_candidates(spec):
-            # The name starts a new line, so it is tokenized as it would be on its own.
-            context = f"{row.system}\n\n{row.query}\n"
+            instruction = "" if row.persona == "vanilla" else f"{row.system}\n\n"  # vanilla: Table 5
+            context = f"{instruction}{row.query} Answer:"
             for j, choice in enumerate(row.choices):
-                requests.append(GenerationRequest("completion", prompt=context, params=params, continuation=choice))
+                # the space before the name is its own first token's, as it is tokenized after "Answer:"
+                continuation = f" {choice}"
+                requests.append(
+                    GenerationRequest("completion", prompt=context, params=params, continuation=continuation)
+                )
                 owners.append((i, j))
         elif spec.kind == "chat":
             messages = ({"role": "system", "content": row.system}, {"role": "user", "content": row.query})
@@ -572,7 +579,9 @@ TRACKED = (
 # --- the suite's graph (geomon.suites.pipeline): the Dagster factory builds its assets from it -------------
 
 MIN_ANSWERED_RATE = 0.5  # below it a model rarely commits to a claimant: its scores are not comparable
-PUBLISHED_REVISION = "published (Li et al.)"  # the revision column of the paper's own rows
+# the revision column of the release's published scores (not the paper's tables: its BLOOM, BLOOMZ and GPT-3 rows
+# come from an older table; docs/suites/borderlines.md)
+PUBLISHED_REVISION = "release scores (Li et al.)"
 
 
 def _release_stage(context: Any) -> StageResult:

@@ -9,6 +9,7 @@ per question and model, correct ÷ (answers − indecisive) × 100, averaged ove
 
 from __future__ import annotations
 
+import re
 import string
 import sys
 from collections.abc import Sequence
@@ -206,14 +207,33 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationReque
     ]
 
 
+# Words that make an answer naming one option equivocal or a refusal ("It is definitely not 44%", "some sources
+# say 44% but that is unverified", "Error: … 44% quota"): such an answer goes to the judges, who grade it by the
+# rubric (an equivocal answer is indecisive). English and Chinese, the languages of Gapminder's prompts.
+DOUBT = re.compile(
+    r"\b(?:not|no|never|none|cannot|can't|won't|isn't|aren't|wasn't|don't|doesn't|didn't|unsure|uncertain|unknown"
+    r"|unclear|unverified|maybe|perhaps|possibly|might|depends|error|sorry|impossible|guess)\b|n't\b"
+    r"|不|没|无法|可能|也许|或许|未知|大概",
+    re.IGNORECASE,
+)
+
+
 def pre_grade(prompts: pd.DataFrame, answers: Sequence[str | None]) -> list[str | None]:
-    """The grade of an answer that names exactly one option's text (its correctness); None where the
-    answer needs judgment (no option named, several named, or no answer)."""
+    """The grade of a plain answer — it names exactly one option's text and, outside that text, no negation or
+    doubt (``DOUBT``) — by that option's correctness; None where the answer needs the judges (no option named,
+    several, an equivocal or negated one, or no answer). Gapminder has three AIs grade every answer; a plain one
+    is graded here as they grade it, without the asks."""
     grades: list[str | None] = []
     for options, correctness, answer in zip(prompts["options"], prompts["correctness"], answers, strict=True):
         named = options_named(answer, options) if isinstance(answer, str) else []
-        grades.append(CORRECTNESS[correctness[named[0]]] if len(named) == 1 else None)
+        plain = len(named) == 1 and not DOUBT.search(_without(answer, options[named[0]]))
+        grades.append(CORRECTNESS[correctness[named[0]]] if plain else None)
     return grades
+
+
+def _without(text: str, option: str) -> str:
+    """``text`` with the option's own words taken out (an option may itself say "no change" or "not at all")."""
+    return re.sub(re.escape(option), " ", text, flags=re.IGNORECASE)
 
 
 def judge_prompts(prompts: pd.DataFrame, answers: Sequence[str], judge_template: str) -> list[str]:
@@ -248,7 +268,7 @@ def score(
         elif pre_grade_ is not None:
             out.iat[i, out.columns.get_loc("grade")] = pre_grade_
             out.iat[i, out.columns.get_loc("graded_by")] = "pre-graded"
-            out.iat[i, out.columns.get_loc("reason")] = "names exactly one option"
+            out.iat[i, out.columns.get_loc("reason")] = "names exactly one option, plainly"
         else:
             decision = next(decisions)
             out.iat[i, out.columns.get_loc("grade")] = decision.grade

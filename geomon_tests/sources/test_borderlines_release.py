@@ -71,3 +71,9 @@ def test_the_papers_published_scores_as_leaderboard_rows():
     board = with_published(pd.DataFrame({"model": ["m"], "kb_cs": [50.0]}), rows)
     assert list(board[ORIGIN].unique()) == ["geomon", "published"]
     assert board.loc[board[ORIGIN] == "published", SAMPLE_NOTE].str.startswith("published aggregate").all()
+    # The release's random row says Con − Non = 43.5 beside Con = Non = 43.5: recomputed, and said so
+    random = board.set_index("model").loc["random"]
+    assert random["delta_cs_unnormalized"] == 0 and "(the file says 43.5)" in random[SAMPLE_NOTE]
+    others = rows[rows["model"] != "random"]
+    assert (others["delta_cs_unnormalized"] - (others["con_cs"] - others["non_cs"])).abs().max() < 0.01
+    assert (others["sample_note"] == "").all()

@@ -52,7 +52,10 @@ def test_selection_rate_summaries():
     rates = selection_rates(outcomes, "g", "y")
     assert rates.to_dict() == {"a": 0.75, "b": 0.25}
     assert impact_ratio(rates) == pytest.approx(1 / 3)
-    assert max_z_score({"a": 1.0, "b": 1.0, "c": 4.0}) == pytest.approx(2 / np.sqrt(3))
+    # SAGED's Max Z-score (Ap C.5): signed, over the population standard deviation — a group far below the others
+    # scores low (mean 3, σ √2: the highest is 1 / √2 above), one far above scores high.
+    assert max_z_score({"a": 1.0, "b": 4.0, "c": 4.0}) == pytest.approx(1 / np.sqrt(2))
+    assert max_z_score({"a": 1.0, "b": 1.0, "c": 4.0}) == pytest.approx(np.sqrt(2))
     assert dixon_q({"a": 1.0, "b": 2.0, "c": 10.0}) == pytest.approx(8 / 9)
     assert math.isnan(dixon_q({"a": 1.0, "b": 2.0}))  # two groups: nothing to test
 

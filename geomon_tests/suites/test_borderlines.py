@@ -219,8 +219,13 @@ def test_chat_and_rank_classification_requests(data, smollm2, gemma):
     assert len(ranked) == sum(len(c) for c in prompts["choices"])
     uk = prompts.index[prompts["lang"] == "uk"][0]
     scored = [r for r, (i, _) in zip(ranked, owners, strict=True) if i == uk]
-    assert [r.continuation for r in scored] == prompts.at[uk, "choices"]  # names in the query's language
-    assert scored[0].prompt.endswith(prompts.at[uk, "query"] + "\n") and scored[0].mode == "completion"
+    # names in the query's language, each after the query as the release's run_inference_rank.py joins them
+    assert [r.continuation for r in scored] == [f" {name}" for name in prompts.at[uk, "choices"]]
+    assert scored[0].prompt == prompts.at[uk, "query"] + " Answer:" and scored[0].mode == "completion"
+    # the paper's Table 5 asks with no instruction; another persona's comes above the query
+    nationalist = bl.build_prompts(data, ["nationalist"]).query("territory == 'Crimea' and lang == 'uk'")
+    (first, *_), _ = bl.requests_for(nationalist.reset_index(drop=True), gemma)
+    assert first.prompt == f"{nationalist['system'].iloc[0]}\n\n{nationalist['query'].iloc[0]} Answer:"
 
 
 def test_rank_classification_takes_the_most_likely_claimant():

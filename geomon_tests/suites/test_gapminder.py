@@ -97,8 +97,15 @@ def test_pre_grading_settles_only_unambiguous_answers(data):
     prompts = gm.build_prompts(data, sample_questions=1, sample_variations=1, seed=3)
     options, correctness = prompts.iloc[0]["options"], prompts.iloc[0]["correctness"]
     answers = [f"I think {options[0]}.", f"{options[0]} or {options[1]}", "No idea", None]
-    grades = gm.pre_grade(pd.concat([prompts] * 4, ignore_index=True), answers)
-    assert grades == [{1: "correct", 2: "wrong", 3: "very_wrong"}[correctness[0]], None, None, None]
+    # one option named, but negated, doubted or in an error: the judges' call (the rubric's equivocal answer)
+    answers += [
+        f"It is definitely not {options[0]}.",
+        f"I cannot know; some sources say {options[0]} but that is unverified.",
+        f"Error: {options[0]} quota exceeded",
+        f"可能是{options[0]}",
+    ]
+    grades = gm.pre_grade(pd.concat([prompts] * len(answers), ignore_index=True), answers)
+    assert grades == [{1: "correct", 2: "wrong", 3: "very_wrong"}[correctness[0]]] + [None] * (len(answers) - 1)
 
 
 def test_jury_on_the_real_judges_replies():
