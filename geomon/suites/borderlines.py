@@ -579,7 +579,7 @@ TRACKED = (
 # --- the suite's graph (geomon.suites.pipeline): the Dagster factory builds its assets from it -------------
 
 MIN_ANSWERED_RATE = 0.5  # below it a model rarely commits to a claimant: its scores are not comparable
-# the revision column of the release's published scores (not the paper's tables: its BLOOM, BLOOMZ and GPT-3 rows
+# the revision column of the release's published scores (not the paper's tables: its BLOOM and BLOOMZ rows
 # come from an older table; docs/suites/borderlines.md)
 PUBLISHED_REVISION = "release scores (Li et al.)"
 
