@@ -66,6 +66,8 @@ _QUANTITY = re.compile(
     re.IGNORECASE,
 )
 _ARABIC_SEPARATORS = str.maketrans({"\u066b": ".", "\u066c": ","})
+# A number that runs on past its decimal part ("3.5.2", "1,5,2"): not a number, but a version, a date or noise.
+_MALFORMED = re.compile(r"[.,]\d")
 _RANGE_JOINER = re.compile(r"^\s*(?:-|–|—|to|and)\s*$", re.IGNORECASE)
 # Words after which a four-digit year is the answer's context ("data from 2019, …"), not the answer.
 _YEAR_CONTEXT = re.compile(
@@ -222,6 +224,8 @@ def parse_number_detail(text: str | None) -> ParsedNumber | None:
     if idx:
         notes.append("year skipped")
     first = matches[idx]
+    if _MALFORMED.match(clean, first.end()):
+        return None  # "3.5.2": a number with two decimal points, an invalid output WorldBench excludes
     before = clean[: first.start()]
     if _REFUSAL.search(before):
         notes.append("after a refusal")  # "not available for 2022; in 2019 it was 3.1": the figure counts

@@ -47,6 +47,8 @@ from geomon.parsing import (
         ("0.5", 0.5),
         (".5", 0.5),
         ("-2.3", -2.3),
+        ("3.5.2", None),  # WorldBench: "an invalid output (e.g. a number with two decimal points)" is excluded
+        ("It is 12.4.1 percent", None),
     ],
 )
 def test_parse_number_examples(text, expected):
