@@ -151,7 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(
                 "Profile quick demonstrates the machinery: the bundled models are too small, and these samples too "
                 "few, to say anything about the world; most comparisons are not decidable at it (`geomon plan` "
-                "names them). The imported Gapminder history above is real."
+                "names them). An imported history above (Gapminder's published results: make history) is real."
             )
         if args.profile != "paper":
             print(
@@ -435,16 +435,38 @@ def suite_flags(args: argparse.Namespace, suite: Any) -> dict[str, Any]:
     return {option.dest: getattr(args, option.dest) for option in suite.options}
 
 
+def flags_given(args: argparse.Namespace) -> str:
+    """``--sample 3, --territories 2``: the suite flags this run sets away from their defaults."""
+    from geomon.suites.registry import suites
+
+    options = {o.flag: o for info in suites().values() for o in info.options}.values()
+    return ", ".join(
+        f"{o.flag} {getattr(args, o.dest)}" for o in options if getattr(args, o.dest, None) not in (None, o.default)
+    )
+
+
 def run_plan(
     settings: Any, specs: list[Any], chosen: list[Any], profile: str, flags: dict[str, dict[str, Any]]
 ) -> list[Any]:
     """``geomon plan``'s rows for a run at its ``flags`` (by suite): what it asks and what each headline can detect
-    at its sample."""
+    at its sample. A suite whose prompts cannot be built at these flags (an unknown persona, a year the data does
+    not have) stops the run before anything is asked, naming the suite, the flags and why."""
     from geomon import plan
     from geomon.monitor.history import MetricHistory
 
-    history = MetricHistory(settings.store_url)
-    return plan.make_plan(settings, specs, chosen, profile, settings.store(), history, flags=flags)
+    history, store, plans = MetricHistory(settings.store_url), settings.store(), []
+    for info in chosen:
+        given = flags.get(info.name, {})
+        try:
+            plans += plan.suite_plans(settings, specs, info, profile, store, history, flags=given)
+        except plan.PlanError:
+            raise
+        except Exception as exc:  # the suite's own stages refused the options
+            named = [f"{o.flag} {given[o.dest]}" for o in info.options if given.get(o.dest) not in (None, o.default)]
+            at = ", ".join(named) or f"profile {profile}'s options"
+            why = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # a KeyError quotes its text
+            raise UsageError(f"suite {info.name}: its prompts cannot be built at {at}: {why}") from exc
+    return plans
 
 
 def detectable(plans: list[Any], suite: str) -> str:
@@ -472,8 +494,10 @@ def confirm_plan(settings: Any, plans: list[Any], args: argparse.Namespace) -> b
     total = plan.totals(plans)
     unknown = f" (pace unknown for {', '.join(total['pace_unknown'])})" if total["pace_unknown"] else ""
     cost = f", about ${total['cost']:,.2f}" if total["cost"] is not None else ""
+    given = flags_given(args)
     print(
-        f"plan: profile {args.profile}: {total['to_ask']:,} asks to make, {total['stored']:,} already stored, "
+        f"plan: profile {args.profile}{' with ' + given if given else ''}: {total['to_ask']:,} asks to make, "
+        f"{total['stored']:,} already stored, "
         f"about {plan.duration(total['seconds'])}{unknown}{cost} (geomon plan shows each suite and what it can detect)"
     )
     over = plan.above_limits(settings, plans)
@@ -523,6 +547,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     )
     for note in sorted({p.note for p in plans if p.note}):
         print(f"note: {note}")
+    for suite, revisions in {p.suite: list(p.revision_answers) for p in plans if len(p.revision_answers) > 1}.items():
+        print(
+            f"note: {suite}: prompts and clusters are the newest revision's; asks count every revision a run "
+            f"evaluates ({', '.join(revisions)})"
+        )
     for info in chosen:  # the same sample for every model: said once per suite, for the model that asks most
         largest = max((p for p in plans if p.suite == info.name), key=lambda p: p.asks, default=None)
         blind = [c for c in largest.comparisons if not c.decidable] if largest else []

@@ -55,6 +55,7 @@ _NUMBER = (
     r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"  # 1,234,567.89
     r"|\d{1,3}(?:[ \u00a0\u202f']\d{3})+(?:[.,]\d+)?"  # 1 234 567 / 1'234'567
     r"|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?"  # 1.234.567,89 (two or more dot groups: unambiguous)
+    r"|\d{1,3}\.\d{3},\d+"  # 1.234,5 (a dot group before a decimal comma)
     r"|\d+(?:[.,]\d+)?"  # 1234.5 / 1234,5 / 8,703 (resolved below)
     r"|\.\d+)"
 )
@@ -66,8 +67,9 @@ _QUANTITY = re.compile(
     re.IGNORECASE,
 )
 _ARABIC_SEPARATORS = str.maketrans({"\u066b": ".", "\u066c": ","})
-# A number that runs on past its decimal part ("3.5.2", "1,5,2"): not a number, but a version, a date or noise.
-_MALFORMED = re.compile(r"[.,]\d")
+# A number that runs on past its decimal part with the same separator ("3.5.2", "12.05.2021", "1,5,2"): not a
+# number but a version, a date or noise. Another separator ("5.2,6.1") starts the next number of a list.
+_MALFORMED = {".": re.compile(r"\.\d"), ",": re.compile(r",\d")}
 _RANGE_JOINER = re.compile(r"^\s*(?:-|–|—|to|and)\s*$", re.IGNORECASE)
 # Words after which a four-digit year is the answer's context ("data from 2019, …"), not the answer.
 _YEAR_CONTEXT = re.compile(
@@ -92,8 +94,10 @@ def _to_float(num: str) -> float:
     s = re.sub(r"[ \u00a0\u202f']", "", num)
     if s.count(".") >= 2:  # 1.234.567,89
         return float(s.replace(".", "").replace(",", "."))
-    if "," in s and "." in s:  # 1,234,567.89
-        return float(s.replace(",", ""))
+    if "," in s and "." in s:
+        if s.rindex(".") < s.rindex(","):  # 1.234,5: dots group thousands, the comma is the decimal point
+            return float(s.replace(".", "").replace(",", "."))
+        return float(s.replace(",", ""))  # 1,234,567.89
     groups = s.split(",")
     # "8,703" and "1,234,567" are thousands; "14,00,00,000" is South-Asian grouping (lakh, crore);
     # "3,5" and "1234,567" use a decimal comma.
@@ -224,7 +228,7 @@ def parse_number_detail(text: str | None) -> ParsedNumber | None:
     if idx:
         notes.append("year skipped")
     first = matches[idx]
-    if _MALFORMED.match(clean, first.end()):
+    if any(mark in first.group("num") and run_on.match(clean, first.end()) for mark, run_on in _MALFORMED.items()):
         return None  # "3.5.2": a number with two decimal points, an invalid output WorldBench excludes
     before = clean[: first.start()]
     if _REFUSAL.search(before):

@@ -566,9 +566,11 @@ def suite_plans(
     frames: dict[str | None, pd.DataFrame] = {}  # the prompts each revision a run evaluates asks, oldest first
     newest = None
     if prompts is None and revisions is not None:
+        # each revision at the options a run gives it: the prompts stage's defaults and the revision's own
         *older, newest = revisions.resolve(settings)
-        by_revision = revisions.options(flags, [*older, newest])
-        options = {**options, **by_revision[newest]}
+        defaults = {o.name: o.default for o in registry.suite(info.name).pipeline.prompts.options}
+        by_revision = {key: {**defaults, **given} for key, given in revisions.options(flags, [*older, newest]).items()}
+        options = by_revision[newest]
         frames = {key: build_prompts(settings, info.name, by_revision[key], upstream, key)[0] for key in older}
     if prompts is None:
         prompts, asking = build_prompts(settings, info.name, options, upstream, newest)

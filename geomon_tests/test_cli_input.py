@@ -64,6 +64,25 @@ def test_unknown_suites_and_models_name_the_flag_and_exit_1(tmp_path, wdi_snapsh
     assert "unknown run profile 'nosuch'; known: " in line
 
 
+def test_a_flag_a_suite_cannot_build_its_prompts_at_stops_the_run_before_it_asks(
+    tmp_path, wdi_snapshot_dir, monkeypatch, capsys
+):
+    """The run's plan is made at its flags: one the suite's own stages refuse (an unknown persona, a year the data
+    does not have) is one line naming the suite, the flag and why, before anything is asked or run."""
+    dead = [{"name": "dead", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "m"}]  # never asked
+    settings = str(write_settings(tmp_path, wdi_snapshot_dir, models=dead, include_bundled=False))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    run = ["--config", settings, "run", "--models", "dead", "--profile", "quick", "--yes"]
+    line = _refused(capsys, [*run, "--suite", "borderlines", "--personas", "vanilla,pirate"])
+    assert line == (
+        "geomon: suite borderlines: its prompts cannot be built at --personas vanilla,pirate: unknown persona(s) "
+        "['pirate']; known: ['demographic', 'nationalist', 'un_peacekeeper', 'vanilla']"
+    )
+    line = _refused(capsys, [*run, "--suite", "worldbench", "--year", "1900"])
+    assert line.startswith("geomon: suite worldbench: its prompts cannot be built at --year 1900: no questions")
+    assert not (tmp_path / "storage").exists()  # no Dagster run was started
+
+
 def test_store_commands_filter_by_model_and_name_an_unknown_one(tmp_path, wdi_snapshot_dir, capsys):
     settings = write_settings(tmp_path, wdi_snapshot_dir)
     store = ResponseStore(f"sqlite:///{tmp_path / 'store.sqlite'}")

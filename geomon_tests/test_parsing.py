@@ -49,6 +49,12 @@ from geomon.parsing import (
         ("-2.3", -2.3),
         ("3.5.2", None),  # WorldBench: "an invalid output (e.g. a number with two decimal points)" is excluded
         ("It is 12.4.1 percent", None),
+        ("12.05.2021", None),  # a date, not 12.05
+        ("1.234,5", 1234.5),  # a dot group before a decimal comma
+        ("2.500,75 dollars", 2500.75),
+        ("5.2,6.1", 5.2),  # a list: the first number
+        ("5.2, 6.1", 5.2),
+        ("1,234.5", 1234.5),
     ],
 )
 def test_parse_number_examples(text, expected):

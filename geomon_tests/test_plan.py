@@ -340,3 +340,19 @@ def test_the_plan_states_each_mde_at_the_weighted_level_the_decision_gives_it():
     look = plan.test_level(settings, "blend", 1)
     assert levels[id(strong)] == pytest.approx(look / 1.25)
     assert levels[id(hopeless)] == pytest.approx(look * 0.25 / 1.25)
+
+
+def test_a_plan_of_borderlines_asks_every_persona_of_the_newest_table_and_every_revision(tmp_path, wdi_snapshot_dir):
+    """`geomon plan` gives no flags: the personas come from the prompts stage's declared default (a tuple, where
+    `geomon run`'s flag is text), every persona on the newest table and the first on the older ones, as a run."""
+    chat = [{"name": "m", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "m"}]  # never called
+    settings = load_settings(write_settings(tmp_path, wdi_snapshot_dir, models=chat, include_bundled=False))
+    info, spec = registry.suites()["borderlines"], settings.model("m")
+    history = MetricHistory(settings.store_url)
+    (every,) = plan.make_plan(settings, [spec], [info], "quick", settings.store(), history)
+    assert list(every.options["personas"]) == ["vanilla", "un_peacekeeper", "nationalist", "demographic"]
+    assert len(every.revision_answers) >= 2  # the dated tables the settings name
+    (run,) = plan.make_plan(
+        settings, [spec], [info], "quick", settings.store(), history, flags={"borderlines": {"personas": "vanilla"}}
+    )
+    assert run.options["personas"] == ["vanilla"] and run.asks < every.asks

@@ -390,6 +390,17 @@ class OpenAICompatibleClient:
             self._tokens[cache_key] = [int(t) for t in response.json()["tokens"]]
         return self._tokens[cache_key]
 
+    async def continuation_tokens(self, prompt: str, continuation: str) -> list[int]:
+        """The tokens ``continuation`` is after ``prompt``: the whole text's tokens past the prompt's, where the
+        prompt's are their prefix (as lm-evaluation-harness splits context and continuation), so a tokenizer
+        that marks a word's leading space itself (SentencePiece's "▁") reads " Crimea" as it would in the whole
+        text; the continuation's own tokens where the two merge across the boundary."""
+        context = await self.tokenize(prompt, special=True)
+        whole = await self.tokenize(prompt + continuation, special=True)
+        if len(whole) > len(context) and whole[: len(context)] == context:
+            return whole[len(context) :]
+        return await self.tokenize(continuation)
+
     async def _score_continuation(self, request: GenerationRequest) -> tuple[dict[str, Any], list[int] | None]:
         """Parameters (and, on vLLM, the prompt as token ids) that score the continuation's own tokens.
 
@@ -400,7 +411,7 @@ class OpenAICompatibleClient:
         continuation keeps its canonical tokenization (a character grammar lets greedy decoding split a
         name into improbable pieces) and the prompt is tokenized as the server tokenizes a prompt.
         """
-        ids = await self.tokenize(request.continuation or "")
+        ids = await self.continuation_tokens(request.prompt or "", request.continuation or "")
         params = {k: v for k, v in request.params.items() if k not in ("max_tokens", "stop", "logprobs")}
         if await self.server_kind() == "vllm":
             prompt_ids = await self.tokenize(request.prompt, special=True)
@@ -493,7 +504,8 @@ class OpenAICompatibleClient:
             logprobs = _token_logprobs(choice.logprobs)
             if isinstance(prompt, list):
                 text = request.continuation or ""
-                logprobs = _prompt_logprobs(choice, len(prompt) - len(await self.tokenize(text)), prompt)
+                scored = await self.continuation_tokens(request.prompt or "", text)
+                logprobs = _prompt_logprobs(choice, len(prompt) - len(scored), prompt)
         if method == "json_schema":
             text = _json_verdict(text)
         usage = resp.usage

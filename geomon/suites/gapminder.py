@@ -211,8 +211,8 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationReque
 # say 44% but that is unverified", "Error: … 44% quota"): such an answer goes to the judges, who grade it by the
 # rubric (an equivocal answer is indecisive). English and Chinese, the languages of Gapminder's prompts.
 DOUBT = re.compile(
-    r"\b(?:not|no|never|none|cannot|can't|won't|isn't|aren't|wasn't|don't|doesn't|didn't|unsure|uncertain|unknown"
-    r"|unclear|unverified|maybe|perhaps|possibly|might|depends|error|sorry|impossible|guess)\b|n't\b"
+    r"\b(?:not|no|never|none|cannot|unsure|uncertain|unknown|unclear|unverified|unlikely|incorrect|wrong|false"
+    r"|doubt\w*|maybe|perhaps|possibly|might|depends|error|sorry|impossible|guess)\b|n['\u2019]t\b"
     r"|不|没|无法|可能|也许|或许|未知|大概",
     re.IGNORECASE,
 )

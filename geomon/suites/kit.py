@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geomon import jury
+from geomon import jury, parsing
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.jury import JurySettings
@@ -392,14 +392,17 @@ def _source(function: Callable[..., Any]) -> str:
         return getattr(function, "__qualname__", repr(function))
 
 
-def declare(q: QuestionSet, source: ModuleType | Path) -> tuple[SuiteInfo, Pipeline, tuple[TrackedMetric, ...]]:
+def declare(
+    q: QuestionSet, source: ModuleType | Path, scoring: tuple[ModuleType, ...] = ()
+) -> tuple[SuiteInfo, Pipeline, tuple[TrackedMetric, ...]]:
     """``SUITE, PIPELINE, TRACKED = declare(QuestionSet(...), sys.modules[__name__])``: questions → prompts →
-    responses → scores → disparity, each stage versioned by this kit's source and the suite's ``source`` (its
-    module; a YAML suite's file)."""
+    responses → scores → disparity, each stage versioned by this kit's source, the modules its scorers read
+    answers with (``geomon.parsing``, the jury, and ``scoring``: a YAML suite's scorers) and the suite's ``source``
+    (its module; a YAML suite's file), so an edit to any of them marks what they built stale."""
     if not re.fullmatch(r"[a-z][a-z0-9_]*", q.name):
         raise SuiteError(f"suite {q.name!r}: a name is lower-case letters, digits and '_'")
     completion = q.completion
-    versions = (sys.modules[__name__], source)
+    versions = (sys.modules[__name__], parsing, jury, *scoring, source)
     cluster = q.cluster or "item"
     headlines, tracked = group_metrics(
         q.metric, q.groups, q.min_effect, q.gap_min_effect, q.title, cluster=cluster,

@@ -277,7 +277,7 @@ def build(decl: Declaration) -> Suite:
         table=decl.table,
         answered_min_effect=decl.answered_min_effect,
     )
-    return Suite(*kit.declare(questions, decl.path), source=decl.path)
+    return Suite(*kit.declare(questions, decl.path, (sys.modules[__name__],)), source=decl.path)
 
 
 def load(path: Path) -> Suite:

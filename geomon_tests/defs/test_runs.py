@@ -298,5 +298,5 @@ def test_every_revision_a_run_evaluates_is_planned_and_an_unchanged_one_is_not_r
         assert runs == 0 and "plan: profile default: 0 asks to make, 4 already stored" in shown, shown
         assert "oracle at v1, oracle at v2 unchanged since the last run" in shown
         runs, shown = ran("--editions-sample", "2")  # France, Japan and Japan, Peru: three asks, all stored
-        assert "plan: profile default: 0 asks to make, 3 already stored" in shown, shown
+        assert "plan: profile default with --editions-sample 2: 0 asks to make, 3 already stored" in shown, shown
         assert runs == 2  # other prompts in both editions

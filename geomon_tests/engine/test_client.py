@@ -235,6 +235,39 @@ def test_scoring_a_continuation_on_vllm_reads_prompt_logprobs(server):
     assert not broken.ok and "prompt_logprobs" in broken.error
 
 
+class SentencePieceHandler(VLLMHandler):
+    """The toy vLLM whose tokenizer marks word starts itself, as SentencePiece with ``add_space_prefix`` (Llama 2,
+    Mistral): a text is read as "▁" + the text with "▁" for each space, so " Sudan" alone is "▁▁Sudan"."""
+
+    def do_POST(self) -> None:
+        if self.path == "/tokenize":
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            self.state.setdefault("bodies", []).append((self.path, body))
+            ids = ([BOS] if body.get("add_special_tokens", True) else []) + _toy_ids(_pieces(body["prompt"]))
+            self.send_json({"tokens": ids, "count": len(ids), "max_model_len": 2048})
+            return
+        super().do_POST()
+
+
+def _pieces(text: str) -> str:
+    return "\u2581" + text.replace(" ", "\u2581")
+
+
+def test_a_continuation_is_scored_as_the_tokens_it_is_after_its_prompt():
+    """A claimant after "Answer:" is scored as its tokens in the whole text ("▁Sudan"), not as the text tokenized
+    alone, which a tokenizer that adds its own word-start mark reads with a stray lone space ("▁▁Sudan") the model
+    never writes there. Mutation caught: the continuation tokenized on its own."""
+    prompt, continuation = "Abyei belongs to Answer:", " Sudan"
+    state: dict = {}
+    with serve(SentencePieceHandler, state) as url:
+        client = OpenAICompatibleClient(f"{url}/v1", "toy", server="vllm")
+        request = GenerationRequest("completion", prompt=prompt, params={"temperature": 0}, continuation=continuation)
+        (result,) = asyncio.run(client.generate([request]))
+    sent = next(b for path, b in state["bodies"] if path == "/v1/completions")["prompt"]
+    assert sent == [BOS, *_toy_ids(_pieces(prompt + continuation))]  # the whole text, as the model reads it
+    assert result.ok and len(result.logprobs) == len("\u2581Sudan")
+
+
 class RateLimitedHandler(JSONHandler):
     """An endpoint that serves ``per_second`` requests a second (a token bucket) and answers 429 with
     Retry-After beyond; ``malformed_first`` 200 replies with no choices or broken JSON come first."""

@@ -103,9 +103,18 @@ def test_pre_grading_settles_only_unambiguous_answers(data):
         f"I cannot know; some sources say {options[0]} but that is unverified.",
         f"Error: {options[0]} quota exceeded",
         f"可能是{options[0]}",
+        f"It isn\u2019t {options[0]}.",  # a typographic apostrophe
+        f"I don\u2019t think it is {options[0]}.",
+        f"It is unlikely to be {options[0]}.",
+        f"{options[0]} is incorrect.",
+        f"{options[0]} is wrong.",
     ]
     grades = gm.pre_grade(pd.concat([prompts] * len(answers), ignore_index=True), answers)
     assert grades == [{1: "correct", 2: "wrong", 3: "very_wrong"}[correctness[0]]] + [None] * (len(answers) - 1)
+    # an option's own words are not the answer's doubt: "It is not a member", named plainly, is that option
+    options = ["It is not a member", "It is a member", "It left"]
+    member = pd.DataFrame({"options": [options], "correctness": [[1, 2, 3]]})
+    assert gm.pre_grade(member, ["It is not a member."]) == ["correct"]
 
 
 def test_jury_on_the_real_judges_replies():

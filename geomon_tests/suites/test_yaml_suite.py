@@ -359,3 +359,16 @@ def test_a_scorer_never_raises_and_reads_a_value_or_nothing(reply, answers, offe
     got = yaml_suite.correct(decl, reply, {"answers": answers, "candidates": offered})
     assert math.isnan(got.value) or 0.0 <= got.value <= 1.0
     assert not got.refused or got.value == 0.0
+
+
+def test_a_kit_suites_stages_are_versioned_by_the_code_that_reads_its_answers(capitals):
+    """An edit to the number or name reader (``geomon.parsing``), the jury or a YAML suite's scorers marks a kit
+    suite's stages stale, as it does the bundled suites': otherwise `geomon run` would call the suite unchanged
+    and keep scores read under the old rule (the audit's case: "3.5.2" read as 3.5 after the parser refused it).
+    Mutation caught: the kit versioned by itself and the suite file alone."""
+    from geomon import jury
+
+    scores = capitals.pipeline.stage("scores")
+    assert {parsing, jury, yaml_suite} <= set(scores.versioned_by)
+    aliases = registry.suite("capital_aliases").pipeline.stage("scores")  # a Python suite on the kit
+    assert {parsing, jury} <= set(aliases.versioned_by) and yaml_suite not in aliases.versioned_by
