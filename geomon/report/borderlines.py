@@ -61,6 +61,15 @@ def _with_ci(board: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _corrected(board: pd.DataFrame) -> list[Any]:
+    """The published rows whose reader corrected a figure (its note after the published mark), to say so."""
+    if "sample_note" not in board or "origin" not in board:
+        return []
+    published = board[(board["origin"] == "published") & board["sample_note"].fillna("").str.contains("; ")]
+    notes = published["sample_note"].str.split("; ", n=1).str[1]
+    return list(published.assign(note=notes)[["model", "note"]].itertuples(index=False))
+
+
 def _charts(board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> list[str]:
     """Concurrence per model and persona, the own-language preference per language, the table versions."""
     sections = []
@@ -122,9 +131,11 @@ def write_report(
         "<p>Concurrence scores in percent (Li et al., Table 4): KB = English answer vs the table's controller; "
         "Con / Non = answers in the controller's / the other claimants' languages vs the controller; "
         "Δ = (Con − Non) / Non; Cst = agreeing pairs among the claimant-language answers. "
-        "Brackets: 95 % bootstrap intervals over territories. Rows whose revision is <em>published</em> are the "
-        "paper's own scores (the release's scores_for_all.csv), beside geomon's: aggregates, so without intervals "
-        "— the per-territory answers behind them are not public.</p>",
+        "Brackets: 95 % bootstrap intervals over territories. Rows whose revision is <em>release scores</em> are "
+        "the release's published scores (its scores_for_all.csv), beside geomon's: aggregates, so without intervals "
+        "— the per-territory answers behind them are not public; not all of them are the paper's tables (its "
+        "BLOOM and BLOOMZ rows come from an older table of territories; docs/suites/borderlines.md).</p>",
+        *[f"<p>{html.escape(str(row.model))}: {html.escape(str(row.note))}.</p>" for row in _corrected(board)],
         _with_ci(board).pipe(charts.html_table, 2),
         *(_charts(board, results) if len(board) else []),
         "<h2>Table versions</h2>",

@@ -77,3 +77,18 @@ def test_the_papers_published_scores_as_leaderboard_rows():
     others = rows[rows["model"] != "random"]
     assert (others["delta_cs_unnormalized"] - (others["con_cs"] - others["non_cs"])).abs().max() < 0.01
     assert (others["sample_note"] == "").all()
+
+
+def test_the_report_says_which_published_figure_was_recomputed(tmp_path):
+    """The report (where a reader of BorderLines looks) names the release's rows as the release's and says that
+    the random row's Con − Non was recomputed, as the leaderboard's note does."""
+    from geomon.defs.leaderboard import with_published
+    from geomon.report import borderlines as report
+    from geomon.sources.borderlines import read_published_scores
+
+    rows = read_published_scores(SHARED / "reference" / "borderlines" / "all_results" / "scores_for_all.csv")
+    ours = pd.DataFrame({"model": ["m"], "revision": ["r"], "kb_cs": [50.0]})
+    board = with_published(ours, rows.assign(revision="release scores"))
+    page = report.write_report(tmp_path, board, [], {}).read_text()
+    assert "release&#x27;s published scores" in page or "release's published scores" in page
+    assert "random: Con − Non recomputed from its Control and Non-control CS (the file says 43.5)." in page
