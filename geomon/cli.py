@@ -478,8 +478,9 @@ def detectable(plans: list[Any], suite: str) -> str:
         return ""
     parts = [plan.headline_mde(first, h).replace(" ?", " ? (after a first run)") for h in first.headlines]
     decidable = sum(c.decidable for c in first.comparisons)
+    sample = plan.cluster_count(first.headlines[0].clusters if first.headlines else 0)
     return (
-        f"Detectable at this sample (80 % power, {first.headlines[0].clusters if first.headlines else 0} clusters; "
+        f"Detectable at this sample (80 % power, {sample}; "
         f"{decidable} of {len(first.comparisons)} comparisons decidable, `geomon plan` names the rest and why): "
         + ", ".join(parts)
     )

@@ -27,6 +27,11 @@ from geomon.suites import registry
 from geomon.suites.pipeline import Pipeline, Stage, StageResult, sample_id
 
 
+def cluster_count(count: int) -> str:
+    """``1 cluster``, ``12 clusters``."""
+    return f"{count:,} cluster{'' if count == 1 else 's'}"
+
+
 class PlanError(ValueError):
     """A plan that cannot be made (a suite whose data is not available offline, an unknown model)."""
 
@@ -103,7 +108,7 @@ class Comparison:
         """Why this sample cannot decide it ("" where it can)."""
         if self.clusters is None:
             return "its groups are known once the answers are scored"
-        few = "" if self.in_family else f"{self.clusters} clusters < {sufficiency.MIN_SAMPLE}"
+        few = "" if self.in_family else f"{cluster_count(self.clusters)} < {sufficiency.MIN_SAMPLE}"
         return "; ".join(w for w in (few, sufficiency.underpowered(self.mde, self.min_effect)) if w)
 
     @property
@@ -225,7 +230,7 @@ class SuitePlan:
             return ""
         if c.population is not None and c.population < c.need:
             if c.population < sufficiency.MIN_SAMPLE:
-                return f"never decidable: {c.population} clusters in the whole benchmark"
+                return f"never decidable: {cluster_count(c.population)} in the whole benchmark"
             return f"never decidable: needs {c.need:,} clusters, {c.population:,} in the whole benchmark"
         scale = c.need / c.clusters
         asks = math.ceil(self.asks * scale)
