@@ -300,3 +300,93 @@ def test_every_revision_a_run_evaluates_is_planned_and_an_unchanged_one_is_not_r
         runs, shown = ran("--editions-sample", "2")  # France, Japan and Japan, Peru: three asks, all stored
         assert "plan: profile default with --editions-sample 2: 0 asks to make, 3 already stored" in shown, shown
         assert runs == 2  # other prompts in both editions
+
+
+# A suite whose scoring rule lives in a helper module beside it (`_rule.py`, versioning its scores stage); its
+# scope names only the data, so only the method version tells two rules apart.
+METHODIC = """
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+from geomon.stats.declared import Mean, TrackedMetric
+from geomon.suites import kit
+from geomon.suites.info import Headline, SuiteInfo
+from geomon.suites.pipeline import Option, Pipeline, Stage, StageResult, Tracked, responses_stage
+
+HERE = Path(__file__).parent
+_spec = importlib.util.spec_from_file_location("methodic_rule", HERE / "_rule.py")
+rule = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rule)
+
+SUITE = SuiteInfo(
+    name="methodic", title="Methodic", spec="a test", headlines=(Headline("accuracy", "accuracy", "", (0, 100)),),
+    order=300,
+)
+TRACKED = (TrackedMetric("accuracy", Mean("value", scale=100), "item", False, 5, bounds=(0, 100)),)
+
+def _table(context):
+    return StageResult(pd.read_csv(HERE / "capitals.csv").rename(columns={"question_id": "item"}))
+
+def _prompts(context, table):
+    table = table.head(context.options["sample"] or len(table))
+    return StageResult(table.assign(chat=[f"What is the capital city of {c}?" for c in table["country"]]))
+
+def _scores(context, prompts, responses):
+    items = prompts.assign(value=[rule.score(r, c) for r, c in zip(responses["text"], prompts["capital"])])
+    summary = {"accuracy": 100 * items["value"].mean()}
+    return StageResult({"summary": summary}, tracked=Tracked(items[["item", "value"]], "capitals"))
+
+PIPELINE = Pipeline(
+    stages=(
+        Stage("table", _table, source=True),
+        Stage("prompts", _prompts, inputs=("table",), options=(Option("sample", int, 0, "0 = all"),)),
+        responses_stage(lambda prompts, spec: kit.requests_for(prompts, spec, 16), "item"),
+        Stage("scores", _scores, inputs=("prompts", "responses"), per_model=True, tracked=True, versioned_by=(rule,)),
+    ),
+    write_report=lambda out, board, results, settings: out,
+    leaderboard_columns=("accuracy",),
+    per_model_description="capitals, scored by a rule beside the suite",
+)
+"""
+
+
+@pytest.mark.dagster
+def test_a_changed_scoring_method_starts_a_new_series_instead_of_paging(
+    suite_folder, tmp_path, wdi_snapshot_dir, monkeypatch, capsys
+):
+    """Every answer the same, the rule that scores them changed (a parser, a formula: geomon upgraded): the model's
+    next evaluation is not compared with the one the old rule made, which would page a 100-point "regression"
+    that is geomon's own; its scope names the method, the trends say "new series: method changed", and the
+    evaluation after it is compared as usual. Mutation caught: the tracked stage's code version left out of the
+    scope (`with_method` in the factory)."""
+    from geomon.cli import main
+    from geomon.monitor import views
+    from geomon.monitor.history import MetricHistory
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    shutil.copy(EXAMPLES / "capitals.csv", folder / "capitals.csv")
+    (folder / "methodic.py").write_text(METHODIC)
+    rule = folder / "_rule.py"
+    rule.write_text("def score(reply, capital):\n    return float(capital in (reply or ''))\n")
+    suite_folder(folder)
+    with scripted_models(tmp_path, wdi_snapshot_dir, monkeypatch, {"oracle": right}) as (_, settings):
+
+        def run() -> tuple[int, str]:
+            sys.modules.pop("geomon.definitions", None)  # as a new `geomon run` process builds the code location
+            declared.cache_clear()
+            code = main(["--config", settings, "run", "--suite", "methodic", "--models", "oracle", "--yes",
+                         "--fail-on", "regression"])  # fmt: skip
+            shown = capsys.readouterr()
+            return code, shown.out + shown.err
+
+        assert run()[0] == 0  # 100 % under the first rule
+        rule.write_text("def score(reply, capital):\n    return 0.0  # a stricter rule: nothing reads as right\n")
+        code, shown = run()
+        assert code == 0 and "no_regression on methodic" not in shown, shown  # --fail-on regression: 3 if paged
+        history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
+        scopes = history.evaluations(suite="methodic")["scope"].unique()
+        assert len(scopes) == 2 and all("method=" in s for s in scopes), scopes
+        assert list(views.new_series(history, "methodic").values()) == ["new series: method changed"]
+        assert run()[0] == 0  # the same rule again: compared with the evaluation the new rule made, unchanged
