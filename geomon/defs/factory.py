@@ -58,7 +58,7 @@ from geomon.engine.store import answers_fingerprint
 from geomon.monitor import release
 from geomon.monitor.history import MetricHistory, MetricValue
 from geomon.report import charts
-from geomon.stats.values import MetricKey, with_method
+from geomon.stats.values import MetricKey
 from geomon.suites import registry
 from geomon.suites.pipeline import CheckOutcome, Markdown, Pipeline, Stage, StageCheck, StageResult
 
@@ -309,7 +309,7 @@ def _stage_asset(
                 figures,
                 result.tracked.items,
                 tracked,
-                scope=with_method(result.tracked.scope, versions.code),
+                scope=result.tracked.scope,
                 versions={
                     "data": result.tracked.data_version or versions.data,
                     "prompts": versions.prompts,

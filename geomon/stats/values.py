@@ -98,15 +98,6 @@ def series_scope(key: str, versions: dict[str, str]) -> str:
     return f"{key}{SERIES_MARK}{hashed}"
 
 
-def with_method(scope: str, method: str) -> str:
-    """``scope`` with ``method`` — the version of the code that computed its figures (the tracked stage's code
-    version) — among its versions: a suite whose scoring changed starts a new series (``series_change``: "method
-    changed") instead of comparing figures of two methods as if the model had changed."""
-    if not method:
-        return scope
-    return f"{scope}{',' if SERIES_MARK in scope else SERIES_MARK}method={method}"
-
-
 def series_key(scope: str) -> str:
     """The part of a scope that runs side by side (``series_scope``'s ``key``); a scope without versions is its
     own key."""

@@ -255,9 +255,7 @@ def test_a_tracked_stage_hands_in_its_items_and_the_factory_computes_its_figures
         result = run(others)
         assert result.success
         history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}")
-        (scope,) = history.evaluations(suite="declaredtoy")["scope"].unique()
-        assert scope.startswith("toy @ method=")  # the stage's scope, and the method that computed it
-        evaluation = history.latest("declaredtoy", "smollm2-135m-instruct", scope)
+        evaluation = history.latest("declaredtoy", "smollm2-135m-instruct", "toy")
         series = history.series(suite="declaredtoy")
         stored = {(r.metric, r.value, r.n) for r in series.itertuples()}
         (mean,) = release.declared_figures("declaredtoy", registry.suite("declaredtoy").tracked, evaluation.items)
