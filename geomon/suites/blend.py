@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from geomon import parsing
+from geomon import parsing, untrusted
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import blend as source
@@ -631,6 +632,10 @@ def _disparity_stage(context: Any, scores: pd.DataFrame) -> StageResult:
     )
 
 
+# What scores a reply (the soft exact match, the hedge and text rules it reads with) versions the stages that score:
+# an edit to any of them marks what they built stale.
+SCORING = (sys.modules[__name__], parsing, untrusted, uncertainty)
+
 PIPELINE = Pipeline(
     stages=(
         Stage(
@@ -658,6 +663,7 @@ PIPELINE = Pipeline(
             "SEM-B and SEM-W of every reply (the paper's soft exact match).",
             inputs=("prompts", "responses"),
             per_model=True,
+            versioned_by=SCORING,
         ),
         Stage(
             "disparity",
@@ -666,6 +672,7 @@ PIPELINE = Pipeline(
             inputs=("scores",),
             per_model=True,
             tracked=True,
+            versioned_by=SCORING,
         ),
     ),
     write_report=lambda out, board, results, settings: _write_report(out, board, results),

@@ -324,3 +324,15 @@ def test_the_answer_rate_moves_no_sem_b_figure(release):
     assert sem_b and {k: found[k] for k in sem_b} == {k: was[k] for k in sem_b}
     assert found[("answered_rate", "country=Spain")] == 0 and found[("answered_rate", "country=UK")] == 100
     assert found[("answered_rate", "")] < was[("answered_rate", "")] == 100
+
+
+def test_the_stages_that_score_are_versioned_by_the_code_that_reads_a_reply():
+    """BLEnD's answer rate reads hedges with `geomon.parsing` and replies through `geomon.untrusted`: an edit to them
+    marks its scores and its tracked stage stale, so `geomon run` scores the answers again instead of calling the
+    suite unchanged (an audit's finding: the tracked stage was versioned by blend.py alone)."""
+    from geomon import parsing, untrusted
+    from geomon.suites import registry
+
+    pipeline = registry.suite("blend").pipeline
+    for name in ("scores", "disparity"):
+        assert {parsing, untrusted} <= set(pipeline.stage(name).versioned_by), name
