@@ -211,18 +211,24 @@ def test_a_stage_runs_in_isolation_on_plain_python(snapshot):
     assert isinstance(result.value, pd.DataFrame) and result.metadata["countries"] == 5
 
 
-def test_workspace_loads_in_dagster_tooling():
-    """What `dagster dev` loads: workspace.yaml → geomon.definitions:defs."""
+def test_workspace_loads_in_dagster_tooling(tmp_path):
+    """What `dagster dev` loads: workspace.yaml → geomon.definitions:defs, under the repository's dagster.yaml (its
+    storage moved to ``tmp_path``). The storage is created here first: on a fresh clone, Dagster's processes
+    created it at once and one of them found two alembic heads in the run storage."""
     import subprocess
     import sys
 
+    config = (REPO / "dagster.yaml").read_text(encoding="utf-8").replace("var/dagster", str(tmp_path / "dagster"))
+    (tmp_path / "dagster.yaml").write_text(config, encoding="utf-8")
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.get_runs(limit=1) == []
     result = subprocess.run(
         [sys.executable, "-m", "dagster", "definitions", "validate", "-w", "workspace.yaml"],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "DAGSTER_HOME": str(REPO)},
+        env={**os.environ, "DAGSTER_HOME": str(tmp_path)},
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Validation successful" in result.stderr + result.stdout
