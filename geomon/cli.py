@@ -435,14 +435,18 @@ def suite_flags(args: argparse.Namespace, suite: Any) -> dict[str, Any]:
     return {option.dest: getattr(args, option.dest) for option in suite.options}
 
 
+def flags_set(options: Sequence[Any], values: dict[str, Any]) -> list[str]:
+    """``["--sample 3", "--territories 2"]``: the flags among ``options`` whose value in ``values`` (by dest) is
+    set away from its default."""
+    return [f"{o.flag} {values[o.dest]}" for o in options if values.get(o.dest) not in (None, o.default)]
+
+
 def flags_given(args: argparse.Namespace) -> str:
     """``--sample 3, --territories 2``: the suite flags this run sets away from their defaults."""
     from geomon.suites.registry import suites
 
     options = {o.flag: o for info in suites().values() for o in info.options}.values()
-    return ", ".join(
-        f"{o.flag} {getattr(args, o.dest)}" for o in options if getattr(args, o.dest, None) not in (None, o.default)
-    )
+    return ", ".join(flags_set(list(options), vars(args)))
 
 
 def run_plan(
@@ -462,8 +466,7 @@ def run_plan(
         except plan.PlanError:
             raise
         except Exception as exc:  # the suite's own stages refused the options
-            named = [f"{o.flag} {given[o.dest]}" for o in info.options if given.get(o.dest) not in (None, o.default)]
-            at = ", ".join(named) or f"profile {profile}'s options"
+            at = ", ".join(flags_set(info.options, given)) or f"profile {profile}'s options"
             why = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # a KeyError quotes its text
             raise UsageError(f"suite {info.name}: its prompts cannot be built at {at}: {why}") from exc
     return plans

@@ -590,7 +590,7 @@ def suite_plans(
     if full_size:
         everything = prompts
         if options.get(option):
-            everything, _ = build_prompts(settings, info.name, {**options, option: 0}, upstream)  # 0: every one
+            everything, _ = build_prompts(settings, info.name, {**options, option: 0}, upstream, newest)  # 0: all
         population = {(c.metric, c.breakdown): c.clusters for c in comparisons(info, everything, min_effects)}
     measured = measured_spreads(history, info.name) if measured is None else measured
     powered(planned, settings, info.name, history, population, measured)

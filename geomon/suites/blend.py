@@ -53,7 +53,6 @@ from geomon.suites.pipeline import (
     responses_stage,
 )
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome
-from geomon.untrusted import clean_text
 
 
 @dataclass
@@ -375,7 +374,7 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, model: str) -> pd.Data
     for prompt, text, error in zip(prompts.itertuples(index=False), responses["text"], responses["error"], strict=True):
         failed = isinstance(error, str) and bool(error)
         valid = valid_question(prompt.annotations, prompt.idks)
-        raw, cut = clean_text(text, MAX_REPLY_CHARS)
+        raw, cut = untrusted.clean_text(text, MAX_REPLY_CHARS)
         reply = clean_reply(raw, prompt.prompt)
         if failed or not valid:
             sem_b = sem_w = float("nan")
