@@ -806,6 +806,8 @@ def cmd_alerts(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     if args.action == "ack":
         return acknowledge(settings, args)
+    if args.action == "list":
+        return list_alerts(settings, args)
     if not alerts.notifiers(settings.alerts):  # said once, not also by deliver's log line and outcome
         print(
             f"geomon: alerts go nowhere: set {settings.alerts.webhook_url_env} (a webhook) or alerts.smtp_host and "
@@ -823,6 +825,27 @@ def cmd_alerts(args: argparse.Namespace) -> int:
     for outcome in outcomes:
         print(outcome)
     return 1 if any(": failed: " in o for o in outcomes) else 0
+
+
+def list_alerts(settings: Any, args: argparse.Namespace) -> int:
+    """``geomon alerts list``: every regression the gates read, open ones first, with who acknowledged the rest;
+    exit 3 while any is open (a CI step that fails on unacknowledged regressions), 0 otherwise."""
+    from geomon.monitor import views
+    from geomon.monitor.history import MetricHistory
+
+    table = views.alert_list(MetricHistory(settings.store_url), suite=args.suite or None)
+    still_open = int((table["state"] == "open").sum())
+    if args.format == "csv":
+        table.to_csv(sys.stdout, index=False)
+    elif table.empty:
+        print("No regression in the metric history: nothing open, nothing acknowledged.")
+    else:
+        print(table.to_string(index=False))
+        print(
+            f"{still_open} open, {len(table) - still_open} acknowledged"
+            + (" (`geomon alerts ack EVALUATION --metric M --breakdown G` acknowledges one)" if still_open else "")
+        )
+    return 3 if still_open else 0
 
 
 def acknowledge(settings: Any, args: argparse.Namespace) -> int:
@@ -1130,9 +1153,11 @@ def build_parser() -> argparse.ArgumentParser:
     imported.set_defaults(func=cmd_import)
 
     alerts = sub.add_parser(
-        "alerts", help="test: send a test alert to every channel; ack: acknowledge an evaluation's regression"
+        "alerts",
+        help="list: every open or acknowledged regression (exit 3 while any is open); test: send a test alert to "
+        "every channel; ack: acknowledge an evaluation's regression",
     )
-    alerts.add_argument("action", choices=["test", "ack"])
+    alerts.add_argument("action", choices=["list", "test", "ack"])
     alerts.add_argument("evaluation", nargs="?", help="ack: the evaluation id (geomon history --format csv)")
     alerts.add_argument("--metric", default="", help="ack: only this metric's regression (default: all)")
     alerts.add_argument(
@@ -1142,6 +1167,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     alerts.add_argument("--by", default="", help="ack: who acknowledges (default: $USER)")
     alerts.add_argument("--note", default="", help="ack: why (recorded with who and when)")
+    alerts.add_argument("--suite", default="", help="list: one suite's regressions (default: every suite)")
+    alerts.add_argument("--format", choices=["table", "csv"], default="table", help="list: how to print them")
     alerts.set_defaults(func=cmd_alerts)
 
     trends = sub.add_parser("trends", help="every headline metric per model over time (from the metric history)")

@@ -5,7 +5,7 @@ import warnings
 from collections.abc import Callable
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import dagster as dg
 
@@ -108,7 +108,6 @@ def keyed_by_partition(metadata: dict[str, Any], partition: str) -> dict[str, An
 
 
 OPTIONS_KEY = "options"  # the prompt options a materialization used, in its metadata
-ConfigT = TypeVar("ConfigT", bound=dg.Config)
 
 
 def previous_options(context: dg.AssetExecutionContext) -> dict[str, Any]:
@@ -125,21 +124,6 @@ def previous_options(context: dg.AssetExecutionContext) -> dict[str, Any]:
     event = records[0].asset_materialization if records else None
     entry = event.metadata.get(OPTIONS_KEY) if event is not None else None
     return entry.value if entry is not None and isinstance(entry.value, dict) else {}
-
-
-def persisted_options(context: dg.AssetExecutionContext, config: ConfigT) -> ConfigT:
-    """The options this materialization uses: what its run config sets, and for anything it leaves unset,
-    what the asset's previous materialization used (its ``options`` metadata); the defaults only the first
-    time. So a sample or variant a user chose (``geomon run --sample 12``) survives an upstream
-    re-materialization, a click in the UI or automation: nothing asks more of the models than was chosen."""
-    known = {k: v for k, v in previous_options(context).items() if k in type(config).model_fields}
-    chosen = config.model_dump(include=config.model_fields_set)
-    return type(config)(**{**known, **chosen})
-
-
-def options_metadata(config: dg.Config) -> dict[str, Any]:
-    """The ``options`` metadata entry that ``persisted_options`` reads back next time."""
-    return options_metadata_values(config.model_dump())
 
 
 def options_metadata_values(options: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 import re
 import tempfile
@@ -287,7 +286,3 @@ def find_model(specs: list[ModelSpec], name: str) -> ModelSpec:
         if spec.name == name:
             return spec
     raise RegistryError(f"no model named {name!r} in the registry; known: {', '.join(s.name for s in specs)}")
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)

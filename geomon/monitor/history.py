@@ -533,18 +533,6 @@ class MetricHistory:
             rows = conn.execute(query).mappings().all()
         return pd.DataFrame(rows, columns=[c.name for c in comparisons.c])
 
-    def set_verdicts(self, rows: list[dict[str, Any]]) -> None:
-        """Update stored comparisons (by ``id``) with their family's decision."""
-        if not rows:
-            return
-        with self.engine.begin() as conn:
-            for row in rows:
-                conn.execute(
-                    comparisons.update()
-                    .where(comparisons.c.id == row["id"])
-                    .values(**{k: v for k, v in row.items() if k != "id"})
-                )
-
     def acknowledge(self, evaluation_id: str, by: str, metric: str = "", note: str = "", breakdown: str = "") -> None:
         """Record that ``by`` has seen the regression(s) of ``evaluation_id``: one metric's ``breakdown`` (""
         the overall figure, "*" every breakdown), or with no metric all of them; every gate (its no_regression

@@ -443,3 +443,73 @@ def imported_rows(history: MetricHistory, suite: str, headlines: Sequence[tuple[
             row.setdefault("n", value.get("n"))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+ALERT_LIST_COLUMNS = [
+    "state",
+    "suite",
+    "release",
+    "evaluated",
+    "metric",
+    "group",
+    "change",
+    "95 % interval",
+    "p",
+    "adjusted p",
+    "acknowledged",
+    "evaluation",
+]
+
+
+def alert_list(history: MetricHistory, suite: str | None = None) -> pd.DataFrame:
+    """Every regression the gates read (``open_regressions``'s latest evaluations per suite, model and scope) as
+    ``geomon alerts list`` shows it, one row each: ``state`` ``open`` (the gate fails on it) or ``acknowledged``
+    (who, when and why in ``acknowledged``), the suite, the release (model vs its baseline), when it was evaluated,
+    the metric and group, the change with its 95 % interval in the metric's units, p and Holm-adjusted p, and the
+    evaluation id an acknowledgement names. Open rows first."""
+    from geomon.suites import registry
+
+    bounds = {(name, metric): bound for name, metric, _, _, bound in registry.headline_catalog()}
+    every = history.evaluations(suite=suite)
+    latest = every.groupby(["suite", "model", "scope"], sort=False).tail(1)
+    open_ids = {
+        (row.evaluation_id, row.key)
+        for rows in release.failing_each(history, every, latest["evaluation_id"].tolist()).values()
+        for row in rows
+    }
+    evaluated = dict(zip(every["evaluation_id"], every["evaluated_at"].fillna(every["recorded_at"]), strict=True))
+    found: dict[tuple[str, Any], dict[str, Any]] = {}
+    for row in latest.to_dict("records"):
+        names = ("evaluation_id", "suite", "model", "scope", "recorded_at")
+        evaluation = Evaluation(**{name: row[name] for name in names})
+        standing = release.standing(history, evaluation)
+        acks = history.acknowledgements({r.evaluation_id for r in standing})
+        for test in standing:
+            key = (test.evaluation_id, test.key)
+            if key in found:  # a release's regression read by several of its model's evaluations: listed once
+                continue
+            state = "open" if key in open_ids else "acknowledged"
+            covering = acks[acks["evaluation_id"] == test.evaluation_id]
+            who = [
+                f"{a['acknowledged_by']} {pd.Timestamp(a['acknowledged_at']):%Y-%m-%d %H:%M}"
+                + (f": {a['note']}" if a["note"] else "")
+                for a in covering.to_dict("records")
+                if release.acknowledged(pd.DataFrame([a]), test.key)
+            ]
+            shown = verdict_table([test], {test.metric: bounds.get((row["suite"], test.metric))}).iloc[0]
+            found[key] = {
+                "state": state,
+                "suite": row["suite"],
+                "release": f"{row['model']} vs {test.against.removeprefix('predecessor ') or 'nothing'}",
+                "evaluated": f"{pd.Timestamp(evaluated.get(test.evaluation_id)):%Y-%m-%d}",
+                "metric": test.metric,
+                "group": test.breakdown or "overall",
+                "change": shown["change"],
+                "95 % interval": shown["95 % interval"],
+                "p": shown["p"],
+                "adjusted p": shown["adjusted p"],
+                "acknowledged": "; ".join(who),
+                "evaluation": test.evaluation_id,
+            }
+    table = pd.DataFrame(list(found.values()), columns=ALERT_LIST_COLUMNS)
+    return table.sort_values("state", key=lambda s: s != "open", kind="stable").reset_index(drop=True)

@@ -362,7 +362,7 @@ class TrackedMetric:
     metric's possible range."""
 
     name: str
-    statistic: Any  # Statistic
+    statistic: Statistic
     cluster: str = "item"
     higher_is_worse: bool = False
     min_effect: float = 0.0

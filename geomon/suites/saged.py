@@ -158,10 +158,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
 _MARKDOWN = re.compile(r"\*+|^\s*[-•#]+\s*|^\s*\d+\.\s+", re.M)
 
 
-class AssemblyError(ValueError):
-    pass
-
-
 # --- scrape ----------------------------------------------------------------------------------------
 
 

@@ -128,6 +128,33 @@ def test_the_cli_history_ack_and_gate(runs, tmp_path, monkeypatch, capsys):
     assert gate("never", 5, 5) == 0
 
 
+def test_alerts_list_names_every_open_regression_and_who_acknowledged_the_rest(runs, tmp_path, monkeypatch, capsys):
+    """`geomon alerts list`: the gate's open regressions with release, group, change, p and adjusted p, exit 3
+    while any is open; an acknowledged one moves to `acknowledged` with who and why, and exit 0 when none is left."""
+    from geomon.cli import main
+
+    monkeypatch.setenv("GEOMON_STORE_URL", f"sqlite:///{tmp_path / 'h.sqlite'}")
+    assert main(["alerts", "list"]) == 0
+    assert "No regression in the metric history" in capsys.readouterr().out
+    pair = [r for r in runs if r.model in ("deepseek-reasoner", "deepseek-chat")]
+    imports.record_runs(MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}"), pair)
+    assert main(["alerts", "list", "--format", "csv"]) == 3
+    table = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))
+    assert set(table["state"]) == {"open"}
+    row = table[(table["metric"] == "correct_rate") & (table["group"] == "overall")].iloc[0]
+    assert row["suite"] == "gapminder" and row["release"] == "deepseek-chat vs deepseek-reasoner"
+    assert row["change"].startswith("−") and row["p"] and row["adjusted p"]
+    assert main(["alerts", "list"]) == 3
+    shown = capsys.readouterr().out
+    assert "deepseek-chat vs deepseek-reasoner" in shown and f"{len(table)} open, 0 acknowledged" in shown
+    assert main(["alerts", "ack", row["evaluation"], "--by", "on-call", "--note", "cheaper model"]) == 0
+    capsys.readouterr()
+    assert main(["alerts", "list", "--format", "csv"]) == 0
+    after = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))
+    assert set(after["state"]) == {"acknowledged"} and len(after) == len(table)
+    assert after["acknowledged"].str.match(r"on-call \d{4}-\d\d-\d\d \d\d:\d\d: cheaper model").all()
+
+
 def test_a_changed_scorer_starts_a_new_series_never_compared(tmp_path):
     """A suite whose scorer was fixed: its next evaluation, 50 points lower, is a new series — nothing compared,
     no regression — and `geomon history` and the trends report (a break in the line) say why; the next run of
