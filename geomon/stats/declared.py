@@ -728,6 +728,10 @@ class PairedTest:
     # The change's standard error planned from the pair pooled (``compare.planned``): what weighs it in Holm. The
     # sign-flip test conditions on each cluster's two evaluations as a pair, not on which is the baseline.
     weighing_se: float = math.nan
+    # The clusters this comparison reads whose rows differ between the two evaluations (None: not counted). None
+    # differing is the one thing that takes it out of the Holm family: known from what the sign-flip test
+    # conditions on, never from the change it observed.
+    differing: int | None = None
 
     @property
     def worse(self) -> bool:
@@ -840,7 +844,8 @@ def _paired(
     arms = np.concatenate([np.zeros(n), np.ones(n)])
     b_values = [float(v[0]) for v in evaluate(statistics, stacked, Weights.rows(1 - arms))]
     a_values = [float(v[0]) for v in evaluate(statistics, stacked, Weights.rows(arms))]
-    differing = _differing_clusters(metric, old, new, codes, clusters)
+    differs = _differing_rows(metric, old, new)
+    differing = np.unique(codes[differs]) if clusters else np.zeros(0, dtype=int)
     exact = differing.size <= precision.exact_up_to
     if exact:
         flips = _Flips.every(differing, clusters)
@@ -890,6 +895,7 @@ def _paired(
                 exact=exact,
                 null_size=int(null.size),
                 disparity=is_disparity(statistic),
+                differing=int(np.unique(codes[differs & used_pairs]).size),
             )
         )
     return out
@@ -944,16 +950,14 @@ def _moved(statistic: Any, stacked: pd.DataFrame, n: int) -> str:
     return f"moved most: {statistic.by}={names[g]} {before[0][g]:.4g} → {after[0][g]:.4g}"
 
 
-def _differing_clusters(
-    metric: TrackedMetric, old: pd.DataFrame, new: pd.DataFrame, codes: np.ndarray, clusters: int
-) -> np.ndarray:
-    """The clusters whose rows differ between the two evaluations in a column the statistic reads: flipping
-    any other cluster swaps identical rows and changes nothing."""
+def _differing_rows(metric: TrackedMetric, old: pd.DataFrame, new: pd.DataFrame) -> np.ndarray:
+    """The rows that differ between the two evaluations in a column the statistic reads: flipping a cluster with
+    none swaps identical rows and changes nothing."""
     columns = sorted(metric.columns() - {"item"})
     differs = np.zeros(len(new), dtype=bool)
     for column in columns:
         differs |= _cells_differ(old[column], new[column])
-    return np.unique(codes[differs]) if clusters else np.zeros(0, dtype=int)
+    return differs
 
 
 def _cells_differ(before: pd.Series, after: pd.Series) -> np.ndarray:
@@ -1013,9 +1017,11 @@ def _nulls(
 
 def _one_sided(change: float, null: np.ndarray, higher_is_worse: bool, exact: bool) -> tuple[float, float]:
     """(p toward worse, p toward better): the share of flips at least as far in that direction as the change.
-    Exact enumeration counts the observed flip among its 2^k; random flips add it ((count + 1) / (N + 1))."""
+    Exact enumeration counts the observed flip among its 2^k; random flips add it ((count + 1) / (N + 1)). A
+    change of 0 is an outcome like any other: where clusters differ (20 of 40 items, net zero) the flips that move
+    it either way count; p = 1 both ways only when no flip moves it."""
     tolerance = 1e-9 * max(1.0, abs(change))
-    if abs(change) <= tolerance or null.size == 0:
+    if null.size == 0:
         return 1.0, 1.0
     toward_worse = null if higher_is_worse else -null
     observed = change if higher_is_worse else -change

@@ -25,7 +25,8 @@ better at the same share (shown, never paged); ``watch``: a worsening Benjamini�
 (shown, never paged); ``no detectable change`` with its minimum detectable effect at the test's first
 Holm level and the stated power. ``insufficient sample`` (the one rule of ``stats.sufficiency``) and
 ``undefined`` (a NaN statistic) get no p-value in the family; a comparison where no cluster differs from the
-baseline (p = 1 both ways: it cannot be significant) is ``no detectable change`` outside the family, so a
+baseline (``PairedTest.differing`` 0: p = 1 both ways, it cannot be significant) is ``no detectable change``
+outside the family — a change of 0 among differing clusters stays in it, with its p-value — so a
 suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). Holm is
 weighted, with weights fixed from what the sign-flip test conditions on (both evaluations' spreads about their
 common value, ``power.pooled_spread``; ``power.paging_weights``): a comparison whose
@@ -280,9 +281,10 @@ def decide(
         notes.append((INSUFFICIENT, blind) if why else ("", ""))
     # No cluster differs from the baseline: the sign-flip null is one point, p = 1 both ways, so the comparison
     # cannot be significant at any level. Given the clusters' absolute differences (what the sign-flip test
-    # conditions on) that is known before the test: leaving it out of Holm's count spends nothing (Tarone).
+    # conditions on) that is known before the test: leaving it out of Holm's count spends nothing (Tarone). A change
+    # of 0 where clusters differ is an outcome, never a reason: it stays, with its p-value.
     for i, t in enumerate(tests):
-        if not notes[i][0] and t.p_value == 1 and t.p_better == 1 and not t.disparity:
+        if not notes[i][0] and t.differing == 0 and not t.disparity:
             notes[i] = (NO_CHANGE, UNCHANGED_NOTE)
     testable = [i for i, (kind, _) in enumerate(notes) if not kind]
     # Two families at the same α: what can page (a metric, a group), and the disparities between groups (shown

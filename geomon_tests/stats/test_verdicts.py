@@ -114,12 +114,14 @@ def test_an_undefined_statistic_has_no_p_value():
     assert verdict.verdict == verdicts.UNDEFINED and verdict.family_size == 0
 
 
-def _test(p, change, *, min_effect=1.0, clusters=100, higher_is_worse=False, p_better=None, se=1.0):
-    """A paired test: ``p`` one-sided toward worse, ``p_better`` toward better (1 − p unless given)."""
+def _test(p, change, *, min_effect=1.0, clusters=100, higher_is_worse=False, p_better=None, se=1.0, differing=None):
+    """A paired test: ``p`` one-sided toward worse, ``p_better`` toward better (1 − p unless given); ``differing``:
+    the clusters that differ (0: none, the one case that leaves the Holm family)."""
     better = 1.0 - p if p_better is None else p_better
     return PairedTest(
-        "m", "", 50.0, 50.0 + change, change, p, se, clusters, clusters, higher_is_worse, min_effect, p_better=better
-    )
+        "m", "", 50.0, 50.0 + change, change, p, se, clusters, clusters, higher_is_worse, min_effect, p_better=better,
+        differing=differing,
+    )  # fmt: skip
 
 
 def test_one_suite_is_decided_by_holm_and_bh_on_one_sided_p_values():
@@ -314,7 +316,7 @@ def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
     detectable change`` outside it, saying why. Mutation caught: the unchanged comparisons counted by Holm (the
     tenth then needs p < 0.005); the exclusion on p = 1 toward worse alone."""
     settings = VerdictSettings()
-    family = [_test(0.01, -5), *[_test(1.0, 0.0, p_better=1.0)] * 9]
+    family = [_test(0.01, -5), *[_test(1.0, 0.0, p_better=1.0, differing=0)] * 9]
     decided = decide(family, settings)
     assert decided[0].verdict == verdicts.REGRESSION and decided[0].family_size == 1
     assert {v.verdict for v in decided[1:]} == {verdicts.NO_CHANGE}
@@ -324,6 +326,30 @@ def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
     improved = [_test(0.01, -5), *[_test(1.0, 5.0, p_better=0.2)] * 9]
     decided = decide(improved, settings)
     assert {v.family_size for v in decided} == {10} and decided[0].verdict != verdicts.REGRESSION
+
+
+def test_a_zero_change_among_differing_clusters_stays_in_the_family_with_its_p_and_label():
+    """Country A: 20 of its 40 items differ, 10 better and 10 worse (net zero); country B: none differ. A's change of
+    0 is an outcome: its true one-sided p (about 0.59: the flips that move it at least as far toward worse), in the
+    Holm family with the overall figure, labelled by its power; only B, where no cluster differs, leaves the
+    family. Mutations caught: ``_one_sided`` returning p = 1 for a change of 0; the exclusion on a change of 0
+    (A left the family with the false note "no cluster differs")."""
+    values = np.array([100.0, 0.0] * 20 + [100.0, 0.0] * 20)
+    before = _frame(values, ["A"] * 40 + ["B"] * 40)
+    after = before.copy()
+    after.loc[:19, "value"] = 100.0 - values[:20]  # 10 right → wrong, 10 wrong → right
+    metric = TrackedMetric("acc", Mean("value"), min_effect=5.0, by=("country",))
+    tests = {t.breakdown: t for t in paired_test(metric, before, after, resamples=1999)}
+    a, b = tests["country=A"], tests["country=B"]
+    assert a.change == 0 and a.differing == 20 and b.differing == 0
+    assert 0.5 < a.p_value < 0.7 and 0.5 < a.p_better < 0.7
+    assert b.p_value == b.p_better == 1.0
+    decided = {v.breakdown: v for v in decide(list(tests.values()), VerdictSettings())}
+    assert decided["country=A"].family_size == 2 and decided["country=A"].p_adjusted is not None
+    assert decided["country=A"].p_value == pytest.approx(a.p_value)
+    assert decided["country=A"].note != verdicts.UNCHANGED_NOTE
+    assert decided["country=A"].decidability == verdicts.UNDERPOWERED_PROFILE
+    assert decided["country=B"].note == verdicts.UNCHANGED_NOTE and decided["country=B"].p_adjusted is None
 
 
 def _planned(test, planned_se, weighing_se=None):
@@ -384,7 +410,7 @@ def test_unchanged_comparisons_count_in_the_weights_plan_not_in_the_holm_run():
     settings = VerdictSettings()
     decidable = _planned(_test(0.012, -5, min_effect=1.0, se=1.0), planned_se=0.2)
     hopeless = [_planned(_test(0.5, 0.1, min_effect=1.0, se=1.0), planned_se=2.0)] * 9
-    unchanged = _planned(_test(1.0, 0.0, p_better=1.0), planned_se=0.2)
+    unchanged = _planned(_test(1.0, 0.0, p_better=1.0, differing=0), planned_se=0.2)
     decided = decide([decidable, *hopeless, unchanged], settings)
     assert decided[0].level == pytest.approx(0.05 / 4.25) and decided[0].verdict == verdicts.REGRESSION
     assert decided[0].p_adjusted == pytest.approx(0.012 * 3.25)
