@@ -48,7 +48,7 @@ from geomon.defs.resources import (
     revisions_partitions,
 )
 from geomon.defs.runs import ANSWERS, FAILED_ASKS, PerModelPlan, per_model_job, per_model_job_name
-from geomon.defs.samples import CONFIRM, check_estimate, confirm_field, mixed_samples, sample_in_use
+from geomon.defs.samples import CONFIRM, confirm_field, mixed_samples, refusal, refuse, sample_in_use
 from geomon.defs.sensors import revisions_sensor, stale_sample_sensor
 from geomon.defs.versions import SAMPLE, sample_id, sample_label, source_version, versioned_output
 from geomon.engine.client import GenerationRequest
@@ -286,7 +286,10 @@ def _stage_asset(
             metadata.update(options_metadata_values(options))
             plans, shown = prompt_plans(settings, info, result.value)
             confirmed = bool((context.op_execution_context.op_config or {}).get(CONFIRM))
-            check_estimate(settings, info.name, plans, options, previous, confirmed)  # before any model is asked
+            refused = refusal(settings, info.name, plans, options, previous, confirmed)  # before any model is asked
+            if refused:
+                yield from refuse(context, refused, [spec.name for spec in check_specs])
+                return
             metadata["plan"] = metadata_value(shown)
             # The prompts' data version is their sample: a new one marks every model answered on the old stale.
             data_version = "-".join(filter(None, (result.data_version, sample_id(result.value))))
@@ -350,6 +353,7 @@ def _stage_asset(
         ins={input_name(name): _asset_in(info.name, pipeline, stage, name) for name in stage.inputs},
         check_specs=check_specs or None,
         required_resource_keys={"geomon"},
+        output_required=not stage.options,  # a refused new sample materializes nothing (samples.refuse)
         **options,
     )(compute)
 

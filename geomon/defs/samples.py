@@ -1,13 +1,16 @@
 """A sample is a visible decision in the Dagster UI: the launchpad of a suite's prompts (the ``<suite>_prompts``
 job, the prompts asset's options) proposes the sample the store holds now and names the profile it came from,
 the prompts asset shows the plan's asks and time, and a run that would change the sample to one estimated above
-``confirm_above_minutes`` / ``confirm_above_usd`` on the models it would ask stops before asking any, saying how
-to confirm (``geomon run`` asks the same question on the command line)."""
+``confirm_above_minutes`` / ``confirm_above_usd`` on the models it would ask is refused before asking any, saying
+how to confirm, and leaves the asset, its checks and automation as they were (``geomon run`` asks the same
+question on the command line). Dagster validates a launch's config by its types only, so the refusal is the
+step's, before it asks."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -69,28 +72,93 @@ def _held_options(prompts_key: list[str]) -> tuple[dict[str, Any] | None, str]:
     return (dict(entry.value), "") if entry is not None and isinstance(entry.value, dict) else (None, "")
 
 
-def check_estimate(
+REFUSED_TAG = "geomon/refused"  # on a run that refused a new sample above the limits: the runs list says so
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A new sample refused before any ask: what it was, its profile, and why (the estimate above the limits)."""
+
+    suite: str
+    sample: str  # "sample_questions 400, seed 0"
+    profile: str  # "profile default", "chosen by hand"
+    over: str  # plan.above_limits: "about 5.7 h (23,874 asks …), above confirm_above_minutes 60"
+
+    def line(self) -> str:
+        """The run's one ``geomon:`` line: what was refused, why, and how to confirm."""
+        from geomon import plan
+
+        return (
+            f"geomon: {self.suite} prompts at {self.sample} ({self.profile}) refused: the plan's estimate is "
+            f"{self.over}; nothing was asked and the sample held is kept. To confirm: {plan.CONFIRM_HOW}"
+        )
+
+
+def refusal(
     settings: Settings,
     suite: str,
     plans: list[Any],
     options: dict[str, Any],
     previous: dict[str, Any],
     confirmed: bool,
-) -> None:
-    """Stop a run that changes the sample (``options`` against the ``previous`` materialization's) to one estimated
-    above the limits on the models it would ask, unless ``confirmed``: nothing is asked, the message says how to
-    confirm. A sample kept (automation, a click on Materialize) is never stopped: it was decided before."""
+) -> Refusal | None:
+    """A run that changes the sample (``options`` against the ``previous`` materialization's) to one estimated
+    above the limits on the models it would ask is refused, unless ``confirmed``; None when it goes ahead. A sample
+    kept (automation, a click on Materialize) is never refused: it was decided before."""
     from geomon import plan
 
     if confirmed or options == previous:
-        return
+        return None
     over = plan.above_limits(settings, plans)
-    if over:
-        sample = ", ".join(f"{k} {v}" for k, v in options.items())
-        raise dg.Failure(
-            description=f"geomon: {suite} prompts at {sample} ({profile_of(settings, suite, options)}): the plan's "
-            f"estimate is {over}; nothing was asked. To confirm: {plan.CONFIRM_HOW}"
+    if not over:
+        return None
+    sample = ", ".join(f"{k} {v}" for k, v in options.items())
+    return Refusal(suite, sample, profile_of(settings, suite, options), over)
+
+
+def refuse(context: dg.AssetExecutionContext, refused: Refusal, checks: Sequence[str]) -> list[dg.AssetCheckResult]:
+    """End a refused prompts step with nothing materialized and nothing left behind: ``refused`` is the run's one
+    error line and its ``geomon/refused`` tag (the sample and why); the run succeeds, so the asset is not Failed;
+    each of the step's ``checks`` restates its latest result on the materialization held. Dagster planned those
+    checks when the run was created: left unevaluated, a blocking check's latest execution would read Skipped and
+    hold automation back until the next materialization (``all_deps_blocking_checks_passed`` reads the latest)."""
+    from dagster._core.event_api import PartitionKeyFilter
+    from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+    context.log.error(refused.line())
+    context.instance.add_run_tags(context.run.run_id, {REFUSED_TAG: f"{refused.sample}: {refused.over}"})
+    partition = context.partition_key if context.has_partition_key else None
+    done = {AssetCheckExecutionRecordStatus.SUCCEEDED, AssetCheckExecutionRecordStatus.FAILED}
+    restated = []
+    for name in checks:
+        records = context.instance.event_log_storage.get_asset_check_execution_history(
+            dg.AssetCheckKey(context.asset_key, name),
+            limit=1,
+            status=done,
+            partition_filter=PartitionKeyFilter(key=str(partition)) if partition is not None else None,
         )
+        if not records or records[0].event is None:  # Dagster wants a result for each of the step's checks
+            restated.append(
+                dg.AssetCheckResult(
+                    check_name=name,
+                    passed=False,
+                    severity=dg.AssetCheckSeverity.WARN,
+                    description="not run: the refused run built no sample, and none was checked before",
+                )
+            )
+            continue
+        evaluation = records[0].event.dagster_event.event_specific_data
+        restated.append(
+            dg.AssetCheckResult(
+                check_name=name,
+                passed=evaluation.passed,
+                severity=evaluation.severity,
+                description=f"as checked in run {records[0].run_id[:8]} (a refused run, {context.run.run_id[:8]}, "
+                "kept this sample)",
+                metadata=evaluation.metadata,
+            )
+        )
+    return restated
 
 
 def mixed_samples(board: pd.DataFrame, labels: Sequence[str]) -> str:

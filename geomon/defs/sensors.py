@@ -90,7 +90,7 @@ def blocked_by_checks(instance: dg.DagsterInstance, asset_graph: Any) -> dict[st
         if not asset_graph.get(key.asset_key).is_partitioned:
             records = instance.fetch_materializations(key.asset_key, limit=1).records
             if records:  # never materialized: nothing waits on it yet
-                _why(reasons, name, records[0], latest.get(key))
+                _why(instance, reasons, name, records[0], latest.get(key))
             continue
         # The check's recent executions by the materialization they checked (an in-asset check of a partitioned
         # asset may be stored without its partition).
@@ -107,20 +107,27 @@ def blocked_by_checks(instance: dg.DagsterInstance, asset_graph: Any) -> dict[st
             if partition is None or partition in seen:
                 continue  # an older materialization of a partition already read
             seen.add(partition)
-            _why(reasons, f"{name} [{partition}]", materialization, by_target.get(materialization.storage_id))
+            _why(instance, reasons, f"{name} [{partition}]", materialization, by_target.get(materialization.storage_id))
     return reasons
 
 
-def _why(reasons: dict[str, str], name: str, materialization: Any, record: Any) -> None:
+def _why(instance: dg.DagsterInstance, reasons: dict[str, str], name: str, materialization: Any, record: Any) -> None:
     """Why the check ``record`` (its latest execution) does not clear ``materialization``, if it does not."""
     evaluation = record.event.dagster_event.event_specific_data if record and record.event else None
     target = getattr(evaluation, "target_materialization_data", None)
     if record is None or (target is not None and target.storage_id != materialization.storage_id):
         reasons[name] = "not run on the latest materialization (run it from the asset's Checks tab)"
     elif record.status.value == "PLANNED":
-        reasons[name] = f"still running in run {record.run_id}"
+        run = instance.get_run_by_id(record.run_id)
+        if run is None or not run.is_finished:
+            reasons[name] = f"still running in run {record.run_id[:8]}"
+        else:  # Dagster reads the check as Skipped or Execution failed, which holds automation as a failure would
+            reasons[name] = (
+                f"never ran: run {record.run_id[:8]} ended {run.status.value.lower()} before it (materialize the "
+                "asset again, or run the check from its Checks tab)"
+            )
     elif evaluation is not None and not evaluation.passed:
-        reasons[name] = f"failed in run {record.run_id}: {evaluation.description or 'see its metadata'}"
+        reasons[name] = f"failed in run {record.run_id[:8]}: {evaluation.description or 'see its metadata'}"
 
 
 @dg.sensor(

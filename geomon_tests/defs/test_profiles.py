@@ -171,9 +171,12 @@ def test_the_launchpad_proposes_the_sample_held_and_a_new_sample_above_the_limit
 ):
     """The store holds BLEnD at quick's 2 questions per country: the launchpad proposes them and names quick. A run
     that grows the sample to an estimate above confirm_above_minutes stops before any model is asked, with a
-    ``geomon:`` message saying how to confirm; ``confirm: true`` goes ahead; a run keeping the sample never stops."""
+    ``geomon:`` line saying how to confirm, and leaves nothing behind: the asset not Failed, its blocking check not
+    left unevaluated (automation would wait on it), no stack trace; ``confirm: true`` goes ahead; a run keeping the
+    sample never stops."""
     from geomon.defs.runs import register_models
-    from geomon.defs.samples import sample_in_use
+    from geomon.defs.samples import REFUSED_TAG, sample_in_use
+    from geomon.defs.sensors import blocked_by_checks
     from geomon.engine.client import GenerationRequest, GenerationResult
     from geomon.engine.runner import model_identity
 
@@ -210,11 +213,27 @@ def test_the_launchpad_proposes_the_sample_held_and_a_new_sample_above_the_limit
         # The default profile's questions in the UK (English) and Spain (Spanish and English): 3 asks a question,
         # 2 s each, 4 at a time — minutes, above the 0.5 allowed.
         default = registry.profile_options("blend", "default", {})["sample_questions"]
-        stop = rf"^geomon: blend prompts at sample_questions {default}, seed 0 \(profile default\): .* about \d+ min "
-        stop += r".*confirm: true"
-        with pytest.raises(dg.Failure, match=stop):
-            prompts({"sample_questions": default})
+        stop = rf"^geomon: blend prompts at sample_questions {default}, seed 0 \(profile default\) refused: .* "
+        stop += r"about \d+ min .*nothing was asked.*confirm: true"
+        refused = prompts({"sample_questions": default})
+        assert refused.success  # no stack trace, and the asset is not Failed: nothing was materialized
+        assert refused.asset_materializations_for_node("blend__prompts") == []
+        logged = [r.user_message for r in instance.all_logs(refused.run_id) if r.level >= 40]
+        assert len(logged) == 1 and re.match(stop, logged[0]) and "Traceback" not in logged[0], logged
+        tag = instance.get_run_by_id(refused.run_id).tags[REFUSED_TAG]  # the runs list says which sample, and why
+        assert tag.startswith(f"sample_questions {default}, seed 0: about ") and "confirm_above_minutes 0.5" in tag
+        # Its blocking check restates the result held (Dagster planned it; left Skipped, automation would wait)
+        check = dg.AssetCheckKey(dg.AssetKey(["blend", "prompts"]), "prompts_filled")
+        latest = instance.event_log_storage.get_latest_asset_check_execution_by_key([check])[check]
+        assert (latest.run_id, latest.status.value) == (refused.run_id, "SUCCEEDED")
+        assert not [k for k in blocked_by_checks(instance, defs.resolve_asset_graph()) if k.startswith("blend/")]
         assert sample_in_use("blend", ["blend", "prompts"])[0]["sample_questions"] == 2  # nothing changed
+        # A run that ended before its blocking check ran (a crash, a termination) holds automation: the sensor says so
+        job = defs.resolve_implicit_global_asset_job_def()
+        crashed = instance.create_run_for_job(job, asset_selection={dg.AssetKey(["blend", "prompts"])})
+        instance.report_run_failed(crashed)
+        why = blocked_by_checks(instance, defs.resolve_asset_graph())["blend/prompts:prompts_filled"]
+        assert why.startswith(f"never ran: run {crashed.run_id[:8]} ended failure before it"), why
         assert prompts({}).success  # a click on Materialize keeps the sample: not stopped
         grown = prompts({"sample_questions": default, "confirm": True})
         assert len(grown.output_for_node("blend__prompts")) > 1000
