@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from geomon.config import ConfigError, load_settings
-from geomon.engine.registry import RegistryError, bundled_model_path
+from geomon.engine.registry import RegistryError, model_weights
 
 log = logging.getLogger("geomon")
 
@@ -93,6 +93,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         os.environ["GEOMON_CONFIG"] = str(Path(args.config).resolve())
     specs = named_models(settings, args.models.split(","), "--models") if args.models else settings.models
     names = [s.name for s in specs]
+    for spec in specs:  # a variant's weights are made (re-quantized, once) or refused here, before anything is asked
+        if spec.change is not None and spec.bundled:
+            model_weights(spec)
     chosen = resolve(args.suite, "--suite")
     check_profile(args.profile, settings.profiles)
     lane = bool(args.lane_report)  # a lane of another `geomon run`, which warned, planned and confirmed
@@ -878,7 +881,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.config)
     for spec in settings.models:
-        where = f"bundled {bundled_model_path(spec.bundled)}" if spec.bundled else f"{spec.base_url} ({spec.model_id})"
+        where = f"bundled {model_weights(spec)}" if spec.bundled else f"{spec.base_url} ({spec.model_id})"
         identity = model_identity(spec) if args.identity else ""
         print(f"{spec.name:28s} {spec.kind:5s} {where} {identity}")
     return 0
@@ -892,7 +895,7 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
     if not spec.bundled:
         raise RegistryError(f"model {spec.name!r} is an endpoint ({spec.base_url}), not a bundled model")
     with running_server(
-        bundled_model_path(spec.bundled),
+        model_weights(spec),
         alias=spec.name,
         slots=args.slots,
         port=args.port,
