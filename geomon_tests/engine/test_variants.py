@@ -159,3 +159,25 @@ def test_a_quantize_variant_serves_the_bundled_file_requantized_once(
     modified = made.stat().st_mtime_ns
     assert model_weights(variant) == made and made.stat().st_mtime_ns == modified
     assert model_identity(variant) != model_identity(base)
+
+
+def test_geomon_plan_says_beforehand_which_comparisons_the_release_decides(
+    tmp_path: Path, wdi_snapshot_dir: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per suite, before anything is asked: the release, what changed, and how many of its comparisons the
+    profile decides (the bundled file under another name: a file variant that is its base's weights)."""
+    monkeypatch.setenv("GEOMON_CACHE_DIR", str(tmp_path / "cache"))
+    weights = tmp_path / "same.gguf"
+    weights.symlink_to(bundled_model_path("gemma3-270m"))
+    config = write_settings(tmp_path, wdi_snapshot_dir)
+    doc = yaml.safe_load(config.read_text())
+    doc["variants"] = [{"name": "gemma3-270m-same", "of": "gemma3-270m", "weights": str(weights)}]
+    config.write_text(yaml.safe_dump(doc))
+    args = ["--config", str(config), "plan", "--profile", "quick", "--suites", "worldbench,blend"]
+    assert main([*args, "--models", "gemma3-270m,gemma3-270m-same"]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("Release gemma3-270m-same"))
+    assert line.startswith(
+        "Release gemma3-270m-same vs gemma3-270m (weights same.gguf): comparisons decidable at profile quick: "
+        "worldbench 0 of 24, blend 0 of 69"
+    )
