@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from geomon.config import ConfigError, load_settings
-from geomon.engine.registry import RegistryError, bundled_model_path
+from geomon.engine.registry import RegistryError, model_weights
 
 log = logging.getLogger("geomon")
 
@@ -93,6 +93,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         os.environ["GEOMON_CONFIG"] = str(Path(args.config).resolve())
     specs = named_models(settings, args.models.split(","), "--models") if args.models else settings.models
     names = [s.name for s in specs]
+    for spec in specs:  # a variant's weights are made (re-quantized, once) or refused here, before anything is asked
+        if spec.change is not None and spec.bundled:
+            model_weights(spec)
     chosen = resolve(args.suite, "--suite")
     check_profile(args.profile, settings.profiles)
     lane = bool(args.lane_report)  # a lane of another `geomon run`, which warned, planned and confirmed
@@ -146,6 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         page, _ = write_trends(settings)
         print(f"\nTrends (every evaluation in the history, over real dates): {page}")
         print(imported_regressions(settings))
+        print(serving_releases(settings, specs), end="")
         print(f"Every report: {settings.results_dir / 'index.html'}")
         if args.profile == "quick":
             print(
@@ -399,6 +403,19 @@ def imported_regressions(settings: Any) -> str:
     return "\n".join([head, *lines])
 
 
+def serving_releases(settings: Any, specs: Sequence[Any]) -> str:
+    """The closing screen's lines on each serving-change release the run evaluated (``views.release_decided``)."""
+    from geomon.monitor import views
+    from geomon.monitor.history import MetricHistory
+    from geomon.suites import registry
+
+    history = MetricHistory(settings.store_url)
+    bounds = {(suite, metric): bound for suite, metric, _, _, bound in registry.headline_catalog()}
+    changes = settings.serving_changes()
+    blocks = ["\n".join(views.release_decided(history, s.name, changes[s.name], bounds)) for s in specs if s.change]
+    return "".join(f"\n{block}\n" for block in blocks)
+
+
 def cmd_trends(args: argparse.Namespace) -> int:
     page, table = write_trends(load_settings(args.config), args.breakdown)
     shown = ["suite", "metric", "breakdown", "model", "evaluated_at", "value", "ci_low", "ci_high"]
@@ -470,6 +487,22 @@ def run_plan(
             why = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # a KeyError quotes its text
             raise UsageError(f"suite {info.name}: its prompts cannot be built at {at}: {why}") from exc
     return plans
+
+
+def release_plans(settings: Any, plans: list[Any], models: Sequence[Any], profile: str) -> str:
+    """Per serving-change release planned (a variant and its base): which of its comparisons the profile decides, per
+    suite, before anything is asked."""
+    changes = settings.serving_changes()
+    lines = []
+    for spec in (s for s in models if s.change):
+        mine = [p for p in plans if p.model == spec.name]
+        counts = [f"{p.suite} {sum(c.decidable for c in p.comparisons)} of {len(p.comparisons)}" for p in mine]
+        named = [f"{p.suite} {c.name}" for p in mine for c in p.comparisons if c.decidable]
+        lines.append(
+            f"\nRelease {spec.name} vs {spec.variant_of} ({changes[spec.name]}): comparisons decidable at profile "
+            f"{profile}: {', '.join(counts)}" + (f" — {'; '.join(named)}" if named else "")
+        )
+    return "".join(f"{line}\n" for line in lines)
 
 
 def detectable(plans: list[Any], suite: str) -> str:
@@ -565,6 +598,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"{args.profile} ({largest.asks:,} asks; budget {largest.budget:,} per model and suite):"
             )
             print("\n".join(f"  {line}" for line in plan.blind_lines(largest)))
+    print(release_plans(settings, plans, models, args.profile), end="")
     if args.fit:
         from geomon.stats import sufficiency
 
@@ -901,7 +935,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.config)
     for spec in settings.models:
-        where = f"bundled {bundled_model_path(spec.bundled)}" if spec.bundled else f"{spec.base_url} ({spec.model_id})"
+        where = f"bundled {model_weights(spec)}" if spec.bundled else f"{spec.base_url} ({spec.model_id})"
         identity = model_identity(spec) if args.identity else ""
         print(f"{spec.name:28s} {spec.kind:5s} {where} {identity}")
     return 0
@@ -915,7 +949,7 @@ def cmd_serve_local(args: argparse.Namespace) -> int:
     if not spec.bundled:
         raise RegistryError(f"model {spec.name!r} is an endpoint ({spec.base_url}), not a bundled model")
     with running_server(
-        bundled_model_path(spec.bundled),
+        model_weights(spec),
         alias=spec.name,
         slots=args.slots,
         port=args.port,

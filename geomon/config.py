@@ -174,6 +174,10 @@ class Settings:
         — the one answer for ``geomon run``, ``geomon import`` and the Dagster assets."""
         return {**{s.name: s.predecessor for s in self.models if s.predecessor}, **self.predecessors}
 
+    def serving_changes(self) -> dict[str, str]:
+        """Each variant's serving change as its alerts name it (``weights re-quantized Q4_K_M → Q3_K_S``)."""
+        return {s.name: s.change.describe(self.model(s.variant_of)) for s in self.models if s.change and s.variant_of}
+
     def model(self, name: str) -> ModelSpec:
         """A model by name: from the registry, else from what the endpoints serve."""
         try:
@@ -187,7 +191,7 @@ class Settings:
         """The jury's judge models: the named ones, or every bundled model."""
         if jury.judges:
             return [self.model(name) for name in jury.judges]
-        return [s for s in self.models if s.bundled]
+        return [s for s in self.models if s.bundled and s.variant_of is None]
 
     def store(self) -> Any:
         from geomon.engine.store import ResponseStore
@@ -333,6 +337,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "borderlines",
         "engine",
         "models",
+        "variants",
         "include_bundled",
         "cache_epoch",
         "alerts",

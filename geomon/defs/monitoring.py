@@ -75,7 +75,7 @@ def track_evaluation(
         items,
         tracked,
         settings.verdicts,
-        announcer=announce.announcer(settings.alerts, link),
+        announcer=announce.announcer(settings.alerts, link, settings.serving_changes()),
         replies=replies,
     )
     current = result.evaluation

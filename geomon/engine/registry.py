@@ -4,6 +4,10 @@ A model is either an OpenAI-compatible endpoint (OpenAI, a vLLM server, a llama.
 GGUF file bundled in an installed package, served by geomon's own local engine. The registry is a
 YAML file users edit (``geomon.yaml``); API keys are only ever named there (``api_key_env``) and
 read from the environment.
+
+A *variant* (``variants:`` in the same file) is a serving change of a registered model: its weights re-quantized or
+swapped for another GGUF file, another system prompt, other sampling parameters. It is a release of its own whose
+predecessor is the model it derives from; what changed is one record (``ServingChange``), named in its alerts.
 """
 
 from __future__ import annotations
@@ -13,21 +17,66 @@ import importlib.util
 import os
 import re
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
-from geomon.engine.client import CONSTRAINTS, SERVER_KINDS, RateLimit
+from geomon.engine.client import CONSTRAINTS, SERVER_KINDS, GenerationRequest, RateLimit
+from geomon.engine.quantize import QUANT_TYPES, QuantizeUnavailable, requantized
 
 ModelKind = Literal["chat", "base"]
 BUNDLED = ("smollm2-135m-instruct", "gemma3-270m")
+# The llama.cpp type each bundled file is quantized to (what a quantization release changes it from).
+BUNDLED_QUANT = {"smollm2-135m-instruct": "Q4_1", "gemma3-270m": "Q4_K_M"}
 
 
 class RegistryError(ValueError):
     """A registry file or model entry that cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class ServingChange:
+    """What a variant changes in serving the model it derives from: the weights (re-quantized to a llama.cpp type,
+    or another GGUF file), the system prompt before every chat request, sampling parameters over the base's."""
+
+    quantize: str | None = None  # a llama.cpp type the base's GGUF is re-quantized to (llama-quantize)
+    weights: str | None = None  # a GGUF file served instead of the base's
+    system_prompt: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (self.quantize or self.weights or self.system_prompt is not None or self.params):
+            raise RegistryError("a variant changes something: give quantize, weights, system_prompt or params")
+        if self.quantize and self.weights:
+            raise RegistryError("a variant gives quantize or weights, not both")
+        if self.quantize and self.quantize not in QUANT_TYPES:
+            raise RegistryError(f"quantize: {self.quantize!r} is not one of llama.cpp's types {QUANT_TYPES}")
+        if not isinstance(self.params, dict):
+            raise RegistryError("params: a mapping of sampling parameters (temperature, seed, top_p, ...)")
+
+    def describe(self, base: ModelSpec) -> str:
+        """What changed, as an alert names it: ``weights re-quantized Q4_K_M → Q3_K_S``."""
+        parts = []
+        if self.quantize:
+            was = BUNDLED_QUANT.get(base.bundled or "", "its own type")
+            parts.append(f"weights re-quantized {was} → {self.quantize}")
+        if self.weights:
+            parts.append(f"weights {Path(self.weights).name}")
+        if self.system_prompt is not None:
+            parts.append(f"system prompt {self.system_prompt[:60]!r}")
+        for key, value in sorted(self.params.items()):
+            parts.append(f"{key} {base.params.get(key, 'default')} → {value}")
+        return ", ".join(parts)
+
+    def serve(self, request: GenerationRequest) -> GenerationRequest:
+        """``request`` as this variant sends it: its system prompt before a chat request's own messages."""
+        if self.system_prompt is None or request.mode != "chat":
+            return request
+        kept = tuple(m for m in request.messages if m.get("role") != "system")
+        return replace(request, messages=({"role": "system", "content": self.system_prompt}, *kept))
 
 
 @dataclass(frozen=True)
@@ -51,6 +100,9 @@ class ModelSpec:
     # What the endpoint charges, in US dollars per million tokens (geomon plan's cost estimate); None: unknown.
     price_input_per_million: float | None = None
     price_output_per_million: float | None = None
+    # A serving change of the registered model ``variant_of`` (``variants:`` in geomon.yaml), its predecessor.
+    variant_of: str | None = None
+    change: ServingChange | None = None
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", self.name):
@@ -67,6 +119,8 @@ class ModelSpec:
             raise RegistryError(f"model {self.name!r}: constrain must be one of {CONSTRAINTS}, not {self.constrain!r}")
         if self.base_url is not None and not self.model_id:
             raise RegistryError(f"model {self.name!r}: an endpoint model needs model_id")
+        if (self.variant_of is None) != (self.change is None):
+            raise RegistryError(f"model {self.name!r}: a variant names the model it derives from and its change")
 
     @property
     def partition_key(self) -> str:
@@ -147,6 +201,39 @@ def bundled_model_path(bundled: str) -> Path:
     if not path.is_file():
         raise RegistryError(f"bundled model {bundled!r}: file {path} is missing")
     return path
+
+
+def readable_gguf(path: Path, who: str) -> Path:
+    """``path`` if it is a readable GGUF file, else the error naming the model, the file and what is wrong."""
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except FileNotFoundError:
+        raise RegistryError(f"{who}: weights file {path} is missing") from None
+    except OSError as exc:
+        raise RegistryError(f"{who}: weights file {path} cannot be read ({exc.strerror or exc})") from None
+    if magic != b"GGUF":
+        raise RegistryError(f"{who}: weights file {path} is not a GGUF file (it starts with {magic!r})")
+    return path
+
+
+def model_weights(spec: ModelSpec) -> Path:
+    """The GGUF file geomon serves for a bundled model or a variant of one: the package's file, another file the
+    variant names, or the package's file re-quantized (made once, cached: ``geomon.engine.quantize``)."""
+    if spec.bundled is None:
+        raise RegistryError(f"model {spec.name!r} is an endpoint: geomon serves no file for it")
+    change = spec.change
+    who = f"model {spec.name!r}"
+    if change is not None and change.weights:
+        return readable_gguf(Path(change.weights), who)
+    source = bundled_model_path(spec.bundled)
+    if change is not None and change.quantize:
+        try:
+            made = requantized(source, change.quantize, file_sha256(source))
+        except QuantizeUnavailable as exc:
+            raise RegistryError(f"{who}: its weights cannot be re-quantized to {change.quantize}: {exc}") from None
+        return readable_gguf(made, who)
+    return source
 
 
 def file_sha256(path: Path) -> str:
@@ -239,6 +326,52 @@ def _parse_rate_limit(value: Any, where: str) -> RateLimit | None:
         raise RegistryError(f"{where}: {exc}") from exc
 
 
+VARIANT_FIELDS = ("name", "of", "quantize", "weights", "system_prompt", "params", "release_date")
+
+
+def variant_from_dict(entry: dict[str, Any], specs: list[ModelSpec], where: str, folder: Path) -> ModelSpec:
+    """A ``variants:`` entry as a model: its base's registration with the change applied, the base its
+    predecessor (a relative ``weights`` path is read from the settings file's ``folder``)."""
+    refuse_secrets(entry, where)
+    unknown = set(entry) - set(VARIANT_FIELDS)
+    if unknown:
+        raise RegistryError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {list(VARIANT_FIELDS)}")
+    for required in ("name", "of"):
+        if not entry.get(required):
+            raise RegistryError(f"{where}: a variant needs {required!r}")
+    base = next((s for s in specs if s.name == entry["of"]), None)
+    if base is None:
+        raise RegistryError(f"{where}: of: no registered model named {entry['of']!r}")
+    if base.variant_of is not None:
+        raise RegistryError(f"{where}: of: {base.name!r} is itself a variant; derive from {base.variant_of!r}")
+    weights = entry.get("weights")
+    try:
+        change = ServingChange(
+            quantize=entry.get("quantize"),
+            weights=str(folder / Path(weights).expanduser()) if weights else None,
+            system_prompt=entry.get("system_prompt"),
+            params=entry.get("params") or {},
+        )
+    except RegistryError as exc:
+        raise RegistryError(f"{where}: {exc}") from None
+    if (change.quantize or change.weights) and base.bundled is None:
+        raise RegistryError(f"{where}: {base.name!r} is an endpoint; only a bundled model's weights are served here")
+    if change.system_prompt is not None and base.kind != "chat":
+        raise RegistryError(f"{where}: {base.name!r} is a base model; a system prompt needs a chat model")
+    try:
+        return replace(
+            base,
+            name=entry["name"],
+            params={**base.params, **change.params},
+            release_date=_parse_date(entry.get("release_date"), f"{where}.release_date") or base.release_date,
+            predecessor=base.name,
+            variant_of=base.name,
+            change=change,
+        )
+    except TypeError as exc:
+        raise RegistryError(f"{where}: {exc}") from exc
+
+
 def load_yaml_mapping(path: Path, what: str, error: type[ValueError] = RegistryError) -> dict[str, Any]:
     """A YAML file holding a mapping, or ``error`` naming the file and what is wrong with it."""
     if not path.exists():
@@ -274,6 +407,13 @@ def registry_from_doc(doc: dict[str, Any], path: Path) -> list[ModelSpec]:
             raise RegistryError(f"{path}: models[{i}] must be a mapping")
         specs = [s for s in specs if s.name != entry.get("name")]  # a file entry overrides a bundled one
         specs.append(spec_from_dict(entry, f"{path}: models[{i}]"))
+    variants = doc.get("variants") or []
+    if not isinstance(variants, list):
+        raise RegistryError(f"registry file {path}: 'variants' must be a list")
+    for i, entry in enumerate(variants):
+        if not isinstance(entry, dict):
+            raise RegistryError(f"{path}: variants[{i}] must be a mapping")
+        specs.append(variant_from_dict(entry, specs, f"{path}: variants[{i}]", path.parent))
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest, GenerationResult, OpenAICompatibleClient
 from geomon.engine.local import kept_servers
-from geomon.engine.registry import ModelSpec, bundled_model_path, file_sha256
+from geomon.engine.registry import ModelSpec, file_sha256, model_weights
 from geomon.engine.store import ClaimLease, ResponseStore, StoredAnswer, StoreWriter, response_key
 
 log = logging.getLogger(__name__)
@@ -69,10 +70,16 @@ class EngineOptions:
 
 
 def model_identity(spec: ModelSpec) -> str:
-    """What the store's key says about the model: the weights themselves where geomon has them."""
+    """What the store's key says about the model: the weights themselves where geomon has them (a variant's file
+    is another file, so another identity), and a variant's system prompt, which the suites' requests do not carry
+    (its sampling parameters are in the requests' own)."""
     if spec.bundled:
-        return f"gguf-sha256:{file_sha256(bundled_model_path(spec.bundled))}"
-    return f"endpoint:{spec.name}|{spec.base_url}|{spec.model_id}"
+        identity = f"gguf-sha256:{file_sha256(model_weights(spec))}"
+    else:
+        identity = f"endpoint:{spec.name}|{spec.base_url}|{spec.model_id}"
+    if spec.change is not None and spec.change.system_prompt is not None:
+        identity += f"|system-sha256:{hashlib.sha256(spec.change.system_prompt.encode()).hexdigest()}"
+    return identity
 
 
 def engine_name(spec: ModelSpec) -> str:
@@ -87,7 +94,7 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
     if spec.bundled:
         servers = options.servers or os.cpu_count() or 1
         urls = kept_servers(
-            bundled_model_path(spec.bundled),
+            model_weights(spec),
             spec.name,
             servers=servers,
             slots=options.slots,
@@ -248,7 +255,8 @@ def ask(
                 errors[keys[i]] = result.error or "unknown error"
             progress.tick(result.ok)
 
-        pending = [requests[i] for i in indices]
+        change = spec.change
+        pending = [requests[i] if change is None else change.serve(requests[i]) for i in indices]
         owned = client is None
         try:
             with open_client(spec, options) if owned else contextlib.nullcontext(client) as active:

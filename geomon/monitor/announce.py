@@ -44,11 +44,14 @@ ALERT_NUMBERS = (
 )
 
 
-def announcer(settings: alerts.AlertSettings, link: Link | None = None) -> Announcer:
-    """``announce`` with these channels and links, as ``release.track`` calls it."""
+def announcer(
+    settings: alerts.AlertSettings, link: Link | None = None, changes: dict[str, str] | None = None
+) -> Announcer:
+    """``announce`` with these channels and links, as ``release.track`` calls it; ``changes``: by model, the
+    serving change a variant is (``Settings.serving_changes``), which its regression alerts name."""
 
     def tell(history: MetricHistory, evaluations: Sequence[Evaluation]) -> dict[str, list[str]]:
-        return announce(history, evaluations, settings, link)
+        return announce(history, evaluations, settings, link, changes)
 
     return tell
 
@@ -58,12 +61,14 @@ def announce(
     evaluations: Sequence[Evaluation],
     settings: alerts.AlertSettings,
     link: Link | None = None,
+    changes: dict[str, str] | None = None,
 ) -> dict[str, list[str]]:
     """Send what each evaluation's stored verdicts owe (module docstring); per evaluation id, one line per
     channel and message ("webhook: sent", "already alerted: webhook at …", "resolved: webhook: sent")."""
     out = {}
     for evaluation in evaluations:
-        out[evaluation.evaluation_id] = _announce_one(history, evaluation, settings, link)
+        change = (changes or {}).get(evaluation.model, "")
+        out[evaluation.evaluation_id] = _announce_one(history, evaluation, settings, link, change)
     return out
 
 
@@ -73,7 +78,7 @@ def _delivered(row: dict[str, Any]) -> MetricKey:
 
 
 def _announce_one(
-    history: MetricHistory, evaluation: Evaluation, settings: alerts.AlertSettings, link: Link | None
+    history: MetricHistory, evaluation: Evaluation, settings: alerts.AlertSettings, link: Link | None, change: str
 ) -> list[str]:
     result = stored(history, evaluation)
     decided = [StoredComparison.of(row) for row in result.verdicts]
@@ -93,7 +98,7 @@ def _announce_one(
     lines = []
     url = link(evaluation) if link is not None else settings.ui_url
     if new:
-        alert = regression_alert(evaluation, result.against, new, url)
+        alert = regression_alert(evaluation, result.against, new, url, change)
         lines += _send(history, evaluation, alert, "regression", [c.key for c in new], settings)
     if withdrawn:
         alert = resolved_alert(evaluation, result.against, withdrawn, decided, url)
@@ -146,16 +151,17 @@ def _send(
 
 
 def regression_alert(
-    evaluation: Evaluation, against: str, regressions: Sequence[StoredComparison], url: str
+    evaluation: Evaluation, against: str, regressions: Sequence[StoredComparison], url: str, change: str = ""
 ) -> alerts.Alert:
     """The alert of regression verdicts: every comparison that regressed, and the worst change (relative to its
-    minimum effect) with its numbers."""
+    minimum effect) with its numbers; ``change``: the serving change the release is (a variant), named first."""
     worst = max(regressions, key=lambda r: abs(r.change or 0.0) / max(r.min_effect or 0.0, 1e-12))
     suite, model = evaluation.suite, evaluation.model
+    served = f"A serving change of {against}: {change}. " if change else ""
     return alerts.Alert(
         kind="regression",
         title=f"{suite}: {model} regressed on {', '.join(sorted({str(r.key) for r in regressions}))}",
-        summary=f"{model} vs {against} ({evaluation.scope or 'default scope'}): {worst.key} "
+        summary=f"{served}{model} vs {against} ({evaluation.scope or 'default scope'}): {worst.key} "
         f"{worst.before:.4g} → {worst.after:.4g} (change {worst.change:+.4g}, worse when "
         f"{worst.worse_when}) over {worst.clusters} clusters; one-sided p = {worst.p_value:.3g}, "
         f"Holm-adjusted {worst.p_adjusted:.3g} over the suite's {worst.family_size} comparisons (weighted: the "

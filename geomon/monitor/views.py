@@ -513,3 +513,48 @@ def alert_list(history: MetricHistory, suite: str | None = None) -> pd.DataFrame
             }
     table = pd.DataFrame(list(found.values()), columns=ALERT_LIST_COLUMNS)
     return table.sort_values("state", key=lambda s: s != "open", kind="stable").reset_index(drop=True)
+
+
+def release_decided(
+    history: MetricHistory, model: str, change: str, bounds: Mapping[tuple[str, str], Bounds], shown: int = 3
+) -> list[str]:
+    """What a release (a variant and its serving ``change``) decided against its predecessor, per suite and scope,
+    from its latest stored evaluations: how many comparisons were decidable at the stated power, each regression
+    named with its group, change, p and adjusted p; each decidable headline without one as "no change as large as
+    the MDE"; and what the rest lacked (their notes: too few clusters, the MDE above the minimum effect) — what
+    ``geomon run`` closes with for every variant it ran."""
+    every = history.evaluations(model=model)
+    if every.empty:
+        return [f"{model}: not evaluated yet"]
+    latest = every.groupby(["suite", "scope"], sort=False).tail(1)
+    rows = history.comparisons(latest["evaluation_id"].tolist())
+    by_evaluation = {
+        e: [StoredComparison.of(r) for r in g.to_dict("records")] for e, g in rows.groupby("evaluation_id")
+    }
+    against = next((c.against for tests in by_evaluation.values() for c in tests if c.against), "")
+    lines = [f"Release {model} vs {baseline_model(against) or 'nothing'} — {change}:"]
+    for evaluation in latest.to_dict("records"):
+        suite, tests = evaluation["suite"], by_evaluation.get(evaluation["evaluation_id"], [])
+        scope = evaluation["scope"]
+        where = f"{suite} ({scope})" if scope else suite
+        if not tests:
+            lines.append(f"  {where}: nothing compared (no baseline evaluation of the predecessor yet)")
+            continue
+        decidable = [t for t in tests if t.decidability in (verdicts.DECIDABLE, verdicts.UNDERPOWERED_REGRESSION)]
+        decidable = [t for t in decidable if t.verdict not in (verdicts.INSUFFICIENT, verdicts.UNDEFINED)]
+        lines.append(f"  {where}: {len(decidable)} of {len(tests)} comparisons decidable; {verdicts.summary(tests)}")
+        for test in tests:
+            if _worse(test.verdict):
+                lines.append(f"    {verdict_phrase(model, test, bounds.get((suite, test.metric)))}")
+        quiet = [t for t in decidable if not _worse(t.verdict)]
+        for test in quiet[:shown]:
+            suffix = unit(bounds.get((suite, test.metric)))
+            lines.append(
+                f"    {test.key}: no change as large as the MDE {_figure(test.mde, suffix)} "
+                f"(change {_figure(test.change, suffix, signed=True)}, p {_p(test.p_value)})"
+            )
+        if len(quiet) > shown:
+            lines.append(f"    … and {len(quiet) - shown} more decidable without a regression")
+        if not decidable:
+            lines.append(f"    not decidable: {profile_blind(tests, shown) or 'no comparison could be tested'}")
+    return lines
