@@ -189,24 +189,29 @@ def _options(
     chosen sample survives a click in the UI or automation), else the automation profile's (``geomon.yaml``'s
     ``automation_profile``: the same sizes ``geomon run --profile`` asks), never the full benchmark unless
     that profile says so; and the previous materialization's (a new sample is checked against the limits).
-    A value equal to its field's default, ``proposed`` (the sample held when the code location loaded, which
-    every launchpad shows), counts as unset: automation and a click on Materialize run with the defaults, and
-    must keep the sample held now, which a run elsewhere may have changed since the code location loaded."""
+    Without ``confirm``, a value equal to its field's default, ``proposed`` (the sample held when the code location
+    loaded, which every launchpad shows), counts as unset: automation and a click on Materialize run with the
+    defaults, and must keep the sample held now, which a run elsewhere may have changed since the load."""
     if not stage.options:
         return {}, {}
     config = context.op_execution_context.op_config or {}
-    chosen = {k: v for k, v in config.items() if k != CONFIRM and (k not in proposed or v != proposed[k])}
+    # `confirm: true` (geomon run sets it, having asked) takes every value as chosen, defaults included.
+    literal = bool(config.get(CONFIRM))
+    chosen = {k: v for k, v in config.items() if k != CONFIRM and (literal or k not in proposed or v != proposed[k])}
     previous = {k: v for k, v in previous_options(context).items() if k in {o.name for o in stage.options}}
     stale = {
         k: v
         for k, v in config.items()
-        if k in proposed and v == proposed[k] and k in previous and previous[k] != (tuple(v) if type(v) is list else v)
+        if k != CONFIRM
+        and k not in chosen  # left at its default: read as unset
+        and k in previous
+        and previous[k] != (tuple(v) if type(v) is list else v)
     }
     if stale:
         context.log.warning(
             f"geomon: {suite} kept the sample the store holds ({', '.join(f'{k} {previous[k]}' for k in stale)}): "
             f"{', '.join(f'{k} {v}' for k, v in stale.items())} is the default the launchpad proposed when the code "
-            "location loaded, before the sample changed; to choose it, Reload definitions and launch again"
+            "location loaded, before the sample changed; to choose it, set confirm: true (or Reload definitions)"
         )
     return {**settings.run_options(suite), **previous, **chosen}, previous
 
