@@ -183,16 +183,36 @@ def _check_result(stage: Stage, outcome: CheckOutcome) -> dg.AssetCheckResult:
 
 
 def _options(
-    context: dg.AssetExecutionContext, suite: str, stage: Stage, settings: Settings
+    context: dg.AssetExecutionContext, suite: str, stage: Stage, settings: Settings, proposed: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The stage's options: what the run config sets, else what the previous materialization used (so a
     chosen sample survives a click in the UI or automation), else the automation profile's (``geomon.yaml``'s
     ``automation_profile``: the same sizes ``geomon run --profile`` asks), never the full benchmark unless
-    that profile says so; and the previous materialization's (a new sample is checked against the limits)."""
+    that profile says so; and the previous materialization's (a new sample is checked against the limits).
+    Without ``confirm``, a value equal to its field's default, ``proposed`` (the sample held when the code location
+    loaded, which every launchpad shows), counts as unset: automation and a click on Materialize run with the
+    defaults, and must keep the sample held now, which a run elsewhere may have changed since the load."""
     if not stage.options:
         return {}, {}
-    chosen = {k: v for k, v in (context.op_execution_context.op_config or {}).items() if k != CONFIRM}
+    config = context.op_execution_context.op_config or {}
+    # `confirm: true` (geomon run sets it, having asked) takes every value as chosen, defaults included.
+    literal = bool(config.get(CONFIRM))
+    chosen = {k: v for k, v in config.items() if k != CONFIRM and (literal or k not in proposed or v != proposed[k])}
     previous = {k: v for k, v in previous_options(context).items() if k in {o.name for o in stage.options}}
+    stale = {
+        k: v
+        for k, v in config.items()
+        if k != CONFIRM
+        and k not in chosen  # left at its default: read as unset
+        and k in previous
+        and previous[k] != (tuple(v) if type(v) is list else v)
+    }
+    if stale:
+        context.log.warning(
+            f"geomon: {suite} kept the sample the store holds ({', '.join(f'{k} {previous[k]}' for k in stale)}): "
+            f"{', '.join(f'{k} {v}' for k, v in stale.items())} is the default the launchpad proposed when the code "
+            "location loaded, before the sample changed; to choose it, set confirm: true (or Reload definitions)"
+        )
     return {**settings.run_options(suite), **previous, **chosen}, previous
 
 
@@ -242,10 +262,15 @@ def _stage_asset(
         check_specs.append(monitoring.regression_spec(key, partitions))
     tracked = registry.suite(info.name).tracked
     code_version = stage_version(info.name, stage)
+    # What every launchpad proposes for the options (the job's and the asset's): the sample held at load, else the
+    # automation profile's; the help says which.
+    sizes = profile_sizes(info.name) if stage.options else {}
+    held, where = sample_in_use(info.name, key) if stage.options else ({}, "")
+    proposed = {k: list(v) if isinstance(v, tuple) else v for k, v in held.items() if v is not None}  # as config
 
     def compute(context: dg.AssetExecutionContext, **inputs: Any):
         settings = context.resources.geomon.settings()
-        options, previous = _options(context, info.name, stage, settings)
+        options, previous = _options(context, info.name, stage, settings, proposed)
         model, revision = _partition(context, stage)
         stage_context = DagsterStageContext(
             settings,
@@ -324,17 +349,16 @@ def _stage_asset(
     compute.__doc__ = stage.about
     options: dict[str, Any] = {}
     if stage.options:
-        # No default value: an option left unset keeps the sample the prompts have; the help says what it is now
-        # and what the automation profile would set (the <suite>_prompts job's launchpad proposes the sample held).
-        sizes = profile_sizes(info.name)
-        held, where = sample_in_use(info.name, key)
+        # The default is the sample held at load (_options reads it as unset: the current sample is kept); the help
+        # says what it is and what the automation profile would set.
         options["config_schema"] = {
             **{
                 o.name: dg.Field(
                     dg.Noneable(o.type) if o.default is None else [str] if o.type is list else o.type,
                     is_required=False,
                     description=f"{o.help} (automation profile: {sizes.get(o.name)}; now {held.get(o.name)}, "
-                    f"{where}; unset: the current sample, else the profile's)",
+                    f"{where}; left at this default: the current sample, else the profile's)",
+                    **({"default_value": proposed[o.name]} if o.name in proposed else {}),
                 )
                 for o in stage.options
             },

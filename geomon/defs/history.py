@@ -19,6 +19,9 @@ from geomon.defs.monitoring import (
     Context,
     check_line,
     comparisons_table,
+    none_open_evaluation,
+    none_open_result,
+    none_open_spec,
     regression_spec,
     report_check,
     report_open_regressions,
@@ -123,6 +126,8 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
         "verdicts": decided,
         "decision": digest,
         "materialization": {
+            # First on the partition's page (where every open_regressions link lands): its check's verdict in words
+            "no_regression": ("failed: " if failing else "passed: ") + check_line(failing, decided, tracked),
             **shared,
             "evaluated_at": f"{evaluation.when:%Y-%m-%d}",
             "origin": evaluation.origin,
@@ -203,7 +208,15 @@ def report_evaluations(context: Context, history: MetricHistory, pending: Pendin
     failing = sorted((m for m, (d, _) in decisions.items() if d["failing"]), key=worst)
     if failing and changed and not decisions[changed[-1]][0]["failing"]:  # this import fixed one, others still fail
         check(failing[-1])
+    if changed:  # the whole asset's check, on the materializations just logged
+        context.log_event(none_open_evaluation(EVALUATIONS_KEY, imported_open(history)))
     report_open_regressions(context, history)
+
+
+def imported_open(history: MetricHistory) -> list[tuple[str, str, StoredComparison]]:
+    """The open regressions of Gapminder's imported history: what ``history/gapminder_evaluations``' ``none_open``
+    counts."""
+    return views.open_regressions(history, suite="gapminder", imported_only=True)
 
 
 def report_import(instance: dg.DagsterInstance, history: MetricHistory, recorded: Sequence[imports.Recorded]) -> int:
@@ -274,7 +287,10 @@ def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) 
     group_name="history",
     deps=[IMPORT_KEY],  # the lineage shows where the evaluations come from: the import reports them
     partitions_def=imported_models_partitions,
-    check_specs=[regression_spec(EVALUATIONS_KEY, imported_models_partitions)],
+    check_specs=[
+        regression_spec(EVALUATIONS_KEY, imported_models_partitions),
+        none_open_spec(EVALUATIONS_KEY, "imported Gapminder"),
+    ],
     code_version=source_version(imports),
 )
 def gapminder_evaluations(context: dg.AssetExecutionContext, geomon: GeomonResource) -> dg.MaterializeResult:
@@ -299,6 +315,7 @@ def gapminder_evaluations(context: dg.AssetExecutionContext, geomon: GeomonResou
                 severity=dg.AssetCheckSeverity.ERROR,
                 description=f"{model}: " + check_line(decision["failing"], decision["verdicts"], tracked),
                 metadata=decision["check"],
-            )
+            ),
+            none_open_result(imported_open(history)),
         ],
     )

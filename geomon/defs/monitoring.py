@@ -37,6 +37,52 @@ def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheck
     )
 
 
+NONE_OPEN = "none_open"  # the asset-level check that is red while any regression is open
+
+
+def none_open_spec(key: list[str], scope: str) -> dg.AssetCheckSpec:
+    """``none_open``: one check for the whole asset (not per partition), failed while any regression of ``scope``
+    is open, so the asset's page, its lineage node and the checks list are red from the first look, not only the
+    regressed model's partition."""
+    return check_spec(
+        NONE_OPEN,
+        key,
+        description=f"Fails while any {scope} regression is open (unacknowledged, what the gates read); its "
+        "description names how many and which models. Passes once each is superseded or acknowledged.",
+    )
+
+
+def open_summary(found: Sequence[tuple[str, str, StoredComparison]]) -> str:
+    """``42 open regressions in 5 models: o3-mini-2025-01-31 (18), …`` (the most first), or "no open regression"."""
+    per_model = pd.Series([model for _, model, _ in found], dtype=object).value_counts(sort=True)
+    if per_model.empty:
+        return "no open regression"
+    return (
+        f"{len(found)} open regression{'s' * (len(found) != 1)} in {len(per_model)} model"
+        f"{'s' * (len(per_model) != 1)}: " + ", ".join(f"{m} ({n})" for m, n in per_model.items())
+    )
+
+
+def _none_open(found: Sequence[tuple[str, str, StoredComparison]]) -> dict[str, Any]:
+    return {
+        "passed": not found,
+        "severity": dg.AssetCheckSeverity.ERROR,
+        "description": open_summary(found),
+        "metadata": {"open": len(found), "models": ", ".join(dict.fromkeys(m for _, m, _ in found)) or "none"},
+    }
+
+
+def none_open_evaluation(key: list[str], found: Sequence[tuple[str, str, StoredComparison]]) -> dg.AssetCheckEvaluation:
+    """``none_open``'s result for the open regressions ``found`` (``views.open_regressions``), logged by the run
+    that changed what is open, after the asset's materialization in that run (which it then judges)."""
+    return dg.AssetCheckEvaluation(asset_key=dg.AssetKey(key), check_name=NONE_OPEN, **_none_open(found))
+
+
+def none_open_result(found: Sequence[tuple[str, str, StoredComparison]]) -> dg.AssetCheckResult:
+    """``none_open``'s result yielded by the asset's own materialization."""
+    return dg.AssetCheckResult(check_name=NONE_OPEN, **_none_open(found))
+
+
 def track_evaluation(
     context: dg.AssetExecutionContext,
     settings: Settings,
@@ -286,13 +332,15 @@ OPEN_REGRESSIONS_KEY = ["monitor", "open_regressions"]
 IMPORTED_EVALUATIONS_KEY = ["history", "gapminder_evaluations"]  # where an imported model's comparisons are
 
 
-def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, Any]]:
+def open_regressions_metadata(
+    history: MetricHistory, found: Sequence[tuple[str, str, StoredComparison]] | None = None
+) -> tuple[str, dict[str, Any]]:
     """The open regressions (``views.open_regressions``: every regression the gate of a model's latest
     evaluation reads, run or imported, unacknowledged) as a one-line summary (how many, which models) and the
     ``monitor/open_regressions`` metadata: a table of suite, model, source, baseline, metric, group, change with
     its interval, minimum effect, MDE and power at the minimum effect, each row linked to the model's
     comparisons table (one click)."""
-    found = views.open_regressions(history)
+    found = views.open_regressions(history) if found is None else found
     frame = views.open_regressions_frame(history, found=found)
     rows = frame.to_dict("records")
     links = [_comparisons_url(suite, model, row) for suite, model, row in found]
@@ -302,12 +350,7 @@ def open_regressions_metadata(history: MetricHistory) -> tuple[str, dict[str, An
         if rows
         else pd.Series(dtype=int)
     )
-    summary = (
-        f"{len(rows)} open regression{'s' * (len(rows) != 1)} in {len(per_model)} model"
-        f"{'s' * (len(per_model) != 1)}: " + ", ".join(f"{m} ({n})" for m, n in per_model.items())
-        if rows
-        else "no open regression"
-    )
+    summary = open_summary(found)
     link = dict(zip(frame.get("model", []), links, strict=True))
     return summary, {
         "summary": summary,
@@ -367,13 +410,15 @@ def report_open_regressions(context: Context, history: MetricHistory) -> None:
     """``monitor/open_regressions`` brought up to date, logged by the run that changed what is open (an import,
     a suite's decision), so the catalog shows them without materializing it."""
     instance = context.instance
-    summary, metadata = open_regressions_metadata(history)
+    found = views.open_regressions(history)
+    summary, metadata = open_regressions_metadata(history, found)
     key = dg.AssetKey(OPEN_REGRESSIONS_KEY)
     before = instance.fetch_materializations(key, limit=1).records
     last = before[0].asset_materialization if before else None
     if last is not None and getattr(last.metadata.get("digest"), "value", None) == metadata["digest"]:
         return
     context.log_event(dg.AssetMaterialization(key, description=summary, metadata=metadata))
+    context.log_event(none_open_evaluation(OPEN_REGRESSIONS_KEY, found))
 
 
 @dg.asset(
@@ -382,6 +427,7 @@ def report_open_regressions(context: Context, history: MetricHistory) -> None:
     # Where the imported verdicts come from (lineage only: imports and suite runs log this asset themselves when
     # what is open changes, after the import's own materialization, so it is never older than its upstream).
     deps=[dg.AssetKey(["history", "gapminder_import"])],
+    check_specs=[none_open_spec(OPEN_REGRESSIONS_KEY, "run or imported")],
     required_resource_keys={"geomon"},
 )
 def open_regressions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
@@ -389,6 +435,8 @@ def open_regressions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     and its release's against the predecessor): how many, which models; its metadata's table names suite, model,
     baseline, metric, group, change with its 95 % interval, minimum effect, MDE and power at the minimum effect,
     each row linked to that model's comparisons. Kept up to date by imports and runs."""
-    summary, metadata = open_regressions_metadata(MetricHistory(context.resources.geomon.settings().store_url))
+    history = MetricHistory(context.resources.geomon.settings().store_url)
+    found = views.open_regressions(history)
+    summary, metadata = open_regressions_metadata(history, found)
     context.log.info(summary)
-    return dg.MaterializeResult(metadata=metadata)
+    return dg.MaterializeResult(metadata=metadata, check_results=[none_open_result(found)])

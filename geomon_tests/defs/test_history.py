@@ -56,6 +56,27 @@ def _check(instance: dg.DagsterInstance, partition: str) -> dg.AssetCheckEvaluat
     return latest.event.dagster_event.event_specific_data
 
 
+def _none_open(instance: dg.DagsterInstance, asset: list[str]) -> tuple[str, str]:
+    """The asset-level ``none_open`` check as Dagster resolves it for the asset's page and lineage node (its latest
+    execution, if it judges the asset's latest materialization) and its description."""
+    import asyncio
+
+    from dagster._core.loader import LoadingContextForTest
+    from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecord
+
+    key = dg.AssetCheckKey(dg.AssetKey(asset), "none_open")
+    context = LoadingContextForTest(instance)
+
+    async def resolve() -> str:
+        record = await AssetCheckExecutionRecord.gen(context, key)
+        assert record is not None and await record.targets_latest_materialization(context)
+        return (await record.resolve_status(context)).value
+
+    status = asyncio.run(resolve())
+    (latest,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+    return status, latest.event.dagster_event.event_specific_data.description
+
+
 def _partition_statuses(instance: dg.DagsterInstance) -> dict[str, list[str]]:
     """What the check's Partitions tab counts (Dagster's own state of the check, as the UI's GraphQL reads it):
     each status with its partitions; a partition in none of them is "missing"."""
@@ -91,6 +112,9 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         ).records
         metadata = record.asset_materialization.metadata
         assert metadata["baseline"].value == "o1-2024-12-17 (predecessor)"
+        # the partition's page (where open_regressions links land) opens with its check's verdict
+        first, verdict = next(iter(metadata.items()))
+        assert first == "no_regression" and verdict.value.startswith("failed: ") and "regression" in verdict.value
         assert metadata["evaluated_at"].value == "2025-03-06" and metadata["correct_rate"].value == 73.688
         check = _check(instance, "o3-mini-2025-01-31")
         assert not check.passed and check.metadata["regressions"].value >= 1
@@ -141,6 +165,10 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         assert rows[2].endswith(
             "[table](/assets/history/gapminder_evaluations?view=partitions&partition=o3-mini-2025-01-31) |"
         )
+        # The whole asset is red from the first look, not only o3-mini's partition: both assets' none_open fail
+        open_line = f"{regressions} open regression{'s' * (regressions > 1)} in 1 model: o3-mini-2025-01-31"
+        assert _none_open(instance, EVALUATIONS_KEY) == ("FAILED", f"{open_line} ({regressions})")
+        assert _none_open(instance, OPEN_REGRESSIONS_KEY) == ("FAILED", f"{open_line} ({regressions})")
         (imported,) = instance.fetch_materializations(dg.AssetKey(IMPORT_KEY), limit=5).records
         assert "o3-mini-2025-01-31 vs o1-2024-12-17: correct_rate −17.2 pts" in (
             imported.asset_materialization.metadata["regressions"].value
@@ -166,8 +194,9 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
             partition_key="o3-mini-2025-01-31",
             raise_on_error=False,
         )
-        (evaluation,) = result.get_asset_check_evaluations()
+        evaluation, none_open = result.get_asset_check_evaluations()
         assert not evaluation.passed and evaluation.metadata["baseline"].value == "o1-2024-12-17 (predecessor)"
+        assert (none_open.check_name, none_open.passed) == ("none_open", False)
     # Acknowledged, o3-mini is decided again: its second check result (Dagster keeps one runless result per
     # partition: these are logged by the import's run) passes, and nothing is open any more
     evaluation_id = check.metadata["evaluation_id"].value
@@ -180,3 +209,5 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         }
         latest = instance.fetch_materializations(dg.AssetKey(OPEN_REGRESSIONS_KEY), limit=1).records[0]
         assert latest.asset_materialization.description == "no open regression"
+        assert _none_open(instance, EVALUATIONS_KEY) == ("SUCCEEDED", "no open regression")
+        assert _none_open(instance, OPEN_REGRESSIONS_KEY) == ("SUCCEEDED", "no open regression")

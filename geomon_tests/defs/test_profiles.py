@@ -135,13 +135,8 @@ def test_a_sample_is_a_decision_one_models_run_never_changes_anothers_and_a_new_
     assert f"other rows on {first}" in board.loc["b", "sample_note"]
 
 
-def test_the_prompts_jobs_launchpad_proposes_the_automation_profile():
-    """Jobs → <suite>_prompts → Launchpad shows the sizes a launch will ask (not ``ops: {}``); the asset's own
-    options say the profile's value and that an unset one keeps the current sample. On an instance that held a
-    sample when the code location loaded (a developer's ``make run``), the launchpad proposes that one instead:
-    ``test_the_launchpad_proposes_the_sample_held…`` pins it. The code location and the declarations are built
-    afresh here, from one instance: built apart (the module's at collection, a declaration after another test's
-    instance), one may hold a sample the other does not know of."""
+def reloaded_definitions() -> dg.Definitions:
+    """The code location loaded afresh (Reload definitions), reading the instance as it is now."""
     import importlib
     import sys
 
@@ -149,7 +144,26 @@ def test_the_prompts_jobs_launchpad_proposes_the_automation_profile():
 
     declared.cache_clear()
     sys.modules.pop("geomon.definitions", None)
-    defs = importlib.import_module("geomon.definitions").defs
+    return importlib.import_module("geomon.definitions").defs
+
+
+def sample_label(instance: dg.DagsterInstance, node: str) -> str:
+    """The ``sample`` of the latest materialization of the asset whose op is ``node``."""
+    key = dg.AssetKey(node.split("__"))
+    return instance.fetch_materializations(key, limit=1).records[0].asset_materialization.metadata["sample"].value
+
+
+def test_the_prompts_jobs_launchpad_proposes_the_automation_profile():
+    """Jobs → <suite>_prompts → Launchpad shows the sizes a launch will ask (not ``ops: {}``), and the asset's own
+    launchpad the same (its options' defaults); its options say the profile's value and that one left at its
+    default keeps the current sample. On an instance that held a
+    sample when the code location loaded (a developer's ``make run``), the launchpad proposes that one instead:
+    ``test_the_launchpad_proposes_the_sample_held…`` pins it. The code location and the declarations are built
+    afresh here, from one instance: built apart (the module's at collection, a declaration after another test's
+    instance), one may hold a sample the other does not know of."""
+    from geomon.defs.factory import declared
+
+    defs = reloaded_definitions()
     settings = load_settings()
     for name in registry.suites():
         pipeline = registry.suite(name).pipeline
@@ -158,11 +172,14 @@ def test_the_prompts_jobs_launchpad_proposes_the_automation_profile():
             continue
         op = "__".join([name, pipeline.prompts.name])
         proposed = defs.get_job_def(f"{name}_prompts").run_config_schema.config_type.fields["ops"].default_value
+        fields = defs.get_assets_def(dg.AssetKey([name, pipeline.prompts.name])).op.config_schema.config_type.fields
+        # The asset's own launchpad (Materialize ▾ → Open launchpad) shows the same sample as the job's
+        shown = {o: v for o, v in proposed[op]["config"].items() if v is not None}  # None: the field left out
+        assert {o: fields[o].default_value for o in shown} == {o: v for o, v in shown.items()}
         if "no sample materialized yet" not in declared(name).plan.proposed_note:
             assert proposed == {op: {"config": declared(name).plan.prompts_options}}
             continue
         assert proposed == {op: {"config": sizes}}
-        fields = defs.get_assets_def(dg.AssetKey([name, pipeline.prompts.name])).op.config_schema.config_type.fields
         assert all(f"automation profile: {sizes[o]};" in fields[o].description for o in sizes)
 
 
@@ -196,9 +213,11 @@ def test_the_launchpad_proposes_the_sample_held_and_a_new_sample_above_the_limit
     result = GenerationResult("tea", prompt_tokens=20, completion_tokens=2, latency_s=2.0)
     settings.store().put("pace", "a", model_identity(spec), "other-epoch", asked, result, "openai")
 
+    loaded = {"defs": defs}  # the code location as a UI loaded it before this test's instance held a sample
+
     def prompts(config: dict) -> dg.ExecuteInProcessResult:
         return dg.materialize(
-            [*defs.assets, *defs.asset_checks],
+            [*loaded["defs"].assets, *loaded["defs"].asset_checks],
             instance=instance,
             selection=dg.AssetSelection.assets(["blend", "question_bank"], ["blend", "prompts"]),
             resources={"geomon": GeomonResource(config_path=str(path))},
@@ -210,9 +229,17 @@ def test_the_launchpad_proposes_the_sample_held_and_a_new_sample_above_the_limit
         assert prompts({"sample_questions": 2, "confirm": True}).success  # `make run` at quick
         proposed, where = sample_in_use("blend", ["blend", "prompts"])
         assert proposed["sample_questions"] == 2 and "profile quick" in where
+        # A code location loaded before (the UI's): its launchpads propose the default profile's sample; launched
+        # unchanged, that proposal keeps the sample held now and says so (automation runs with the same defaults)
+        held_label = sample_label(instance, "blend__prompts")
+        default = registry.profile_options("blend", "default", {})["sample_questions"]
+        stale = prompts({"sample_questions": default})
+        assert sample_label(instance, "blend__prompts") == held_label  # rebuilt on the sample held
+        warned = [r.user_message for r in instance.all_logs(stale.run_id) if r.level == 30]
+        assert any("kept the sample the store holds (sample_questions 2)" in w for w in warned), warned
+        loaded["defs"] = reloaded_definitions()  # Reload definitions: the launchpads propose the sample held, 2
         # The default profile's questions in the UK (English) and Spain (Spanish and English): 3 asks a question,
         # 2 s each, 4 at a time — minutes, above the 0.5 allowed.
-        default = registry.profile_options("blend", "default", {})["sample_questions"]
         stop = rf"^geomon: blend prompts at sample_questions {default}, seed 0 \(profile default\) refused: .* "
         stop += r"about \d+ min .*nothing was asked.*confirm: true"
         refused = prompts({"sample_questions": default})
