@@ -47,11 +47,14 @@ engine: setup
 # compiling — then every suite on the bundled models at the run profile PROFILE (quick: minutes; default; paper:
 # each paper's full size). Importing again records nothing new. The suites run in LANES processes at once: while one
 # lane scores its answers (one core), the other's model keeps the rest busy (docs/performance.md).
+# The models it asks: the bundled Gemma and its quantization release (geomon.yaml's variants:, its Q4_K_M file
+# re-quantized to Q3_K_S), decided against it per suite, region and language; MODELS= asks every registered model.
 PROFILE ?= quick
 LANES ?= 2
+MODELS ?= gemma3-270m,gemma3-270m-q3-k-s
 run:
 	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed history
-	$(BIN)/geomon run --profile $(PROFILE) --lanes $(LANES) --fail-on never $(ARGS)
+	$(BIN)/geomon run --profile $(PROFILE) --lanes $(LANES) --fail-on never $(if $(MODELS),--models $(MODELS)) $(ARGS)
 
 history: $(VENV)/.packages
 	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder --fail-on never

@@ -1,7 +1,9 @@
-# Builds llama-server and only what it links: llama.cpp's sdist builds every tool (the CLI, quantize, perplexity,
-# the benches, TTS, the multimodal CLIs, the unified app), which geomon never runs. Passed to llama.cpp's CMake
+# Builds llama-server, llama-quantize and only what they link: llama.cpp's sdist builds every tool (the CLI,
+# perplexity, the benches, TTS, the multimodal CLIs, the unified app), which geomon never runs. llama-quantize
+# re-quantizes a bundled model's weights for a serving-change release (geomon/engine/quantize.py): one more source
+# file over the libraries the server already links. Passed to llama.cpp's CMake
 # with -DCMAKE_PROJECT_INCLUDE (deploy/build-llama-server.sh): after the configure step, every target but
-# llama-server leaves the default build; the libraries it links are still built as its dependencies.
+# the two tools leaves the default build; the libraries they link are still built as their dependencies.
 # How each part is compiled, by how often geomon runs it (docs/performance.md, `make bench-cpu ARGS=--engines`: the
 # served rate did not fall):
 # - the kernels (ggml*) and the model code (llama): the release -O3, untouched;
@@ -24,11 +26,14 @@ if(NOT COMMAND geomon_only_llama_server)
 
   function(geomon_only_llama_server)
     geomon_targets_under("${CMAKE_SOURCE_DIR}" targets)
-    if(NOT "llama-server" IN_LIST targets)
-      message(FATAL_ERROR "geomon: llama.cpp defines no llama-server target (deploy/llama-server-only.cmake)")
-    endif()
+    set(tools llama-server llama-quantize)
+    foreach(tool IN LISTS tools)
+      if(NOT tool IN_LIST targets)
+        message(FATAL_ERROR "geomon: llama.cpp defines no ${tool} target (deploy/llama-server-only.cmake)")
+      endif()
+    endforeach()
     foreach(target IN LISTS targets)
-      if(NOT target STREQUAL "llama-server")
+      if(NOT target IN_LIST tools)
         set_property(TARGET ${target} PROPERTY EXCLUDE_FROM_ALL TRUE)
       endif()
       get_property(kind TARGET ${target} PROPERTY TYPE)

@@ -143,9 +143,10 @@ def test_dockerfile_copies_only_what_the_repository_has():
     assert paths and all((REPO / p).exists() for p in paths), paths
 
 
-def test_the_engine_build_compiles_llama_server_alone_with_the_kernels_at_full_optimisation(tmp_path):
+def test_the_engine_build_compiles_llama_server_and_quantize_alone_with_the_kernels_at_full_optimisation(tmp_path):
     """deploy/llama-server-only.cmake on a project shaped like llama.cpp's (CMake as setup runs it): the default
-    build makes llama-server and what it links, no other tool; the kernels (ggml*) and the model code (llama)
+    build makes llama-server, llama-quantize (a serving-change release's weights) and what they link, no other
+    tool; the kernels (ggml*) and the model code (llama)
     keep the release -O3 and their own translation units, the rest of the server is compiled at -O1 as unity
     sources (but common's json.cpp, on its own), the multimodal library, never run by geomon, at -O0 as unity
     sources (but its public helpers, which refuse the internal headers, each on its own)."""
@@ -153,7 +154,7 @@ def test_the_engine_build_compiles_llama_server_alone_with_the_kernels_at_full_o
         pytest.skip("cmake or a C++ compiler is not installed")
     source = tmp_path / "src"
     source.mkdir()
-    for name in ("kernels", "model", "server", "tool", "common", "helpers", "audio"):
+    for name in ("kernels", "model", "server", "tool", "common", "helpers", "audio", "perplexity"):
         (source / f"{name}.cpp").write_text(f"int {name}() {{ return 0; }}\n")
     (source / "json.cpp").write_text("int json() { return 0; }\n")
     (source / "vision.cpp").write_text("#define MTMD_INTERNAL_HEADER\nint vision() { return 0; }\n")  # as clip.h
@@ -162,13 +163,15 @@ def test_the_engine_build_compiles_llama_server_alone_with_the_kernels_at_full_o
     called = ("kernels", "model", "common", "helpers", "json", "vision", "audio", "helper")
     declared = "".join(f"int {name}(); " for name in called)
     (source / "main.cpp").write_text(f"{declared}\nint main() {{ return {' + '.join(f'{n}()' for n in called)}; }}\n")
+    (source / "tool.cpp").write_text("int model(); int common();\nint main() { return model() + common(); }\n")
     (source / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(shaped CXX)\n"
         "add_library(ggml-cpu STATIC kernels.cpp)\nadd_library(llama STATIC model.cpp)\n"
         "add_library(common STATIC common.cpp helpers.cpp json.cpp)\n"
         "add_library(mtmd STATIC vision.cpp audio.cpp mtmd-helper.cpp)\n"
         "add_executable(llama-server main.cpp)\ntarget_link_libraries(llama-server ggml-cpu llama common mtmd)\n"
-        "add_executable(llama-quantize tool.cpp)\n"
+        "add_executable(llama-quantize tool.cpp)\ntarget_link_libraries(llama-quantize llama common)\n"
+        "add_executable(llama-perplexity perplexity.cpp)\n"
     )
     build = tmp_path / "build"
     configure = [
@@ -177,19 +180,21 @@ def test_the_engine_build_compiles_llama_server_alone_with_the_kernels_at_full_o
     ]  # fmt: skip
     subprocess.run(configure, check=True, capture_output=True, timeout=120)
     subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True, timeout=120)
-    assert (build / "llama-server").is_file() and not (build / "llama-quantize").exists()
+    assert (build / "llama-server").is_file() and (build / "llama-quantize").is_file()
+    assert not (build / "llama-perplexity").exists()
     compiled = json.loads((build / "compile_commands.json").read_text())
     # each translation unit: (its target, its file's name, the optimisation the compiler obeys: the last -O)
     units = {
         (re.search(r"CMakeFiles/([\w-]+)\.dir/", c["command"]).group(1), Path(c["file"]).name,
          re.findall(r"-O\d", c["command"])[-1])
         for c in compiled
-        if "llama-quantize.dir" not in c["command"]  # listed, never built
+        if "llama-perplexity.dir" not in c["command"]  # listed, never built
     }  # fmt: skip
     assert {(t, f if t not in ("common", "mtmd") or "unity" not in f else "unity", o) for t, f, o in units} == {
         ("ggml-cpu", "kernels.cpp", "-O3"), ("llama", "model.cpp", "-O3"),
         ("mtmd", "unity", "-O0"), ("mtmd", "mtmd-helper.cpp", "-O0"),
         ("common", "unity", "-O1"), ("common", "json.cpp", "-O1"), ("llama-server", "unity_0_cxx.cxx", "-O1"),
+        ("llama-quantize", "unity_0_cxx.cxx", "-O1"),
     }  # fmt: skip
     common = {f for t, f, _ in units if t == "common"}
     assert common == {"unity_0_cxx.cxx", "json.cpp"}  # common.cpp and helpers.cpp in one unit, json.cpp alone

@@ -181,3 +181,19 @@ def test_geomon_plan_says_beforehand_which_comparisons_the_release_decides(
         "Release gemma3-270m-same vs gemma3-270m (weights same.gguf): comparisons decidable at profile quick: "
         "worldbench 0 of 24, blend 0 of 69"
     )
+
+
+def test_a_system_prompt_variant_sends_its_prompt_and_keeps_its_own_answers(sqlite_store) -> None:
+    """The endpoint receives the variant's system message before the suite's own messages (the base's requests
+    go as they were), and each model's answers are stored apart. A scripted endpoint: it reports what it got."""
+    from geomon.engine.runner import ask
+    from geomon_tests.loopback import ScriptedModel, serve
+
+    with serve(ScriptedModel, {"answer": lambda messages: " | ".join(m["role"] for m in messages)}) as url:
+        endpoint = {"name": "api", "kind": "chat", "base_url": f"{url}/v1", "model_id": "m"}
+        specs = registry({"name": "api-terse", "of": "api", "system_prompt": "Be terse."}, models=[endpoint])
+        asked = [GenerationRequest("chat", messages=({"role": "user", "content": "Capital of Peru?"},))]
+        base, _ = ask(by_name(specs, "api"), asked, sqlite_store)
+        terse, _ = ask(by_name(specs, "api-terse"), asked, sqlite_store)
+    assert base["text"].tolist() == ["user"] and terse["text"].tolist() == ["system | user"]
+    assert base["key"].iloc[0] != terse["key"].iloc[0]

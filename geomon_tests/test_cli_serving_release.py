@@ -1,0 +1,118 @@
+"""A serving change of a bundled model decided through ``geomon run`` on the real model: Gemma-3-270m's Q4_K_M
+file re-quantized by llama.cpp's llama-quantize, and the same file served again at temperature 0 (another seed,
+so every answer is asked anew). Real llama-server, real answers, a loopback webhook for the alerts."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from geomon.cli import main
+from geomon.engine.local import stop_kept_servers
+from geomon_tests.conftest import write_settings
+from geomon_tests.loopback import Webhook, serve
+
+pytestmark = [pytest.mark.slow, pytest.mark.release, pytest.mark.llama]
+
+SUITES = "worldbench,borderlines"  # a number and rank classification: the two cheapest scorings on a CPU
+PROFILE = {"worldbench": {"sample_countries": 8}, "borderlines": {"sample_territories": 6, "personas": ["vanilla"]}}
+RELEASES = [
+    {"name": "gemma3-270m-q2-k", "of": "gemma3-270m", "quantize": "Q2_K"},
+    {"name": "gemma3-270m-again", "of": "gemma3-270m", "params": {"seed": 7}},  # temperature 0 stays
+]
+
+
+def _run(path: Path, models: str) -> int:
+    return main(
+        ["--config", str(path), "run", "--profile", "small", "--suite", SUITES, "--models", models, "--lanes", "1"]
+    )
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, wdi_snapshot_dir) -> dict[str, Any]:
+    """The base, then both releases, through ``geomon run``; then the releases again (nothing new to say)."""
+    from geomon.config import load_settings
+    from geomon.monitor.history import MetricHistory
+
+    tmp = tmp_path_factory.mktemp("serving")
+    hook: dict[str, Any] = {"posts": []}
+    with contextlib.ExitStack() as stack, pytest.MonkeyPatch.context() as env:
+        hook_url = stack.enter_context(serve(Webhook, hook))
+        path = write_settings(
+            tmp,
+            wdi_snapshot_dir,
+            profiles={"small": PROFILE},
+            alerts={"webhook_url_env": "GEOMON_SERVING_HOOK", "webhook_style": "json"},
+            engine={"slots": 1, "servers": 1},
+        )
+        doc = yaml.safe_load(path.read_text())
+        doc["variants"] = RELEASES
+        path.write_text(yaml.safe_dump(doc))
+        env.setenv("DAGSTER_HOME", str(tmp))
+        env.setenv("GEOMON_CONFIG", str(path))
+        env.setenv("GEOMON_SERVING_HOOK", f"{hook_url}/hook")
+        stack.callback(stop_kept_servers)
+        screen = io.StringIO()
+        statuses = [_run(path, "gemma3-270m")]
+        with contextlib.redirect_stdout(screen):
+            statuses.append(_run(path, "gemma3-270m-q2-k,gemma3-270m-again"))
+        first_posts = len(hook["posts"])
+        statuses.append(_run(path, "gemma3-270m-q2-k,gemma3-270m-again"))
+    history = MetricHistory(load_settings(path).store_url)
+    decided = {}
+    for model in ("gemma3-270m-q2-k", "gemma3-270m-again"):
+        evaluations = history.evaluations(model=model)
+        rows = history.comparisons(evaluations["evaluation_id"]).merge(evaluations[["evaluation_id", "suite"]])
+        decided[model] = rows
+    posts = [p["body"] for p in hook["posts"]]
+    return {
+        "statuses": statuses,
+        "decided": decided,
+        "posts": posts,
+        "first_posts": first_posts,
+        "screen": screen.getvalue(),
+    }
+
+
+def test_the_pipeline_runs_and_stores_the_releases_verdicts_against_the_base(served) -> None:
+    assert served["statuses"] == [0, 0, 0]
+    for model, rows in served["decided"].items():
+        assert set(rows["suite"]) == {"worldbench", "borderlines"}, model
+        assert set(rows["against"]) == {"predecessor gemma3-270m"}, model
+
+
+def test_a_regression_of_the_requantized_file_is_delivered_once_naming_the_change(served) -> None:
+    rows = served["decided"]["gemma3-270m-q2-k"]
+    paged = rows[rows["verdict"] == "regression"]
+    posts = [p for p in served["posts"] if p["kind"] == "regression"]
+    assert {p["model"] for p in posts} <= {"gemma3-270m-q2-k"}
+    assert sorted(p["suite"] for p in posts) == sorted(set(paged["suite"]))  # one alert per suite that regressed
+    for post in posts:
+        assert "A serving change of gemma3-270m: weights re-quantized Q4_K_M → Q2_K." in post["summary"]
+    assert len(served["posts"]) == served["first_posts"]  # the run again tells nobody anything new
+
+
+def test_the_same_file_served_again_at_temperature_zero_gives_p_one_and_pages_nobody(served) -> None:
+    rows = served["decided"]["gemma3-270m-again"]
+    tested = rows[rows["p_value"].notna()]
+    assert len(tested) > 0
+    assert (tested["p_value"] == 1.0).all(), tested[["metric", "breakdown", "p_value"]]
+    assert (tested["change"].fillna(0.0) == 0.0).all()
+    assert not any(p["model"] == "gemma3-270m-again" for p in served["posts"])
+
+
+def test_the_run_closes_with_each_releases_verdicts_per_suite(served) -> None:
+    """What `geomon run` prints last for a serving change: the release, what changed, and per suite (and
+    BorderLines' revision) how many comparisons were decidable, with what the rest lacked."""
+    screen = served["screen"]
+    head = "Release gemma3-270m-q2-k vs gemma3-270m (predecessor) — weights re-quantized Q4_K_M → Q2_K:"
+    assert head in screen
+    block = screen.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
+    assert any(line.startswith("  worldbench: ") and " comparisons decidable; " in line for line in block)
+    assert any(line.startswith("  borderlines (") for line in block)
+    assert "Release gemma3-270m-again vs gemma3-270m (predecessor) — seed default → 7:" in screen
