@@ -624,6 +624,8 @@ def outcome(
         row |= {
             "target_alerted": any(label in alerted(b["title"]) for b in alerts if b["suite"] == suite),
             "target_verdict": t["verdict"],
+            # Holm-significant toward worse (estimated past the minimum effect or not): what the stated power claims
+            "target_significant": t["verdict"] in (verdicts.REGRESSION, verdicts.BELOW_THRESHOLD, verdicts.REBASED),
             "target": {k: float(t[k]) for k in ("se", "family_size", "alpha", "change", "mde", "power", "min_effect")}
             | {"level": float(level), "planned_se": stated_se(float(t["mde"]), float(level))},
         }
@@ -814,6 +816,11 @@ def country_points(seed: int, change: float) -> float:
     return pre_clip_drop(model["p"][(model["fixed"]["country"] == "k00").to_numpy()], change)
 
 
+# --quick runs a few releases per tier: what runs and what it prints, never a rate to judge a promise by.
+JUDGED = True
+CANNOT_JUDGE = "--quick: too few releases to judge a rate (no PROMISE FAILS / POWER BELOW CLAIM is read from them)"
+
+
 def promise(rows: list[dict], alpha: float) -> str:
     """Whether a null tier keeps the release's promise (at most ``alpha`` of releases alarm): ``FAILS`` when
     its decisions were taken at more than α in all, or the alarm rate's 95 % lower bound is above α."""
@@ -825,6 +832,8 @@ def promise(rows: list[dict], alpha: float) -> str:
         f"{np.median(spent):.4g}, max {max(spent):.4g} (decisions per release: median "
         f"{np.median([r['decisions'] for r in rows] or [0]):.0f})"
     )
+    if not JUDGED:
+        return f"{line}; {CANNOT_JUDGE}"
     if over or lower_95(k, n) > alpha:
         why = [f"spends {max(spent):.4g} > α {alpha:g}"] if over else []
         why += [f"alarm rate's 95 % lower bound {lower_95(k, n):.2%} > α"] if lower_95(k, n) > alpha else []
@@ -864,6 +873,16 @@ def report_planted(title: str, suite: str, label: str, rows: list[dict], change:
     )
     stated = float(np.nanmedian([t["power"] for t in targets]))
     fails = f"POWER BELOW CLAIM: measured {k / n:.2f} (95 % upper {high:.2f}) < claimed {claimed:.2f}"
+    at_min_effect = bool(np.isclose(abs(change), np.median([t["min_effect"] for t in targets])))
+    significant = sum(r.get("target_significant", False) for r in rows)
+    s_low, s_high = interval_95(significant, n)
+    # At a change of exactly the minimum effect the stated power is the claim: Holm-significant that often.
+    gap = significant / n - stated
+    power_line = (
+        f"Holm-significant at the planted change {significant}/{n} = {significant / n:.2f} (95 % interval "
+        f"{s_low:.2f}–{s_high:.2f}) against the stated power {stated:.2f}: "
+        + (CANNOT_JUDGE if not JUDGED else "within 5 points" if abs(gap) <= 0.05 else f"{gap:+.2f} off the stated")
+    )
     print(
         f"{title}: measured power (webhook received a regression naming {label}) {k}/{n} = {k / n:.2f} (95 % "
         f"interval {low:.2f}–{high:.2f}; stored regression verdicts {stored_k}); claimed by the stated MDE "
@@ -876,7 +895,9 @@ def report_planted(title: str, suite: str, label: str, rows: list[dict], change:
         f", α {np.median([t['alpha'] for t in targets]):.4g}; mean observed change "
         f"{np.mean([t['change'] for t in targets]):+.2f}; releases also alarming on another suite "
         f"{sum(any(s != suite for s in r['suites']) for r in rows)}; {delivery(rows)} "
-        f"[{seconds:.0f} s in its workers]\n  {fails if high < claimed else 'power as claimed, within the interval'}"
+        f"[{seconds:.0f} s in its workers]\n  "
+        + (CANNOT_JUDGE if not JUDGED else fails if high < claimed else "power as claimed, within the interval")
+        + (f"\n  {power_line}" if at_min_effect else "")
     )
 
 
@@ -982,6 +1003,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.quick:  # every tier runs, a few releases each: that it runs and what it prints, not its rates
+        global JUDGED
+        JUDGED = False
         for name, releases in QUICK.items():
             setattr(args, name, min(getattr(args, name), releases))
     started = time.perf_counter()

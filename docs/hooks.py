@@ -1,5 +1,6 @@
 """MkDocs hooks: the reference pages are generated from the code when the site is built, so they cannot
-drift from it — the CLI's help, every suite the registry finds, and every suite's settings section."""
+drift from it — the CLI's help, every suite the registry finds, every suite's settings section and the release
+decision's (``verdicts:``)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,27 @@ def _settings() -> str:
     return "\n".join(parts)
 
 
+def _verdicts() -> str:
+    """``verdicts:``: every field of ``VerdictSettings`` with its type and default, and the comment that says what
+    it is (the lines above it in the dataclass)."""
+    import inspect
+
+    from geomon.stats.verdicts import VerdictSettings
+
+    source = inspect.getsource(VerdictSettings).splitlines()
+    hints = typing.get_type_hints(VerdictSettings)
+    rows = ["| key | type | default | what it is |", "| --- | --- | --- | --- |"]
+    for field in dataclasses.fields(VerdictSettings):
+        at = next(i for i, line in enumerate(source) if line.strip().startswith(f"{field.name}:"))
+        above = []
+        while source[at - 1].strip().startswith("#"):
+            at -= 1
+            above.insert(0, source[at].strip().lstrip("# "))
+        hint = str(hints[field.name]).replace("typing.", "")
+        rows.append(f"| `{field.name}` | `{hint}` | `{_default(field)!r}` | {' '.join(above)} |")
+    return "\n".join([VerdictSettings.__doc__ or "", "", *rows])
+
+
 def _environment() -> str:
     import geomon.config
 
@@ -72,6 +94,7 @@ GENERATED = {
     "<!-- geomon:suites -->": _suites,
     "<!-- geomon:settings -->": _settings,
     "<!-- geomon:environment -->": _environment,
+    "<!-- geomon:verdicts -->": _verdicts,
 }
 
 

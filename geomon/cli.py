@@ -794,8 +794,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     )
     if shown_in_dagster:
         print(shown_in_dagster)
-    # The unacknowledged regressions the gates of every imported evaluation read, and of every evaluation the import
-    # decided again (a late predecessor's import that creates a page gates on it), as finally decided; one line each.
+    return import_gate(history, recorded, args.fail_on)
+
+
+def import_gate(history: Any, recorded: list[Any], fail_on: str) -> int:
+    """An import's exit status (``gate``), with one ``geomon:`` line on stderr for each reason: the unacknowledged
+    regressions the gates of every imported evaluation read, and of every evaluation the import decided again (a
+    late predecessor's import that creates a page gates on it), as finally decided; and each evaluation that lacks
+    items its baseline has (a failed check)."""
+    from geomon.monitor import release
+    from geomon.monitor.views import verdict_text
+
     decided = {e.evaluation_id: e for r in recorded for e in (r.tracked.evaluation, *r.tracked.redecided)}
     open_regressions = {
         (v.evaluation_id, *v.key): (e, v) for e in decided.values() for v in release.failing(history, e)
@@ -806,7 +815,27 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"`geomon alerts ack {v.evaluation_id}`)",
             file=sys.stderr,
         )
-    return gate(args.fail_on, 0, len(open_regressions))
+    # An evaluation that lacks items its baseline has is a failed check: each absent item was compared as
+    # unanswered, and a harness that drops what errored is what a release gate must see.
+    short = _missing_items(history, list(decided.values()))
+    for e, missing, against in short:
+        print(
+            f"geomon: {e.suite} {e.model} ({e.when:%Y-%m-%d}): {missing} of its baseline's items missing (against "
+            f"{against}), compared as unanswered",
+            file=sys.stderr,
+        )
+    return gate(fail_on, len(short), len(open_regressions))
+
+
+def _missing_items(history: Any, evaluations: list[Any]) -> list[tuple[Any, int, str]]:
+    """Each of ``evaluations`` whose stored comparisons count items its baseline has and it lacks, with how many
+    and its baseline."""
+    rows = history.comparisons([e.evaluation_id for e in evaluations])
+    if rows.empty or "missing" not in rows:
+        return []
+    counted = rows[rows["missing"].fillna(0) > 0].drop_duplicates("evaluation_id")
+    found = {r["evaluation_id"]: (int(r["missing"]), str(r["against"])) for r in counted.to_dict("records")}
+    return [(e, *found[e.evaluation_id]) for e in evaluations if e.evaluation_id in found]
 
 
 def report_to_dagster(history: Any, recorded: list[Any], settings: Any, folder: Path) -> str:
@@ -1093,8 +1122,9 @@ def build_parser() -> argparse.ArgumentParser:
             group.add_argument(option.flag, type=option.type, default=option.default, help=option.help)
     run.add_argument("--epoch", help="cache epoch: a new value re-asks every question on purpose (old answers stay)")
     fail_on_help = (
-        "exit 3 when a regression alert fires (regression), or also when a blocking check fails (check, the "
-        "default); never: always 0 — for CI gates, docs/monitoring.md"
+        "exit 3 when a regression alert fires (regression), or also when a blocking check fails or an imported "
+        "evaluation lacks items its baseline has (check, the default); never: always 0 — for CI gates, "
+        "docs/monitoring.md"
     )
     run.add_argument("--fail-on", choices=FAIL_ON, default="check", help=fail_on_help)
     run.add_argument("--yes", action="store_true", help="never ask before a run estimated above the limits")

@@ -72,9 +72,7 @@ def announce(
     return out
 
 
-def _delivered(row: dict[str, Any]) -> MetricKey:
-    """The comparison a delivery (a row of ``alert_deliveries``) was about."""
-    return MetricKey(str(row["metric"]), str(row["breakdown"] or ""))
+Finding = tuple[str, MetricKey]  # (release, comparison): one finding in a suite's scope, one page
 
 
 def _announce_one(
@@ -82,33 +80,56 @@ def _announce_one(
 ) -> list[str]:
     result = stored(history, evaluation)
     decided = [StoredComparison.of(row) for row in result.verdicts]
-    regressions = {c.key: c for c in decided if c.verdict == verdicts.REGRESSION}
-    record = history.deliveries([evaluation.evaluation_id])
-    sent = record[record["outcome"] == SENT]
-    told = {}  # the last kind of message that reached someone, per comparison
-    for row in sent.to_dict("records"):
-        told[_delivered(row)] = row
+    regressions = {(c.release, c.key): c for c in decided if c.verdict == verdicts.REGRESSION}
+    # A finding's messages, whichever of the model's evaluations in this scope held its decision when they were
+    # sent (an earlier-dated copy arriving late takes the release's first look over: the same finding, no page).
+    series = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model, items=False)
+    ids = [e.evaluation_id for e in series] or [evaluation.evaluation_id]
+    record = history.deliveries(ids)
+    now_decided = history.comparisons(ids)
+    mine = decided[0].release if decided else ""
+    told: dict[Finding, dict[str, Any]] = {}  # the last kind of message that reached someone, per finding
+    for row in record[record["outcome"] == SENT].to_dict("records"):
+        # Sent before deliveries named their release: this evaluation's, as decided now.
+        release = row["release"] or (mine if row["evaluation_id"] == evaluation.evaluation_id else "")
+        told[(release, MetricKey(str(row["metric"]), str(row["breakdown"] or "")))] = row
     acks = history.acknowledgements([evaluation.evaluation_id])
     new = [
         c
-        for key, c in regressions.items()
-        if told.get(key, {}).get("kind") != "regression" and not acknowledged(acks, key)
+        for finding, c in regressions.items()
+        if told.get(finding, {}).get("kind") != "regression" and not acknowledged(acks, c.key)
     ]
-    withdrawn = [key for key, row in told.items() if row["kind"] == "regression" and key not in regressions]
     lines = []
     url = link(evaluation) if link is not None else settings.ui_url
     if new:
         alert = regression_alert(evaluation, result.against, new, url, change)
-        lines += _send(history, evaluation, alert, "regression", [c.key for c in new], settings)
-    if withdrawn:
-        alert = resolved_alert(evaluation, result.against, withdrawn, decided, url)
-        keys = withdrawn
-        lines += [f"resolved: {line}" for line in _send(history, evaluation, alert, "resolved", keys, settings)]
-    earlier = [told[key] for key in regressions if told.get(key, {}).get("kind") == "regression"]
+        lines += _send(history, evaluation, alert, "regression", [(c.release, c.key) for c in new], settings)
+    withdrawn = _withdrawn(told, now_decided)
+    for release, keys in withdrawn.items():
+        current = [StoredComparison.of(r) for r in now_decided[now_decided["release"] == release].to_dict("records")]
+        alert = resolved_alert(evaluation, release, keys, current, url)
+        sent = _send(history, evaluation, alert, "resolved", [(release, k) for k in keys], settings)
+        lines += [f"resolved: {line}" for line in sent]
+    earlier = [told[f] for f in regressions if told.get(f, {}).get("kind") == "regression"]
     if earlier:
         first = min(earlier, key=lambda row: row["sent_at"])
         lines.append(f"already alerted: {first['channel']} at {_when(first['sent_at'])}")
     return lines
+
+
+def _withdrawn(told: dict[Finding, dict[str, Any]], decided: pd.DataFrame) -> dict[str, list[MetricKey]]:
+    """The findings a message told as regressions that the release-order decision of the same pair (its release's
+    comparison as stored now) no longer finds: per release, their comparisons. A finding whose release holds no
+    decision now stands (a copy re-based the evaluation that paged: nothing withdrew it)."""
+    out: dict[str, list[MetricKey]] = {}
+    for (release, key), row in told.items():
+        if row["kind"] != "regression":
+            continue
+        same = (decided["release"] == release) & (decided["metric"] == key.metric)
+        now = decided[same & (decided["breakdown"] == key.breakdown)]
+        if len(now) and not (now["verdict"] == verdicts.REGRESSION).any():
+            out.setdefault(release, []).append(key)
+    return out
 
 
 def _when(moment: Any) -> str:
@@ -120,10 +141,10 @@ def _send(
     evaluation: Evaluation,
     alert: alerts.Alert,
     kind: str,
-    keys: list[MetricKey],
+    findings: list[Finding],
     settings: alerts.AlertSettings,
 ) -> list[str]:
-    """Deliver on every channel and store each outcome per comparison."""
+    """Deliver on every channel and store each outcome per finding (its release and comparison)."""
     outcomes = alerts.deliver(alert, settings)
     now = datetime.now(UTC)
     message = alert.text()
@@ -133,10 +154,11 @@ def _send(
             channel, result = "none", f"not sent: {alerts.NO_CHANNEL}"
         else:
             channel, _, result = outcome.partition(": ")
-        for metric, breakdown in keys:
+        for release, (metric, breakdown) in findings:
             rows.append(
                 {
                     "evaluation_id": evaluation.evaluation_id,
+                    "release": release,
                     "metric": metric,
                     "breakdown": breakdown,
                     "kind": kind,
@@ -191,13 +213,13 @@ def _chance(comparison: StoredComparison) -> str:
 
 def resolved_alert(
     evaluation: Evaluation,
-    against: str,
+    release: str,
     withdrawn: Sequence[MetricKey],
     now: Sequence[StoredComparison],
     url: str,
 ) -> alerts.Alert:
-    """The message that withdraws regressions sent earlier (``withdrawn``): what each comparison's verdict is
-    now."""
+    """The message that withdraws regressions of ``release`` sent earlier (``withdrawn``): what the release-order
+    decision of the same pair (``now``: its comparisons as stored) finds for each."""
     current = {c.key: c for c in now}
     lines = []
     for key in withdrawn:
@@ -206,8 +228,8 @@ def resolved_alert(
     return alerts.Alert(
         kind="resolved",
         title=f"{evaluation.suite}: {evaluation.model} resolved on {', '.join(sorted(map(str, withdrawn)))}",
-        summary=f"{evaluation.model} vs {against or 'nothing'}: the regression alerted earlier was decided again "
-        f"(its baseline changed) and is withdrawn — {'; '.join(lines)}.",
+        summary=f"{release}: the regression alerted earlier was decided again on the release-order pair and is "
+        f"withdrawn — {'; '.join(lines)}.",
         model=evaluation.model,
         suite=evaluation.suite,
         url=url,

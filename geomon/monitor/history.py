@@ -97,6 +97,7 @@ comparisons = sa.Table(
     sa.Column("level", sa.Float),  # its first (weighted) Holm level: where its MDE and power are stated
     # Why its verdict cannot be read at face value (``verdicts.DECIDABILITIES``; "" none).
     sa.Column("decidability", sa.String(40), nullable=False, default="", server_default=""),
+    sa.Column("missing", sa.Integer),  # the baseline's items the evaluation lacks, compared as unanswered
     sa.Index("ix_metric_comparisons_evaluation", "evaluation_id"),
 )
 # Every message sent about a comparison (a regression, or its withdrawal: "resolved"), per channel: "already
@@ -113,6 +114,9 @@ deliveries = sa.Table(
     sa.Column("outcome", sa.String(500), nullable=False),  # "sent", or "failed: …" / "not sent: …"
     sa.Column("sent_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("message", sa.Text, nullable=False),  # what was sent (never a secret: channels hold those)
+    # The release the comparison was decided in: a finding is (release, metric, breakdown) in a suite's scope,
+    # whichever of the model's evaluations holds its decision — one finding, one page.
+    sa.Column("release", sa.String(400), nullable=False, default="", server_default=""),
     sa.Index("ix_alert_deliveries_evaluation", "evaluation_id"),
 )
 # An operator's acknowledgement of a regression verdict: the no_regression check passes again.
@@ -188,8 +192,10 @@ _ADDED_COLUMNS = {
         "power": "FLOAT",
         "level": "FLOAT",
         "decidability": "VARCHAR(40) NOT NULL DEFAULT ''",
+        "missing": "INTEGER",
     },
     "metric_acknowledgements": {"breakdown": "VARCHAR(300) NOT NULL DEFAULT '*'"},
+    "alert_deliveries": {"release": "VARCHAR(400) NOT NULL DEFAULT ''"},
     "metric_values": {"se": "FLOAT", "declared_as": "VARCHAR(32) NOT NULL DEFAULT ''"},
 }
 
@@ -264,6 +270,7 @@ class StoredComparison:
     items: int | None = None
     clusters: int | None = None
     family_size: int | None = None  # the comparisons Holm decided together
+    missing: int | None = None  # the baseline's items the evaluation lacks (compared as unanswered)
     # Its evaluation's, where a reader joined them (``views.open_regressions``).
     evaluated_at: datetime | None = None
     origin: str = ""
@@ -452,7 +459,8 @@ class MetricHistory:
         items: bool = True,
     ) -> list[Evaluation]:
         """The evaluations in ``suite``/``scope`` (of ``model``; or of the models whose recorded predecessor is
-        ``successors_of``), oldest first by evaluation date, with their items (``items``; without, their items are
+        ``successors_of``), in release order (``release.release_order``: by evaluation date, then origin), with
+        their items (``items``; without, their items are
         None and nothing is parsed: the gates and the release order need only who and when)."""
         columns = _READ if items else [c for c in _READ if c.name != "items"]
         query = sa.select(*columns).where(evaluations.c.suite == suite, evaluations.c.scope == scope)
@@ -462,7 +470,7 @@ class MetricHistory:
             query = query.where(evaluations.c.predecessor == successors_of)
         when = sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at)
         with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(when, evaluations.c.recorded_at)).mappings().all()
+            rows = conn.execute(query.order_by(when, evaluations.c.origin, evaluations.c.recorded_at)).mappings().all()
         return [_evaluation(row) for row in rows]
 
     def with_items(self, evaluation: Evaluation) -> Evaluation:
@@ -520,6 +528,16 @@ class MetricHistory:
         """Store one look of a release (``release_looks``). Call under the release's lock."""
         with self.engine.begin() as conn:
             conn.execute(release_looks.insert().values(**row, recorded_at=datetime.now(UTC)))
+
+    def move_look(self, look_id: int, evaluation_id: str, against_evaluation_id: str, note: str) -> None:
+        """Give a look (its row of ``release_looks``, its α unchanged) to another pair: the release-order pair
+        that now holds it. Call under the release's lock."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                release_looks.update()
+                .where(release_looks.c.id == look_id)
+                .values(evaluation_id=evaluation_id, against_evaluation_id=against_evaluation_id, note=note)
+            )
 
     def suite_comparisons(self, suite: str, metric: str, breakdown: str = "") -> pd.DataFrame:
         """Every stored comparison of one metric of ``suite`` (any model), oldest first."""
@@ -623,7 +641,7 @@ class MetricHistory:
             query = query.where(evaluations.c.model == model)
         when = sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at)
         with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(when, evaluations.c.recorded_at)).mappings().all()
+            rows = conn.execute(query.order_by(when, evaluations.c.origin, evaluations.c.recorded_at)).mappings().all()
         return pd.DataFrame(rows, columns=[c.name for c in columns])
 
     def figures(self, evaluation_id: str) -> pd.DataFrame:

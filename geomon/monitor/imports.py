@@ -402,16 +402,15 @@ def scope_of(metric: str, items: Sequence[str]) -> str:
     return series_scope(f"{IMPORTED}{metric}", {"items": "\n".join(sorted(map(str, items)))})
 
 
-# Two item sets sharing at least this share of the larger one are one benchmark with a few rows missing or added:
-# compared on their shared items (the paired tests pair on them), with the difference said.
-MIN_OVERLAP = 0.9
-
-
-def same_benchmark(history: MetricHistory, run: ImportedRun, predecessor: str | None) -> ImportedRun:
+def same_benchmark(
+    history: MetricHistory, run: ImportedRun, predecessor: str | None, min_overlap: float = 0.9
+) -> ImportedRun:
     """``run`` in the series of the model's (else its predecessor's, else a successor's) latest imported evaluation
-    on another item set of the same suite and metric when the two share at least ``MIN_OVERLAP`` of the larger
-    set's items: a row missing from a file is not a new benchmark, whichever file arrives first. Its note says how
-    many items it lacks and adds; a new series starts only below the overlap."""
+    on another item set of the same suite and metric when the two share at least ``min_overlap``
+    (``verdicts.min_overlap``) of the larger set's items: a row missing from a file is not a new benchmark,
+    whichever file arrives first. Its note says how many items it lacks and adds; a new series starts only below
+    the overlap. An item of the baseline's the compared evaluation lacks is compared as unanswered
+    (``declared.absent_items``), never left out."""
     held = history.evaluations(suite=run.suite)
     if not run.scope.startswith(IMPORTED) or run.scope in set(held["scope"]):
         return run
@@ -427,11 +426,11 @@ def same_benchmark(history: MetricHistory, run: ImportedRun, predecessor: str | 
                 continue
             other = set(map(str, theirs.items["item"]))
             shared = len(mine & other)
-            if shared >= MIN_OVERLAP * max(len(mine), len(other)):
+            if shared >= min_overlap * max(len(mine), len(other)):
                 missing, added = len(other - mine), len(mine - other)
                 said = (
-                    f"compared on the {shared} items it shares with {theirs.model}'s evaluation of "
-                    f"{theirs.when:%Y-%m-%d}: {missing} of its items missing here, {added} not there"
+                    f"compared with {theirs.model}'s evaluation of {theirs.when:%Y-%m-%d} ({shared} items shared): "
+                    f"{missing} of its items missing here, counted unanswered, {added} not there"
                 )
                 log.warning("%s %s: %s", run.suite, run.model, said)
                 return replace(run, scope=scope, note="; ".join(n for n in (run.note, said) if n))
@@ -457,8 +456,9 @@ def imported_metrics(
     # Intention to treat beside the answered-only accuracy: a model that stops answering the items it used to get
     # wrong looks better on answered items alone, not on every item with unanswered ones wrong.
     itt = TrackedMetric(
-        f"{metric}{INTENTION_TO_TREAT}", Mean(ITT_COLUMN), cluster, False, effects.get(metric, 0.0), bounds=(0.0, 100.0)
-    )
+        f"{metric}{INTENTION_TO_TREAT}", Mean(ITT_COLUMN), cluster, False, effects.get(metric, 0.0),
+        bounds=(0.0, 100.0), absent=0.0,  # an item the file lacks: unanswered, so wrong
+    )  # fmt: skip
     return (*tracked, itt)
 
 
@@ -771,7 +771,7 @@ def record_runs(
     chosen = {**{r.model: r.predecessor for r in runs if r.predecessor}, **(predecessors or {})}
     out = []
     for run in runs:
-        run = same_benchmark(history, run, chosen.get(run.model))
+        run = same_benchmark(history, run, chosen.get(run.model), settings.min_overlap)
         identity = EvaluationRun(
             run.suite,
             run.model,

@@ -192,9 +192,11 @@ def _utc(moment: datetime) -> pd.Timestamp:
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp
 
 
-def release_order(e: Evaluation) -> tuple[pd.Timestamp, pd.Timestamp]:
-    """Release order: the evaluation date, then when it was recorded."""
-    return _utc(e.when), _utc(e.recorded_at)
+def release_order(e: Evaluation) -> tuple[pd.Timestamp, str, pd.Timestamp]:
+    """Release order: the evaluation date, then its origin (two imports dated the same day — the predecessor
+    evaluated twice on its successor's day — are ordered by their source, never by which arrived first: arrival
+    order must not choose a baseline), then when it was recorded."""
+    return _utc(e.when), e.origin, _utc(e.recorded_at)
 
 
 def _before(evaluations_: list[Evaluation], evaluation: Evaluation) -> list[Evaluation]:
@@ -246,34 +248,36 @@ PROVISIONAL_NOTE = (
 def spend(
     history: MetricHistory, proposed: verdicts.ReleasePlan, release: str, evaluation: Evaluation, before: Evaluation
 ) -> Look:
-    """The look this decision of ``evaluation`` against ``before`` takes in ``release``, under its lock:
-    the plan stored with the release's first decision (``proposed`` becomes it when there is none); the suite's
-    share split among its planned scopes (a suite outside the plan takes one of the import slots, in the order
-    suites arrive, while one is free); in its scope, the first look, and the reserve for a decision against a
-    fallback baseline (``provisional``) or against a changed one. Deciding again against the same baseline takes
-    the same look; a look with no α left is ``SPENT`` (α 0). Never more than the release's α in all."""
+    """The look this decision of ``evaluation`` against ``before`` takes in ``release``, under its lock: the plan
+    stored with the release's first decision (``proposed`` becomes it when there is none); the suite's share split
+    among its planned scopes (a suite outside the plan takes one of the import slots, in the order suites arrive,
+    while one is free); in its scope, **the first look belongs to the release-order pair** — the decision against
+    the baseline ``baseline`` gives in release order — and the reserve to a decision against a fallback baseline
+    (``provisional``). A look is a property of the pair, never of the arrival: when an earlier-dated evaluation
+    arrives (an earlier copy of the successor, the predecessor's release-order evaluation), the pair that holds the
+    look changes and the look moves to it (``MetricHistory.move_look``: its α counted once), and the decision it
+    leaves is decided again against its own baseline (a re-run's release). Deciding again against the same baseline
+    takes the same look; a scope, slot or share with no α left is ``SPENT`` (α 0). Never more than the release's α
+    in all."""
     plan = verdicts.ReleasePlan.from_json(history.release_plan(release, proposed.to_json()))
     looks = history.release_looks(release)
     suite, scope = evaluation.suite, evaluation.scope
-    # The scope's looks in this release, whichever of the model's evaluations took them: a second evaluation of
-    # the model against the same predecessor (one dated earlier, arriving late) takes the reserve, not a new first.
     mine = looks[(looks["suite"] == suite) & (looks["scope"] == scope)]
     again = mine[
         (mine["evaluation_id"] == evaluation.evaluation_id) & (mine["against_evaluation_id"] == before.evaluation_id)
     ]
     if len(again):
         return Look(float(again["alpha"].iloc[0]), str(again["look"].iloc[0]), str(again["note"].iloc[0]))
-    taken = set(mine["look"])
     fallback = provisional(evaluation, before)
-    kind = verdicts.RESERVE if fallback or verdicts.FIRST in taken else verdicts.FIRST
+    kind = verdicts.RESERVE if fallback else verdicts.FIRST
+    note = PROVISIONAL_NOTE if fallback else ""
+    held = mine[mine["look"] == kind]
+    if len(held):  # the pair that held it is no longer the release order's: the look moves, nothing is spent
+        look = Look(float(held["alpha"].iloc[0]), kind, note)
+        history.move_look(int(held["id"].iloc[0]), evaluation.evaluation_id, before.evaluation_id, note)
+        return look
     why = _no_alpha(plan, looks, suite, scope)
-    if not why and kind in taken:
-        why = "no α left: the scope's first look and its reserve are spent (decisions against earlier baselines)"
-    if why:
-        look = Look(0.0, verdicts.SPENT, f"{why} {NEVER_PAGED}")
-    else:
-        note = "" if kind == verdicts.FIRST else PROVISIONAL_NOTE if fallback else REBASED_NOTE
-        look = Look(plan.look(suite, kind), kind, note)
+    look = Look(0.0, verdicts.SPENT, f"{why} {NEVER_PAGED}") if why else Look(plan.look(suite, kind), kind, note)
     history.record_look(
         release=release,
         suite=suite,
@@ -344,7 +348,7 @@ def compare_and_decide(
     profiled = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
     try:
         stored = compare.stored_spreads(tracked, history.figures(before.evaluation_id))
-        tests, decided = compare.compare(
+        tests, decided, missing = compare.compare(
             tracked, before.items, evaluation.items, alpha, settings, profiled=profiled, stored=stored
         )
     except compare.PairingError as exc:
@@ -376,6 +380,7 @@ def compare_and_decide(
             "note": "; ".join(n for n in (why, v.note or t.note) if n)[:500],
             "verdict": v.verdict,
             "decidability": v.decidability,
+            "missing": missing,
         }
         for t, v in zip(tests, decided, strict=True)
     ]
@@ -384,12 +389,6 @@ def compare_and_decide(
             if row["verdict"] == verdicts.REGRESSION:
                 row["verdict"] = verdicts.REBASED
     history.record_comparisons(evaluation, rows)
-
-
-REBASED_NOTE = (
-    "decided again against a baseline that changed: at the scope's reserve (the first look was spent against the "
-    "earlier baseline)"
-)
 
 
 def standing(history: MetricHistory, evaluation: Evaluation) -> list[StoredComparison]:

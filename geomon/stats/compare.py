@@ -35,10 +35,13 @@ class PairingError(ValueError):
 
 
 class Compared(NamedTuple):
-    """A comparison's paired tests (as planned: what is stored beside the verdicts) and their verdicts, in order."""
+    """A comparison's paired tests (as planned: what is stored beside the verdicts) and their verdicts, in order,
+    and how many of the baseline's items the new evaluation lacks (each compared as an absent outcome:
+    ``declared.absent_items``)."""
 
     tests: list[PairedTest]
     verdicts: list[Verdict]
+    missing: int = 0
 
 
 def compare(
@@ -55,10 +58,18 @@ def compare(
     """Every tracked comparison of ``after_items`` with ``before_items`` (the baseline's; None: it kept none, and
     every metric is undefined), decided together at ``alpha`` (``verdicts.decide``; ``profiled``: the sample was
     a geomon run profile's). ``tracked`` carries the minimum effects in force (``declared.with_min_effects``);
-    ``stored``: the baseline's recorded spreads (``stored_spreads``), which its MDEs are planned from."""
+    ``stored``: the baseline's recorded spreads (``stored_spreads``), which its MDEs are planned from. An item the
+    baseline has and ``after_items`` lacks is an outcome (``declared.absent_items``: unanswered), counted in
+    ``missing``."""
+    missing = 0
+    if before_items is not None and len(before_items) and "item" in before_items and "item" in after_items:
+        filled = declared.absent_items(tracked, before_items, after_items)
+        missing = len(filled) - len(after_items)
+        after_items = filled
     tests = paired(tracked, before_items, after_items, settings, alpha)
     tests = planned(tests, tracked, before_items, after_items, stored)
-    return Compared(tests, verdicts.decide(tests, settings, alpha, min_sample=min_sample, profiled=profiled))
+    decided = verdicts.decide(tests, settings, alpha, min_sample=min_sample, profiled=profiled)
+    return Compared(tests, decided, missing)
 
 
 def paired(
@@ -177,12 +188,14 @@ def planned(
     after_items: pd.DataFrame | None = None,
     stored: Mapping[tuple[str, str], power.Spread] | None = None,
 ) -> list[PairedTest]:
-    """Each comparison's standard error for its MDE and power, planned before the new data (``power.planned_se``):
-    the baseline's cluster-bootstrap standard error × √2 (two evaluations of that sample, as if independent: the
-    paired test is at least as precise when the two agree item by item), for a bounded metric never below the
-    Agresti–Coull standard error of its value over its clusters (a baseline at 100 % has a bootstrap SE of 0, not
-    a certainty); where there is neither, the worst case of a bounded metric (``power.worst_case_spread``: a
-    coin flip per cluster, on each side of a gap). The p-value's sign-flip null is the new data's: an MDE read
+    """Each comparison's standard error for its MDE, power, decidability label and Holm weight — one spread for all
+    four (``power.planned_se``): the pair's spread pooled about its common value (``power.pooled_spread``: what the
+    sign-flip test conditions on, the same whichever evaluation is the baseline; the baseline's alone where the new
+    evaluation has none), for a bounded mean one side at that value and the other at the minimum effect worse (a
+    rate moving toward 50 % spreads more: √2 × one side's error stated 89 % power where 80 % was measured), never
+    below the Agresti–Coull standard error (a baseline at 100 % is not a certainty); where there is neither, the
+    worst case of a bounded metric (``power.worst_case_spread``: a coin flip per cluster, on each side of a gap).
+    The p-value's sign-flip null is the new data's: an MDE read
     from it would say what the result already shows (0 for an unchanged metric, about its own size for a changed
     one). ``se`` stays the null's: the paired change's standard error, which its interval is shown with.
     ``stored``: the baseline's spreads as it recorded them (``stored_spreads``), used where they are its."""
@@ -201,9 +214,13 @@ def planned(
     for t in tests:
         if t.p_value is not None:
             key = (t.metric, t.breakdown)
-            se = power.planned_se(spread.get(key, power.UNKNOWN), t.bounds)
-            pooled = power.pooled_spread(spread.get(key, power.UNKNOWN), after.get(key, power.UNKNOWN))
-            weighing = power.planned_se(pooled, t.bounds)
+            # One spread sets the weight, the MDE, the power and the decidability label: the pair's pooled (the
+            # baseline's where the new evaluation has none), its successor's side planned at the minimum effect
+            # worse (``power.planned_se``).
+            own = spread.get(key, power.UNKNOWN)
+            pooled = power.pooled_spread(own, after.get(key, power.UNKNOWN))
+            basis = pooled if math.isfinite(pooled.se) else own
+            se = weighing = power.planned_se(basis, t.bounds, 0.0 if t.disparity else power.toward_worse(t))
             # The worst case of the range where there is no spread (t.clusters: the pair's, not one side's).
             worst = (
                 power.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)

@@ -25,7 +25,7 @@ import math
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -379,6 +379,10 @@ class TrackedMetric:
     # rates is 10 points and unbounded; each family's rate is a percentage that alerts at 5). None: the metric's.
     groups_min_effect: float | None = None
     groups_bounds: tuple[float, float] | None = None
+    # What an item the baseline has and the compared evaluation lacks scores in the statistic's column (an answer
+    # rate: 0, unanswered; an intention-to-treat mean: 0, wrong); None: nothing, it is left out of the mean as an
+    # unanswered item is (``absent_items``). Not part of what a figure is drawn under (no repr: the digest).
+    absent: float | None = field(default=None, repr=False)
 
     def columns(self) -> set[str]:
         """The columns the per-item rows must hold."""
@@ -920,7 +924,47 @@ def answered_rate(
         breakdown,
         by=by,
         bounds=(0.0, 100.0),
+        absent=0.0,  # an item the evaluation lacks is an item it did not answer
     )
+
+
+def outcome_columns(statistic: Any) -> set[str]:
+    """The columns a statistic reads its outcomes from (not the groups and filters it selects rows by)."""
+    if isinstance(statistic, Mean):
+        return {statistic.column, *([statistic.per] if statistic.per else [])}
+    if isinstance(statistic, Ratio):
+        return {statistic.numerator, statistic.denominator}
+    if isinstance(statistic, Range):
+        return outcome_columns(statistic.of)
+    if isinstance(statistic, Difference):
+        return outcome_columns(statistic.minuend) | outcome_columns(statistic.subtrahend)
+    if isinstance(statistic, ImpactRatio):
+        return {statistic.column}
+    raise DeclarationError(f"no outcome columns known for {type(statistic).__name__}")
+
+
+def absent_items(metrics: Sequence[TrackedMetric], before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """``after`` with a row for each item ``before`` has and it lacks: an absent item is an outcome, never a row
+    left out of the pairing (a harness that drops the items that errored would otherwise switch the guardrail off).
+    Its groups, filters and cluster are the baseline's; its outcomes are none (NaN: out of an answered-only mean,
+    as an unanswered item is), except where a metric says what an absent item scores (``TrackedMetric.absent``:
+    an answer rate's 0, an intention-to-treat mean's 0). Where no metric says (Gapminder's published rates: each
+    configuration was published on its own questions), the evaluations are compared on the items they share."""
+    if all(m.absent is None for m in metrics):  # no declaration says what an absent item is: the shared items
+        return after
+    have = set(after["item"].astype(str))
+    lacking = before[~before["item"].astype(str).isin(have).to_numpy()]
+    if lacking.empty:
+        return after
+    rows = lacking.copy()
+    for metric in metrics:
+        for column in outcome_columns(metric.statistic) & set(rows.columns):
+            rows[column] = np.nan
+    for metric in metrics:
+        if metric.absent is not None and isinstance(metric.statistic, Mean) and metric.statistic.column in rows:
+            rows[metric.statistic.column] = metric.absent
+    rows = rows.reindex(columns=after.columns) if set(rows.columns) != set(after.columns) else rows[after.columns]
+    return pd.concat([after, rows], ignore_index=True)
 
 
 def undeclared(values: Iterable[MetricValue], tracked: Sequence[TrackedMetric]) -> list[MetricValue]:

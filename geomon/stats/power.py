@@ -6,8 +6,10 @@ the clusters a change needs), the calibration bench (the chance a true worsening
 smallest gap a sample could detect). The MDE is one-sided — a regression alert claims a worsening — at a level
 and a power: (z(1 − α) + z(power)) × the change's standard error (the normal approximation to the sign-flip null).
 
-The standard error it is stated at is *planned* before the new data: from the baseline's spread (``planned_se``),
-else the worst case a bounded metric's range allows (``worst_case_spread``); a spread at rounding noise is none
+The standard error it is stated at is *planned*, never read off the new data's null: from the pair's spread pooled
+about its common value (``pooled_spread``: what the sign-flip test conditions on), a bounded mean's successor side at
+the minimum effect worse (``planned_se``), the same error that sets its Holm weight and its decidability label; else
+the worst case a bounded metric's range allows (``worst_case_spread``); a spread at rounding noise is none
 (``rounding_noise``). The level is the comparison's first in its suite's weighted Holm family (``first_level``),
 its weight fixed from the pair (``pooled_spread``, ``paging_weights``); ``holm_levels`` lists every level a step
 may test at.
@@ -91,7 +93,8 @@ def paging_weights(ratios: Sequence[float], alpha: float, power: float, weight: 
     they get: α / the family's total weight), ``weight`` for the rest. ``ratios``: each comparison's minimum
     effect over its planned standard error (NaN where either is unknown: weight 1, nothing says it cannot decide).
     The decidable ones are the largest set of the strongest comparisons that all decide at the level they get,
-    so a hopeless comparison never lowers the level of one that could decide by more than its weight."""
+    so a hopeless comparison never lowers the level of one that could decide by more than its weight; the set
+    never splits comparisons of equal ratio (tied comparisons get equal weights)."""
     r = np.asarray(ratios, dtype=float)
     if not 0 < alpha < 1:  # a look with no α (spent, or a share of 0): nothing is decided, nothing to weigh
         return np.ones(r.size)
@@ -101,6 +104,8 @@ def paging_weights(ratios: Sequence[float], alpha: float, power: float, weight: 
     unknown = r.size - known.size
     z_power = _NORMAL.inv_cdf(power)
     for k in range(known.size, -1, -1):
+        if 0 < k < known.size and math.isclose(r[strongest[k - 1]], r[strongest[k]], rel_tol=1e-9):
+            continue  # tied comparisons (accuracy and accuracy_itt with every item answered) weigh the same
         total = unknown + k + weight * (known.size - k)
         if k == 0 or r[strongest[k - 1]] >= _NORMAL.inv_cdf(1 - alpha / total) + z_power:
             out[strongest[k:]] = weight
@@ -159,13 +164,30 @@ class Spread(NamedTuple):
 UNKNOWN = Spread(math.nan, math.nan, 0, False)  # a comparison the baseline has no spread of
 
 
-def planned_se(spread: Spread, bounds: tuple[float, float] | None) -> float:
-    """The standard error a comparison's MDE is planned at from its baseline's ``spread``: the bootstrap standard
-    error × √2 (two evaluations of that sample, as if independent), for a mean of bounded outcomes never below the
-    Agresti–Coull standard error of its value over its clusters (a baseline at 100 % is not a certainty; a
-    continuous error or a gap between groups has no such floor); NaN where there is neither."""
+def planned_se(spread: Spread, bounds: tuple[float, float] | None, shift: float = 0.0) -> float:
+    """The standard error a comparison's MDE is planned at from one evaluation's ``spread``: for a mean of bounded
+    outcomes, that side's standard error (the bootstrap's, never below the Agresti–Coull standard error of its
+    value over its clusters: a baseline at 100 % is not a certainty) combined with the other side's at the rate
+    moved by ``shift`` (the minimum effect toward worse: a rate moving toward 50 % spreads more, p(1 − p), so a
+    worsening of that size is planned with the spread it would have); without a shift, or for a continuous error or
+    a gap between groups (no such floor or law), the standard error × √2 (two evaluations of that sample, as if
+    independent); NaN where there is nothing to plan from."""
     floor = agresti_coull_se(spread.value, spread.clusters, bounds) if spread.bounded_mean else math.nan
-    return math.sqrt(2) * max((x for x in (spread.se, floor) if math.isfinite(x)), default=math.nan)
+    own = max((x for x in (spread.se, floor) if math.isfinite(x)), default=math.nan)
+    if not (spread.bounded_mean and bounds is not None and shift and math.isfinite(own)):
+        return math.sqrt(2) * own
+    width = bounds[1] - bounds[0]
+    share = min(max((spread.value - bounds[0]) / width, 0.0), 1.0)
+    moved = min(max(share + shift / width, 0.0), 1.0)
+    moved_floor = agresti_coull_se(bounds[0] + moved * width, spread.clusters, bounds)
+    ratio = math.sqrt(moved * (1 - moved) / (share * (1 - share))) if 0 < share < 1 else math.nan
+    other = max((x for x in (own * ratio, moved_floor) if math.isfinite(x)), default=own)
+    return math.sqrt(own**2 + other**2)
+
+
+def toward_worse(t: PairedTest) -> float:
+    """A comparison's minimum effect as a signed change toward worse (what its successor's side is planned at)."""
+    return t.min_effect if t.higher_is_worse else -t.min_effect
 
 
 def pooled_spread(before: Spread, after: Spread) -> Spread:

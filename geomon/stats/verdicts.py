@@ -99,12 +99,16 @@ class VerdictSettings:
     # its share is split evenly among them, and a scope beyond them is decided at α 0 (shown, never paged).
     scopes: dict[str, int] = field(default_factory=dict)
     # The part of each scope's α kept for one more look: a decision against a fallback baseline (a predecessor
-    # evaluated after its successor: provisional) or a re-decision after the baseline changed.
+    # evaluated on a later day than its successor: provisional). The first look belongs to the release-order pair.
     reserve: float = 0.2
     # A comparison its baseline's spread already calls undecidable (below ``power`` at its minimum effect, at the
     # level it would get) keeps this weight in a suite's weighted Holm, the others 1: it can still page a large
     # worsening, and costs the comparisons that can decide little of their level (``power.paging_weights``).
     undecidable_weight: float = 0.25
+    # An imported item set sharing at least this part of the larger set's items with an earlier evaluation of the
+    # suite is the same benchmark with items missing or added (``imports.same_benchmark``); each item of the
+    # baseline's it lacks is compared as unanswered. Below it: a new series.
+    min_overlap: float = 0.9
     min_effects: dict[str, float] = field(default_factory=dict)
     # Evaluations imported from elsewhere (``geomon import items`` / ``inspect``): accuracy in percent, a
     # raw score (0-1), and the gap between groups in the same units.
@@ -125,6 +129,8 @@ class VerdictSettings:
             raise ValueError(f"verdicts.exact_up_to: {self.exact_up_to} must lie in 0..20 (2^20 flips at most)")
         if not 0 < self.reserve < 1:
             raise ValueError(f"verdicts.reserve: {self.reserve} must lie strictly between 0 and 1")
+        if not 0 < self.min_overlap <= 1:
+            raise ValueError(f"verdicts.min_overlap: {self.min_overlap} must lie in (0, 1]")
         if not 0 < self.undecidable_weight <= 1:
             raise ValueError(f"verdicts.undecidable_weight: {self.undecidable_weight} must lie in (0, 1]")
         for suite, count in self.scopes.items():
@@ -291,15 +297,20 @@ def decide(
     # only: a gap widens when the best group improves; the groups' own tests are what page).
     paging = [i for i in testable if not tests[i].disparity]
     between = [i for i in testable if tests[i].disparity]
-    # The plan, before the data: each comparison that could page (the unchanged ones too, as if in the family, so
-    # an unchanged release states what a changed one does) weighs 1 where its baseline says it can decide, else
-    # ``undecidable_weight``; its MDE and power are stated at its first level, α·weight / the total weight.
+    # The plan, before the data: each comparison that could page weighs 1 where the pair's spread says it can
+    # decide, else ``undecidable_weight``; its MDE and power are stated at its first level, α·weight / the family's
+    # total weight — the level Holm tests it at. An unchanged one (outside the family) states the level it would get
+    # joining it.
     unchanged = [i for i, (_, note) in enumerate(notes) if note == UNCHANGED_NOTE]
-    plannable = [*paging, *unchanged]
-    ratios = [power.planned_ratio(tests[i]) for i in plannable]
+    ratios = [power.planned_ratio(tests[i]) for i in paging]
     planned_weights, levels = power.first_levels(ratios, alpha, settings.power, settings.undecidable_weight)
-    weights = dict(zip(plannable, planned_weights, strict=True))
-    first_levels = dict(zip(plannable, levels, strict=True))
+    weights = dict(zip(paging, planned_weights, strict=True))
+    first_levels = dict(zip(paging, levels, strict=True))
+    for i in unchanged:
+        joined = power.first_levels(
+            [*ratios, power.planned_ratio(tests[i])], alpha, settings.power, settings.undecidable_weight
+        )
+        first_levels[i] = joined[1][-1]
     # The disparities: unweighted, shown only.
     first_levels.update({i: power.first_level(alpha, 1.0, len(between)) for i in between})
     adjusted, improved, q_values = {}, {}, {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -284,12 +285,14 @@ def test_a_release_never_spends_more_than_its_alpha_on_unplanned_imports(tmp_pat
     assert notes.str.contains("no α left: the release's 2 import slot").any()
 
 
-def test_a_changed_baseline_pages_at_the_reserve_and_a_third_look_has_no_alpha(tmp_path, webhook):
+def test_a_changed_baseline_takes_the_first_look_over_and_one_finding_pages_once(tmp_path, webhook):
     """The successor is decided against its predecessor's first evaluation (nothing worse: nothing sent). A
-    stronger evaluation of the predecessor, dated between the two, then becomes its baseline, and against it the
-    successor is worse: decided at the scope's reserve (20 % of its share), it pages. A third baseline, as strong,
-    finds no α left: ``regression (no α left)`` — shown, never paged. The release never spends more than
-    the suite's share. Mutations caught: a re-decision at the first look's α; a reserve spent twice."""
+    stronger evaluation of the predecessor, dated between the two, then becomes its release-order baseline, and
+    against it the successor is worse: the first look moves to that pair (its α counted once: a look belongs to the
+    release-order pair, not to the decision that arrived first) and it pages. A third baseline, as strong, dated
+    later still, takes the look over again: the same finding, no second page. The release's looks never sum above
+    the suite's share. Mutations caught: the moved look recorded as a new one (Σα above the first look's); findings
+    told per decision (a second page)."""
     state, settings = webhook
     history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
     weak = _outcomes(1, 0.9, 0.6)
@@ -300,20 +303,19 @@ def test_a_changed_baseline_pages_at_the_reserve_and_a_third_look_has_no_alpha(t
     strong = _items(tmp_path / "old2.csv", "old", "2026-11-22", _outcomes(3, 0.9))
     _import(history, strong, "geo-b", PLAN, settings)
     now = release.stored(history, first.tracked.evaluation)
-    assert [v["alpha"] for v in now.verdicts] == pytest.approx([0.05 / 3 * 0.2] * len(now.verdicts))
+    assert [v["alpha"] for v in now.verdicts] == pytest.approx([0.05 / 3 * 0.8] * len(now.verdicts))
     assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in now.regressions}
-    assert "at the scope's reserve" in now.regressions[0]["note"]
     assert [p["body"]["model"] for p in state["posts"] if p["body"]["kind"] == "regression"] == ["new"]
     assert release.failing(history, now.evaluation)
     stronger = _items(tmp_path / "old3.csv", "old", "2026-11-23", _outcomes(4, 0.9))
     _import(history, stronger, "geo-b", PLAN, settings)
     now = release.stored(history, first.tracked.evaluation)
-    rebased = [v for v in now.verdicts if v["verdict"] == verdicts.REBASED]
-    assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in rebased}
-    assert {v["alpha"] for v in now.verdicts} == {0.0} and "no α left" in rebased[0]["note"]
+    assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in now.regressions}
+    assert [p["body"]["kind"] for p in state["posts"]] == ["regression"]  # one finding, one page
     looks = history.release_looks("new vs old")
-    assert list(looks["look"]) == [verdicts.FIRST, verdicts.RESERVE, verdicts.SPENT]
-    assert looks["alpha"].sum() == pytest.approx(0.05 / 3)
+    assert list(looks["look"]) == [verdicts.FIRST]
+    assert looks["against_evaluation_id"].iloc[0] == history.evaluations(model="old").iloc[-1]["evaluation_id"]
+    assert looks["alpha"].sum() == pytest.approx(0.05 / 3 * 0.8)
 
 
 def _cli(tmp_path: Path, monkeypatch, **extra) -> tuple[list[str], MetricHistory]:
@@ -331,8 +333,8 @@ def _cli(tmp_path: Path, monkeypatch, **extra) -> tuple[list[str], MetricHistory
 def test_a_releases_looks_are_its_scopes_whichever_evaluation_takes_them_and_each_re_run_is_a_release(
     tmp_path, webhook, monkeypatch
 ):
-    """Through ``geomon import``: a second evaluation of the model dated before its first (arriving late) is
-    decided against the same predecessor at the scope's reserve, not at a second first look, so the release
+    """Through ``geomon import``: a second evaluation of the model dated before its first (arriving late) is the
+    release-order pair's now: the first look moves to it (no second first look, no reserve spent), so the release
     ``new vs old`` never spends more than the suite's share; each later re-run of the model, compared with its own
     previous evaluation, is a release of its own (one look each), never a fresh first look inside ``new vs old``.
     Mutation caught: looks counted per evaluation (two first looks in one release: 0.04 > the share 0.025)."""
@@ -346,7 +348,7 @@ def test_a_releases_looks_are_its_scopes_whichever_evaluation_takes_them_and_eac
         new = _items(tmp_path / f"new{i}.csv", "new", day, _outcomes(61 + i, 0.9), "old")
         main([*args, "--suite", "geo-r", "--fail-on", "never", str(new)])
     looks = history.release_looks("new vs old")
-    assert list(looks["look"]) == [verdicts.FIRST, verdicts.RESERVE], looks
+    assert list(looks["look"]) == [verdicts.FIRST], looks  # held by the release-order pair: the 11-22 evaluation's
     assert looks["alpha"].sum() <= share * (1 + 1e-9)
     reruns = history.comparisons(history.evaluations(model="new")["evaluation_id"])
     releases = reruns.drop_duplicates("evaluation_id")["release"].tolist()
@@ -434,6 +436,111 @@ def test_the_same_files_in_any_order_give_the_same_verdicts_and_exit_codes(tmp_p
         pd.testing.assert_frame_equal(other, first)
 
 
+def _stored(history: MetricHistory) -> pd.DataFrame:
+    """Every stored decision by evaluation date, with its release (a re-run's by its day: its label's id is the
+    evaluation's, another in every history) and its look's α and level."""
+    evaluations = history.evaluations()[["evaluation_id", "model", "evaluated_at"]]
+    rows = history.comparisons().merge(evaluations, on="evaluation_id")
+    rows["release"] = rows["release"].str.replace(r" \(\w+\)$", "", regex=True)
+    columns = ["evaluated_at", "model", "against", "release", "metric", "breakdown", "verdict", "p_value"]
+    columns += ["p_adjusted", "alpha", "level", "family_size", "missing"]
+    return rows[columns].sort_values(columns[:6]).reset_index(drop=True)
+
+
+def test_the_first_look_is_the_release_orders_in_all_24_orders_of_four_files(tmp_path, webhook):
+    """Issue 60's four files — the predecessor (11-20), the successor (11-25, Peru 14.2 points worse: Holm-adjusted p
+    0.013, between the reserve's 0.005 and the first look's 0.02), a re-run of it (11-26) and an earlier-dated copy
+    of it (11-24) — imported through ``imports.record_runs`` (what ``geomon import items`` calls) with the webhook
+    announcer, in all 24 orders: the same stored verdicts (the copy, the successor's first evaluation in release
+    order, decided against the predecessor at the first look: a regression; the successor and the re-run each a
+    re-run of the one before), the same single page and no ``resolved``, the first look held by the copy's pair
+    and spent once, and the same exit codes (``cli.import_gate``: the last import exits 3; each evaluation's gate
+    0 for the predecessor, 3 for each of the successor's). Mutations caught: the first look to whichever decision
+    arrives first (``spend`` taking the reserve when the first is held: the copy arriving last is ``watch``, the
+    gate exits 0); findings told per evaluation (the copy pages again, the re-based successor sends
+    ``resolved``). About 30 s on this shared machine: each order's history is its prefix's, copied."""
+    from geomon.cli import import_gate
+
+    state, alert_settings = webhook
+    settings = verdicts.VerdictSettings(resamples=999, max_resamples=9999)  # the production code, fewer flips
+    new = _outcomes(8, 0.9, 0.12)
+    files = {
+        "predecessor": _items(tmp_path / "p.csv", "old", "2026-11-20", _outcomes(1, 0.9)),
+        "successor": _items(tmp_path / "s.csv", "new", "2026-11-25", new, predecessor="old"),
+        "re-run": _items(tmp_path / "r.csv", "new", "2026-11-26", new, predecessor="old"),
+        "earlier copy": _items(tmp_path / "c.csv", "new", "2026-11-24", new, predecessor="old"),
+    }
+    runs = {name: imports.item_runs(path, "geo-o", ["country"], settings, "question") for name, path in files.items()}
+    tell = announce.announcer(alert_settings)
+    seen = {}
+
+    def imported(order: tuple[str, ...], store: Path, posts: list, last: int) -> None:
+        """Each order as a walk down the tree of orders: an order's history is its prefix's, copied (64 imports
+        for the 24 orders, not 96)."""
+        history = MetricHistory(f"sqlite:///{store}")
+        if len(order) == len(runs):
+            looks = history.release_looks("new vs old")
+            first = looks[looks["look"] == verdicts.FIRST]
+            when = history.evaluations().set_index("evaluation_id").loc[first["evaluation_id"], "evaluated_at"]
+            series = history.evaluations_of("geo-o", runs["successor"][0].scope, items=False)
+            # Each evaluation's gate as a re-import of its file reads it (its stored decisions, nothing new).
+            again = [import_gate(history, [imports.Recorded(None, release.stored(history, e), None)], "check")
+                     for e in series]  # fmt: skip
+            seen[order] = (_stored(history), posts, (last, again), [f"{d:%m-%d}" for d in when], list(looks["look"]))
+            return
+        for name in (n for n in runs if n not in order):
+            child = store.with_name(f"{store.stem}-{len(order)}{name[0]}.sqlite")
+            if store.exists():  # SQLite's backup: what its write-ahead log holds too
+                with sqlite3.connect(store) as source, sqlite3.connect(child) as copy:
+                    source.backup(copy)
+            history = MetricHistory(f"sqlite:///{child}")
+            state["posts"].clear()
+            code = import_gate(history, imports.record_runs(history, runs[name], settings, announcer=tell), "check")
+            told = [(p["body"]["kind"], p["body"]["model"], p["body"]["title"]) for p in state["posts"]]
+            imported((*order, name), child, posts + told, code)
+
+    imported((), tmp_path / "h.sqlite", [], 0)
+    assert len(seen) == 24
+    reference = seen.popitem()[1]
+    decided, posts, codes, holder, looks = reference
+    assert posts == [("regression", "new", "geo-o: new regressed on accuracy (country=Peru)")]
+    assert codes == (3, [0, 3, 3, 3]) and holder == ["11-24"] and looks == [verdicts.FIRST]
+    copy = decided[decided["against"] == "predecessor old"]
+    assert set(copy["evaluated_at"].dt.strftime("%m-%d")) == {"11-24"}
+    assert copy["alpha"].tolist() == pytest.approx([0.05 / 2 * 0.8] * len(copy))
+    peru = copy[(copy["metric"] == "accuracy") & (copy["breakdown"] == "country=Peru")].iloc[0]
+    assert peru["verdict"] == verdicts.REGRESSION and 0.005 < peru["p_adjusted"] < 0.02
+    for order, (stored, told, exits, held, kinds) in seen.items():
+        pd.testing.assert_frame_equal(stored, decided, obj=str(order))
+        assert (told, exits, held, kinds) == (posts, codes, holder, looks), order
+
+
+def test_the_predecessor_evaluated_twice_on_its_successors_day_is_one_baseline_in_every_order(tmp_path):
+    """The predecessor evaluated twice on the successor's day (a strong and a weak file) and the successor, imported
+    in all 6 orders: the same baseline, verdicts and looks — two evaluations of one day are ordered by their source,
+    never by which arrived first (issue 60: 2 of 3 orders differed). Mutation caught: release order broken by the
+    time of recording alone."""
+    settings = verdicts.VerdictSettings(resamples=999, max_resamples=9999)
+    files = {
+        "strong": _items(tmp_path / "old-a.csv", "old", "2026-11-25", _outcomes(1, 0.9)),
+        "weak": _items(tmp_path / "old-b.csv", "old", "2026-11-25", _outcomes(3, 0.9, 0.6)),
+        "successor": _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old"),
+    }
+    runs = {name: imports.item_runs(path, "geo-d", ["country"], settings, "question") for name, path in files.items()}
+    seen = []
+    for n, order in enumerate(itertools.permutations(runs)):
+        history = MetricHistory(f"sqlite:///{tmp_path / f'{n}.sqlite'}")
+        for name in order:
+            imports.record_runs(history, runs[name], settings)
+        against = history.comparisons()["against_evaluation_id"].iloc[0]
+        origin = history.evaluations().set_index("evaluation_id").loc[against, "origin"]
+        seen.append((order, _stored(history).drop(columns="evaluated_at"), origin))
+    for order, decided, origin in seen:
+        # Both dated after the successor's source on its day (o > n): the predecessor's first, by source — old-a.
+        assert origin == "import:items:old-a.csv", order
+        pd.testing.assert_frame_equal(decided, seen[0][1], obj=str(order))
+
+
 def test_a_re_import_never_turns_the_gate_green_and_an_ack_of_every_breakdown_does(tmp_path, monkeypatch, capsys):
     """The successor's regression against its predecessor stands when the same model is imported again a day
     later (compared with its own previous run: no change): the import still exits 3, naming the evaluation to
@@ -517,7 +624,7 @@ def test_a_missing_row_still_compares_on_the_shared_items_with_a_warning(tmp_pat
     assert main([*args, "--suite", "geo-b", str(old)]) == 0
     assert main([*args, "--suite", "geo-b", str(new)]) == 3
     out = capsys.readouterr().out
-    said = "compared on the 239 items it shares with old's evaluation of 2026-11-20: 1 of its items missing here"
+    said = "compared with old's evaluation of 2026-11-20 (239 items shared): 1 of its items missing here, counted"
     assert said in out and said in caplog.text
     assert "vs old: " in out
     half = _items(tmp_path / "half.csv", "new", "2026-11-26", _outcomes(3, 0.9), predecessor="old", first=40)
@@ -529,6 +636,45 @@ def test_a_missing_row_still_compares_on_the_shared_items_with_a_warning(tmp_pat
     assert main([*args, "--suite", "geo-b", str(new)]) == 0
     assert main([*args, "--suite", "geo-b", str(old)]) == 3
     assert len(set(history.evaluations(suite="geo-b")["scope"])) == 1
+
+
+def test_an_absent_item_is_an_unanswered_one_and_fails_the_check(tmp_path, monkeypatch, capsys):
+    """Issue 60's case: the successor as good as its predecessor item for item, except that its file leaves out 24
+    Peru items the predecessor got right (216 of 240 rows, each its own unit). Each absent item is compared as
+    unanswered: ``answered_rate (country=Peru)`` and ``accuracy_itt`` fall, it pages, and the import exits 3 — it
+    said "8 no detectable change" and exited 0 when the absent items were left out of the pairing. The missing count
+    is stored with the comparisons and named on the terminal; one absent row alone (no regression) still fails
+    ``--fail-on check``, not ``--fail-on regression``. Mutations caught: the absent rows not added
+    (``declared.absent_items`` returning its input); the missing count not gating ``--fail-on check``."""
+    from geomon.cli import main
+
+    args, history = _cli(tmp_path, monkeypatch)
+    args = args[: args.index("--cluster")]  # every row its own unit, as in the issue
+    outcomes = _outcomes(1, 0.9)
+    old = _items(tmp_path / "old.csv", "old", "2026-11-20", outcomes)
+    new = _items(tmp_path / "new.csv", "new", "2026-11-25", outcomes, predecessor="old")
+    rows = pd.read_csv(new)
+    dropped = rows[(rows["country"] == "Peru") & (rows["correct"] == 1)].index[:24]
+    rows.drop(index=dropped).to_csv(new, index=False)
+    assert main([*args, "--suite", "geo-m", str(old)]) == 0
+    capsys.readouterr()
+    assert main([*args, "--suite", "geo-m", str(new)]) == 3
+    err = capsys.readouterr().err
+    assert "24 of its baseline's items missing" in err
+    decided = release.stored(history, history.evaluations_of("geo-m", history.evaluations()["scope"].iloc[0])[-1])
+    regressed = {(v["metric"], v["breakdown"]) for v in decided.regressions}
+    assert ("answered_rate", "country=Peru") in regressed, regressed
+    assert {v["missing"] for v in decided.verdicts} == {24}
+    peru = next(v for v in decided.verdicts if (v["metric"], v["breakdown"]) == ("answered_rate", "country=Peru"))
+    assert peru["before"] == 100 and peru["after"] == pytest.approx(100 * 96 / 120)
+    # One absent row, nothing else changed: no regression, and still a failed check.
+    one = _items(tmp_path / "one.csv", "new", "2026-11-26", outcomes, predecessor="old")
+    pd.read_csv(one).drop(index=[3]).to_csv(one, index=False)
+    args, _ = _cli(tmp_path / "one", monkeypatch)
+    args = args[: args.index("--cluster")]
+    assert main([*args, "--suite", "geo-m", str(old)]) == 0
+    assert main([*args, "--suite", "geo-m", "--fail-on", "regression", str(one)]) == 0
+    assert main([*args, "--suite", "geo-m", "--fail-on", "check", str(one)]) == 3
 
 
 @pytest.mark.postgres
@@ -577,7 +723,7 @@ def test_what_the_history_stores_is_what_compare_returns(tmp_path):
         run = EvaluationRun("toy", model, predecessor="old" if model == "new" else "")
         out = release.track(history, run, figures, items, (toy.ACC,), settings, plan=plan)
     (old,) = history.evaluations_of("toy", "", model="old")
-    _, decided = compare.compare((toy.ACC,), old.items, out.evaluation.items, plan.look("toy"), settings)
+    _, decided, _ = compare.compare((toy.ACC,), old.items, out.evaluation.items, plan.look("toy"), settings)
 
     def number(x: float | None) -> float:
         return math.nan if x is None else float(x)

@@ -28,14 +28,18 @@ def _items(wrong_in_b: int, seed: int = 0) -> pd.DataFrame:
 def test_compare_pairs_plans_and_decides_without_a_history():
     settings = verdicts.VerdictSettings(resamples=199)
     before, after = _items(0), _items(20)
-    tests, decided = compare.compare((ACC,), before, after, 0.01, settings)
+    tests, decided, _ = compare.compare((ACC,), before, after, 0.01, settings)
     assert [(t.metric, t.breakdown) for t in tests] == [(v.metric, v.breakdown) for v in decided]
     by = {v.breakdown: v for v in decided}
     assert by["group=b"].verdict == verdicts.REGRESSION and by["group=b"].alpha == 0.01
-    # The MDE is planned from the baseline's spread (× √2), never read off the new data's null.
-    spread = compare.baseline_spreads((ACC,), before)[("acc", "group=b")]
-    planned = {t.breakdown: t for t in tests}["group=b"].planned_se
-    assert planned == pytest.approx(power.planned_se(spread, (0, 100)))
+    # The MDE, power, label and weight are planned from one spread — the pair's pooled, the successor's side at the
+    # minimum effect worse — never read off the new data's null.
+    key = ("acc", "group=b")
+    pooled = power.pooled_spread(
+        compare.baseline_spreads((ACC,), before)[key], compare.baseline_spreads((ACC,), after)[key]
+    )
+    test = {t.breakdown: t for t in tests}["group=b"]
+    assert test.planned_se == test.weighing_se == pytest.approx(power.planned_se(pooled, (0, 100), -ACC.min_effect))
     # No baseline items: every metric undefined, nothing decided.
-    tests, decided = compare.compare((ACC,), None, after, 0.01, settings)
+    tests, decided, _ = compare.compare((ACC,), None, after, 0.01, settings)
     assert {v.verdict for v in decided} == {verdicts.UNDEFINED} and all(math.isnan(t.change) for t in tests)

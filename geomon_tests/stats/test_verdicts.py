@@ -402,15 +402,31 @@ def test_a_look_with_no_alpha_is_decided_without_an_error():
     assert not any(v.alerts for v in decided)
 
 
-def test_unchanged_comparisons_count_in_the_weights_plan_not_in_the_holm_run():
-    """An unchanged comparison (p = 1 both ways) weighs in the plan the MDEs are stated at (so an unchanged release
-    states what a changed one does), but leaves the Holm run: the decidable comparison is stated at α / 4.25 (1 +
-    9 × 0.25 + the unchanged one's 1) and decided over 3.25. Mutation caught: unchanged comparisons dropped from the
-    weights' plan (stated at α / 3.25)."""
+def test_the_stored_level_is_the_level_holm_tested_at():
+    """An unchanged comparison (no cluster differs) leaves the Holm family and its weights' total: the decidable
+    comparison is tested at α / 3.25 (1 + 9 × 0.25) and its stored level (where its MDE and power are stated) is
+    that level — issue 60 found 0.0036 stored for a comparison tested at 0.008. The unchanged one states the level
+    it would get joining the family (α / 4.25). Mutation caught: the unchanged comparisons counted in the weights'
+    total (stored α / 4.25)."""
     settings = VerdictSettings()
     decidable = _planned(_test(0.012, -5, min_effect=1.0, se=1.0), planned_se=0.2)
     hopeless = [_planned(_test(0.5, 0.1, min_effect=1.0, se=1.0), planned_se=2.0)] * 9
     unchanged = _planned(_test(1.0, 0.0, p_better=1.0, differing=0), planned_se=0.2)
     decided = decide([decidable, *hopeless, unchanged], settings)
-    assert decided[0].level == pytest.approx(0.05 / 4.25) and decided[0].verdict == verdicts.REGRESSION
-    assert decided[0].p_adjusted == pytest.approx(0.012 * 3.25)
+    assert decided[0].level == pytest.approx(0.05 / 3.25) and decided[0].verdict == verdicts.REGRESSION
+    assert decided[0].p_adjusted == pytest.approx(0.012 * 3.25)  # = p / level × α: the level Holm used
+    assert decided[-1].level == pytest.approx(0.05 / 4.25) and decided[-1].p_adjusted is None
+
+
+def test_tied_comparisons_weigh_the_same():
+    """Two comparisons with the same ratio of minimum effect to planned error (accuracy and accuracy_itt when every
+    item is answered) get the same weight, whatever their order: issue 60 found 1 and 0.25 in 46 of 150 releases,
+    the cut between the decidable and the rest falling between the two. Mutation caught: the tie not kept together
+    in ``power.paging_weights``."""
+    # Three comparisons: the two tied ones decide alone at α / 2 but not at α / 3 (with the third at 1).
+    z = NormalDist().inv_cdf
+    ratio = z(1 - 0.05 / 2) + z(0.8) + 0.01
+    weights = power.paging_weights([ratio, ratio, ratio - 3], 0.05, 0.8, 0.25)
+    assert weights[0] == weights[1]
+    weights = power.paging_weights([ratio, ratio, float("nan")], 0.05, 0.8, 0.25)
+    assert weights[0] == weights[1]
