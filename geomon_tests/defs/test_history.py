@@ -119,24 +119,28 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         check = _check(instance, "o3-mini-2025-01-31")
         assert not check.passed and check.metadata["regressions"].value >= 1
         table = check.metadata["comparisons"].value
-        header, _, first = table.splitlines()[:3]
+        # One screen: the baseline and how to read the columns above the table, fewer columns, the reason first
+        sentence, blank, header, _, first = table.splitlines()[:5]
+        assert blank == ""
+        assert sentence.startswith("Against o1-2024-12-17 (predecessor). **change**: ") and "**MDE**" in sentence
         assert [c.strip() for c in header.strip("|").split("|")] == [
             "metric",
-            "baseline",
-            "change",
-            "95 % interval",
-            "p",
-            "adjusted p",
-            "MDE",
-            "power at the minimum effect",
             "verdict",
-            "note",
+            "change (95 % interval)",
+            "MDE",
+            "power",
+            "adjusted p",
+            "reason",
+            "look",
         ]
         cells = [c.strip() for c in first.strip("|").split("|")]
-        assert cells[:3] == ["correct\\_rate", "o1-2024-12-17 (predecessor)", "−17.2 pts"] and cells[-2] == "regression"
+        assert cells[:2] == ["correct\\_rate", "regression"] and cells[2].startswith("−17.2 pts \\[−")
         # (Markdown's link brackets are escaped: a table cell never becomes a link)
-        assert cells[3].startswith("\\[−") and cells[3].endswith("\\] pts") and cells[4] == "&lt; 0.001"
-        assert cells[6].endswith(" pts")  # the MDE in the metric's units
+        assert cells[2].endswith("\\] pts") and cells[5] == "&lt; 0.001"
+        # o1's evaluation is dated after o3-mini's: decided provisionally at the reserve, said in its own column
+        assert cells[6].startswith("paged by an underpowered comparison") and "provisional" not in cells[6]
+        assert cells[7].startswith("reserve: provisional baseline")
+        assert cells[3].endswith(" pts")  # the MDE in the metric's units
         assert _check(instance, "o1-2024-12-17").passed
         # Each check result judges its partition's materialization, so Dagster counts it: 1 failed, 2 passed
         assert _partition_statuses(instance) == {

@@ -366,3 +366,19 @@ def test_an_unchanged_rerun_names_the_stored_evaluation_not_itself(tmp_path):
     assert again.evaluation_id not in said
     assert compared_with("", first).startswith("nothing: no earlier evaluation")
     assert compared_with("m-old (predecessor)", again) == "m-old (predecessor)"
+
+
+def test_a_verdicts_look_is_its_own_column_and_its_reason_reads_first():
+    """The note of a decision at the reserve against a provisional baseline opens with the look's ~190-character
+    provenance; the UI's table shows the reason first and the look apart (test_history pins the whole table)."""
+    from geomon.defs.monitoring import look_and_reason
+    from geomon.monitor import release
+
+    reason = "paged by an underpowered comparison (6 % power at the minimum effect)"
+    assert look_and_reason(f"{release.PROVISIONAL_NOTE}; {reason}") == (
+        "reserve: provisional baseline (decided again when the release's own arrives)",
+        reason,
+    )
+    assert look_and_reason(reason) == ("first look", reason)
+    spent = f"α 0: its weight in verdicts.shares is 0 {release.NEVER_PAGED}"
+    assert look_and_reason(spent) == ("none, never paged: α 0: its weight in verdicts.shares is 0", "—")

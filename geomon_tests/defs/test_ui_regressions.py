@@ -22,6 +22,11 @@ CHECK = """
     executionForLatestMaterialization { partition status evaluation { description } }
     partitionStatuses { ... on AssetCheckDefaultPartitionStatuses { succeededPartitions failedPartitions } } } } } } }
 """
+NONE_OPEN = """
+query($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) { ... on AssetNode {
+  assetCheckOrError(checkName: "none_open") { ... on AssetCheck {
+    executionForLatestMaterialization { status evaluation { description } } } } } } }
+"""
 O3_MINI = "o3-mini-2025-01-31"
 
 
@@ -54,6 +59,14 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
             "regressions vs o1-2024-12-17 (predecessor): correct_rate −17.2 pts" in latest["evaluation"]["description"]
         )
 
+        # The whole asset, and the open-regressions asset, are red (their asset-level check), not only the partition
+        for path in (["history", "gapminder_evaluations"], ["monitor", "open_regressions"]):
+            query = {"query": NONE_OPEN, "variables": {"path": path}}
+            node = requests.post(f"{url}/graphql", json=query, timeout=120).json()["data"]["assetNodeOrError"]
+            latest = node["assetCheckOrError"]["executionForLatestMaterialization"]
+            assert latest["status"] == "FAILED", latest
+            assert "in 1 model: o3-mini-2025-01-31" in latest["evaluation"]["description"]
+
         with headless_page({"width": 1440, "height": 900}) as page:
             page.goto(f"{url}/assets", wait_until="networkidle", timeout=120_000)
             board = page.locator('a[href="/assets/monitor/open_regressions"]').first
@@ -75,12 +88,18 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
             page.get_by_text("comparisons", exact=True).first.wait_for(timeout=120_000)
             # the evaluation was logged after the import that feeds it: the UI does not call it unsynced
             assert "Unsynced" not in page.inner_text("body")
+            # the partition's page says its check failed, in words, before any click
+            assert "failed: " in page.inner_text("body") and "regression" in page.inner_text("body")
             row = page.locator("tr", has_text="comparisons").first
             row.get_by_text("Show Markdown").click()  # click 3: its comparisons table
             dialog = page.get_by_role("dialog")
             dialog.wait_for(timeout=60_000)
             table = dialog.inner_text()
             assert "correct_rate" in table and "−17.2 pts" in table and "regression" in table
+            assert "MDE" in table and "adjusted p" in table and "look" in table  # explained above the table
+            # the table fits its dialog: no column behind a scrollbar
+            widths = dialog.evaluate("d => [d.getBoundingClientRect().width, d.querySelector('table').scrollWidth]")
+            assert widths[1] <= widths[0], widths
             page.screenshot(path=str(tmp_path / "o3-mini.png"))
             # Typing a model's name in the catalog's search box finds it (a tag of the assets partitioned by it;
             # the search suggests tags, never partition keys)
