@@ -102,7 +102,8 @@ def test_the_same_file_served_again_at_temperature_zero_gives_p_one_and_pages_no
     tested = rows[rows["p_value"].notna()]
     assert len(tested) > 0
     assert (tested["p_value"] == 1.0).all(), tested[["metric", "breakdown", "p_value"]]
-    assert (tested["change"].fillna(0.0) == 0.0).all()
+    # the same answers: no change but the float noise of averaging them in another order (1e-12 seen)
+    assert (tested["change"].fillna(0.0).abs() < 1e-9).all()
     assert not any(p["model"] == "gemma3-270m-again" for p in served["posts"])
 
 

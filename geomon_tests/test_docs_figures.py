@@ -1,6 +1,7 @@
 """Figures in the docs name the command that produced them.
 
-The rule (docs/testing.md): in docs/performance.md, docs/reliability.md and docs/getting-started.md, every
+The rule (docs/testing.md): in docs/performance.md, docs/reliability.md, docs/getting-started.md and
+docs/serving-changes.md, every
 section (a Markdown heading and what follows it, up to the next heading) that states a measured figure — a
 number with a unit of time, rate or size — also names, in backticks, the command that measured it
 (`make …`, `geomon …`, `python …`, `.venv/bin/python …`, `time …`, `pytest …`, `bash …`) and its date."""
@@ -26,7 +27,7 @@ def sections(text: str) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("page", ["performance.md", "reliability.md", "getting-started.md"])
+@pytest.mark.parametrize("page", ["performance.md", "reliability.md", "getting-started.md", "serving-changes.md"])
 def test_every_figure_names_its_command_and_date(page):
     text = (DOCS / page).read_text(encoding="utf-8")
     missing = []

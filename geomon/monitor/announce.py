@@ -179,7 +179,7 @@ def regression_alert(
     minimum effect) with its numbers; ``change``: the serving change the release is (a variant), named first."""
     worst = max(regressions, key=lambda r: abs(r.change or 0.0) / max(r.min_effect or 0.0, 1e-12))
     suite, model = evaluation.suite, evaluation.model
-    served = f"A serving change of {against}: {change}. " if change else ""
+    served = f"A serving change of {against.removeprefix('predecessor ')}: {change}. " if change else ""
     return alerts.Alert(
         kind="regression",
         title=f"{suite}: {model} regressed on {', '.join(sorted({str(r.key) for r in regressions}))}",

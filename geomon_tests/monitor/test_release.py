@@ -860,3 +860,23 @@ def test_a_tracked_headline_has_one_definition_its_declared_statistic_over_the_i
         count,
         MetricValue("acc", 1.0, "other=x"),
     ]
+
+
+def test_a_serving_change_regression_alert_names_what_changed(tmp_path, webhook):
+    """A variant's release (``Settings.serving_changes``, handed to the announcer as `geomon run` hands it) pages
+    saying what changed before its numbers; another model's alert does not. Mutation caught: the change not
+    passed on to ``regression_alert``."""
+    state, settings = webhook
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    changes = {"new": "weights re-quantized Q4_K_M → Q3_K_S"}
+    for path in (
+        _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9)),
+        _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old"),
+    ):
+        runs = imports.item_runs(path, "geo-b", ["country"], verdicts.VerdictSettings(), "question")
+        imports.record_runs(history, runs, plan=PLAN, announcer=announce.announcer(settings, changes=changes))
+    [post] = [p["body"] for p in state["posts"]]
+    assert post["kind"] == "regression" and post["model"] == "new"
+    assert post["summary"].startswith("A serving change of old: weights re-quantized Q4_K_M → Q3_K_S. new vs "), post[
+        "summary"
+    ]
