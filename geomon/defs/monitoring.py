@@ -293,7 +293,6 @@ READING = (
 # A decision's note joins the look it was decided at (its provenance) and the reason; the table shows them apart.
 LOOKS = {
     release.PROVISIONAL_NOTE: "reserve: provisional baseline (decided again when the release's own arrives)",
-    release.REBASED_NOTE: "reserve: its baseline changed",
 }
 
 
