@@ -291,8 +291,7 @@ def test_a_changed_baseline_takes_the_first_look_over_and_one_finding_pages_once
     against it the successor is worse: the first look moves to that pair (its α counted once: a look belongs to the
     release-order pair, not to the decision that arrived first) and it pages. A third baseline, as strong, dated
     later still, takes the look over again: the same finding, no second page. The release's looks never sum above
-    the suite's share. Mutations caught: the moved look recorded as a new one (Σα above the first look's); findings
-    told per decision (a second page)."""
+    the suite's share (the moved look one row, its α counted once)."""
     state, settings = webhook
     history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
     weak = _outcomes(1, 0.9, 0.6)
