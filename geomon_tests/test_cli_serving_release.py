@@ -114,6 +114,6 @@ def test_the_run_closes_with_each_releases_verdicts_per_suite(served) -> None:
     head = "Release gemma3-270m-q2-k vs gemma3-270m (predecessor) — weights re-quantized Q4_K_M → Q2_K:"
     assert head in screen
     block = screen.split(head, 1)[1].split("\n\n", 1)[0].splitlines()
-    assert any(line.startswith("  worldbench: ") and " comparisons decidable; " in line for line in block)
+    assert any(line.startswith("  worldbench (") and " comparisons decidable; " in line for line in block)
     assert any(line.startswith("  borderlines (") for line in block)
     assert "Release gemma3-270m-again vs gemma3-270m (predecessor) — seed default → 7:" in screen
