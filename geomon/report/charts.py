@@ -179,7 +179,7 @@ def dot_plot(frame: pd.DataFrame, value: str, label: str, title: str, xlabel: st
     if red.any():
         ax.legend(
             [Line2D([], [], color=REGRESSION_COLOUR, marker="o", linewidth=2)],
-            ["open regression (see the table above)"],
+            ["open regression, in any figure (the table above names it)"],
             fontsize=DOT_PLOT_LABEL_PT,
             loc="lower right",
         )
