@@ -141,21 +141,25 @@ REGRESSION_COLOUR = "#c0392b"
 DOT_PLOT_LABEL_PT = 10  # every label of a dot plot: 13 px in the page (an SVG point is 4/3 px)
 
 
-def dot_plot(frame: pd.DataFrame, value: str, label: str, title: str, xlabel: str, marked: set[str]) -> str:
+def dot_plot(
+    frame: pd.DataFrame, value: str, label: str, title: str, xlabel: str, marked: set[str], why: str = ""
+) -> str:
     """One row per ``frame[label]`` (a model), sorted by ``value`` (highest first): a dot with its
     ``ci_low``-``ci_high`` interval as a line, the ``marked`` rows (open regressions) red and named so; as inline
     SVG with its text as text, labels at ``DOT_PLOT_LABEL_PT`` and rows far enough apart not to overlap. Rows
-    without a finite value are named under the chart; with none at all, the chart says so instead of drawing."""
+    without a finite value are named under the chart with ``why`` (by default ``EMPTY_REASON``); with none at
+    all, the chart says so instead of drawing."""
     import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
     shown = _finite(frame, value).sort_values(value, ascending=True, kind="stable")  # drawn bottom-up
     missing = [str(m) for m in frame.loc[~frame.index.isin(shown.index), label]]
+    why = html.escape(why or EMPTY_REASON)
     if shown.empty:
         return (
             f"<p class='empty-chart'><b>{html.escape(title)}</b>: no chart — no model has a value "
-            f"({html.escape(', '.join(missing)) or 'no model evaluated'}): {EMPTY_REASON}</p>"
+            f"({html.escape(', '.join(missing)) or 'no model evaluated'}): {why}</p>"
         )
     names = [str(m) for m in shown[label]]
     centre = shown[value].astype(float).to_numpy()
@@ -184,9 +188,7 @@ def dot_plot(frame: pd.DataFrame, value: str, label: str, title: str, xlabel: st
             loc="lower right",
         )
     note = (
-        f"<p class='chart-note'>No value, not drawn: {html.escape(', '.join(missing))} — {EMPTY_REASON}</p>"
-        if missing
-        else ""
+        f"<p class='chart-note'>No value, not drawn: {html.escape(', '.join(missing))} — {why}</p>" if missing else ""
     )
     return f"<figure class='dot-plot' style='margin:0'>{figure_svg(fig)}</figure>{note}"
 

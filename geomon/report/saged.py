@@ -43,6 +43,9 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
             "sentiment_impact_ratio_calibrated",
             "Sentiment impact ratio across countries, calibrated (95 % interval)",
             regressed_models(out_dir, board),
+            # suites.saged.disparity: no ratio from fewer than two countries, or none at the selection standard
+            "the impact ratio needs two countries with scored responses, one of them at or above the mean of "
+            "all (a quick profile's small sample can have neither); the per-country sentiment is below",
         ),
         *breakdown_sections(
             out_dir,

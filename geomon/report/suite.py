@@ -188,9 +188,11 @@ def regressed_models(out_dir: Path, board: pd.DataFrame) -> set[str]:
     return set(board.loc[board["regressions"].fillna("").ne(""), "model"].astype(str))
 
 
-def headline_chart(board: pd.DataFrame, metric: str, title: str, regressed: set[str]) -> str:
+def headline_chart(board: pd.DataFrame, metric: str, title: str, regressed: set[str], why: str = "") -> str:
     """Every model's ``metric`` with its ``<metric>_ci_low``/``_ci_high`` interval as one sorted dot plot, a row
-    per model, the ``regressed`` ones marked (HTML); with no value at all, a sentence saying why."""
+    per model, the ``regressed`` ones marked (HTML); a model without a value is named with ``why`` (the metric's
+    own reason where a suite knows it, else ``charts.EMPTY_REASON``), and with no value at all the chart is that
+    sentence."""
     column = board[metric] if metric in board else pd.Series(float("nan"), index=board.index)
     frame = pd.DataFrame(
         {
@@ -207,4 +209,4 @@ def headline_chart(board: pd.DataFrame, metric: str, title: str, regressed: set[
             for m, o in zip(board["model"], board["origin"], strict=True)
         ]
     xlabel = f"{metric.replace('_', ' ')} (dot: the figure; line: its 95 % interval)"
-    return charts.dot_plot(frame, metric, "model", title, xlabel, regressed)
+    return charts.dot_plot(frame, metric, "model", title, xlabel, regressed, why)

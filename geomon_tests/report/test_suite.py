@@ -99,12 +99,27 @@ def test_sample_notes_are_said_once_above_the_leaderboard(tmp_path):
 def test_a_chart_with_nothing_to_draw_says_why(tmp_path):
     """SAGED's impact ratio at the quick profile: no model has a value, so the chart is a sentence naming the
     models and why, not an empty frame; a model without a value beside others is named under the chart."""
+    from html import escape
+
     from geomon.report.charts import EMPTY_REASON
     from geomon.report.suite import headline_chart
+
+    why = escape(EMPTY_REASON)
 
     board = _board(3).assign(correct_rate=float("nan"), correct_rate_ci_low=float("nan"))
     empty = headline_chart(board, "correct_rate", "Correct rate per model", set())
     assert "<svg" not in empty and "no chart — no model has a value (model-00, model-01, model-02)" in empty
-    assert EMPTY_REASON in empty
+    assert why in empty
     one_missing = headline_chart(_board(3).assign(correct_rate=[50.0, float("nan"), 60.0]), "correct_rate", "t", set())
-    assert "<svg" in one_missing and f"No value, not drawn: model-01 — {EMPTY_REASON}" in one_missing
+    assert "<svg" in one_missing and f"No value, not drawn: model-01 — {why}" in one_missing
+
+
+def test_sageds_impact_ratio_without_a_value_says_its_own_reason(tmp_path):
+    """SAGED's first chart at the quick profile: no model has an impact ratio, and the report says why in the
+    suite's terms (two countries with scored responses, one at the selection standard) instead of drawing
+    nothing. Mutation caught: SAGED's reason not passed (the generic one said)."""
+    from geomon.report import saged
+
+    board = pd.DataFrame({"model": ["smollm2", "gemma3"], "sentiment_impact_ratio_calibrated": float("nan")})
+    page = saged.write_report(tmp_path, board, {}).read_text()
+    assert "no chart — no model has a value (smollm2, gemma3): the impact ratio needs two countries" in page
