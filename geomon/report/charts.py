@@ -137,6 +137,69 @@ def breakdown_bars(frame: pd.DataFrame, value: str, groups: str, series: str, ti
     return figure_png(fig)
 
 
+REGRESSION_COLOUR = "#c0392b"
+DOT_PLOT_LABEL_PT = 10  # every label of a dot plot: 13 px in the page (an SVG point is 4/3 px)
+
+
+def dot_plot(
+    frame: pd.DataFrame, value: str, label: str, title: str, xlabel: str, marked: set[str], why: str = ""
+) -> str:
+    """One row per ``frame[label]`` (a model), sorted by ``value`` (highest first): a dot with its
+    ``ci_low``-``ci_high`` interval as a line, the ``marked`` rows (open regressions) red and named so; as inline
+    SVG with its text as text, labels at ``DOT_PLOT_LABEL_PT`` and rows far enough apart not to overlap. Rows
+    without a finite value are named under the chart with ``why`` (by default ``EMPTY_REASON``); with none at
+    all, the chart says so instead of drawing."""
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    shown = _finite(frame, value).sort_values(value, ascending=True, kind="stable")  # drawn bottom-up
+    missing = [str(m) for m in frame.loc[~frame.index.isin(shown.index), label]]
+    why = html.escape(why or EMPTY_REASON)
+    if shown.empty:
+        return (
+            f"<p class='empty-chart'><b>{html.escape(title)}</b>: no chart — no model has a value "
+            f"({html.escape(', '.join(missing)) or 'no model evaluated'}): {why}</p>"
+        )
+    names = [str(m) for m in shown[label]]
+    centre = shown[value].astype(float).to_numpy()
+    low = pd.to_numeric(shown.get("ci_low", shown[value]), errors="coerce").fillna(shown[value]).to_numpy(float)
+    high = pd.to_numeric(shown.get("ci_high", shown[value]), errors="coerce").fillna(shown[value]).to_numpy(float)
+    rows = np.arange(len(names))
+    red = np.array([n in marked for n in names])
+    # 0.24 in (17 pt) a row: a 10-pt label with room to spare; 12 in (1,152 px) fits the report's column (1,184 px).
+    fig = Figure(figsize=(12, 0.24 * len(names) + 1.3), layout="constrained")
+    ax = fig.subplots()
+    ax.hlines(rows, low, high, color=np.where(red, REGRESSION_COLOUR, "#7f8c8d"), linewidth=2)
+    ax.scatter(centre, rows, s=28, color=np.where(red, REGRESSION_COLOUR, "#2c3e50"), zorder=3)
+    ax.set_yticks(rows, [f"{n}  ▲ open regression" if n in marked else n for n in names])
+    for tick, is_red in zip(ax.get_yticklabels(), red, strict=True):
+        tick.set_color(REGRESSION_COLOUR if is_red else "black")
+    ax.set_ylim(-0.7, len(names) - 0.3)
+    ax.grid(axis="x", color="0.9")
+    ax.tick_params(labelsize=DOT_PLOT_LABEL_PT)
+    ax.set_xlabel(xlabel, fontsize=DOT_PLOT_LABEL_PT)
+    ax.set_title(title, fontsize=DOT_PLOT_LABEL_PT + 1, loc="left")
+    if red.any():
+        ax.legend(
+            [Line2D([], [], color=REGRESSION_COLOUR, marker="o", linewidth=2)],
+            ["open regression, in any figure (the table above names it)"],
+            fontsize=DOT_PLOT_LABEL_PT,
+            loc="lower right",
+        )
+    note = (
+        f"<p class='chart-note'>No value, not drawn: {html.escape(', '.join(missing))} — {why}</p>" if missing else ""
+    )
+    return f"<figure class='dot-plot' style='margin:0'>{figure_svg(fig)}</figure>{note}"
+
+
+# Why a figure has no value: said wherever a chart leaves a model out or draws nothing.
+EMPTY_REASON = (
+    "the figure could not be computed from its sample (no scored answer, or too few to form it; each row's "
+    "sample_note and leaderboard.csv say more)"
+)
+
+
 def _finite(frame: pd.DataFrame, column: str) -> pd.DataFrame:
     import numpy as np
 
@@ -242,7 +305,7 @@ def write_html(path, title: str, sections: list[str]):
     partial.write_text(
         f"<!doctype html><meta charset='utf-8'><title>{title}</title>"
         "<style>body{font-family:sans-serif;max-width:1200px;margin:auto;padding:0 8px}"
-        "img{max-width:100%;height:auto}"
+        "img,svg{max-width:100%;height:auto}"
         # A wide table scrolls inside its own box: the page stays readable at a laptop's width.
         "table{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}"
         "td,th{border:1px solid #ccc;padding:2px 6px}</style>" + "\n".join(sections)

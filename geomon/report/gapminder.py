@@ -9,7 +9,14 @@ from typing import Any
 import pandas as pd
 
 from geomon.report import charts
-from geomon.report.suite import Breakdown, breakdown_sections, headline_chart, verdict_section
+from geomon.report.suite import (
+    Breakdown,
+    breakdown_sections,
+    headline_chart,
+    regressed_models,
+    sample_notes,
+    verdict_section,
+)
 
 
 def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
@@ -24,9 +31,15 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         "option are pre-graded; the rest are graded by the jury (majority of the judges; no majority or too "
         "few readable verdicts = indecisive). Failed requests are excluded and counted.</p>",
         "<h2>Leaderboard</h2>",
+        *sample_notes(board),
         charts.html_table(board[[c for c in SHOWN if c in board]], 2),
         "<p>Every figure with its interval is in leaderboard.csv.</p>",
-        headline_chart(board, "correct_rate", "Correct rate per model (%, 95 % interval over questions)"),
+        headline_chart(
+            board,
+            "correct_rate",
+            "Correct rate per model (%, 95 % interval over questions)",
+            regressed_models(out_dir, board),
+        ),
         *breakdown_sections(
             out_dir,
             {model: {**r, "by_family": _labelled_families(r["by_family"])} for model, r in results.items()},
@@ -67,7 +80,6 @@ SHOWN = (
     "very_wrong_rate",
     "indecisive_rate",
     "judge_fleiss_kappa",
-    "sample_note",
 )
 
 # The data's own family names; "v" is its family of general variations (v_sensetive, v_nobody_knows, …).

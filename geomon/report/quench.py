@@ -10,7 +10,15 @@ from typing import Any
 import pandas as pd
 
 from geomon.report import charts
-from geomon.report.suite import Breakdown, breakdown_sections, headline_chart, verdict_section
+from geomon.report.suite import (
+    SAMPLE_NOTE,
+    Breakdown,
+    breakdown_sections,
+    headline_chart,
+    regressed_models,
+    sample_notes,
+    verdict_section,
+)
 
 
 def write_report(
@@ -39,8 +47,14 @@ def write_report(
         "(not the paper's BERTScore). Rows with origin <em>published</em> are the paper's aggregated scores "
         "(no CoT, all entities) beside geomon's: aggregates, so without intervals — its per-item judgements are "
         "not public.</p>",
-        charts.html_table(board, 3),
-        headline_chart(board, "correct_answer_score", "Entity correctness by the jury per model (0-1, no CoT)"),
+        *sample_notes(board),
+        charts.html_table(board.drop(columns=[SAMPLE_NOTE], errors="ignore"), 3),
+        headline_chart(
+            board,
+            "correct_answer_score",
+            "Entity correctness by the jury per model (0-1, no CoT)",
+            regressed_models(out_dir, board),
+        ),
         *breakdown_sections(
             out_dir,
             {model: {"gaps": _labelled_gaps(r["gaps"])} for model, r in results.items()},

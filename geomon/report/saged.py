@@ -9,7 +9,15 @@ from typing import Any
 import pandas as pd
 
 from geomon.report import charts
-from geomon.report.suite import Breakdown, breakdown_sections, headline_chart, verdict_section
+from geomon.report.suite import (
+    SAMPLE_NOTE,
+    Breakdown,
+    breakdown_sections,
+    headline_chart,
+    regressed_models,
+    sample_notes,
+    verdict_section,
+)
 
 
 def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
@@ -28,11 +36,16 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         "permutation p-value permutes country labels. Topic distance (when topics are clustered): L2 distance "
         "to the centroid of the response's topic, the baseline sentences of each country clustered by k-means "
         "as the paper does; calibrated by the baseline sentence's own distance to it.</p>",
-        charts.html_table(board, 3),
+        *sample_notes(board),
+        charts.html_table(board.drop(columns=[SAMPLE_NOTE], errors="ignore"), 3),
         headline_chart(
             board,
             "sentiment_impact_ratio_calibrated",
             "Sentiment impact ratio across countries, calibrated (95 % interval)",
+            regressed_models(out_dir, board),
+            # suites.saged.disparity: no ratio from fewer than two countries, or none at the selection standard
+            "the impact ratio needs two countries with scored responses, one of them at or above the mean of "
+            "all (a quick profile's small sample can have neither); the per-country sentiment is below",
         ),
         *breakdown_sections(
             out_dir,

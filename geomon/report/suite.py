@@ -98,6 +98,32 @@ def verdict_section(out_dir: Path, board: pd.DataFrame, title: str = "") -> list
     ]
 
 
+SAMPLE_NOTE = "sample_note"  # the board's column: what a row's sample cannot support (defs.leaderboard)
+
+
+def sample_notes(board: pd.DataFrame) -> list[str]:
+    """The board's sample notes said once, above its table: each distinct note one item, with the models it
+    applies to (the table leaves the column out; leaderboard.csv keeps it per row)."""
+    if SAMPLE_NOTE not in board:
+        return []
+    notes = board[SAMPLE_NOTE].fillna("").astype(str)
+    models = board["model"].astype(str) if "model" in board else pd.Series("", index=board.index)
+    said = {note: list(dict.fromkeys(models[notes == note])) for note in dict.fromkeys(notes) if note}
+    if not said:
+        return []
+    items = "".join(
+        f"<li>{html.escape(note)} <i>({len(named)} model{'s' if len(named) != 1 else ''}: "
+        f"{html.escape(', '.join(named))})</i></li>"
+        for note, named in said.items()
+    )
+    covered = int(notes.ne("").sum())
+    return [
+        f"<details class='sample-notes'><summary>Sample notes: what {covered} of {len(board)} rows' samples cannot "
+        f"support ({len(said)} distinct note{'s' if len(said) != 1 else ''}, each once; per row in "
+        f"leaderboard.csv)</summary><ul>{items}</ul></details>"
+    ]
+
+
 def write_suite_report(
     out_dir: Path,
     title: str,
@@ -117,11 +143,16 @@ def write_suite_report(
         *verdict_section(out_dir, board, title),
         f"<p>{html.escape(' '.join(definition.replace('``', '').split()))}</p>",
         "<h2>Leaderboard</h2>",
-        _table(board[[c for c in ("model", "origin", *columns, "sample_note") if c in board]] if columns else board),
+        *sample_notes(board),
+        _table(board[[c for c in ("model", "origin", *columns) if c in board]] if columns else _without_notes(board)),
         "<p>Every figure with its interval is in leaderboard.csv.</p>",
     ]
     sections += breakdown_sections(out_dir, results, breakdowns)
     return charts.write_html(out_dir / "report.html", f"geomon {title}", sections)
+
+
+def _without_notes(board: pd.DataFrame) -> pd.DataFrame:
+    return board.drop(columns=[SAMPLE_NOTE], errors="ignore")
 
 
 def breakdown_sections(out_dir: Path, results: dict[str, dict[str, Any]], breakdowns: list[Breakdown]) -> list[str]:
@@ -146,11 +177,36 @@ def breakdown_sections(out_dir: Path, results: dict[str, dict[str, Any]], breakd
     return sections
 
 
-def headline_chart(board: pd.DataFrame, metric: str, title: str) -> str:
-    """Every model's ``metric`` with its ``<metric>_ci_low``/``_ci_high`` interval, as one chart (HTML)."""
-    if metric not in board or board[metric].notna().sum() == 0:
-        return f"<p>{html.escape(title)}: no model has a value.</p>"
-    frame = board[["model", metric]].assign(
-        ci_low=board.get(f"{metric}_ci_low", board[metric]), ci_high=board.get(f"{metric}_ci_high", board[metric])
+def regressed_models(out_dir: Path, board: pd.DataFrame) -> set[str]:
+    """The models with an open regression: those of the open-regressions table beside the report (the one
+    ``verdict_section`` opens with), else those whose row names a regression in the latest evaluation."""
+    frame = regressions.read(out_dir)
+    if frame is not None:
+        return set(frame["model"])
+    if "regressions" not in board:
+        return set()
+    return set(board.loc[board["regressions"].fillna("").ne(""), "model"].astype(str))
+
+
+def headline_chart(board: pd.DataFrame, metric: str, title: str, regressed: set[str], why: str = "") -> str:
+    """Every model's ``metric`` with its ``<metric>_ci_low``/``_ci_high`` interval as one sorted dot plot, a row
+    per model, the ``regressed`` ones marked (HTML); a model without a value is named with ``why`` (the metric's
+    own reason where a suite knows it, else ``charts.EMPTY_REASON``), and with no value at all the chart is that
+    sentence."""
+    column = board[metric] if metric in board else pd.Series(float("nan"), index=board.index)
+    frame = pd.DataFrame(
+        {
+            "model": board["model"] if "model" in board else pd.Series(dtype=str),
+            metric: column,
+            "ci_low": board.get(f"{metric}_ci_low", column),
+            "ci_high": board.get(f"{metric}_ci_high", column),
+        }
     )
-    return charts.png_html(charts.breakdown_bars(frame, metric, "model", "model", title))
+    label = "origin" in board and board["origin"].eq("published").any()
+    if label:  # a paper's row beside geomon's of the same model: two rows, each named
+        frame["model"] = [
+            f"{m} (published)" if o == "published" else str(m)
+            for m, o in zip(board["model"], board["origin"], strict=True)
+        ]
+    xlabel = f"{metric.replace('_', ' ')} (dot: the figure; line: its 95 % interval)"
+    return charts.dot_plot(frame, metric, "model", title, xlabel, regressed, why)

@@ -115,6 +115,28 @@ def test_the_index_and_the_suite_report_open_with_the_imported_regressions(resul
         assert all(model in text for model in ("o1-2024-12-17", "o3-mini-2025-01-31", "gpt-4.1-2025-04-14"))
         assert text.count("imported") == 6
         assert "not decidable at this profile" not in page.content()  # imported models never had a profile
+        # The per-model chart as the page shows it: a row per model, the regressed ones marked, every label at
+        # least 10 px and no two overlapping, inside the page's width.
+        chart = page.locator("figure.dot-plot").first
+        assert chart.bounding_box()["x"] + chart.bounding_box()["width"] <= WIDE["width"]
+        labels = chart.evaluate(
+            "f => Array.from(f.querySelectorAll('text'), t => {const r = t.getBoundingClientRect();"
+            " return {text: t.textContent, top: r.top, bottom: r.bottom, left: r.left, right: r.right}})"
+        )
+        models = set(board.locator("td:first-child").all_inner_texts())
+        rows = [label for label in labels if label["text"].split("  ▲")[0] in models]
+        assert sorted(label["text"].split("  ▲")[0] for label in rows) == sorted(models)  # one row per model
+        marked = {label["text"].split("  ▲")[0] for label in labels if "▲ open regression" in label["text"]}
+        assert marked == set(by_model)  # the models of the open-regressions table
+        assert min(label["bottom"] - label["top"] for label in labels) >= 10
+        boxes = sorted(labels, key=lambda label: label["top"])
+        overlapping = [
+            (a["text"], b["text"])
+            for i, a in enumerate(boxes)
+            for b in boxes[i + 1 :]
+            if b["top"] < a["bottom"] - 1 and b["left"] < a["right"] - 1 and a["left"] < b["right"] - 1
+        ]
+        assert overlapping == []
 
 
 def test_the_trends_page_leads_with_the_real_history(results):
