@@ -59,12 +59,15 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
             )
             assert all(r.success for r in results)
             assert not failed_checks(results)
-            # A per-model check says which model it is for (partitioned like its asset).
+            # A per-model check says which model it is for (partitioned like its asset); each run also restates the
+            # open-regressions asset's unpartitioned none_open (the catalog's alarm), passed here.
             per_model = [c for r in results[1:3] for c in r.get_asset_check_evaluations()]
             assert {(c.check_name, c.partition) for c in per_model} == {
                 ("no_regression", "oracle"),
                 ("no_regression", "silent"),
+                ("none_open", None),
             }
+            assert all(c.passed for c in per_model if c.check_name == "none_open")
             board = step_output(instance, results[-1], "blend__leaderboard").set_index("model")
             assert board.loc["oracle", "sem_b_local"] == 100 and board.loc["oracle", "sem_w_local"] == 100
             assert board.loc["silent", "sem_b_local"] == 0 and board.loc["silent", "country_gap_sem_b_local"] == 0
