@@ -9,7 +9,7 @@ export PYTHONWARNINGS ?= ignore::UserWarning
 # each geomon process compile the ~2,000 modules it imports again: 11 s of a stored `geomon run` (docs/performance.md).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup packages engine history bench-first-run run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability screenshots clean
+.PHONY: setup packages engine history bench-first-run run test test-release test-fast snapshots docs lint ui bench bench-blend bench-history bench-ask bench-import bench-store bench-cpu bench-judges bench-scale bench-reliability bench-real-null screenshots clean
 
 # setup: the Python packages install while the engine's wheel compiles (where this CPU needs a source build: a
 # cached wheel or the prebuilt server takes seconds); then the engine is installed from it. Two jobs at once.
@@ -147,6 +147,12 @@ clean:
 # Importing Gapminder's published history of 20 real models, and importing it again (bench/import_history.py).
 bench-history: setup
 	$(BIN)/python bench/import_history.py $(ARGS)
+
+# The alarm's false-page rate on a real model's own noise, and its power on planted real harm: the bundled Gemma
+# served again as releases at temperature 0.8, through `geomon run` and a loopback webhook (bench/real_null.py;
+# about 40 minutes on 2 cores; ARGS="--releases 4 --planted 2" for a smoke run).
+bench-real-null: setup
+	$(BIN)/python bench/real_null.py $(ARGS)
 
 # What a bundled judge is worth: the bundled models judge Gapminder's example batch (bench/judge_agreement.py).
 bench-judges: setup

@@ -347,9 +347,8 @@ def compare_and_decide(
     why = look.note
     profiled = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
     try:
-        stored = compare.stored_spreads(tracked, history.figures(before.evaluation_id))
         tests, decided, missing = compare.compare(
-            tracked, before.items, evaluation.items, alpha, settings, profiled=profiled, stored=stored
+            tracked, before.items, evaluation.items, alpha, settings, profiled=profiled
         )
     except compare.PairingError as exc:
         raise TrackingError(f"suite {evaluation.suite}, {evaluation.model}: {exc}") from None

@@ -557,4 +557,21 @@ def release_decided(
             lines.append(f"    … and {len(quiet) - shown} more decidable without a regression")
         if not decidable:
             lines.append(f"    not decidable: {profile_blind(tests, shown) or 'no comparison could be tested'}")
+            needs = [n for n in (clusters_needed(t) for t in tests if not t.breakdown) if n]
+            if needs:
+                lines.append(f"    what would decide the headlines: {'; '.join(needs[:shown])}")
     return lines
+
+
+def clusters_needed(test: StoredComparison) -> str:
+    """What would make a headline decidable, from what this pair measured: at least ``sufficiency.MIN_SAMPLE``
+    clusters, and the clusters at which its MDE reaches its minimum effect — the paired standard error falls as
+    1/√clusters, so n × (MDE / minimum effect)² (``power.paired_se``, planned at this pair's spread); "" where it
+    is decidable or nothing says."""
+    clusters = test.clusters or 0
+    if test.verdict == verdicts.INSUFFICIENT:
+        return f"{test.key} {clusters} clusters, needs at least {sufficiency.MIN_SAMPLE}"
+    mde, least = test.mde, test.min_effect
+    if mde is None or least is None or not (math.isfinite(mde) and least > 0 and mde > least and clusters):
+        return ""
+    return f"{test.key} MDE {mde:.3g} > {least:g} at {clusters} clusters: ≈{math.ceil(clusters * (mde / least) ** 2)}"

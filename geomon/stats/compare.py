@@ -3,8 +3,8 @@
 ``compare`` takes the suite's tracked metrics, the baseline's and the new evaluation's per-item rows, the α of
 this look and the verdict settings, and returns every comparison's paired test and verdict: the two evaluations
 paired once (``paired``: each tracked metric's sign-flip test over the clusters they share, as precise as the
-Holm levels it may be tested at need), each comparison's standard error planned from the baseline's items before
-the new data (``planned``: what its MDE and power are stated at, and what weighs it in Holm), and the suite's
+Holm levels it may be tested at need), each comparison's standard error planned from the pair's paired differences
+(``planned``: what its MDE and power are stated at, and what weighs it in Holm), and the suite's
 comparisons decided together (``verdicts.decide``). No I/O and no history: which baseline, which α (the release's
 plan and looks) and what is stored are ``monitor.release``'s.
 """
@@ -12,7 +12,7 @@ plan and looks) and what is stored are ``monitor.release``'s.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -22,11 +22,9 @@ from geomon.stats import declared, power, sufficiency, verdicts
 from geomon.stats.declared import PairedTest, TrackedMetric
 from geomon.stats.verdicts import Verdict, VerdictSettings
 
-# A comparison plans its MDE from each side's cluster-bootstrap standard errors, those of the one draw that gave
-# the evaluation's recorded figures (``declared.estimates``' resamples, seed 0): the new evaluation's come from the
-# draw its figures just made (drawn once per process), the baseline's are read from what it recorded
-# (``stored_spreads``) — drawn again from its items only where it recorded none (before the column existed) or
-# recorded them under another declaration.
+# ``geomon plan`` plans a comparison before any pair exists from one evaluation's cluster-bootstrap standard
+# errors, those of the one draw that gave its recorded figures (``declared.estimates``' resamples, seed 0): read
+# from what it recorded (``stored_spreads``), drawn again from its items only where it recorded none.
 PLANNING_SEED = 0
 
 
@@ -53,13 +51,11 @@ def compare(
     *,
     profiled: bool = True,
     min_sample: int = sufficiency.MIN_SAMPLE,
-    stored: Mapping[tuple[str, str], power.Spread] | None = None,
 ) -> Compared:
     """Every tracked comparison of ``after_items`` with ``before_items`` (the baseline's; None: it kept none, and
     every metric is undefined), decided together at ``alpha`` (``verdicts.decide``; ``profiled``: the sample was
     a geomon run profile's). ``tracked`` carries the minimum effects in force (``declared.with_min_effects``);
-    ``stored``: the baseline's recorded spreads (``stored_spreads``), which its MDEs are planned from. An item the
-    baseline has and ``after_items`` lacks is an outcome (``declared.absent_items``: unanswered), counted in
+    An item the baseline has and ``after_items`` lacks is an outcome (``declared.absent_items``: unanswered), counted in
     ``missing``."""
     missing = 0
     if before_items is not None and len(before_items) and "item" in before_items and "item" in after_items:
@@ -67,7 +63,7 @@ def compare(
         missing = len(filled) - len(after_items)
         after_items = filled
     tests = paired(tracked, before_items, after_items, settings, alpha)
-    tests = planned(tests, tracked, before_items, after_items, stored)
+    tests = planned(tests)
     decided = verdicts.decide(tests, settings, alpha, min_sample=min_sample, profiled=profiled)
     return Compared(tests, decided, missing)
 
@@ -168,77 +164,28 @@ def spread_of(metric: TrackedMetric, e: declared.Estimate) -> power.Spread:
     return power.Spread(se, e.value, e.clusters, isinstance(part, declared.Mean))
 
 
-def _same_baseline(tests: Sequence[PairedTest], stored: Mapping[tuple[str, str], power.Spread]) -> bool:
-    """Whether the stored spreads are of the baseline the tests compare with: one for every compared metric, at
-    the value the test's own declaration gives the baseline (a declaration changed since it was recorded, or a
-    comparison on part of its items, draws them again)."""
-    for t in tests:
-        if t.p_value is None:
-            continue
-        kept = stored.get((t.metric, t.breakdown))
-        if kept is None or not math.isclose(kept.value, t.before, rel_tol=1e-9, abs_tol=1e-12):
-            return False
-    return True
-
-
-def planned(
-    tests: list[PairedTest],
-    tracked: Sequence[TrackedMetric],
-    before_items: pd.DataFrame | None,
-    after_items: pd.DataFrame | None = None,
-    stored: Mapping[tuple[str, str], power.Spread] | None = None,
-) -> list[PairedTest]:
-    """Each comparison's standard error for its MDE, power, decidability label and Holm weight — one spread for all
-    four (``power.planned_se``): the pair's spread pooled about its common value (``power.pooled_spread``: what the
-    sign-flip test conditions on, the same whichever evaluation is the baseline; the baseline's alone where the new
-    evaluation has none), for a bounded mean one side at that value and the other at the minimum effect worse (a
-    rate moving toward 50 % spreads more: √2 × one side's error stated 89 % power where 80 % was measured), never
-    below the Agresti–Coull standard error (a baseline at 100 % is not a certainty); where there is neither, the
-    worst case of a bounded metric (``power.worst_case_spread``: a coin flip per cluster, on each side of a gap).
-    The p-value's sign-flip null is the new data's: an MDE read
-    from it would say what the result already shows (0 for an unchanged metric, about its own size for a changed
-    one). ``se`` stays the null's: the paired change's standard error, which its interval is shown with.
-    ``stored``: the baseline's spreads as it recorded them (``stored_spreads``), used where they are its."""
-    if stored is not None and _same_baseline(tests, stored):
-        spread = dict(stored)
-    else:
-        spread = baseline_spreads(tracked, before_items) if before_items is not None else {}
-    # The weights' spread: both evaluations' (``power.pooled_spread``), so a weight never depends on which of the
-    # two is the baseline (the sign-flip test conditions on each cluster's pair, not on its order).
-    after = (
-        baseline_spreads(tracked, after_items)
-        if before_items is not None and after_items is not None and any(t.p_value is not None for t in tests)
-        else {}
-    )
+def planned(tests: list[PairedTest]) -> list[PairedTest]:
+    """Each comparison's standard error for its MDE, power, decidability label and Holm weight — one for all four
+    (``power.paired_se``): planned from the pair's own paired differences, what the sign-flip test conditions on
+    (each cluster's two evaluations as an unordered pair: the same whichever evaluation is the baseline, and the
+    same under every flip the test counts, so weights read from it keep each p-value's conditional level), with
+    the minimum effect's worth of worsening added (a regression of that size moves clusters the pair did not).
+    A serving change of the same model answers most items alike: planned as if the two were independent samples
+    (√2 × one side), its MDE would be several times what the paired test detects. Where the null has no spread
+    (no cluster differs) the added worsening alone plans it; where the comparison has no clusters or no null,
+    the worst case of a bounded metric (``power.worst_case_spread``: a coin flip per cluster, on each side of a
+    gap) over its clusters."""
     out = []
     for t in tests:
         if t.p_value is not None:
-            key = (t.metric, t.breakdown)
-            # One spread sets the weight, the MDE, the power and the decidability label: the pair's pooled (the
-            # baseline's where the new evaluation has none), its successor's side planned at the minimum effect
-            # worse (``power.planned_se``).
-            own = spread.get(key, power.UNKNOWN)
-            pooled = power.pooled_spread(own, after.get(key, power.UNKNOWN))
-            basis = pooled if math.isfinite(pooled.se) else own
-            se = weighing = power.planned_se(basis, t.bounds, 0.0 if t.disparity else power.toward_worse(t))
-            # The worst case of the range where there is no spread (t.clusters: the pair's, not one side's).
-            worst = (
-                power.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)
-                if t.bounds is not None and t.clusters
-                else math.nan
-            )
+            se = power.paired_se(t)
             why = ""
-            if not se > 0 and math.isfinite(worst):
-                se = worst
-                why = "MDE planned from the worst case of the metric's range: the baseline has no spread to plan from"
+            if not se > 0 and t.bounds is not None and t.clusters:
+                se = power.worst_case_spread(t.bounds, gap=t.disparity) / math.sqrt(t.clusters)
+                why = "MDE planned from the worst case of the metric's range: the pair has no spread to plan from"
             elif not se > 0:
-                why = "MDE unknown: the baseline does not vary and the metric has no bounds"
-            weighing = weighing if weighing > 0 else worst
-            t = replace(
-                t,
-                planned_se=se if se > 0 else math.nan,
-                weighing_se=weighing if weighing > 0 else math.nan,
-                note=t.note or why,
-            )
+                why = "MDE unknown: the pair does not vary and the metric has no bounds"
+            se = se if se > 0 else math.nan
+            t = replace(t, planned_se=se, weighing_se=se, note=t.note or why)
         out.append(t)
     return out

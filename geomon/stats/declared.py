@@ -757,11 +757,16 @@ def _categorical(frame: pd.DataFrame, columns: set[str]) -> pd.DataFrame:
 
 
 def _aligned(before: pd.DataFrame, after: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The rows of the items both share, in the same order (item keys compared as text: a stored key may have
-    been read back as a number)."""
+    """The rows of the items both share, in the order of their keys (compared as text: a stored key may have been
+    read back as a number): the clusters are numbered, and the seeded sign-flips drawn, the same way whatever order
+    the rows were stored in, so a pair's p-values and planned error never depend on it."""
     b_keys, a_keys = before["item"].astype(str), after["item"].astype(str)
     if len(b_keys) == len(a_keys) and (b_keys.to_numpy() == a_keys.to_numpy()).all():
-        return before.assign(item=b_keys).reset_index(drop=True), after.assign(item=a_keys).reset_index(drop=True)
+        order = np.argsort(b_keys.to_numpy(), kind="stable")
+        return (
+            before.assign(item=b_keys).iloc[order].reset_index(drop=True),
+            after.assign(item=a_keys).iloc[order].reset_index(drop=True),
+        )
     b = before.assign(item=b_keys).set_index("item")
     a = after.assign(item=a_keys).set_index("item")
     shared = sorted(set(b.index) & set(a.index))
@@ -874,6 +879,9 @@ def _paired(
         null = null[np.isfinite(null)]
         higher_is_worse = metric.higher_is_worse_for(statistic)
         p_worse, p_better = _one_sided(change, null, higher_is_worse, exact)
+        # The null's spread from the one draw every decision of this pair makes (seeded): what its MDE and weight are
+        # planned from, the same whichever levels refine the p-value below (they depend on the look's α).
+        spread = float(np.std(null)) if null.size else math.nan
         decidable = used_clusters >= precision.min_clusters  # an insufficient sample is never decided
         if not exact and decidable and _near(min(p_worse, p_better), null.size, precision.thresholds):
             more = _Flips.coins(np.random.default_rng([seed, 1]), precision.max_resamples, clusters)
@@ -888,7 +896,7 @@ def _paired(
                 a_value,
                 change,
                 p_worse,
-                float(np.std(null)) if null.size else math.nan,
+                spread,
                 items,
                 used_clusters,
                 higher_is_worse,
@@ -1006,14 +1014,18 @@ def _differing_rows(metric: TrackedMetric, old: pd.DataFrame, new: pd.DataFrame)
 
 def _cells_differ(before: pd.Series, after: pd.Series) -> np.ndarray:
     """Row by row, whether two columns' cells differ: as numbers where both read as numbers (a value stored as 100
-    and read back from the history's JSON as 100.0 is the same value), else as text."""
-    as_text = before.astype(str).to_numpy() != after.astype(str).to_numpy()
+    and read back from the history's JSON as 100.0 is the same value), two missing cells never, else as text."""
+    # Two missing cells are the same outcome however they were stored (NaN in memory, None read back from the store).
+    as_text = (before.astype(str).to_numpy() != after.astype(str).to_numpy()) & ~(
+        before.isna().to_numpy() & after.isna().to_numpy()
+    )
     try:
         a = pd.to_numeric(before, errors="coerce").to_numpy(dtype=float)
         b = pd.to_numeric(after, errors="coerce").to_numpy(dtype=float)
     except (TypeError, ValueError):  # cells no number parser reads (lists, mappings): their text
         return as_text
-    return np.where(~np.isnan(a) & ~np.isnan(b), a != b, as_text)
+    # As numbers, to the precision the history stores them with (a rate of 11/12 read back as 0.9166666667).
+    return np.where(~np.isnan(a) & ~np.isnan(b), ~np.isclose(a, b, rtol=1e-9, atol=1e-9), as_text)
 
 
 class _Flips:

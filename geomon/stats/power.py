@@ -6,13 +6,14 @@ the clusters a change needs), the calibration bench (the chance a true worsening
 smallest gap a sample could detect). The MDE is one-sided — a regression alert claims a worsening — at a level
 and a power: (z(1 − α) + z(power)) × the change's standard error (the normal approximation to the sign-flip null).
 
-The standard error it is stated at is *planned*, never read off the new data's null: from the pair's spread pooled
-about its common value (``pooled_spread``: what the sign-flip test conditions on), a bounded mean's successor side at
-the minimum effect worse (``planned_se``), the same error that sets its Holm weight and its decidability label; else
-the worst case a bounded metric's range allows (``worst_case_spread``); a spread at rounding noise is none
-(``rounding_noise``). The level is the comparison's first in its suite's weighted Holm family (``first_level``),
-its weight fixed from the pair (``pooled_spread``, ``paging_weights``); ``holm_levels`` lists every level a step
-may test at.
+The standard error a decision states it at is planned from the pair's paired differences (``paired_se``: the
+sign-flip null's spread, which the test conditions on, plus a worsening of the minimum effect), the same error that
+sets its Holm weight and its decidability label; else the worst case a bounded metric's range allows
+(``worst_case_spread``); a spread at rounding noise is none (``rounding_noise``). Before any pair exists,
+``geomon plan`` plans from one evaluation's spread (``planned_se``: two such samples, as if independent — the most a
+pair can spread). The level is the comparison's first in its suite's weighted Holm family (``first_level``), its
+weight fixed from the pair (``paired_se``, ``paging_weights``); ``holm_levels`` lists every level a step may test
+at.
 """
 
 from __future__ import annotations
@@ -164,51 +165,41 @@ class Spread(NamedTuple):
 UNKNOWN = Spread(math.nan, math.nan, 0, False)  # a comparison the baseline has no spread of
 
 
-def planned_se(spread: Spread, bounds: tuple[float, float] | None, shift: float = 0.0) -> float:
-    """The standard error a comparison's MDE is planned at from one evaluation's ``spread``: for a mean of bounded
-    outcomes, that side's standard error (the bootstrap's, never below the Agresti–Coull standard error of its
-    value over its clusters: a baseline at 100 % is not a certainty) combined with the other side's at the rate
-    moved by ``shift`` (the minimum effect toward worse: a rate moving toward 50 % spreads more, p(1 − p), so a
-    worsening of that size is planned with the spread it would have); without a shift, or for a continuous error or
-    a gap between groups (no such floor or law), the standard error × √2 (two evaluations of that sample, as if
-    independent); NaN where there is nothing to plan from."""
+def planned_se(spread: Spread, bounds: tuple[float, float] | None) -> float:
+    """The standard error ``geomon plan`` states a comparison's MDE at before any pair exists, from one
+    evaluation's ``spread``: that side's standard error (the bootstrap's; for a mean of bounded outcomes never
+    below the Agresti–Coull standard error of its value over its clusters: a baseline at 100 % is not a
+    certainty) × √2 — two evaluations of that sample as if independent, the most a pair of them can spread (a
+    pair that answers items alike spreads less: ``paired_se``, what the decision plans at); NaN where there is
+    nothing to plan from."""
     floor = agresti_coull_se(spread.value, spread.clusters, bounds) if spread.bounded_mean else math.nan
     own = max((x for x in (spread.se, floor) if math.isfinite(x)), default=math.nan)
-    if not (spread.bounded_mean and bounds is not None and shift and math.isfinite(own)):
-        return math.sqrt(2) * own
-    width = bounds[1] - bounds[0]
-    share = min(max((spread.value - bounds[0]) / width, 0.0), 1.0)
-    moved = min(max(share + shift / width, 0.0), 1.0)
-    moved_floor = agresti_coull_se(bounds[0] + moved * width, spread.clusters, bounds)
-    ratio = math.sqrt(moved * (1 - moved) / (share * (1 - share))) if 0 < share < 1 else math.nan
-    other = max((x for x in (own * ratio, moved_floor) if math.isfinite(x)), default=own)
-    return math.sqrt(own**2 + other**2)
+    return math.sqrt(2) * own
 
 
-def toward_worse(t: PairedTest) -> float:
-    """A comparison's minimum effect as a signed change toward worse (what its successor's side is planned at)."""
-    return t.min_effect if t.higher_is_worse else -t.min_effect
-
-
-def pooled_spread(before: Spread, after: Spread) -> Spread:
-    """One evaluation's spread estimated from both of a pair, about their common value: for a mean, the variance
-    of each side about the pooled value averaged over the two sides, (se_b² + se_a²)/2 + ((value_b − value_a)/2)²/n
-    — unchanged when any cluster's two evaluations swap, which is what the sign-flip test conditions on; the
-    baseline's alone is not (one high by chance plans a smaller error exactly when the new one looks worse)."""
-    if not (math.isfinite(before.se) and math.isfinite(after.se) and before.clusters and after.clusters):
-        return UNKNOWN
-    clusters = (before.clusters + after.clusters) / 2
-    shift = (before.value - after.value) / 2 if math.isfinite(before.value) and math.isfinite(after.value) else 0.0
-    se = math.sqrt((before.se**2 + after.se**2) / 2 + shift**2 / clusters)
-    value = (before.value + after.value) / 2
-    return Spread(se, value, round(clusters), before.bounded_mean)
+def paired_se(t: PairedTest) -> float:
+    """The standard error a comparison's MDE, power, label and weight are planned at, from the pair itself: the
+    sign-flip null's (``t.se``: √(Σ d²)/n for a mean of the n clusters' changes d, a function of each cluster's two
+    evaluations as an unordered pair — the same under every flip the test counts, so a weight read from it keeps
+    the p-value's conditional level), with a worsening of the minimum effect δ added as it would add to Σ d²: in
+    clusters that move as far as the pair's differing ones do (their root mean square u = se·n/√k over the k that
+    differ; a bounded metric's range w where none does — a yes/no score's δ·n items flipped), δ·u/n, never below
+    an even spread's δ²/n. So a pair with no differing cluster is not planned at 0 (any change detected), and a
+    serving change that answers most items alike is planned as the paired test sees it, not as two independent
+    samples. NaN where the pair has no null or no clusters, or where no cluster differs and the metric has no range."""
+    if not (math.isfinite(t.se) and t.clusters > 0) or (not t.differing and t.bounds is None):
+        return math.nan  # nothing moved and no range says how far a cluster can: no plan (never an MDE of 0)
+    delta = abs(t.min_effect)
+    width = t.bounds[1] - t.bounds[0] if t.bounds is not None else delta
+    unit = t.se * t.clusters / math.sqrt(t.differing) if t.differing else width
+    return math.sqrt(t.se**2 + delta * max(min(unit, width), delta) / t.clusters)
 
 
 def planned_ratio(t: PairedTest) -> float:
-    """A comparison's minimum effect over the standard error it is weighed by (``weighing_se``: planned from both
-    evaluations' spreads, ``pooled_spread``; NaN where either is unknown). Never the baseline alone: a
-    baseline high by chance would plan a smaller error, weigh its comparison more and test it at a higher level
-    exactly when the new evaluation looks worse (regression to the mean), spending more than α."""
+    """A comparison's minimum effect over the standard error it is weighed by (``weighing_se``: ``paired_se``;
+    NaN where it is unknown). Never the baseline's spread alone: a baseline high by chance would plan a smaller
+    error, weigh its comparison more and test it at a higher level exactly when the new evaluation looks worse
+    (regression to the mean), spending more than α."""
     se = t.weighing_se
     planned = math.isfinite(se) and se > rounding_noise(t.bounds, t.before)
     return t.min_effect / se if t.min_effect > 0 and planned else math.nan

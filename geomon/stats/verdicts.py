@@ -28,8 +28,8 @@ Holm level and the stated power. ``insufficient sample`` (the one rule of ``stat
 baseline (``PairedTest.differing`` 0: p = 1 both ways, it cannot be significant) is ``no detectable change``
 outside the family — a change of 0 among differing clusters stays in it, with its p-value — so a
 suite's unchanged answer rates do not lower the level of the comparisons that could page (Tarone). Holm is
-weighted, with weights fixed from what the sign-flip test conditions on (both evaluations' spreads about their
-common value, ``power.pooled_spread``; ``power.paging_weights``): a comparison whose
+weighted, with weights fixed from what the sign-flip test conditions on (the pair's paired differences,
+``power.paired_se``; ``power.paging_weights``): a comparison whose
 planned power to find a worsening of its minimum effect is below the stated power at the level it would get is
 *undecidable* and weighs ``undecidable_weight`` (0.25), the others 1, so hopeless comparisons cost the decidable
 ones little of their level and still page a large worsening. An undecidable comparison keeps its verdict — a

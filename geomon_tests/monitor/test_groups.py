@@ -253,12 +253,12 @@ def test_a_gap_rests_on_its_smallest_group_and_is_bootstrapped_within_groups():
     assert gap.ci_low > 0.5  # both regions in every resample: the gap never collapses to NaN or 0
 
 
-def test_the_stated_mde_is_planned_from_the_baseline_not_read_off_the_result(tmp_path):
-    """Temperature-0 answers that do not change have a sign-flip null of no spread (an MDE read off it is 0), and
-    a changed release's null spreads about as far as its own change. The MDE is planned from the pair's pooled
-    spread (what the sign-flip test conditions on; the one spread that also sets the weight and the label): for an
-    unchanged release the baseline's, for a changed one wider by the shift between the two. Mutation caught: the
-    MDE read off the null of the new data (0 for the unchanged)."""
+def test_the_stated_mde_is_never_zero_for_an_unchanged_pair(tmp_path):
+    """Temperature-0 answers that do not change have a sign-flip null of no spread (an MDE read off it alone is 0),
+    and a changed release's null spreads with the clusters that moved. The MDE is planned from the pair's paired
+    differences with a worsening of the minimum effect added (``power.paired_se``): for an unchanged release that
+    worsening alone (in clusters moving across the metric's range), for a changed one more. Mutation caught: the
+    MDE read off the null of the new data alone (0 for the unchanged)."""
     settings = verdicts.VerdictSettings(resamples=199)
     decided = []
     for name, after in (("same", _blend()), ("changed", _blend("PE", 30))):
@@ -346,43 +346,6 @@ def test_gapminders_family_rows_are_clustered_on_their_question():
     assert gap.se == pytest.approx(paired, rel=0.2) and paired < independent / 3
 
 
-def test_the_planned_se_plans_the_successor_at_the_minimum_effect_worse_and_never_below_agresti_coull():
-    """The MDE's standard error from one side's spread (the baseline's, where there is no new evaluation): that
-    side's bootstrap standard error and the other side's at the rate the minimum effect worse (its error scaled by
-    √(p'(1 − p') / p(1 − p)): a rate moving toward 50 % spreads more), for a bounded metric never below the
-    Agresti–Coull standard error over its clusters (a baseline answering everything has a bootstrap SE of 0).
-    Mutations caught: the successor planned at the baseline's rate (√2 × one side: issue 60's stated 89 % against
-    a measured 80 %); no floor (the worst case of a coin flip instead, ten times larger)."""
-    import math
-
-    from geomon.monitor.history import Evaluation
-    from geomon.stats import declared
-
-    before, after = _blend(), _blend("PE", 30)
-    tests = declared.paired_tests(blend.TRACKED, before, after, resamples=199)
-    stored = Evaluation("e", "blend", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=before)
-    planned = {(t.metric, t.breakdown): t for t in compare.planned(tests, blend.TRACKED, stored.items)}
-    boot = {
-        (e.metric, e.breakdown): e
-        for m in blend.TRACKED
-        for e in declared.estimates(m, before, seed=compare.PLANNING_SEED)
-    }
-    overall = boot[("sem_b_local", "")]
-    floor = declared.agresti_coull_se(overall.value, overall.clusters, (0, 100))
-    own, p = max(overall.se, floor), overall.value / 100
-    other = own * math.sqrt((p - 0.05) * (1 - p + 0.05) / (p * (1 - p)))  # the minimum effect: 5 points worse
-    assert planned[("sem_b_local", "")].planned_se == pytest.approx(math.hypot(own, other))
-    assert planned[("sem_b_local", "")].planned_se > math.sqrt(2) * own  # p above ½: moving down spreads more
-    # Every question answered right: no bootstrap spread, the Agresti–Coull floor over its 40 questions.
-    perfect = before.assign(value=100.0)
-    tests = declared.paired_tests(blend.TRACKED, perfect, perfect.copy(), resamples=199)
-    stored = Evaluation("e", "blend", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=perfect)
-    flat = {(t.metric, t.breakdown): t for t in compare.planned(tests, blend.TRACKED, stored.items)}
-    p, moved = 42 / 44, (0.95 * 40 + 2) / 44  # Agresti–Coull at 100 % and at 95 % over 40 questions
-    expected = 100 * math.hypot(math.sqrt(p * (1 - p) / 44), math.sqrt(moved * (1 - moved) / 44))
-    assert flat[("sem_b_local", "country=KE")].planned_se == pytest.approx(expected)
-
-
 def _quench_rates(indic: float, other: float) -> pd.DataFrame:
     """80 questions, every other one Indic, all answered; the first ``indic`` (``other``) share of each group's
     questions right."""
@@ -466,21 +429,20 @@ def test_a_gap_near_zero_is_planned_from_its_groups_spread_not_a_folded_one():
 
 
 def test_a_gaps_worst_case_is_both_its_groups():
-    """With no baseline spread, a gap between two groups is planned at the worst case of both its sides — each
+    """With no spread to plan from, a gap between two groups is planned at the worst case of both its sides — each
     group's clusters a coin flip at either end of the range, in each evaluation: the range × 1 per cluster, √2
     more than a mean's range × √½ — in production (``compare.planned``) and in ``geomon plan``. Mutation caught: the gap
     planned as a mean (``power.worst_case_spread`` ignoring ``gap``)."""
     import math
 
     from geomon import plan
-    from geomon.monitor.history import Evaluation
     from geomon.stats.declared import PairedTest
 
     def test(disparity: bool) -> PairedTest:
-        return PairedTest("m", "", 50.0, 50.0, 0.0, 0.5, 1.0, 40, 40, True, 5.0, (0, 100), disparity=disparity)
+        # No null spread to plan from (the sign-flip null was not drawn).
+        return PairedTest("m", "", 50.0, 50.0, 0.0, 0.5, math.nan, 40, 40, True, 5.0, (0, 100), disparity=disparity)
 
-    empty = Evaluation("e", "toy", "old", "", pd.Timestamp("2026-01-01").to_pydatetime(), items=None)
-    gap, mean = compare.planned([test(True), test(False)], (), empty.items)
+    gap, mean = compare.planned([test(True), test(False)])
     assert gap.planned_se == pytest.approx(100 / math.sqrt(40))
     assert mean.planned_se == pytest.approx(100 * math.sqrt(0.5) / math.sqrt(40))
     assert plan.spread(None, "toy", "m", "", (0, 100), gap=True) == (100.0, plan.WORST_CASE)

@@ -68,8 +68,8 @@ def test_the_real_history_holds_the_verdicts_people_read(forward):
     assert o3_mini["predecessor"] == "o1-2024-12-17" and o3_mini["verdict"] == verdicts.REGRESSION
     assert -19 < o3_mini["change"] < -15 and o3_mini["p_adjusted"] < 0.01
     sonnet = _verdict(forward, "claude-sonnet-4-20250514")
-    # Real, below 5 points, and not significant once the prompt families are watched too: watched, never paged.
-    assert sonnet["verdict"] == verdicts.WATCH and -4 < sonnet["change"] < -3
+    # Real and below 5 points: significant as the paired test plans it (the same questions), shown, never paged.
+    assert sonnet["verdict"] == verdicts.BELOW_THRESHOLD and -4 < sonnet["change"] < -3
     chat = _verdict(forward, "deepseek-chat")
     assert chat["predecessor"] == "deepseek-reasoner" and chat["verdict"] == verdicts.REGRESSION
     assert chat["change"] == pytest.approx(-6.67, abs=0.1)  # after − before

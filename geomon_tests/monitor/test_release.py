@@ -738,14 +738,15 @@ def test_what_the_history_stores_is_what_compare_returns(tmp_path):
         assert p_adjusted == number(v.p_adjusted) or (math.isnan(p_adjusted) and math.isnan(number(v.p_adjusted)))
 
 
-def test_a_baselines_spread_is_read_from_what_it_recorded_not_drawn_again(tmp_path, monkeypatch):
-    """Each evaluation's tracked figures are bootstrapped once: their standard errors are recorded with them, and a
-    later comparison plans its MDEs from the baseline's recorded ones — the same numbers a draw from its items gives
-    (one resample count, one seed), without drawing. Where the baseline recorded none (an older history) or its
-    figures were drawn under another declaration (another statistic, or the same value under another clustering),
-    its items are drawn as before. Mutations caught: the recorded spreads not passed to the comparison (the baseline
-    drawn again); the declaration's digest not compared (a reclustered metric planned from the old spread)."""
-    from geomon.stats import declared
+def test_a_decision_draws_nothing_of_its_baseline_and_the_plan_reads_what_it_recorded(tmp_path, monkeypatch):
+    """Each evaluation's tracked figures are bootstrapped once, when it is recorded; a later decision plans from the
+    pair's paired differences (``power.paired_se``) and draws nothing of its baseline. ``geomon plan``, before any
+    pair exists, reads the baseline's recorded spreads (``compare.stored_spreads``) — the same numbers a draw from
+    its items gives — except where they were recorded under another declaration (another statistic, or the same
+    value under another clustering), where it draws them again. Mutations caught: a baseline drawn again by the
+    decision (the count); the declaration's digest not compared (a reclustered metric planned from the old
+    spread)."""
+    from geomon.stats import compare, declared
 
     settings = verdicts.VerdictSettings(resamples=199)
     plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
@@ -758,44 +759,22 @@ def test_a_baselines_spread_is_read_from_what_it_recorded_not_drawn_again(tmp_pa
         return original(metric, frame, **kw)
 
     monkeypatch.setattr(declared, "_estimates", counted)
-
-    def decide(url: str, tracked_then: tuple, tracked_now: tuple) -> dict:
-        history = MetricHistory(url)
-        release.track(history, EvaluationRun("toy", "old"), release.declared_figures("toy", tracked_then, old_items),
-                      old_items, tracked_then, settings, plan=plan)  # fmt: skip
-        declared._DRAWN.clear()  # a later process: nothing drawn in memory
-        drawn.clear()
-        figures = release.declared_figures("toy", tracked_now, new_items)
-        out = release.track(history, EvaluationRun("toy", "new", predecessor="old"), figures, new_items, tracked_now,
-                            settings, plan=plan)  # fmt: skip
-        return {(r["metric"], r["breakdown"]): r["mde"] for r in out.verdicts}
-
-    recorded = decide(f"sqlite:///{tmp_path / 'a.sqlite'}", (toy.ACC,), (toy.ACC,))
-    assert recorded and all(m == m and m > 0 for m in recorded.values())
-    assert len(drawn) == 1  # the new evaluation's one draw (its figures and its side of the plan); none of the baseline
-    # The same decision from an older history whose figures kept no standard error: drawn, and the same MDEs.
-    older = tmp_path / "b.sqlite"
-    monkeypatch.setattr(MetricHistory, "figures", lambda self, eid: original_figures(self, eid).assign(se=float("nan")))
-    assert decide(f"sqlite:///{older}", (toy.ACC,), (toy.ACC,)) == recorded
-    assert len(drawn) == 2  # and the baseline's
-    monkeypatch.setattr(MetricHistory, "figures", original_figures)
-    # A declaration changed since the baseline was recorded (here: its values rescaled to a 0–1 share): its recorded
-    # spread is not this metric's, so the baseline is drawn again under today's declaration.
-    share = TrackedMetric("acc", Mean("share"), min_effect=0.05, bounds=(0, 1), by=("group",))
-    old_items["share"], new_items["share"] = old_items["value"] / 100, new_items["value"] / 100
-    rescaled = decide(f"sqlite:///{tmp_path / 'c.sqlite'}", (toy.ACC,), (share,))
-    assert len(drawn) == 2
-    assert rescaled == pytest.approx({k: v / 100 for k, v in recorded.items()})
-    # The same value under another clustering (questions paired into clusters of two): another standard error, so
-    # the baseline is drawn again, and its MDEs are not the recorded spread's.
-    old_items["pair"], new_items["pair"] = old_items.index // 2, new_items.index // 2
-    paired = TrackedMetric("acc", Mean("value"), cluster="pair", min_effect=5.0, bounds=(0, 100), by=("group",))
-    reclustered = decide(f"sqlite:///{tmp_path / 'd.sqlite'}", (toy.ACC,), (paired,))
-    assert len(drawn) == 2
-    assert reclustered.keys() == recorded.keys() and reclustered != pytest.approx(recorded)
-
-
-original_figures = MetricHistory.figures
+    history = MetricHistory(f"sqlite:///{tmp_path / 'a.sqlite'}")
+    old = release.track(history, EvaluationRun("toy", "old"), release.declared_figures("toy", (toy.ACC,), old_items),
+                        old_items, (toy.ACC,), settings, plan=plan)  # fmt: skip
+    declared._DRAWN.clear()  # a later process: nothing drawn in memory
+    drawn.clear()
+    figures = release.declared_figures("toy", (toy.ACC,), new_items)
+    out = release.track(history, EvaluationRun("toy", "new", predecessor="old"), figures, new_items, (toy.ACC,),
+                        settings, plan=plan)  # fmt: skip
+    assert len(drawn) == 1  # the new evaluation's figures; none of the baseline
+    assert all(r["mde"] == r["mde"] and r["mde"] > 0 for r in out.verdicts)
+    recorded = history.figures(old.evaluation.evaluation_id)
+    stored = compare.stored_spreads((toy.ACC,), recorded)
+    assert stored == pytest.approx(compare.baseline_spreads((toy.ACC,), old_items))
+    # The same value under another clustering (questions paired into clusters of two): not this metric's spread.
+    reclustered = TrackedMetric("acc", Mean("value"), cluster="pair", min_effect=5.0, bounds=(0, 100), by=("group",))
+    assert compare.stored_spreads((reclustered,), recorded) is None
 
 
 def _weak_items(new: bool) -> pd.DataFrame:

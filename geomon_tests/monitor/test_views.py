@@ -3,6 +3,8 @@ column's flag, and what ``geomon items`` says when a suite keeps no items."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
@@ -169,3 +171,14 @@ def test_a_metric_key_reads_one_way_and_keys_like_its_pair():
     assert f"{MetricKey('correct_rate')}" == "correct_rate"
     assert views.verdict_text(StoredComparison("acc", "country=Peru", verdicts.WATCH)) == "acc (country=Peru) watch"
     assert {("acc", "country=Peru"): 1}[MetricKey("acc", "country=Peru")] == 1
+
+
+def test_a_release_says_what_would_decide_its_undecidable_headlines():
+    """The closing screen of a serving-change release names, for each undecidable headline, the clusters that
+    would decide it: at least the sufficiency rule's 30, and n × (MDE / minimum effect)² for a tested one (its
+    paired standard error falls as 1/√n). Mutation caught: the ratio not squared (≈ 60 instead of 120)."""
+    tested = StoredComparison("acc", "", verdicts.NO_CHANGE, mde=10.0, min_effect=5.0, clusters=30)
+    assert views.clusters_needed(tested) == "acc MDE 10 > 5 at 30 clusters: ≈120"
+    few = StoredComparison("acc", "", verdicts.INSUFFICIENT, clusters=8)
+    assert views.clusters_needed(few) == "acc 8 clusters, needs at least 30"
+    assert views.clusters_needed(replace(tested, mde=4.0)) == ""  # decidable already

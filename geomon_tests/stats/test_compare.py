@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geomon.stats import compare, power, verdicts
+from geomon.stats import compare, verdicts
 from geomon.stats.declared import Mean, TrackedMetric
 
 ACC = TrackedMetric("acc", Mean("value"), min_effect=5.0, bounds=(0, 100), by=("group",))
@@ -32,14 +32,11 @@ def test_compare_pairs_plans_and_decides_without_a_history():
     assert [(t.metric, t.breakdown) for t in tests] == [(v.metric, v.breakdown) for v in decided]
     by = {v.breakdown: v for v in decided}
     assert by["group=b"].verdict == verdicts.REGRESSION and by["group=b"].alpha == 0.01
-    # The MDE, power, label and weight are planned from one spread — the pair's pooled, the successor's side at the
-    # minimum effect worse — never read off the new data's null.
-    key = ("acc", "group=b")
-    pooled = power.pooled_spread(
-        compare.baseline_spreads((ACC,), before)[key], compare.baseline_spreads((ACC,), after)[key]
-    )
+    # The MDE, power, label and weight are planned from one standard error: the pair's paired differences (the
+    # sign-flip null's spread) with a worsening of the minimum effect added.
     test = {t.breakdown: t for t in tests}["group=b"]
-    assert test.planned_se == test.weighing_se == pytest.approx(power.planned_se(pooled, (0, 100), -ACC.min_effect))
+    added = ACC.min_effect * 100 / test.clusters
+    assert test.planned_se == test.weighing_se == pytest.approx(math.sqrt(test.se**2 + added))
     # No baseline items: every metric undefined, nothing decided.
     tests, decided, _ = compare.compare((ACC,), None, after, 0.01, settings)
     assert {v.verdict for v in decided} == {verdicts.UNDEFINED} and all(math.isnan(t.change) for t in tests)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pandas as pd
 import pytest
 
-from geomon.stats import power
+from geomon.stats import compare, power, verdicts
+from geomon.stats.declared import Mean, TrackedMetric
 
 
 def test_the_one_mde_is_one_sided_and_plans_a_two_sample_gap():
@@ -58,27 +61,32 @@ def test_the_decidable_set_is_the_largest_that_decides_at_the_level_it_gets():
     assert list(power.paging_weights([0.1, 0.2], 0.05, 0.8, 0.25)) == [0.25, 0.25]
 
 
-def test_the_weights_spread_is_the_pairs_not_the_baselines():
-    """``pooled_spread``: one evaluation's spread about the pair's common value, from both sides — for a mean,
-    exactly the same when any cluster's two evaluations swap (what the sign-flip null does), so a weight read from
-    it never favours a baseline high by chance. The baseline's own spread changes with the swap. Mutation caught:
-    the weights' spread read from the baseline alone (``pooled_spread`` returning ``before``)."""
-    import numpy as np
-
+def test_the_planned_error_is_the_pairs_paired_one_the_same_under_every_swap():
+    """``paired_se``: planned from what the sign-flip test conditions on — each cluster's two evaluations as an
+    unordered pair — so swapping any clusters' two evaluations (what the null does) plans the same error and the
+    weight never favours a baseline high by chance; and a serving change that answers most items alike is planned
+    as paired: 400 yes/no items of which 12 differ decide a 5-point worsening at α 0.005, where two independent
+    samples of 400 (√2 × one side, ``planned_se``) would not. Mutations caught: the planned error read from the
+    baseline's spread as if independent (the decidability assertion), the minimum effect's worsening left out
+    (an unchanged pair planned at 0)."""
     rng = np.random.default_rng(3)
-    before, after = rng.binomial(1, 0.7, 200).astype(float), rng.binomial(1, 0.6, 200).astype(float)
-
-    def spread(values: np.ndarray) -> power.Spread:  # the plug-in standard error of a mean over its clusters
-        return power.Spread(float(values.std() / math.sqrt(values.size)), float(values.mean()), values.size, True)
-
-    swap = rng.random(200) < 0.5
-    swapped_before, swapped_after = np.where(swap, after, before), np.where(swap, before, after)
-    pooled = power.pooled_spread(spread(before), spread(after))
-    assert pooled == pytest.approx(power.pooled_spread(spread(swapped_before), spread(swapped_after)), rel=1e-12)
-    assert spread(before).se != pytest.approx(spread(swapped_before).se, rel=1e-3)
-    both = np.concatenate([before, after])  # each side about the common value, averaged over the two
-    assert pooled.se == pytest.approx(math.sqrt(((both - both.mean()) ** 2).mean() / 200), rel=1e-12)
-    assert power.pooled_spread(spread(before), power.UNKNOWN) == power.UNKNOWN
+    metric = TrackedMetric("acc", Mean("value"), min_effect=5.0, bounds=(0, 100))
+    before = rng.binomial(1, 0.7, 400) * 100.0
+    after = before.copy()
+    after[:12] = 100 - after[:12]  # 12 of 400 answers changed, either way
+    frame = lambda v: pd.DataFrame({"item": [f"q{i}" for i in range(400)], "value": v})  # noqa: E731
+    settings = verdicts.VerdictSettings(resamples=999)
+    (test,) = compare.compare((metric,), frame(before), frame(after), 0.005, settings).tests
+    swap = rng.random(400) < 0.5
+    swapped = compare.compare(
+        (metric,), frame(np.where(swap, after, before)), frame(np.where(swap, before, after)), 0.005, settings
+    ).tests[0]
+    assert swapped.planned_se == pytest.approx(test.planned_se, rel=1e-9)
+    assert power.minimum_detectable_effect(test.planned_se, 0.005, 0.8) < metric.min_effect
+    independent = power.planned_se(power.Spread(float(before.std() / 20), float(before.mean()), 400, True), (0, 100))
+    assert power.minimum_detectable_effect(independent, 0.005, 0.8) > 2 * metric.min_effect
+    (unchanged,) = compare.compare((metric,), frame(before), frame(before), 0.005, settings).tests
+    assert unchanged.planned_se == pytest.approx(math.sqrt(5.0 * 100 / 400))  # the minimum effect's worsening alone
 
 
 def test_holm_levels_weighted_are_every_level_a_step_can_reach():
