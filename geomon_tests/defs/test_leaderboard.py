@@ -72,7 +72,7 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
     below)."""
     from types import SimpleNamespace
 
-    from geomon.cli import terminal_table
+    from geomon.cli.tables import terminal_table
     from geomon.defs.leaderboard import SAMPLE_NOTE, with_verdicts
     from geomon.defs.monitoring import comparisons_table
     from geomon.monitor import release

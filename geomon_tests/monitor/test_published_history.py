@@ -122,7 +122,7 @@ def test_the_cli_history_ack_and_gate(runs, tmp_path, monkeypatch, capsys):
     assert row["verdict"] == "regression" and row["mde"] > 0
     assert main(["alerts", "ack", row["evaluation_id"], "--by", "on-call"]) == 0
     assert "acknowledged by on-call" in capsys.readouterr().out
-    from geomon.cli import gate
+    from geomon.cli.common import gate
 
     assert gate("check", 1, 0) == 3 and gate("regression", 1, 0) == 0 and gate("regression", 0, 1) == 3
     assert gate("never", 5, 5) == 0
