@@ -46,9 +46,9 @@ def gapminder_runs(args: argparse.Namespace, settings: Any) -> list[Any]:
 def gapminder_closing(recorded: list[Any]) -> str:
     """How many published configurations had per-answer files (the prompt families' rates) and how many only
     rates."""
-    from geomon.monitor import imports
+    from geomon.suites.gapminder.published import RATES_ONLY
 
-    rates_only = sum(r.run.note == imports.RATES_ONLY for r in recorded)
+    rates_only = sum(r.run.note == RATES_ONLY for r in recorded)
     return (
         f"\n{len(recorded)} published model configurations from their per-question rates; each prompt "
         f"family's correct rate from the per-answer files of {sum(not r.run.note for r in recorded)} "
@@ -93,6 +93,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from geomon.monitor import imports
     from geomon.monitor.history import MetricHistory
     from geomon.stats import verdicts
+    from geomon.suites.gapminder.published import RATES_ONLY
 
     settings = load_settings(args.config)
     started = time.monotonic()
@@ -130,7 +131,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         unpaged = [part for v in compared if not v.alpha for part in v.note.split("; ")]
         for note in dict.fromkeys(part for part in unpaged if part.endswith(release.NEVER_PAGED)):
             print(f"    α 0: {note}")  # decided, shown, never paged: say so, not only "watch"
-        if r.run.note and r.run.note != imports.RATES_ONLY:
+        if r.run.note and r.run.note != RATES_ONLY:
             print(f"    {r.run.note}")
         for evaluation_id, told in r.tracked.told.items():
             for line in told:

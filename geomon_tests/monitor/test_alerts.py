@@ -109,4 +109,3 @@ def test_missing_secret_and_unreachable_channel_are_reported(monkeypatch):
     monkeypatch.setenv("DEAD_HOOK", "http://127.0.0.1:9/hook")
     failures = alerts.send(ALERT, alerts.AlertSettings(webhook_url_env="DEAD_HOOK"))
     assert failures == ["webhook: ConnectionError"]
-

@@ -11,6 +11,7 @@ from geomon.monitor import imports, release, views
 from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.sources import gapminder as source
 from geomon.stats import verdicts
+from geomon.suites.gapminder import published
 from geomon_tests.conftest import GAPMINDER_ENTITIES, GAPMINDER_PUBLISHED, SHARED
 
 
@@ -58,7 +59,7 @@ def test_every_published_configuration_in_its_release_line(runs):
         "gpt-4.1-2025-04-14",
         "o3-2025-04-16",
     ]
-    assert sum(not r.note for r in runs) == 19 and sum(r.note == imports.RATES_ONLY for r in runs) == 17
+    assert sum(not r.note for r in runs) == 19 and sum(r.note == published.RATES_ONLY for r in runs) == 17
 
 
 def test_the_real_history_holds_the_verdicts_people_read(forward):
