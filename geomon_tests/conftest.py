@@ -216,10 +216,10 @@ def published_gapminder(folder: Path, configs: list[str], answer_files: tuple[st
 
     import pandas as pd
 
-    from geomon.monitor import imports
+    from geomon.suites.gapminder import published
 
     (folder / "results").mkdir(parents=True, exist_ok=True)
-    for rate in imports.GAPMINDER_RATES:
+    for rate in published.RATES:
         name = f"ddf--datapoints--{rate}_rate--by--question--model_configuration.csv"
         rows = pd.read_csv(GAPMINDER_PUBLISHED / name, dtype=str, keep_default_na=False)
         rows[rows["model_configuration"].isin(configs)].to_csv(folder / name, index=False)

@@ -182,7 +182,7 @@ def test_terminal_tables_are_plain_text_headlines_that_fit(tmp_path):
     import dagster as dg
     import pandas as pd
 
-    from geomon.cli import describe_check, terminal_table
+    from geomon.cli.tables import describe_check, terminal_table
     from geomon.suites.registry import suites
 
     board = pd.DataFrame(
@@ -230,7 +230,7 @@ def test_help_is_plain_text():
 def test_lanes_split_the_suites_by_the_asks_left_and_keep_the_registrys_order():
     from types import SimpleNamespace
 
-    from geomon.cli import lanes_of
+    from geomon.cli.lanes import lanes_of
 
     chosen = [SimpleNamespace(name=n) for n in ("worldbench", "borderlines", "gapminder", "quench", "saged", "blend")]
     left = {"worldbench": 160, "borderlines": 208, "gapminder": 36, "quench": 44, "saged": 84, "blend": 120}
@@ -247,7 +247,7 @@ def test_lanes_split_the_suites_by_the_asks_left_and_keep_the_registrys_order():
 def test_a_lanes_command_line_is_the_runs_own_with_its_suites_in_one_lane(tmp_path):
     from types import SimpleNamespace
 
-    from geomon.cli import lane_argv
+    from geomon.cli.lanes import lane_argv
 
     suites = [SimpleNamespace(name="worldbench"), SimpleNamespace(name="blend")]
     argv = ["--config", "g.yaml", "run", "--suite=worldbench,blend,saged", "--lanes", "2", "--profile", "quick"]
@@ -327,21 +327,22 @@ def test_every_lanes_failed_checks_and_counts_reach_the_run_and_a_lane_that_dies
 
     import pytest
 
-    from geomon import cli
+    from geomon.cli import lanes as cli_lanes
+    from geomon.cli.common import gate
 
-    monkeypatch.setattr(cli, "LANE_COMMAND", (sys.executable, "-c", STAND_IN_LANE))
+    monkeypatch.setattr(cli_lanes, "LANE_COMMAND", (sys.executable, "-c", STAND_IN_LANE))
     argv = ["run", "--lanes", "2"]
 
     def lanes(*names):
         return [[SimpleNamespace(name=n, title=n)] for n in names]
 
-    outcome = cli.run_in_lanes(argv, lanes("regressed", "blocked"))
+    outcome = cli_lanes.run_in_lanes(argv, lanes("regressed", "blocked"))
     assert outcome.failed == ["check no_regression on a failed", "check complete on b failed"]
     assert (outcome.regressions, outcome.blocking) == (1, 1)
-    assert cli.gate("check", outcome.blocking, outcome.regressions) == 3
+    assert gate("check", outcome.blocking, outcome.regressions) == 3
     capsys.readouterr()
-    with pytest.raises(cli.LaneFailed) as failed:
-        cli.run_in_lanes(argv, lanes("regressed", "killed", "broken"))
+    with pytest.raises(cli_lanes.LaneFailed) as failed:
+        cli_lanes.run_in_lanes(argv, lanes("regressed", "killed", "broken"))
     assert failed.value.status == 1
     err = capsys.readouterr().err.splitlines()
     assert err == [
@@ -385,7 +386,8 @@ def test_a_run_registers_its_models_before_its_lanes_start(tmp_path, monkeypatch
     an audit 3 times in 4): the run registers the models itself, before any lane starts."""
     import dagster as dg
 
-    from geomon import cli
+    from geomon.cli import run as run_command
+    from geomon.cli.lanes import RunOutcome
     from geomon.defs.resources import models_partitions
 
     model = {"name": "fresh", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "x"}
@@ -397,9 +399,9 @@ def test_a_run_registers_its_models_before_its_lanes_start(tmp_path, monkeypatch
     def lanes_started(argv, groups):
         with dg.DagsterInstance.get() as instance:
             seen["registered"] = instance.has_dynamic_partition(models_partitions.name, "fresh")
-        return cli.RunOutcome(failed=[], regressions=0, blocking=0)
+        return RunOutcome(failed=[], regressions=0, blocking=0)
 
-    monkeypatch.setattr(cli, "run_in_lanes", lanes_started)
+    monkeypatch.setattr(run_command, "run_in_lanes", lanes_started)
     command = ["--config", str(settings), "run", "--models", "fresh", "--suite", "worldbench,borderlines"]
     assert main([*command, "--lanes", "2", "--fail-on", "never"]) == 0
     assert seen == {"registered": True}

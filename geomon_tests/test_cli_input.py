@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from geomon import cli
-from geomon.cli import main
+from geomon.cli import main, plan, run, trends
 from geomon.engine.client import GenerationRequest, GenerationResult
 from geomon.engine.store import ResponseStore, response_key
 from geomon_tests.conftest import write_settings
@@ -36,8 +35,8 @@ def _refused(capsys, argv: list[str]) -> str:
 )
 def test_values_no_command_can_use_are_refused_before_it_runs(argv, named, monkeypatch, capsys):
     ran = []
-    for command in ("cmd_run", "cmd_plan", "cmd_trends"):
-        monkeypatch.setattr(cli, command, lambda args, command=command: ran.append(command) or 0)
+    for module, command in ((run, "cmd_run"), (plan, "cmd_plan"), (trends, "cmd_trends")):
+        monkeypatch.setattr(module, command, lambda args, command=command: ran.append(command) or 0)
     line = _refused(capsys, argv)
     assert line.startswith(f"geomon: {named}: ") and not ran
 

@@ -5,9 +5,12 @@ circle — deferred imports inside functions included: a circle deferred is stil
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "geomon"
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+LONG = 600  # lines: a longer module is named in docs/architecture.md with the reason it is one room
 
 # Bottom to top: each layer may import the ones before it.
 LAYERS = [
@@ -80,3 +83,22 @@ def test_no_import_circles():
         if node not in state:
             visit(node, [node])
     assert circles == []
+
+
+def _long_files_named() -> dict[str, str]:
+    """docs/architecture.md's table of files over ``LONG`` lines: path under geomon/ → its reason."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text.split("### Files over 600 lines", 1)[1].split("\n#", 1)[0]
+    return {m[1]: m[2].strip() for m in re.finditer(r"^\| `([^`]+\.py)` \|(.*)\|\s*$", section, re.M)}
+
+
+def test_a_file_over_600_lines_is_named_with_its_reason():
+    """No module in geomon/ grows past 600 lines unnoticed: each longer one has a row with a reason in
+    docs/architecture.md's table, and each row names a file that is still that long (a split file's row goes)."""
+    lengths = {
+        str(path.relative_to(PACKAGE)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    named = _long_files_named()
+    assert sorted(path for path, lines in lengths.items() if lines > LONG and not named.get(path)) == []
+    assert sorted(path for path in named if lengths.get(path, 0) <= LONG) == []

@@ -94,7 +94,7 @@ def test_geomon_run_asks_before_a_run_above_the_limits(tmp_path, wdi_snapshot_di
     import argparse
     import io
 
-    from geomon.cli import confirm_plan, run_plan
+    from geomon.cli.plan import confirm_plan, run_plan
 
     path = write_settings(tmp_path, wdi_snapshot_dir, confirm_above_minutes=0.001)
     settings = load_settings(path)

@@ -32,6 +32,7 @@ from geomon.monitor import announce, imports, release, views
 from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
 from geomon.stats import verdicts
 from geomon.stats.declared import TrackedMetric
+from geomon.suites import registry
 
 IMPORT_KEY = ["history", "gapminder_import"]
 EVALUATIONS_KEY = ["history", "gapminder_evaluations"]
@@ -41,13 +42,22 @@ imported_models_partitions = dg.DynamicPartitionsDefinition(name="gapminder_mode
 RESULTS_KEY = ["history", "gapminder_results"]
 
 
+def import_version() -> str:
+    """The import's code version: ``monitor/imports.py`` and the suite's reader of its published results (a
+    broken gapminder suite breaks only itself: its import says why when it runs)."""
+    try:
+        return source_version(imports, registry.suite("gapminder").published)
+    except registry.SuiteError:
+        return source_version(imports)
+
+
 def results_version(folder: Path | None) -> tuple[str, dict[str, Any]]:
     """Gapminder's published folder's data version (a digest of the files the import reads) and what its
     observation shows."""
     if folder is None or not folder.is_dir():
         return "none", {"folder": str(folder or "not configured")}
     digest = hashlib.sha256()
-    files = [path for path in imports.gapminder_files(folder) if path.is_file()]
+    files = [path for path in registry.suite("gapminder").published.files(folder) if path.is_file()]
     for path in files:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
@@ -259,7 +269,7 @@ def gapminder_import_runs(geomon: GeomonResource) -> list[imports.ImportedRun]:
     group_name="history",
     deps=[gapminder_results],
     automation_condition=EAGER,
-    code_version=source_version(imports),
+    code_version=import_version(),
 )
 def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) -> Iterator[dg.MaterializeResult]:
     """Gapminder's published history recorded in the metric history (``geomon import gapminder-results``): one
@@ -291,14 +301,12 @@ def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) 
         regression_spec(EVALUATIONS_KEY, imported_models_partitions),
         none_open_spec(EVALUATIONS_KEY, "imported Gapminder"),
     ],
-    code_version=source_version(imports),
+    code_version=import_version(),
 )
 def gapminder_evaluations(context: dg.AssetExecutionContext, geomon: GeomonResource) -> dg.MaterializeResult:
     """Each model Gapminder published (a partition): its latest imported evaluation, its headline figures and its
     verdicts against its baseline, and the ``no_regression`` check. The import reports these as it records them;
     materializing a partition reads them again from the metric history."""
-    from geomon.suites import registry
-
     model = context.partition_key
     history = MetricHistory(geomon.settings().store_url)
     evaluation = history.latest("gapminder", model, imports.GAPMINDER_SCOPE)

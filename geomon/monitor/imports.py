@@ -1,11 +1,8 @@
 """Evaluations made elsewhere, into the metric history: the same metrics, intervals, paired tests and
 alerts as geomon's own runs, each marked with its origin and dated when it was made.
 
-- Gapminder's published results (``gapminder_runs``): every model configuration it published, from its
-  per-question rates (correct, wrong and very wrong of the decisive answers, indecisive of all), the question
-  as the cluster; its per-answer files (graded correct / wrong / very wrong / fail (no judge majority:
-  indecisive) / empty (no answer: indecisive, counted)) add each prompt family's correct rate where they
-  are complete.
+- Gapminder's published results (``gapminder_runs``): every model configuration it published, as the suite's own
+  reader reads them (``suites/gapminder/published.py``).
 - A per-item outcome file of any benchmark (``item_runs``): CSV, JSONL or Parquet, one row per (model,
   item) — what a user with their own harness writes.
 - inspect_ai eval logs (``inspect_runs``), read with inspect_ai's own log reader.
@@ -86,209 +83,41 @@ def _date(value: Any, where: str) -> datetime:
     return (parsed.tz_convert(UTC) if parsed.tzinfo else parsed.tz_localize(UTC)).to_pydatetime()
 
 
-def _read_entities(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise ImportError_(f"{path}: missing; the model configurations (model id, vendor, publish date) are read there")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    needed = ["model_configuration", "model_id", "vendor", "model_publish_date", "first_experiment_date"]
-    missing = [c for c in needed if c not in frame]
-    if missing:
-        raise ImportError_(f"{path}: no column(s) {missing}")
-    return frame.set_index("model_configuration")
-
-
 def published_model_names(entities: Path) -> tuple[str, ...]:
     """The model names of Gapminder's published configurations (``mc049`` → ``o3-mini-2025-01-31``), in order."""
-    return tuple(dict.fromkeys(_model_name(m) for m in _read_entities(entities)["model_id"]))
-
-
-GAPMINDER_RATES = ("correct", "wrong", "very_wrong", "indecisive")  # published per question and configuration
-RATES_ONLY = "rates only: no per-answer file"
-
-
-def _rates_file(folder: Path, rate: str) -> Path:
-    return folder / f"ddf--datapoints--{rate}_rate--by--question--model_configuration.csv"
-
-
-def gapminder_files(folder: str | Path) -> list[Path]:
-    """What ``gapminder_runs`` reads in Gapminder's published folder: the per-question rates, and the per-answer
-    files in its ``results/`` (the files whose change re-imports)."""
-    folder = Path(folder)
-    return [_rates_file(folder, rate) for rate in GAPMINDER_RATES] + sorted(
-        (folder / "results").glob("master_output_*.csv")
-    )
-
-
-def published_rates(folder: str | Path) -> pd.DataFrame:
-    """Gapminder's published rates per (question, model configuration): ``correct_rate``, ``wrong_rate``,
-    ``very_wrong_rate`` (of the decisive answers) and ``indecisive_rate`` (of all answers), in percent. A missing
-    file, a rate that is not a number in [0, 100], a pair listed twice or in one file but not another is an
-    error naming the file, the line and the field."""
-    folder = Path(folder)
-    merged: pd.DataFrame | None = None
-    for rate in GAPMINDER_RATES:
-        path, column = _rates_file(folder, rate), f"{rate}_rate"
-        if not path.is_file():
-            raise ImportError_(
-                f"{path}: missing; Gapminder's per-question rates are read there (give the published folder, whose "
-                "results/ holds the per-answer files)"
-            )
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        missing = [c for c in ("question", "model_configuration", column) if c not in frame]
-        if missing:
-            raise ImportError_(f"{path}: no column(s) {missing}")
-        values = pd.to_numeric(frame[column], errors="coerce")
-        bad = np.flatnonzero(~values.between(0, 100).to_numpy())
-        if bad.size:
-            row = int(bad[0])
-            raise ImportError_(
-                f"{path}, line {row + 2}: field {column}: {frame[column].iloc[row]!r} is not a rate in [0, 100]"
-            )
-        keys = frame[["question", "model_configuration"]].assign(**{column: values.to_numpy()})
-        twice = np.flatnonzero(keys.duplicated(["question", "model_configuration"]).to_numpy())
-        if twice.size:
-            row = int(twice[0])
-            raise ImportError_(
-                f"{path}, line {row + 2}: question {keys['question'].iloc[row]} of "
-                f"{keys['model_configuration'].iloc[row]} is listed twice"
-            )
-        if merged is None:
-            merged = keys
-            continue
-        merged = merged.merge(keys, on=["question", "model_configuration"], how="outer", indicator=True)
-        lone = merged[merged["_merge"] != "both"]
-        if len(lone):
-            first = lone.iloc[0]
-            where = path.name if first["_merge"] == "left_only" else _rates_file(folder, GAPMINDER_RATES[0]).name
-            raise ImportError_(
-                f"{folder}: question {first['question']} of {first['model_configuration']} has no rate in {where}"
-            )
-        merged = merged.drop(columns="_merge")
-    assert merged is not None
-    return merged.sort_values(["model_configuration", "question"], ignore_index=True)
-
-
-def rate_items(rates: pd.DataFrame, topics: Mapping[str, str]) -> pd.DataFrame:
-    """One configuration's published rates as the suite's per-question items (``gapminder.items``' columns):
-    each question's answers as shares of one (``n`` = 1), so each question's rate is exactly the published one
-    whatever its number of answers, and a question whose answers were all indecisive has no correct rate."""
     from geomon.suites import registry
 
-    indecisive = rates["indecisive_rate"].to_numpy(float) / 100
-    decisive = 1 - indecisive
-    # Rounded to the 10 decimals the history keeps of an item (its JSON), so a stored evaluation pairs with the
-    # same one read afresh as exactly equal.
-    return pd.DataFrame(
-        {
-            "item": rates["question"].astype(str).to_numpy(),
-            "correct": np.round(rates["correct_rate"].to_numpy(float) / 100 * decisive, 10),
-            "very_wrong": np.round(rates["very_wrong_rate"].to_numpy(float) / 100 * decisive, 10),
-            "decisive": np.round(decisive, 10),
-            "indecisive": np.round(indecisive, 10),
-            "n": 1.0,
-            "topic": [str(topics.get(q, "unknown")) for q in rates["question"]],
-            "question": rates["question"].astype(str).to_numpy(),
-            # no prompt family from rates alone: complete per-answer files add them (``gapminder_runs``)
-            **dict.fromkeys(registry.module("gapminder").FAMILY_COLUMNS, np.nan),
-        }
-    )
-
-
-def _answer_rates(items: pd.DataFrame) -> pd.DataFrame:
-    """Per question, the three rates (percent) of ``gapminder.items``' counts or ``rate_items``' shares."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return pd.DataFrame(
-            {
-                "correct": items["correct"] / items["decisive"] * 100,
-                "very_wrong": items["very_wrong"] / items["decisive"] * 100,
-                "indecisive": items["indecisive"] / items["n"] * 100,
-            }
-        ).set_axis(items["item"].astype(str))
-
-
-def _answers_complete(answers: pd.DataFrame, published: pd.DataFrame) -> str:
-    """ "" when the answers give every published question its published rates; else why not."""
-    mine, theirs = _answer_rates(answers), _answer_rates(published)
-    missing = theirs.index.difference(mine.index)
-    if len(missing):
-        return f"its per-answer files hold {len(theirs) - len(missing)} of its {len(theirs)} questions"
-    differ = (mine.reindex(theirs.index) - theirs).abs().gt(1e-6).any(axis=1)
-    if differ.any():
-        return f"its per-answer files give {int(differ.sum())} question(s) other rates than the published ones"
-    return ""
+    configurations = registry.suite("gapminder").published.read_entities(entities)
+    return tuple(dict.fromkeys(_model_name(m) for m in configurations["model_id"]))
 
 
 def gapminder_runs(folder: str | Path, entities: str | Path, question_bank: Any = None) -> list[ImportedRun]:
-    """Every model configuration Gapminder published, as one evaluation of the gapminder suite each, from the
-    published per-question rates (``published_rates``: the question is the cluster of every interval and paired
-    test), dated by the configuration's first experiment and compared with its vendor's previous release by
-    publish date (``vendor_predecessors`` over every published configuration, so a partial import chooses the
-    same). The per-answer files in ``folder/results`` (read as the suite reads them:
-    ``sources.gapminder.read_results``) add each prompt family's correct rate where they are complete: where
-    they give every published question its published rates; else the run says why not (``note``).
-    ``question_bank`` (the suite's ``GapminderData``) gives each question's topic and each variation's family."""
-    from geomon.sources.gapminder import read_results
+    """Every model configuration Gapminder published, as one evaluation of the gapminder suite each: read by the
+    suite's own reader of its published results (``Suite.published``: ``suites/gapminder/published.py``), its
+    figures declared by the suite's tracked metrics over its items, dated by the configuration's first experiment
+    and compared with its vendor's previous release by publish date (``vendor_predecessors`` over every published
+    configuration, so a partial import chooses the same)."""
     from geomon.suites import registry
 
-    gapminder = registry.module("gapminder")  # through the registry, as every suite is reached
-    tracked = registry.suite("gapminder").tracked
-
-    folder, entities = Path(folder), Path(entities)
-    rates = published_rates(folder)
-    configs = _read_entities(entities)
-    unknown = sorted(set(rates["model_configuration"]) - set(configs.index))
-    if unknown:
-        raise ImportError_(f"{folder}: model configuration(s) {unknown} are not in {entities}")
-    answer_files = gapminder_files(folder)[len(GAPMINDER_RATES) :]
-    answers = read_results(folder / "results") if answer_files else pd.DataFrame(columns=["model"])
-    unpublished = sorted(set(answers["model"]) - set(rates["model_configuration"]))
-    if unpublished:
-        raise ImportError_(
-            f"{folder / 'results'}: answers of model configuration(s) {unpublished} whose per-question rates are not "
-            f"published in {folder}; the rates are what is imported"
-        )
-    families = topics = {}
-    if question_bank is not None:
-        families = dict(zip(question_bank.variations["variation_id"], question_bank.variations["family"], strict=True))
-        topics = dict(zip(question_bank.questions["question_id"], question_bank.questions["topic"], strict=True))
-    by_config = dict(iter(answers.groupby("model"))) if len(answers) else {}
+    gapminder = registry.suite("gapminder")  # through the registry, as every suite is reached
     runs = []
-    for config_id, published in rates.groupby("model_configuration"):
-        entity = configs.loc[config_id]
-        model = _model_name(entity["model_id"])
-        items = rate_items(published, topics)
-        note, answered, excluded = RATES_ONLY, 0, 0
-        graded = by_config.get(config_id)
-        if graded is not None:
-            graded = graded.assign(
-                model=model,
-                family=[families.get(v, "unknown") for v in graded["prompt_variation_id"]],
-                topic=[topics.get(q, "unknown") for q in graded["question_id"]],
-            )
-            answer_items = gapminder.items(graded)
-            families_of = answer_items["family"].notna()
-            note = _answers_complete(answer_items[~families_of], items)
-            if not note:
-                answered, excluded = len(graded), int(graded["empty"].sum())
-                # Each prompt family's per-question counts: its correct rate tracked and compared family by family.
-                items = pd.concat([items, answer_items[families_of]], ignore_index=True)
-            else:
-                note += ": rates only"
+    for config in gapminder.published.configurations(folder, entities, question_bank):
+        where = f"{entities}: {config.config_id}"
         runs.append(
             ImportedRun(
                 suite="gapminder",
-                model=model,
-                evaluated_at=_date(entity["first_experiment_date"], f"{entities}: {config_id}"),
-                metrics=release.declared_figures("gapminder", tracked, items),
-                items=items,
+                model=_model_name(config.model_id),
+                evaluated_at=_date(config.first_experiment_date, where),
+                metrics=release.declared_figures("gapminder", gapminder.tracked, config.items),
+                items=config.items,
                 scope=GAPMINDER_SCOPE,
-                origin=f"import:gapminder-results:{config_id}",
-                vendor=str(entity["vendor"]),
-                tracked=tracked,
-                released=_date(entity["model_publish_date"], f"{entities}: {config_id}").date(),
-                answers=answered,
-                excluded=excluded,
-                note=note,
+                origin=f"import:gapminder-results:{config.config_id}",
+                vendor=config.vendor,
+                tracked=gapminder.tracked,
+                released=_date(config.model_publish_date, where).date(),
+                answers=config.answers,
+                excluded=config.excluded,
+                note=config.note,
             )
         )
     lineage = vendor_predecessors(runs)

@@ -4,6 +4,8 @@ answers: the types a suite module and a YAML suite build, below the registry tha
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +87,17 @@ class Suite:
     @property
     def name(self) -> str:
         return self.info.name
+
+    @property
+    def published(self) -> ModuleType:
+        """The suite folder's reader of the results its benchmark's authors published (``<suite>/published.py``:
+        Gapminder's, which ``geomon import gapminder-results`` records); an error naming the suite where it has
+        none."""
+        module = self.source if isinstance(self.source, ModuleType) else None
+        name = f"{module.__name__}.published" if module is not None and hasattr(module, "__path__") else ""
+        if not name or importlib.util.find_spec(name) is None:
+            raise SuiteError(f"suite {self.name}: no published results to import (no published.py in its folder)")
+        return importlib.import_module(name)
 
 
 def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:

@@ -14,7 +14,6 @@ from geomon.definitions import defs
 from geomon.defs.factory import declared_names, suite_runs
 from geomon.defs.resources import GeomonResource, models_partitions
 from geomon.defs.runs import failed_checks, register_models
-from geomon.defs.sensors import model_registry_sensor
 from geomon.suites import registry
 from geomon_tests import snapshot
 from geomon_tests.conftest import (
@@ -165,39 +164,6 @@ def test_dagster_postgres_instance(postgres_url, tmp_path, wdi_snapshot_dir, sna
         assert event.asset_materialization.metadata["questions"].value == _questions(snapshot, 2)
         register_models(instance, ["a-model"])
         assert instance.get_dynamic_partitions(models_partitions.name) == ["a-model"]
-
-
-def test_registry_sensor_adds_only_new_models(tmp_path, wdi_snapshot_dir):
-    extra = {"name": "new-api-model", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "x"}
-    settings = write_settings(tmp_path, wdi_snapshot_dir, models=[extra])
-    with dg.instance_for_test() as instance:
-        register_models(instance, ["smollm2-135m-instruct", "gemma3-270m", "retired-model"])
-        context = dg.build_sensor_context(
-            instance=instance, resources={"geomon": GeomonResource(config_path=str(settings))}
-        )
-        result = model_registry_sensor(context)
-        # The sensor registers the partition; automation then requests that model's runs only
-        # (geomon_tests/defs/test_monitoring.py follows it through).
-        assert result.dynamic_partitions_requests[0].partition_keys == ["new-api-model"]
-        # An API-served model can drift: it is a partition of the drift probe too; bundled models never are.
-        assert result.dynamic_partitions_requests[1].partitions_def_name == "api_models"
-        assert result.dynamic_partitions_requests[1].partition_keys == ["new-api-model"]
-        assert result.run_requests == []
-        # A model gone from the registry keeps its partition (and results).
-        assert "retired-model" in instance.get_dynamic_partitions(models_partitions.name)
-
-
-def test_revision_sensor_registers_the_configured_table_versions(tmp_path, wdi_snapshot_dir):
-    sensor = defs.resolve_sensor_def("borderlines_revisions_sensor")
-    resources = {"geomon": GeomonResource(config_path=str(write_settings(tmp_path, wdi_snapshot_dir)))}
-    with dg.instance_for_test() as instance:
-        first = sensor(dg.build_sensor_context(instance=instance, resources=resources))
-        assert first.dynamic_partitions_requests[0].partitions_def_name == "dispute_revisions"
-        assert first.dynamic_partitions_requests[0].partition_keys == [OLD, NEW]
-        instance.add_dynamic_partitions("dispute_revisions", [OLD, NEW])
-        again = sensor(dg.build_sensor_context(instance=instance, resources=resources, cursor=first.cursor))
-        assert again.dynamic_partitions_requests == []
-        assert again.skip_reason.skip_message == "no new revisions of borderlines (2 known)"
 
 
 def test_a_stage_runs_in_isolation_on_plain_python(snapshot):

@@ -94,7 +94,8 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
     """``geomon import`` (what ``make run`` starts with) on a real Dagster instance: o3-mini's evaluation is its
     partition's latest materialization, and its ``no_regression`` check failed against o1 with a readable table,
     without anything materialized in Dagster; importing again reports nothing."""
-    from geomon.cli import imported_regressions, main
+    from geomon.cli import main
+    from geomon.cli.run import imported_regressions
     from geomon.config import load_settings
 
     # o1 and o3-mini; Qwen Max (the first of its line, nothing to compare) sorts after them and passes

@@ -53,17 +53,6 @@ def test_every_suites_leaderboard_plots_its_headlines_never_counts():
         assert metrics == list(dict.fromkeys(h.metric for h in info.headlines))
 
 
-def test_a_partitions_numbers_are_keyed_by_it_and_rounded():
-    """Plots never joins two models: a per-model asset's numbers carry the model in their key; text stays."""
-    from geomon.defs.resources import keyed_by_partition
-
-    keyed = keyed_by_partition(
-        {"mean_error": 0.123456789, "calls": dg.MetadataValue.int(3), "method": "parsed", "ok": True}, "m1"
-    )
-    assert keyed["mean_error · m1"] == 0.1235 and keyed["calls · m1"].value == 3
-    assert keyed["method"] == "parsed" and keyed["ok"] is True
-
-
 def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_path):
     """A toy suite compared on 40 items: its planned MDE (~36 points) is above its 5-point minimum
     effect, so "no detectable change" is not "no regression" — the stored verdict's note, the check's table, the
@@ -72,7 +61,7 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
     below)."""
     from types import SimpleNamespace
 
-    from geomon.cli import terminal_table
+    from geomon.cli.tables import terminal_table
     from geomon.defs.leaderboard import SAMPLE_NOTE, with_verdicts
     from geomon.defs.monitoring import comparisons_table
     from geomon.monitor import release

@@ -104,26 +104,3 @@ def test_automation_says_which_blocking_check_holds_it_back(tmp_path, wdi_snapsh
             assert f"{check} not run on the latest materialization" in message
         assert _materialize(instance, settings).success  # the assets again, with their checks
         assert tick() == "no blocking check holds automation back"
-
-
-def test_blocking_checks_of_partitioned_assets_are_read_partition_by_partition():
-    """A model-partitioned asset whose blocking check failed for one model: the sensor's reasons name that
-    asset, check and partition (BorderLines' revision checks are such checks), and nothing for the model
-    whose check passed."""
-    from geomon.defs.sensors import blocked_by_checks
-
-    models = dg.StaticPartitionsDefinition(["good-model", "bad-model"])
-
-    @dg.asset(partitions_def=models, check_specs=[dg.AssetCheckSpec("answered", asset="scores", blocking=True)])
-    def scores(context):
-        yield dg.Output(1)
-        yield dg.AssetCheckResult(check_name="answered", passed=context.partition_key == "good-model")
-
-    toy = dg.Definitions(assets=[scores])
-    with dg.instance_for_test() as instance:
-        for key in ("good-model", "bad-model"):
-            dg.materialize([scores], instance=instance, partition_key=key, raise_on_error=False)
-        reasons = blocked_by_checks(instance, toy.resolve_asset_graph())
-    assert list(reasons) == ["scores:answered [bad-model]"] and reasons["scores:answered [bad-model]"].startswith(
-        "failed in run"
-    )

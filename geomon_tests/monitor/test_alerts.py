@@ -109,32 +109,3 @@ def test_missing_secret_and_unreachable_channel_are_reported(monkeypatch):
     monkeypatch.setenv("DEAD_HOOK", "http://127.0.0.1:9/hook")
     failures = alerts.send(ALERT, alerts.AlertSettings(webhook_url_env="DEAD_HOOK"))
     assert failures == ["webhook: ConnectionError"]
-
-
-def test_what_was_told_reads_as_a_sentence_and_a_table():
-    """The import's ``alerts`` entry: who was told what, by model and date, never a record keyed by evaluation
-    id."""
-    from datetime import UTC, datetime
-
-    from geomon.monitor.announce import told_summary
-    from geomon.monitor.history import Evaluation
-    from geomon.monitor.release import Tracked
-
-    def evaluation(uid: str, model: str, day: int) -> Evaluation:
-        return Evaluation(uid, "gapminder", model, "", datetime(2025, 3, day, tzinfo=UTC))
-
-    o3_mini, o1 = evaluation("9f1c-uuid", "o3-mini", 6), evaluation("77ab-uuid", "o1", 1)
-    decided = [
-        Tracked(o3_mini, told={"9f1c-uuid": ["webhook: sent", "none: not sent: no channel configured"]}),
-        Tracked(o1, told={"77ab-uuid": []}),
-    ]
-    text = told_summary(decided)
-    sentence, table = text.split("\n\n")
-    assert sentence.startswith("2 alert outcome(s) for 1 model(s): 1 sent, 1 reached no channel")
-    assert "uuid" not in text
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
-    assert rows == [
-        ["o3-mini", "2025-03-06", "gapminder", "webhook: sent"],
-        ["o3-mini", "2025-03-06", "gapminder", "none: not sent: no channel configured"],
-    ]
-    assert told_summary([Tracked(o1)]) == "No alert was due."

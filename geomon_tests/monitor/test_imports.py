@@ -14,6 +14,7 @@ import pytest
 from geomon.monitor import imports
 from geomon.monitor.history import MetricHistory
 from geomon.sources import gapminder as source
+from geomon.suites.gapminder import published
 from geomon_tests.conftest import GAPMINDER_ENTITIES as ENTITIES
 from geomon_tests.conftest import GAPMINDER_PUBLISHED, SHARED, published_gapminder
 
@@ -64,7 +65,7 @@ def test_rates_are_the_evaluation_and_complete_answer_files_add_the_families(run
     assert qwen2.note == "its per-answer files hold 60 of its 371 questions: rates only" and qwen2.answers == 0
     assert not any(m.breakdown.startswith("family=") for m in qwen2.metrics) and len(qwen2.items) == 371
     assert (
-        by_model["qwen-max-1201"].note == imports.RATES_ONLY
+        by_model["qwen-max-1201"].note == published.RATES_ONLY
         and by_model["qwen-max-0403"].predecessor == "qwen-max-1201"
     )
 
@@ -150,26 +151,6 @@ def test_history_shows_every_evaluation_with_its_verdict(imported):
     assert r1["predecessor"] == "deepseek-v3" and r1["verdict"] == "improvement" and r1["evaluated_at"] == "2025-04-10"
     first = table[table["model"] == "qwen-max-1201"]
     assert (first["verdict"] == "").all() and first["change"].isna().all()  # nothing before it
-
-
-def test_published_rates_errors_name_the_file_line_and_field(tmp_path, bank):
-    folder = published_gapminder(tmp_path / "published", ["mc047", "mc057"], ("master_output_20250208.csv",))
-    wrong = folder / "ddf--datapoints--wrong_rate--by--question--model_configuration.csv"
-    lines = wrong.read_text().splitlines()
-    wrong.write_text("\n".join([*lines[:2], lines[2].rsplit(",", 1)[0] + ",120", *lines[3:]]) + "\n")
-    with pytest.raises(imports.ImportError_, match=r"wrong_rate.*, line 3: field wrong_rate: '120' is not a rate"):
-        imports.gapminder_runs(folder, ENTITIES, bank)
-    wrong.write_text("\n".join(lines[:-1]) + "\n")  # the last pair's wrong rate is gone
-    with pytest.raises(
-        imports.ImportError_, match=r"question \d+ of mc0\d\d has no rate in ddf--datapoints--wrong_rate"
-    ):
-        imports.gapminder_runs(folder, ENTITIES, bank)
-    wrong.unlink()
-    with pytest.raises(imports.ImportError_, match=r"wrong_rate--by--question--model_configuration.csv: missing"):
-        imports.gapminder_runs(folder, ENTITIES, bank)
-    other = published_gapminder(tmp_path / "other", ["mc057"], ("master_output_20250208.csv",))
-    with pytest.raises(imports.ImportError_, match=r"answers of model configuration\(s\) \['mc047'\] whose"):
-        imports.gapminder_runs(other, ENTITIES, bank)
 
 
 def _items_csv(path, rows):

@@ -11,6 +11,7 @@ from geomon.monitor import imports, release, views
 from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.sources import gapminder as source
 from geomon.stats import verdicts
+from geomon.suites.gapminder import published
 from geomon_tests.conftest import GAPMINDER_ENTITIES, GAPMINDER_PUBLISHED, SHARED
 
 
@@ -58,7 +59,7 @@ def test_every_published_configuration_in_its_release_line(runs):
         "gpt-4.1-2025-04-14",
         "o3-2025-04-16",
     ]
-    assert sum(not r.note for r in runs) == 19 and sum(r.note == imports.RATES_ONLY for r in runs) == 17
+    assert sum(not r.note for r in runs) == 19 and sum(r.note == published.RATES_ONLY for r in runs) == 17
 
 
 def test_the_real_history_holds_the_verdicts_people_read(forward):
@@ -122,7 +123,7 @@ def test_the_cli_history_ack_and_gate(runs, tmp_path, monkeypatch, capsys):
     assert row["verdict"] == "regression" and row["mde"] > 0
     assert main(["alerts", "ack", row["evaluation_id"], "--by", "on-call"]) == 0
     assert "acknowledged by on-call" in capsys.readouterr().out
-    from geomon.cli import gate
+    from geomon.cli.common import gate
 
     assert gate("check", 1, 0) == 3 and gate("regression", 1, 0) == 0 and gate("regression", 0, 1) == 3
     assert gate("never", 5, 5) == 0

@@ -3,9 +3,6 @@ exact match (verdicts of ``exact_match.py`` on answers written for each language
 
 from __future__ import annotations
 
-import json
-import shutil
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -71,26 +68,6 @@ def test_an_unknown_template_or_country_names_itself(release):
         blend.build_prompts(algeria, ("pers-1",), sample=1)
     with pytest.raises(source.BlendError, match="Atlantis"):
         source.read_release(BLEND, ("Atlantis",))
-
-
-def test_broken_files_are_errors_naming_the_file(tmp_path):
-    for part in ("annotations", "questions", "prompts"):
-        (tmp_path / part).mkdir()
-        shutil.copy(BLEND / part / f"UK_{'data.json' if part == 'annotations' else part + '.csv'}", tmp_path / part)
-    data = json.loads((tmp_path / "annotations" / "UK_data.json").read_text())
-    qid = next(iter(data))
-    data[qid]["annotations"][0]["count"] = "three"
-    (tmp_path / "annotations" / "UK_data.json").write_text(json.dumps(data))
-    with pytest.raises(source.BlendError, match=rf"UK_data.json: question {qid}: annotation 0 has count 'three'"):
-        source.read_release(tmp_path, ("UK",))
-    data[qid]["annotations"][0]["count"] = 1  # now fewer votes than the next answer
-    (tmp_path / "annotations" / "UK_data.json").write_text(json.dumps(data))
-    with pytest.raises(source.BlendError, match="not ordered by votes"):
-        source.read_release(tmp_path, ("UK",))
-    (tmp_path / "prompts" / "UK_prompts.csv").unlink()
-    shutil.copy(BLEND / "annotations" / "UK_data.json", tmp_path / "annotations")
-    with pytest.raises(source.BlendError, match=r"UK_prompts\.csv: missing"):
-        source.read_release(tmp_path, ("UK",))
 
 
 def test_reply_cleaning_as_delete_prompt_from_answer():

@@ -1,4 +1,5 @@
-"""The BorderLines release fetched over HTTP (a loopback server serving the release's files)."""
+"""BorderLines' source (``sources/borderlines.py``): the release fetched over HTTP (a loopback server serving the
+release's files) and read like the snapshot, its broken files named, the paper's published scores as rows."""
 
 from __future__ import annotations
 

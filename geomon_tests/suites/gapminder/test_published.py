@@ -1,0 +1,60 @@
+"""Gapminder's published results, read by the suite's own reader (``suites/gapminder/published.py``), which its
+``Suite`` exposes: a broken rates file is an error naming the file, the line and the field; answers of a
+configuration whose rates are not published are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from geomon.sources import gapminder as source
+from geomon.suites import registry
+from geomon.suites.gapminder import published
+from geomon_tests.conftest import GAPMINDER_ENTITIES as ENTITIES
+from geomon_tests.conftest import SHARED, published_gapminder
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return source.read_snapshot(SHARED / "snapshots" / "gapminder")
+
+
+def test_the_suite_exposes_its_reader_and_a_suite_without_one_says_so():
+    assert registry.suite("gapminder").published is published
+    with pytest.raises(registry.SuiteError, match="suite worldbench: no published results to import"):
+        _ = registry.suite("worldbench").published
+
+
+def test_each_configuration_is_its_published_rates_and_its_complete_answers(tmp_path, bank):
+    """Qwen 2.5 Max's per-answer file is complete: its rates and each prompt family's counts; Qwen 2 Max's holds 60
+    of its questions: its rates alone, saying why; a configuration without a file: its rates alone."""
+    folder = published_gapminder(tmp_path, ["mc026", "mc039", "mc046"], ("master_output_20250205.csv",))
+    configs = {c.config_id: c for c in published.configurations(folder, ENTITIES, bank)}
+    assert list(configs) == ["mc026", "mc039", "mc046"]
+    rates = published.rates(folder)
+    for config in configs.values():
+        questions = config.items[config.items["family"].isna()]
+        mine = rates[rates["model_configuration"] == config.config_id]
+        assert sorted(questions["item"]) == sorted(mine["question"].astype(str))
+    complete = [c for c in configs.values() if not c.note]
+    assert complete and all(c.answers > 0 and c.items["family"].notna().any() for c in complete)
+    assert configs["mc026"].note == published.RATES_ONLY and configs["mc026"].answers == 0
+
+
+def test_published_rates_errors_name_the_file_line_and_field(tmp_path, bank):
+    folder = published_gapminder(tmp_path / "published", ["mc047", "mc057"], ("master_output_20250208.csv",))
+    wrong = folder / "ddf--datapoints--wrong_rate--by--question--model_configuration.csv"
+    lines = wrong.read_text().splitlines()
+    wrong.write_text("\n".join([*lines[:2], lines[2].rsplit(",", 1)[0] + ",120", *lines[3:]]) + "\n")
+    with pytest.raises(published.PublishedError, match=r"wrong_rate.*, line 3: field wrong_rate: '120' is not a rate"):
+        published.configurations(folder, ENTITIES, bank)
+    wrong.write_text("\n".join(lines[:-1]) + "\n")  # the last pair's wrong rate is gone
+    with pytest.raises(
+        published.PublishedError, match=r"question \d+ of mc0\d\d has no rate in ddf--datapoints--wrong_rate"
+    ):
+        published.configurations(folder, ENTITIES, bank)
+    wrong.unlink()
+    with pytest.raises(published.PublishedError, match=r"wrong_rate--by--question--model_configuration.csv: missing"):
+        published.configurations(folder, ENTITIES, bank)
+    other = published_gapminder(tmp_path / "other", ["mc057"], ("master_output_20250208.csv",))
+    with pytest.raises(published.PublishedError, match=r"answers of model configuration\(s\) \['mc047'\] whose"):
+        published.configurations(other, ENTITIES, bank)
