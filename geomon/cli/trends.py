@@ -16,7 +16,9 @@ def write_trends(settings: Any, breakdowns: Sequence[str] = ()) -> tuple[Path, A
     charted too); returns the page and the table."""
     from geomon.monitor import results
 
-    page, _, table = results.write_trends(settings.results_dir, settings.store_url, breakdowns)
+    page, _, table = results.write_trends(
+        settings.results_dir, settings.store_url, breakdowns, settings.serving_changes()
+    )
     return page, table
 
 

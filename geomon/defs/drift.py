@@ -121,7 +121,9 @@ def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
     """Every headline metric of every model over time, and knowledge recency (best-matching data year),
     from the metric history; written to <results_dir>/trends/report.html."""
     settings = geomon.settings()
-    page, series, table = results.write_trends(settings.results_dir, settings.store_url)
+    page, series, table = results.write_trends(
+        settings.results_dir, settings.store_url, changes=settings.serving_changes()
+    )
     index = settings.results_dir / "index.html"
     latest = table.groupby(["suite", "metric", "model", "scope"]).tail(1)
     return dg.MaterializeResult(

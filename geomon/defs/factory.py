@@ -416,6 +416,7 @@ def _leaderboard_asset(info: registry.SuiteInfo, pipeline: Pipeline, code_versio
             pipeline.labels,
             series,
             store_url=settings.store_url,
+            changes=settings.serving_changes(),
         )
         if pipeline.board_metadata is not None:
             metadata.update({k: metadata_value(v) for k, v in pipeline.board_metadata(board, **extra).items()})

@@ -1,6 +1,6 @@
 """The leaderboard every suite ends on: each model's summary side by side, its report, its metadata."""
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,14 +138,16 @@ def leaderboard_metadata(
     series_rows: pd.DataFrame | None = None,
     *,
     store_url: str,
+    changes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """What every suite's leaderboard shows: the board as Markdown and as a sortable table, the report's path
     and link, the results index, and one series per row of ``series_rows`` (default: the board; ``labels``
     name a row: model, or model and table version) of each of the suite's headline metrics, so the Plots tab
-    draws each model's own line. The results index (read from the history at ``store_url``) is rewritten."""
+    draws each model's own line. The results index (read from the history at ``store_url``; with the serving-change
+    releases of ``changes``) is rewritten."""
     from geomon.monitor import results
 
-    index = results.write_index(report.parent.parent, store_url)
+    index = results.write_index(report.parent.parent, store_url, changes)
     shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE, SAMPLE_NOTE, VERDICTS) if c in board]
     rounded = board[shown].round(4)
     own = board[board[ORIGIN] == "geomon"] if ORIGIN in board else board

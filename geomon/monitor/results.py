@@ -4,20 +4,30 @@ regression across the suites."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from geomon.monitor import views
 from geomon.monitor.history import MetricHistory
 from geomon.monitor.views import open_regressions, open_regressions_frame
 from geomon.report import index, trends
 from geomon.suites import registry
 
 
-def write_index(results_dir: Path, store_url: str) -> Path:
-    """``<results_dir>/index.html``: every open regression in the history first, then each suite's report."""
-    return index.write_index(results_dir, registry.titles(), open_regressions_frame(MetricHistory(store_url)))
+def write_index(results_dir: Path, store_url: str, changes: Mapping[str, str] | None = None) -> Path:
+    """``<results_dir>/index.html``: every open regression in the history first, then what each serving-change
+    release decided against its predecessor (``changes``: by variant, its change, ``Settings.serving_changes``;
+    those evaluated), then each suite's report."""
+    history = MetricHistory(store_url)
+    evaluated = set(history.evaluations()["model"]) if changes else set()
+    releases = [
+        views.release_decided(history, model, change, {})
+        for model, change in (changes or {}).items()
+        if model in evaluated
+    ]
+    return index.write_index(results_dir, registry.titles(), open_regressions_frame(history), releases)
 
 
 def regressed_groups(history: MetricHistory) -> list[tuple[str, str, str]]:
@@ -35,11 +45,12 @@ def regressed_groups(history: MetricHistory) -> list[tuple[str, str, str]]:
 
 
 def write_trends(
-    results_dir: Path, store_url: str, breakdowns: Sequence[str] = ()
+    results_dir: Path, store_url: str, breakdowns: Sequence[str] = (), changes: Mapping[str, str] | None = None
 ) -> tuple[Path, pd.DataFrame, pd.DataFrame]:
     """The trends report and the index from the whole history; returns the page, the series read and their
     trend table. Besides the headlines, the report draws the groups with an open regression of their own
-    (``regressed_groups``) and each of ``breakdowns`` (``family=ideology``) of every headline metric."""
+    (``regressed_groups``) and each of ``breakdowns`` (``family=ideology``) of every headline metric; the index
+    shows the releases of ``changes`` (``write_index``)."""
     history = MetricHistory(store_url)
     catalog = registry.headline_catalog()
     asked = [(suite, metric, group) for suite, metric, _, _, _ in catalog for group in breakdowns]
@@ -48,5 +59,5 @@ def write_trends(
     page = trends.write_report(
         results_dir / "trends", series, history.comparisons(), catalog=catalog, breakdowns=groups
     )
-    write_index(results_dir, store_url)
+    write_index(results_dir, store_url, changes)
     return page, series, trends.trend_table(series, catalog, groups)

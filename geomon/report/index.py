@@ -27,9 +27,16 @@ def _models(board: Path) -> str:
     return ", ".join(f"{models[kind]} {word}" for kind, word in named.items() if kind in models)
 
 
-def write_index(results_dir: Path, suites: Sequence[tuple[str, str]], open_regressions: pd.DataFrame) -> Path:
+def write_index(
+    results_dir: Path,
+    suites: Sequence[tuple[str, str]],
+    open_regressions: pd.DataFrame,
+    releases: Sequence[Sequence[str]] = (),
+) -> Path:
     """The index of what ``results_dir`` holds now: every open regression across the suites first
-    (``open_regressions``: ``monitor.views.open_regressions_frame``, handed in by the caller), then each suite
+    (``open_regressions``: ``monitor.views.open_regressions_frame``, handed in by the caller), then each
+    serving-change release's decision against its predecessor (``releases``: its lines, as ``geomon run``
+    closes with them: ``monitor.views.release_decided``), then each suite
     (``suites``: (name, title) in the registry's order) with its open regressions counted, then the trends;
     rewritten whenever a report is. Links are relative, so the folder can be moved or served as is."""
     counted = open_regressions["suite"].value_counts() if len(open_regressions) else pd.Series(dtype=int)
@@ -64,7 +71,16 @@ def write_index(results_dir: Path, suites: Sequence[tuple[str, str]], open_regre
     sections = [
         "<h1>geomon — results</h1>",
         *regressions.section(open_regressions, "across every suite", show_suite=True),
+        *_releases(releases),
         "<h2>Reports</h2>",
         table,
     ]
     return charts.write_html(results_dir / "index.html", "geomon — results", sections)
+
+
+def _releases(releases: Sequence[Sequence[str]]) -> list[str]:
+    """A section per serving-change release: what it decided, suite by suite, in the closing screen's words."""
+    if not releases:
+        return []
+    blocks = "".join(f"<pre class='release'>{html.escape(chr(10).join(lines))}</pre>" for lines in releases)
+    return ["<h2 id='releases'>Serving-change releases</h2>", blocks]

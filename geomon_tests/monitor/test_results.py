@@ -1,0 +1,30 @@
+"""The results folder's pages made from the whole history: the index shows what each serving-change release
+decided, in the closing screen's words."""
+
+from __future__ import annotations
+
+from geomon.monitor import release, results
+from geomon.monitor.history import EvaluationRun, MetricHistory
+from geomon.stats import verdicts
+from geomon_tests.stats import test_compare as toy
+
+
+def test_the_index_shows_each_serving_change_release_as_the_run_closes_with_it(tmp_path):
+    """A variant decided against its base: the index has a section naming the release, its change and its
+    decisions per suite (``views.release_decided``); with no serving change known there is no such section.
+    Mutation caught: the releases not handed to the page (``write_index`` dropping ``changes``)."""
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    history = MetricHistory(url)
+    settings = verdicts.VerdictSettings(resamples=199)
+    plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
+    for model, items in (("base", toy._items(0)), ("base-q3", toy._items(20))):
+        run = EvaluationRun("toy", model, predecessor="base" if model == "base-q3" else "")
+        figures = release.declared_figures("toy", (toy.ACC,), items)
+        release.track(history, run, figures, items, (toy.ACC,), settings, plan=plan)
+    change = "weights re-quantized Q4_K_M → Q3_K_S"
+    page = results.write_index(tmp_path / "results", url, {"base-q3": change, "never-run": "a system prompt"})
+    text = page.read_text()
+    assert "Serving-change releases" in text
+    assert f"Release base-q3 vs base (predecessor) — {change}:" in text and "comparisons decidable" in text
+    assert "never-run" not in text  # a variant not evaluated yet has nothing to show
+    assert "Serving-change releases" not in results.write_index(tmp_path / "results", url).read_text()
