@@ -308,7 +308,9 @@ def write_html(path, title: str, sections: list[str]):
         "img,svg{max-width:100%;height:auto}"
         # A wide table scrolls inside its own box: the page stays readable at a laptop's width.
         "table{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}"
-        "td,th{border:1px solid #ccc;padding:2px 6px}</style>" + "\n".join(sections)
+        "td,th{border:1px solid #ccc;padding:2px 6px}"
+        # A column's name breaks where it must (mean_error_ci_low has no space): a header never widens the table.
+        "th{overflow-wrap:anywhere}</style>" + "\n".join(sections)
     )
     os.replace(partial, path)
     return path
