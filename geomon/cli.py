@@ -146,7 +146,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"\n{suite.title}:\n{terminal_table(board, suite)}")
             print(detectable(plans, suite.name))
             print(f"Results: {report.parent} (leaderboard.csv and per-model CSVs)\nReport:  {report}")
-        page, _ = write_trends(settings)
+        from geomon.defs.drift import record_trends
+
+        page = record_trends(instance, settings)  # monitor/trends materialized, as the catalog shows it
         print(f"\nTrends (every evaluation in the history, over real dates): {page}")
         print(imported_regressions(settings))
         print(serving_releases(settings, specs), end="")
