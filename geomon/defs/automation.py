@@ -36,9 +36,19 @@ EAGER = (
     & dg.AutomationCondition.all_deps_blocking_checks_passed()
 )
 # What redraws a report over every suite (``monitor/trends``): any input materialized again (an import's evaluations
-# carry no data version; redrawing costs little), whichever inputs were never materialized (a suite never run must
-# not hold the others' trends back) and whatever their checks say (a failed no_regression is what the trends show).
-ANY_INPUT_UPDATED = dg.AutomationCondition.eager().without(~dg.AutomationCondition.any_deps_missing())
+# carry no data version; redrawing costs little), on the tick after it was (as DEPS_CHANGED), whichever inputs were
+# never materialized (a suite never run must not hold the others' trends back) and whatever their checks say (a
+# failed no_regression is what the trends show).
+ANY_INPUT_UPDATED = (
+    dg.AutomationCondition.eager()
+    .without(~dg.AutomationCondition.any_deps_missing())
+    .replace(
+        "any_deps_updated",
+        dg.AutomationCondition.any_deps_match(
+            dg.AutomationCondition.newly_updated() & ~dg.AutomationCondition.executed_with_root_target()
+        ).with_label("any_deps_updated_since_the_last_tick"),
+    )
+)
 # World Bank WDI data is revised a few times a year; Wikipedia's list weekly. Past these, the UI warns.
 ANNUAL_DATA = dg.FreshnessPolicy.time_window(fail_window=timedelta(days=400), warn_window=timedelta(days=200))
 

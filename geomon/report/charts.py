@@ -288,14 +288,19 @@ def counts_text(counts: dict[Any, Any]) -> str:
 
 
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f", index: bool = False) -> str:
-    """A Markdown table for Dagster metadata, safe for untrusted text (model answers, prompts, sentences)."""
+    """A Markdown table for Dagster metadata, safe for untrusted text (model answers, prompts, sentences); a
+    missing value is "—" (never "nan"), a yes/no column reads yes or no (never "True")."""
     safe = frame.copy()
     for column in safe.columns:
-        if not pd.api.types.is_numeric_dtype(safe[column]):  # object or pandas' string dtype
+        if pd.api.types.is_bool_dtype(safe[column]):
+            safe[column] = safe[column].map({True: "yes", False: "no"})
+        elif not pd.api.types.is_numeric_dtype(safe[column]):  # object or pandas' string dtype
             safe[column] = safe[column].map(_safe_cell).astype(object)
+        if safe[column].isna().any():  # tabulate writes NaN as "nan"; None is its missing value
+            safe[column] = safe[column].astype(object).where(safe[column].notna(), None)
     if index:
         safe.index = safe.index.map(_safe_cell)
-    return safe.to_markdown(index=index, floatfmt=floatfmt)
+    return safe.to_markdown(index=index, floatfmt=floatfmt, missingval="—")
 
 
 def write_html(path, title: str, sections: list[str]):

@@ -29,6 +29,20 @@ def test_markdown_tables_keep_untrusted_text_inert():
     assert "7" * MARKDOWN_CELL_CHARS + "…" in table and "7" * (MARKDOWN_CELL_CHARS + 1) not in table
 
 
+def test_a_metadata_table_says_a_missing_value_and_a_yes_or_no_in_words():
+    """BLEnD's per-country table in the UI: the best country's gap to the best is missing ("—", never "nan"), and
+    whether a country's sample is insufficient reads yes or no (never "True"); numbers keep their format."""
+    import numpy as np
+    import pandas as pd
+
+    from geomon.report.charts import markdown_table
+
+    countries = pd.DataFrame({"group": ["UK", "Spain"], "value": [61.25, 48.0], "vs_best": [np.nan, -13.25]})
+    countries["insufficient_sample"] = [False, True]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in markdown_table(countries).splitlines()[2:]]
+    assert rows == [["UK", "61.250", "—", "no"], ["Spain", "48.000", "-13.250", "yes"]]
+
+
 def test_a_page_is_written_whole_then_moved_into_place(tmp_path, monkeypatch):
     """Two lanes of one run write the index after each suite while a browser may be reading it: the page is
     written beside its place and moved there in one step, so no reader sees half of it."""
