@@ -272,13 +272,15 @@ def _safe_cell(value: object) -> object:
 
 
 def html_table(frame: pd.DataFrame, digits: int = 3, index: bool = False) -> str:
-    """A report table: a missing value is "—" (never "nan"), a whole number prints as one (a count is never
-    "10.00"), other numbers with ``digits`` decimals; text escaped."""
+    """A report table: a missing value is "—" (never "nan"), a yes/no column yes or no (never "True"), a whole
+    number prints as one (a count is never "10.00"), other numbers with ``digits`` decimals; text escaped."""
 
     def number(value: float) -> str:
         return f"{value:.0f}" if float(value).is_integer() else f"{value:.{digits}f}"
 
-    return frame.to_html(index=index, na_rep="—", float_format=number)
+    flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c])]
+    shown = frame.assign(**{c: frame[c].map({True: "yes", False: "no"}) for c in flags}) if flags else frame
+    return shown.to_html(index=index, na_rep="—", float_format=number)
 
 
 def counts_text(counts: dict[Any, Any]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def test_markdown_tables_keep_untrusted_text_inert():
     """A model's answer in Dagster metadata can neither break the table nor inject markup: one line, escaped,
@@ -35,12 +37,14 @@ def test_a_metadata_table_says_a_missing_value_and_a_yes_or_no_in_words():
     import numpy as np
     import pandas as pd
 
-    from geomon.report.charts import markdown_table
+    from geomon.report.charts import html_table, markdown_table
 
     countries = pd.DataFrame({"group": ["UK", "Spain"], "value": [61.25, 48.0], "vs_best": [np.nan, -13.25]})
     countries["insufficient_sample"] = [False, True]
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in markdown_table(countries).splitlines()[2:]]
     assert rows == [["UK", "61.250", "—", "no"], ["Spain", "48.000", "-13.250", "yes"]]
+    cells = re.findall(r"<td>([^<]*)</td>", html_table(countries, 2))  # the report's table says the same
+    assert cells == ["UK", "61.25", "—", "no", "Spain", "48", "-13.25", "yes"]
 
 
 def test_a_page_is_written_whole_then_moved_into_place(tmp_path, monkeypatch):
