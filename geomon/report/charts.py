@@ -11,13 +11,19 @@ from typing import Any
 
 import pandas as pd
 
+PNG_DPI = 90
+# The smallest text of a PNG chart: at PNG_DPI a point is 1.25 px, so 8 pt is 10 px where the page shows the image at
+# its own width (the charts are at most 12 in, 1,080 px: inside the reports' 1,200-px column).
+PNG_LABEL_PT = 8
+
 
 def figure_png(fig, tight: bool = True) -> bytes:
     """The figure as PNG bytes. ``tight`` fits the bounding box to what was drawn, which draws the figure twice:
     a chart with a fixed layout passes False and takes half the time."""
     buf = io.BytesIO()
     # zlib level 1: a chart of a few colours compresses almost as well, and encoding takes a fraction of the time.
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight" if tight else None, pil_kwargs={"compress_level": 1})
+    tightly = "tight" if tight else None
+    fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches=tightly, pil_kwargs={"compress_level": 1})
     import matplotlib.pyplot as plt
 
     plt.close(fig)
@@ -112,7 +118,7 @@ def interval_bars(frame: pd.DataFrame, label: str, series: str, groups: str, tit
     _draw_interval_bars(ax, shown, label, label, series, groups)
     ax.set_xlabel(xlabel)
     ax.set_xlim(0, 100)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=PNG_LABEL_PT, loc="best")
     ax.set_title(title, fontsize=10)
     return figure_png(fig)
 
@@ -132,7 +138,7 @@ def breakdown_bars(frame: pd.DataFrame, value: str, groups: str, series: str, ti
     ax.axvline(0, color="#444", linewidth=0.6)
     ax.set_xlabel(value)
     # Beside the axes, so the legend never covers a bar or the axis label.
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(fontsize=PNG_LABEL_PT, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title(title, fontsize=10)
     return figure_png(fig)
 
@@ -220,7 +226,7 @@ def _draw_interval_bars(ax: Any, shown: pd.DataFrame, value: str, interval: str,
         low = (center - part.get(f"{interval}_ci_low", center).astype(float)).clip(lower=0).fillna(0)
         high = (part.get(f"{interval}_ci_high", center).astype(float) - center).clip(lower=0).fillna(0)
         ax.barh(np.arange(len(categories)) + i * height, center, height=height, xerr=[low, high], capsize=2, label=name)
-    ax.set_yticks(np.arange(len(categories)) + height * (len(names) - 1) / 2, categories, fontsize=8)
+    ax.set_yticks(np.arange(len(categories)) + height * (len(names) - 1) / 2, categories, fontsize=PNG_LABEL_PT)
 
 
 def error_by_year_chart(by_year: pd.DataFrame, title: str) -> bytes:

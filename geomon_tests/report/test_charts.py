@@ -62,3 +62,34 @@ def test_a_page_is_written_whole_then_moved_into_place(tmp_path, monkeypatch):
     write_html(page, "geomon — results", ["<p>this run's page</p>"])
     assert page not in opened and opened  # never truncated in place
     assert page.read_text().endswith("<p>this run's page</p>") and list(tmp_path.iterdir()) == [page]
+
+
+def test_a_png_charts_smallest_text_is_10_px_where_the_page_shows_it(monkeypatch):
+    """The bar charts (a breakdown per model; a rate per group): every text at least ``PNG_LABEL_PT`` (10 px at the
+    PNGs' dpi), and the image narrower than the reports' column, so the page shows it at its own size. Mutation
+    caught: the legends at 7 pt (8.75 px)."""
+    import struct
+
+    import matplotlib.text
+    import numpy as np
+    import pandas as pd
+
+    from geomon.report import charts
+
+    drawn = []
+    original = charts.figure_png
+    monkeypatch.setattr(charts, "figure_png", lambda fig, tight=True: drawn.append(fig) or original(fig, tight))
+    models, groups = [f"model-{i}" for i in range(6)], [f"country {i}" for i in range(12)]
+    frame = pd.DataFrame([(m, g) for m in models for g in groups], columns=["model", "group"])
+    frame["value"] = np.linspace(10, 90, len(frame))
+    frame = frame.assign(ci_low=frame["value"] - 5, ci_high=frame["value"] + 5)
+    pngs = [
+        charts.breakdown_bars(frame, "value", "group", "model", "SEM-B per country"),
+        charts.interval_bars(frame, "value", "model", "group", "Correct rate per group", "correct rate (%)"),
+    ]
+    for fig, png in zip(drawn, pngs, strict=True):
+        texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+        small = sorted({(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < charts.PNG_LABEL_PT})
+        assert small == [] and charts.PNG_LABEL_PT * charts.PNG_DPI / 72 >= 10
+        width = struct.unpack(">I", png[16:20])[0]  # the PNG header's width, in pixels
+        assert width <= 1184, width  # the reports' column (1,200 px less its padding): never scaled down
