@@ -67,6 +67,7 @@ MODULE_MARKERS = {
     "test_browser.py": "browser",
     "test_ui.py": "browser",
     "test_ui_regressions.py": "browser",
+    "test_ui_refusal.py": "browser",
 }
 
 

@@ -17,7 +17,6 @@ from geomon.cli.common import FAIL_ON, FAIL_ON_HELP, UsageError, dagster_home, g
 from geomon.cli.lanes import RunOutcome, lanes_of, run_in_lanes
 from geomon.cli.plan import confirm_plan, detectable, run_plan
 from geomon.cli.tables import terminal_table
-from geomon.cli.trends import write_trends
 from geomon.config import load_settings
 from geomon.engine.registry import model_weights
 
@@ -89,7 +88,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(f"\n{suite.title}:\n{terminal_table(board, suite)}")
             print(detectable(plans, suite.name))
             print(f"Results: {report.parent} (leaderboard.csv and per-model CSVs)\nReport:  {report}")
-        page, _ = write_trends(settings)
+        from geomon.defs.drift import record_trends
+
+        page = record_trends(instance, settings)  # monitor/trends materialized, as the catalog shows it
         print(f"\nTrends (every evaluation in the history, over real dates): {page}")
         print(imported_regressions(settings))
         print(serving_releases(settings, specs), end="")

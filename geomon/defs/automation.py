@@ -20,7 +20,7 @@ import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from geomon.config import Settings
-from geomon.defs.resources import GeomonResource
+from geomon.defs.resources import GeomonResource, shown_path
 from geomon.sources import worldbank
 
 # Dagster's eager condition, except that an input counts as updated only once its data version has changed: an
@@ -34,6 +34,20 @@ DEPS_CHANGED = dg.AutomationCondition.any_deps_match(
 EAGER = (
     dg.AutomationCondition.eager().replace("any_deps_updated", DEPS_CHANGED)
     & dg.AutomationCondition.all_deps_blocking_checks_passed()
+)
+# What redraws a report over every suite (``monitor/trends``): any input materialized again (an import's evaluations
+# carry no data version; redrawing costs little), on the tick after it was (as DEPS_CHANGED), whichever inputs were
+# never materialized (a suite never run must not hold the others' trends back) and whatever their checks say (a
+# failed no_regression is what the trends show).
+ANY_INPUT_UPDATED = (
+    dg.AutomationCondition.eager()
+    .without(~dg.AutomationCondition.any_deps_missing())
+    .replace(
+        "any_deps_updated",
+        dg.AutomationCondition.any_deps_match(
+            dg.AutomationCondition.newly_updated() & ~dg.AutomationCondition.executed_with_root_target()
+        ).with_label("any_deps_updated_since_the_last_tick"),
+    )
 )
 # World Bank WDI data is revised a few times a year; Wikipedia's list weekly. Past these, the UI warns.
 ANNUAL_DATA = dg.FreshnessPolicy.time_window(fail_window=timedelta(days=400), warn_window=timedelta(days=200))
@@ -52,7 +66,7 @@ def wdi_release_version(settings: Settings) -> tuple[str, dict[str, Any]]:
     return release["version"], {
         "last_updated": release["last_updated"],
         "latest_year_by_indicator": dg.MetadataValue.json(release.get("latest_year_by_indicator", {})),
-        "source": release.get("snapshot", release.get("source", "")),
+        "source": shown_path(release["snapshot"]) if "snapshot" in release else release.get("source", ""),
     }
 
 
@@ -70,9 +84,14 @@ def record_source_version(
     return True
 
 
-@dg.observable_source_asset(key=WDI_RELEASE.path, group_name="worldbank", required_resource_keys={"geomon"})
+@dg.observable_source_asset(
+    key=WDI_RELEASE.path,
+    group_name="worldbank",
+    required_resource_keys={"geomon"},
+    description="The World Bank's WDI release (the snapshot in geomon.yaml, else the live API), observed hourly: a "
+    'new "last updated" date or data year is a new data version, which re-runs what depends on it.',
+)
 def wdi_release(context: dg.AssetExecutionContext) -> dg.ObserveResult:
-    """The World Bank's WDI release: a new "last updated" date or data year is a new data version."""
     geomon: GeomonResource = context.resources.geomon
     version, metadata = wdi_release_version(geomon.settings())
     return dg.ObserveResult(data_version=dg.DataVersion(version), metadata=metadata)

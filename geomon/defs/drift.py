@@ -1,11 +1,12 @@
 """Drift probes of API-served models: an asset per model partition and the schedule that asks them."""
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
-from geomon.defs.automation import EAGER
+from geomon.defs.automation import ANY_INPUT_UPDATED
 from geomon.defs.execution import model_call_options
 from geomon.defs.resources import GeomonResource, api_models_partitions, cron_from_settings
 from geomon.monitor import alerts, drift, results
@@ -110,28 +111,42 @@ def drift_probe_schedule(context: dg.ScheduleEvaluationContext, geomon: GeomonRe
     ]
 
 
+TRENDS_KEY = ["monitor", "trends"]
+
+
 @dg.asset(
-    key=["monitor", "trends"],
+    key=TRENDS_KEY,
     group_name="monitor",
-    automation_condition=EAGER,
-    # Downstream of every suite's leaderboard: a new evaluation of any suite redraws the trends.
-    deps=[*([name, "leaderboard"] for name in suites()), drift_probe],
+    automation_condition=ANY_INPUT_UPDATED,
+    # Downstream of every suite's leaderboard and the imported history: a new evaluation of any suite, or an
+    # import, redraws the trends.
+    deps=[*([name, "leaderboard"] for name in suites()), drift_probe, ["history", "gapminder_evaluations"]],
 )
 def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
     """Every headline metric of every model over time, and knowledge recency (best-matching data year),
-    from the metric history; written to <results_dir>/trends/report.html."""
-    settings = geomon.settings()
+    from the metric history; written to <results_dir>/trends/report.html (``geomon run`` records it too)."""
+    return dg.MaterializeResult(metadata=trends_metadata(geomon.settings()))
+
+
+def trends_metadata(settings: Any) -> dict[str, Any]:
+    """The trends report written from the whole history, and what its materialization shows."""
     page, series, table = results.write_trends(
         settings.results_dir, settings.store_url, changes=settings.serving_changes()
     )
-    index = settings.results_dir / "index.html"
     latest = table.groupby(["suite", "metric", "model", "scope"]).tail(1)
-    return dg.MaterializeResult(
-        metadata={
-            "evaluations": int(series["evaluation_id"].nunique()) if len(series) else 0,
-            "models": int(table["model"].nunique()) if len(table) else 0,
-            "latest": dg.MetadataValue.md(charts.markdown_table(latest) if len(latest) else "no history yet"),
-            "report": dg.MetadataValue.path(str(page)),
-            "index": dg.MetadataValue.path(str(index)),
-        }
-    )
+    return {
+        "evaluations": int(series["evaluation_id"].nunique()) if len(series) else 0,
+        "models": int(table["model"].nunique()) if len(table) else 0,
+        "latest": dg.MetadataValue.md(charts.markdown_table(latest) if len(latest) else "no history yet"),
+        "report": dg.MetadataValue.path(str(page)),
+        "index": dg.MetadataValue.path(str(settings.results_dir / "index.html")),
+    }
+
+
+def record_trends(instance: dg.DagsterInstance, settings: Any) -> Path:
+    """The trends report written after ``geomon run``'s suites, and recorded as a materialization of
+    ``monitor/trends``: the catalog shows it drawn from the evaluations just made (not "Never materialized"), and
+    automation does not draw it again for them. Returns the page."""
+    metadata = trends_metadata(settings)
+    instance.report_runless_asset_event(dg.AssetMaterialization(TRENDS_KEY, metadata=metadata))
+    return Path(metadata["report"].value)

@@ -543,7 +543,12 @@ def plan_markdown(table: pd.DataFrame, info: registry.SuiteInfo) -> Markdown:
         table["asks"] = [f"{a} ({s} stored)" for a, s in zip(table["asks"], table["stored"], strict=True)]
         table = table.drop(columns=["stored"])
     wide = [c for c in table.columns if c != "model" and table[c].astype(str).str.len().max() > 40]
-    below = [charts.markdown_table(table[["model", *wide]])] if wide and "model" in table else []
+    # Each long cell's parts one per row (a model's MDEs, "; "-joined): a table cell is cut at 200 characters.
+    below = [
+        charts.markdown_table(table[["model", c]].assign(**{c: table[c].astype(str).str.split("; ")}).explode(c))
+        for c in wide
+        if "model" in table
+    ]
     table = table.drop(columns=[*shared, *wide])
     unknown = {c for c in table.columns if table[c].isna().any() or (table[c].astype(str) == "?").any()}
 

@@ -26,7 +26,7 @@ from geomon.defs.monitoring import (
     report_check,
     report_open_regressions,
 )
-from geomon.defs.resources import GeomonResource
+from geomon.defs.resources import GeomonResource, shown_path
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, release, views
 from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
@@ -55,19 +55,24 @@ def results_version(folder: Path | None) -> tuple[str, dict[str, Any]]:
     """Gapminder's published folder's data version (a digest of the files the import reads) and what its
     observation shows."""
     if folder is None or not folder.is_dir():
-        return "none", {"folder": str(folder or "not configured")}
+        return "none", {"folder": shown_path(folder) if folder else "not configured (gapminder_results in geomon.yaml)"}
     digest = hashlib.sha256()
     files = [path for path in registry.suite("gapminder").published.files(folder) if path.is_file()]
     for path in files:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
-    return digest.hexdigest()[:16], {"folder": str(folder), "files": len(files)}
+    return digest.hexdigest()[:16], {"folder": shown_path(folder), "files": len(files)}
 
 
-@dg.observable_source_asset(key=RESULTS_KEY, group_name="history", required_resource_keys={"geomon"})
+@dg.observable_source_asset(
+    key=RESULTS_KEY,
+    group_name="history",
+    required_resource_keys={"geomon"},
+    description="Gapminder's published folder (gapminder_results in geomon.yaml), observed hourly: a new data "
+    "version when a file the import reads (its per-question rates, its per-answer files) is added, removed or "
+    "changed, which re-imports the history (history/gapminder_import).",
+)
 def gapminder_results(context: dg.AssetExecutionContext) -> dg.ObserveResult:
-    """Gapminder's published folder (``gapminder_results`` in geomon.yaml): a new data version when a file the
-    import reads (its per-question rates, its per-answer files) is added, removed or changed."""
     version, metadata = results_version(context.resources.geomon.settings().gapminder_results)
     return dg.ObserveResult(data_version=dg.DataVersion(version), metadata=metadata)
 
@@ -111,9 +116,11 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     failing = release.failing(history, evaluation)
     series = history.series(suite=evaluation.suite, model=evaluation.model)
     mine = series[(series["evaluation_id"] == evaluation.evaluation_id) & (series["breakdown"] == "")]
-    headline = {m.name for m in tracked}
+    # Each headline figure named with its unit (a percentage's key says %): a bare "correct_rate 73.688" reads as
+    # any number. Numbers stay numbers, so the Plots tab draws them.
+    named = {m.name: m.name + (" (%)" if m.bounds is not None and tuple(m.bounds) == (0, 100) else "") for m in tracked}
     figures = {
-        r.metric: round(float(r.value), 3) for r in mine.itertuples() if r.metric in headline and r.value == r.value
+        named[r.metric]: round(float(r.value), 3) for r in mine.itertuples() if r.metric in named and r.value == r.value
     }
     key = repr(
         (

@@ -140,15 +140,16 @@ def leaderboard_metadata(
     store_url: str,
     changes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """What every suite's leaderboard shows: the board as Markdown and as a sortable table, the report's path
-    and link, the results index, and one series per row of ``series_rows`` (default: the board; ``labels``
-    name a row: model, or model and table version) of each of the suite's headline metrics, so the Plots tab
-    draws each model's own line. The results index (read from the history at ``store_url``; with the serving-change
-    releases of ``changes``) is rewritten."""
+    """What every suite's leaderboard shows: the board's labels and headline ``columns`` (with each row's sample
+    and verdicts) as Markdown and as a sortable table, leaderboard.csv beside the report with every column (each
+    row's sample note among them), the report's path and link, the results index, and one series per row of
+    ``series_rows`` (default: the board; ``labels`` name a row: model, or model and table version) of each of the
+    suite's headline metrics, so the Plots tab draws each model's own line. The results index (read from the
+    history at ``store_url``; with the serving-change releases of ``changes``) is rewritten."""
     from geomon.monitor import results
 
     index = results.write_index(report.parent.parent, store_url, changes)
-    shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE, SAMPLE_NOTE, VERDICTS) if c in board]
+    shown = [c for c in (*labels, ORIGIN, *columns, SAMPLE, VERDICTS) if c in board]
     rounded = board[shown].round(4)
     own = board[board[ORIGIN] == "geomon"] if ORIGIN in board else board
     return {
@@ -158,6 +159,8 @@ def leaderboard_metadata(
         "samples": int(own[SAMPLE].replace("", pd.NA).nunique()) if SAMPLE in own else 0,
         "leaderboard": dg.MetadataValue.md(charts.markdown_table(rounded)),
         "leaderboard_table": metadata_table(rounded),
+        # The columns the tables leave out (intervals, counts, sample notes): the report's CSV, written beside it.
+        "leaderboard_csv": dg.MetadataValue.path(str(report.parent / "leaderboard.csv")),
         "report": dg.MetadataValue.path(str(report)),
         # A link too; browsers may refuse file:// links from the UI's http:// page, the path is copyable.
         "report_url": dg.MetadataValue.url(report.resolve().as_uri()),

@@ -287,8 +287,9 @@ READING = (
     "the smallest change this sample detects with 80 % power at its level; **power**: the chance of detecting the "
     "metric's minimum effect; **adjusted p**: the one-sided p after Holm over the comparisons decided together — a "
     "regression is a worsening past the minimum effect whose adjusted p is below the look's α (`alpha`); "
-    "**reason**: why a verdict is what it is; **look**: which of the scope's α it was decided at "
-    "(docs/monitoring.md)."
+    "**reason**: why a verdict is what it is; **look**: which of the scope's α it was decided at; a **verdict** of "
+    "`watch` is a worsening significant at the false-discovery rate `q` but not after Holm (worth a look, never "
+    "paged), `undefined` one whose statistic cannot be computed on a side (no p-value) (docs/monitoring.md)."
 )
 # A decision's note joins the look it was decided at (its provenance) and the reason; the table shows them apart.
 LOOKS = {

@@ -76,6 +76,14 @@ def by_partition(context: dg.AssetExecutionContext, name: str, value: Any) -> di
     return {keys[0]: value} if len(keys) == 1 else value
 
 
+def shown_path(path: Path | str) -> str:
+    """A configured path as a person reads it in the UI: relative to the working directory (the checkout that
+    ``make`` runs in) where it is inside it or beside it (``../shared/…``), else as it is."""
+    full = Path(path).resolve()
+    relative = os.path.relpath(full, Path.cwd().resolve())
+    return relative if not relative.startswith(os.path.join(os.pardir, os.pardir)) else str(full)
+
+
 def check_spec(name: str, asset: list[str], partitions_def: Any = None, **kwargs: Any) -> dg.AssetCheckSpec:
     """An asset check spec; partitioned like its asset where it has partitions, so the UI says which model a
     result is for. Dagster marks partitioned checks a preview and warns on each: geomon opts in deliberately."""

@@ -11,13 +11,19 @@ from typing import Any
 
 import pandas as pd
 
+PNG_DPI = 90
+# The smallest text of a PNG chart: at PNG_DPI a point is 1.25 px, so 8 pt is 10 px where the page shows the image at
+# its own width (the charts are at most 12 in, 1,080 px: inside the reports' 1,200-px column).
+PNG_LABEL_PT = 8
+
 
 def figure_png(fig, tight: bool = True) -> bytes:
     """The figure as PNG bytes. ``tight`` fits the bounding box to what was drawn, which draws the figure twice:
     a chart with a fixed layout passes False and takes half the time."""
     buf = io.BytesIO()
     # zlib level 1: a chart of a few colours compresses almost as well, and encoding takes a fraction of the time.
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight" if tight else None, pil_kwargs={"compress_level": 1})
+    tightly = "tight" if tight else None
+    fig.savefig(buf, format="png", dpi=PNG_DPI, bbox_inches=tightly, pil_kwargs={"compress_level": 1})
     import matplotlib.pyplot as plt
 
     plt.close(fig)
@@ -112,7 +118,7 @@ def interval_bars(frame: pd.DataFrame, label: str, series: str, groups: str, tit
     _draw_interval_bars(ax, shown, label, label, series, groups)
     ax.set_xlabel(xlabel)
     ax.set_xlim(0, 100)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=PNG_LABEL_PT, loc="best")
     ax.set_title(title, fontsize=10)
     return figure_png(fig)
 
@@ -132,7 +138,7 @@ def breakdown_bars(frame: pd.DataFrame, value: str, groups: str, series: str, ti
     ax.axvline(0, color="#444", linewidth=0.6)
     ax.set_xlabel(value)
     # Beside the axes, so the legend never covers a bar or the axis label.
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(fontsize=PNG_LABEL_PT, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title(title, fontsize=10)
     return figure_png(fig)
 
@@ -220,7 +226,7 @@ def _draw_interval_bars(ax: Any, shown: pd.DataFrame, value: str, interval: str,
         low = (center - part.get(f"{interval}_ci_low", center).astype(float)).clip(lower=0).fillna(0)
         high = (part.get(f"{interval}_ci_high", center).astype(float) - center).clip(lower=0).fillna(0)
         ax.barh(np.arange(len(categories)) + i * height, center, height=height, xerr=[low, high], capsize=2, label=name)
-    ax.set_yticks(np.arange(len(categories)) + height * (len(names) - 1) / 2, categories, fontsize=8)
+    ax.set_yticks(np.arange(len(categories)) + height * (len(names) - 1) / 2, categories, fontsize=PNG_LABEL_PT)
 
 
 def error_by_year_chart(by_year: pd.DataFrame, title: str) -> bytes:
@@ -272,13 +278,15 @@ def _safe_cell(value: object) -> object:
 
 
 def html_table(frame: pd.DataFrame, digits: int = 3, index: bool = False) -> str:
-    """A report table: a missing value is "—" (never "nan"), a whole number prints as one (a count is never
-    "10.00"), other numbers with ``digits`` decimals; text escaped."""
+    """A report table: a missing value is "—" (never "nan"), a yes/no column yes or no (never "True"), a whole
+    number prints as one (a count is never "10.00"), other numbers with ``digits`` decimals; text escaped."""
 
     def number(value: float) -> str:
         return f"{value:.0f}" if float(value).is_integer() else f"{value:.{digits}f}"
 
-    return frame.to_html(index=index, na_rep="—", float_format=number)
+    flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c])]
+    shown = frame.assign(**{c: frame[c].map({True: "yes", False: "no"}) for c in flags}) if flags else frame
+    return shown.to_html(index=index, na_rep="—", float_format=number)
 
 
 def counts_text(counts: dict[Any, Any]) -> str:
@@ -288,14 +296,19 @@ def counts_text(counts: dict[Any, Any]) -> str:
 
 
 def markdown_table(frame: pd.DataFrame, floatfmt: str = ".3f", index: bool = False) -> str:
-    """A Markdown table for Dagster metadata, safe for untrusted text (model answers, prompts, sentences)."""
+    """A Markdown table for Dagster metadata, safe for untrusted text (model answers, prompts, sentences); a
+    missing value is "—" (never "nan"), a yes/no column reads yes or no (never "True")."""
     safe = frame.copy()
     for column in safe.columns:
-        if not pd.api.types.is_numeric_dtype(safe[column]):  # object or pandas' string dtype
+        if pd.api.types.is_bool_dtype(safe[column]):
+            safe[column] = safe[column].map({True: "yes", False: "no"})
+        elif not pd.api.types.is_numeric_dtype(safe[column]):  # object or pandas' string dtype
             safe[column] = safe[column].map(_safe_cell).astype(object)
+        if safe[column].isna().any():  # tabulate writes NaN as "nan"; None is its missing value
+            safe[column] = safe[column].astype(object).where(safe[column].notna(), None)
     if index:
         safe.index = safe.index.map(_safe_cell)
-    return safe.to_markdown(index=index, floatfmt=floatfmt)
+    return safe.to_markdown(index=index, floatfmt=floatfmt, missingval="—")
 
 
 def write_html(path, title: str, sections: list[str]):
@@ -308,7 +321,9 @@ def write_html(path, title: str, sections: list[str]):
         "img,svg{max-width:100%;height:auto}"
         # A wide table scrolls inside its own box: the page stays readable at a laptop's width.
         "table{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}"
-        "td,th{border:1px solid #ccc;padding:2px 6px}</style>" + "\n".join(sections)
+        "td,th{border:1px solid #ccc;padding:2px 6px}"
+        # A column's name breaks where it must (mean_error_ci_low has no space): a header never widens the table.
+        "th{overflow-wrap:anywhere}</style>" + "\n".join(sections)
     )
     os.replace(partial, path)
     return path

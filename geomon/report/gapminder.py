@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +14,17 @@ from geomon.report.suite import (
     Breakdown,
     breakdown_sections,
     headline_chart,
+    leaderboard_table,
     regressed_models,
-    sample_notes,
     verdict_section,
 )
 
 
-def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
-    """leaderboard.csv, per-model breakdowns and report.html in ``out_dir``; returns the HTML path."""
+def write_report(
+    out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], columns: Sequence[str]
+) -> Path:
+    """leaderboard.csv, per-model breakdowns and report.html (the leaderboard's headline ``columns``) in
+    ``out_dir``; returns the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
@@ -31,9 +35,7 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         "option are pre-graded; the rest are graded by the jury (majority of the judges; no majority or too "
         "few readable verdicts = indecisive). Failed requests are excluded and counted.</p>",
         "<h2>Leaderboard</h2>",
-        *sample_notes(board),
-        charts.html_table(board[[c for c in SHOWN if c in board]], 2),
-        "<p>Every figure with its interval is in leaderboard.csv.</p>",
+        *leaderboard_table(board, columns, 2),
         headline_chart(
             board,
             "correct_rate",
@@ -67,20 +69,6 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         ]
     return charts.write_html(out_dir / "report.html", "geomon Gapminder", sections)
 
-
-# The leaderboard's columns shown (every column is in leaderboard.csv): fits a laptop's width.
-SHOWN = (
-    "model",
-    "origin",
-    "evaluated_at",
-    "n",
-    "correct_rate",
-    "correct_rate_ci_low",
-    "correct_rate_ci_high",
-    "very_wrong_rate",
-    "indecisive_rate",
-    "judge_fleiss_kappa",
-)
 
 # The data's own family names; "v" is its family of general variations (v_sensetive, v_nobody_knows, …).
 FAMILY_LABELS = {"v": "general variations (v)"}

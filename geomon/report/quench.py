@@ -4,6 +4,7 @@ with the Indic gaps, the CoT effect, themes and the paper's own table beside geo
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +12,11 @@ import pandas as pd
 
 from geomon.report import charts
 from geomon.report.suite import (
-    SAMPLE_NOTE,
     Breakdown,
     breakdown_sections,
     headline_chart,
+    leaderboard_table,
     regressed_models,
-    sample_notes,
     verdict_section,
 )
 
@@ -25,10 +25,12 @@ def write_report(
     out_dir: Path,
     board: pd.DataFrame,
     results: dict[str, dict[str, Any]],
+    columns: Sequence[str],
     reference: pd.DataFrame | None = None,
     reference_gaps: pd.DataFrame | None = None,
 ) -> Path:
-    """leaderboard.csv, per-model CSVs and report.html in ``out_dir``; returns the HTML path. ``reference``:
+    """leaderboard.csv, per-model CSVs and report.html (the leaderboard's headline ``columns``) in ``out_dir``;
+    returns the HTML path. ``reference``:
     the paper's aggregated judge scores and ``reference_gaps`` what they can show, as the suite reads them."""
     out_dir.mkdir(parents=True, exist_ok=True)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
@@ -47,8 +49,8 @@ def write_report(
         "(not the paper's BERTScore). Rows with origin <em>published</em> are the paper's aggregated scores "
         "(no CoT, all entities) beside geomon's: aggregates, so without intervals — its per-item judgements are "
         "not public.</p>",
-        *sample_notes(board),
-        charts.html_table(board.drop(columns=[SAMPLE_NOTE], errors="ignore"), 3),
+        "<h2>Leaderboard</h2>",
+        *leaderboard_table(board, columns),
         headline_chart(
             board,
             "correct_answer_score",

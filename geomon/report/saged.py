@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,19 +11,20 @@ import pandas as pd
 
 from geomon.report import charts
 from geomon.report.suite import (
-    SAMPLE_NOTE,
     Breakdown,
     breakdown_sections,
     headline_chart,
+    leaderboard_table,
     regressed_models,
-    sample_notes,
     verdict_section,
 )
 
 
-def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
-    """leaderboard.csv, per-model disparity.csv, countries.csv and topics.csv (when clustered), and report.html;
-    returns the HTML path."""
+def write_report(
+    out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], columns: Sequence[str]
+) -> Path:
+    """leaderboard.csv, per-model disparity.csv, countries.csv and topics.csv (when clustered), and report.html
+    (the leaderboard's headline ``columns``); returns the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
@@ -36,8 +38,8 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         "permutation p-value permutes country labels. Topic distance (when topics are clustered): L2 distance "
         "to the centroid of the response's topic, the baseline sentences of each country clustered by k-means "
         "as the paper does; calibrated by the baseline sentence's own distance to it.</p>",
-        *sample_notes(board),
-        charts.html_table(board.drop(columns=[SAMPLE_NOTE], errors="ignore"), 3),
+        "<h2>Leaderboard</h2>",
+        *leaderboard_table(board, columns),
         headline_chart(
             board,
             "sentiment_impact_ratio_calibrated",

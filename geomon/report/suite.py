@@ -5,6 +5,7 @@ the breakdown's table; CSVs beside it."""
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,24 @@ def sample_notes(board: pd.DataFrame) -> list[str]:
     ]
 
 
+BOARD_LABELS = ("model", "revision", "origin", "evaluated_at")  # what names a leaderboard's row, where it has them
+
+
+def leaderboard_table(board: pd.DataFrame, columns: Sequence[str], digits: int = 3) -> list[str]:
+    """The leaderboard as a report shows it: each row's labels and the suite's headline ``columns`` (its
+    pipeline's ``leaderboard_columns``), sample notes said once above it, and a link to ``leaderboard.csv``
+    beside the report, which holds every column, naming how many more it holds."""
+    shown = [c for c in dict.fromkeys((*BOARD_LABELS, *columns)) if c in board]
+    rest = [c for c in board.columns if c not in shown]
+    more = (
+        f"<p class='more-columns'>The headline figures; {len(rest)} more column{'s' if len(rest) != 1 else ''} "
+        f"(intervals, counts, samples, verdicts) in <a href='leaderboard.csv'>leaderboard.csv</a>.</p>"
+        if rest
+        else ""
+    )
+    return [*sample_notes(board), charts.html_table(board[shown], digits), more]
+
+
 def write_suite_report(
     out_dir: Path,
     title: str,
@@ -131,11 +150,11 @@ def write_suite_report(
     board: pd.DataFrame,
     results: dict[str, dict[str, Any]],
     breakdowns: list[Breakdown],
-    columns: tuple[str, ...] = (),
+    columns: Sequence[str],
 ) -> Path:
     """leaderboard.csv (every column), one CSV per breakdown and model, and report.html (the leaderboard's
-    ``columns``, or all); returns the HTML path. A breakdown with no finite value says so instead of drawing an
-    empty chart."""
+    headline ``columns``: ``leaderboard_table``); returns the HTML path. A breakdown with no finite value says so
+    instead of drawing an empty chart."""
     out_dir.mkdir(parents=True, exist_ok=True)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
@@ -143,16 +162,10 @@ def write_suite_report(
         *verdict_section(out_dir, board, title),
         f"<p>{html.escape(' '.join(definition.replace('``', '').split()))}</p>",
         "<h2>Leaderboard</h2>",
-        *sample_notes(board),
-        _table(board[[c for c in ("model", "origin", *columns) if c in board]] if columns else _without_notes(board)),
-        "<p>Every figure with its interval is in leaderboard.csv.</p>",
+        *leaderboard_table(board, columns, 2),
     ]
     sections += breakdown_sections(out_dir, results, breakdowns)
     return charts.write_html(out_dir / "report.html", f"geomon {title}", sections)
-
-
-def _without_notes(board: pd.DataFrame) -> pd.DataFrame:
-    return board.drop(columns=[SAMPLE_NOTE], errors="ignore")
 
 
 def breakdown_sections(out_dir: Path, results: dict[str, dict[str, Any]], breakdowns: list[Breakdown]) -> list[str]:

@@ -7,6 +7,7 @@ import hashlib
 import html
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -209,7 +210,8 @@ def _chart(frame: pd.DataFrame, title: str, colours: dict[str, str]) -> str:
     cuts = np.flatnonzero(rest["model"].to_numpy()[1:] != rest["model"].to_numpy()[:-1]) + 1
     others = np.split(points, cuts) if len(rest) else []
     if others:
-        ax.add_collection(LineCollection(others, colors="0.75", linewidths=0.8, label=f"{len(others)} other models"))
+        named = f"{len(others)} other model{'s' if len(others) != 1 else ''}"
+        ax.add_collection(LineCollection(others, colors="0.75", linewidths=0.8, label=named))
     for model, part in frame[frame["model"].isin(labelled)].groupby("model"):
         when = part["when"].dt.tz_localize(None)
         ax.plot(when, part["value"], marker="o", label=model, color=colours[model])
@@ -217,7 +219,7 @@ def _chart(frame: pd.DataFrame, title: str, colours: dict[str, str]) -> str:
             ax.fill_between(when, part["ci_low"], part["ci_high"], alpha=0.15, color=colours[model])
     for row in frame[frame.get("new_series", pd.Series("", index=frame.index)).fillna("") != ""].itertuples():
         ax.axvline(row.when.tz_localize(None), color="0.5", linestyle=":", linewidth=0.8)
-        ax.annotate(row.new_series, (row.when.tz_localize(None), row.value), fontsize=7, xytext=(4, 6),
+        ax.annotate(row.new_series, (row.when.tz_localize(None), row.value), fontsize=LABEL_PT, xytext=(4, 6),
                     textcoords="offset points")  # fmt: skip
     regressed = frame[frame.get("verdict", pd.Series("", index=frame.index)) == "regression"]
     if len(regressed):
@@ -232,18 +234,21 @@ def _chart(frame: pd.DataFrame, title: str, colours: dict[str, str]) -> str:
         )
         # Each cross says what it is; a label runs away from the nearer edge, so it stays inside the plot.
         middle = frame["when"].min() + (frame["when"].max() - frame["when"].min()) / 2
+        marks = []
         for when, value, label in zip(regressed["when"], regressed["value"], regressed["mark"], strict=True):
             left = when > middle
-            ax.annotate(
+            mark = ax.annotate(
                 label,
                 (when.tz_localize(None), value),
                 xytext=(-5 if left else 5, -10),
                 textcoords="offset points",
                 ha="right" if left else "left",
-                fontsize=6.5,
+                fontsize=LABEL_PT,
                 color="darkred",
                 zorder=6,
             )
+            marks.append(mark)
+        apart(fig, marks)
     first, last = frame["when"].min(), frame["when"].max()
     if last - first < pd.Timedelta(days=2):  # one day of history: give the axis days to label, not seconds
         middle = (first + (last - first) / 2).tz_localize(None)
@@ -253,11 +258,37 @@ def _chart(frame: pd.DataFrame, title: str, colours: dict[str, str]) -> str:
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # short labels, no rotation
     ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
     ax.autoscale_view(scalex=last - first >= pd.Timedelta(days=2))
-    ax.set_title(title, fontsize=10)
-    ax.set_ylabel(str(frame["metric"].iloc[0]).replace("_", " "), fontsize=8)
+    ax.tick_params(labelsize=LABEL_PT)
+    ax.set_title(title, fontsize=LABEL_PT + 2)
+    ax.set_ylabel(str(frame["metric"].iloc[0]).replace("_", " "), fontsize=LABEL_PT)
     # Outside the plot, at a fixed place: matplotlib's "best" spot tests every line (slow with 100 models).
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    ax.legend(fontsize=LABEL_PT, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     return charts.figure_svg(fig)
+
+
+# Every text of a trends chart, in points: the chart (11 in) is drawn at its own width in the report's 1,200-px
+# column, where a point is 4/3 px, so 8 pt is 10.7 px (at least 10 px, the reports' smallest label).
+LABEL_PT = 8
+
+
+def apart(fig: Any, labels: list[Any]) -> None:
+    """Move each of ``labels`` (annotations, in their order) that would overlap one placed before it up or down by
+    its own height, the nearest free place first (at most three heights), so no two labels of a chart overlap."""
+    if len(labels) < 2:
+        return
+    fig.draw_without_rendering()  # lays the figure out: the labels' extents are known
+    to_px = fig.dpi / 72
+    placed = []
+    for label in labels:
+        box = label.get_window_extent()
+        step = box.height / to_px + 1  # points: the label's height and a point between
+        for k in (0, -1, 1, -2, 2, -3, 3):
+            moved = box.translated(0, k * step * to_px)
+            if not any(moved.overlaps(other) for other in placed):
+                break
+        x, y = label.xyann
+        label.xyann = (x, y + k * step)
+        placed.append(moved)
 
 
 def bounds_of(catalog: Catalog) -> dict[tuple[str, str], tuple[float, float] | None]:
@@ -294,7 +325,7 @@ def _cached_chart(cache: Path, part: pd.DataFrame, title: str, colours: dict[str
     return path
 
 
-CHART_VERSION = "8"  # bump when _chart draws differently, so cached charts are redrawn
+CHART_VERSION = "9"  # bump when _chart draws differently, so cached charts are redrawn
 
 
 def write_report(

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from geomon.report import charts, world_map
-from geomon.report.suite import verdict_section
+from geomon.report.suite import leaderboard_table, verdict_section
 
 
-def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]]) -> Path:
-    """Write leaderboard.csv, per-model tables and report.html into ``out_dir``; returns the HTML path."""
+def write_report(
+    out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str, Any]], columns: Sequence[str]
+) -> Path:
+    """Write leaderboard.csv, per-model tables and report.html (the leaderboard's headline ``columns``) into
+    ``out_dir``; returns the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     board.to_csv(out_dir / "leaderboard.csv", index=False)
     sections = [
@@ -24,7 +28,8 @@ def write_report(out_dir: Path, board: pd.DataFrame, results: dict[str, dict[str
         "within groups); baseline = the paper's: the same countries put in k = 7 (regions) or 4 (income groups) "
         "random groups, 10 seeded trials; <code>baseline_shuffled_labels</code> keeps the real group sizes. "
         "Failed requests and answers without a number are left out of every mean and counted.</p>",
-        board.pipe(charts.html_table, 3),
+        "<h2>Leaderboard</h2>",
+        *leaderboard_table(board, columns),
     ]
     if results:
         disparities = {model: result["disparity"] for model, result in results.items()}

@@ -1071,7 +1071,7 @@ def _write_report(out: Path, board: pd.DataFrame, results: dict[str, dict[str, A
     path = folder / PAPER_TABLE if folder is not None else None
     reference = read_paper_table(path) if path is not None and path.is_file() else None
     gaps = paper_gaps(reference) if reference is not None else None
-    return write_report(out, board, results, reference, gaps)
+    return write_report(out, board, results, PIPELINE.leaderboard_columns, reference, gaps)
 
 
 def _pipeline() -> Pipeline:

@@ -669,7 +669,7 @@ def _disparity_stage(context: Any, scores: pd.DataFrame, indicators: WorldBankSn
 def _write_report(out: Any, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Any:
     from geomon.report.worldbench import write_report
 
-    return write_report(out, board, results)
+    return write_report(out, board, results, PIPELINE.leaderboard_columns)
 
 
 def _pipeline() -> Pipeline:

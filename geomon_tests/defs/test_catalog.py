@@ -42,3 +42,19 @@ def test_every_published_model_has_a_valid_search_tag():
     assert all(model_tag(name) in tags for name in published_model_names(GAPMINDER_ENTITIES))
     assert len(model_tag("x" * 80)) == len("model/") + 63
     assert all(is_valid_tag_key(tag) for tag in [*tags, model_tag("a b/c@d" * 20)])
+
+
+def test_every_asset_says_what_it_is_and_a_source_shows_its_folder_relative_to_the_checkout(tmp_path):
+    """Every asset, the observed sources too, has a description in the catalog; a source's observation shows the
+    folder it watches as configured beside the checkout (``../shared/…``), not an absolute machine path.
+    Mutation caught: the observable sources without ``description=`` (Dagster ignores their docstring)."""
+    from geomon.defs.history import results_version
+    from geomon.defs.resources import shown_path
+    from geomon_tests.conftest import GAPMINDER_PUBLISHED
+
+    graph = defs.resolve_asset_graph()
+    nameless = [key.to_user_string() for key in graph.get_all_asset_keys() if not graph.get(key).description]
+    assert nameless == []
+    _, shown = results_version(GAPMINDER_PUBLISHED)
+    assert shown["folder"] == "../shared/reference/gapminder" and shown["files"] > 0
+    assert shown_path(tmp_path) == str(tmp_path)  # far from the checkout: as it is

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dagster as dg
 
+from geomon.config import load_settings
 from geomon.definitions import defs
+from geomon.defs.drift import TRENDS_KEY, record_trends
 from geomon.defs.history import EVALUATIONS_KEY, IMPORT_KEY, imported_models_partitions
 from geomon.defs.monitoring import OPEN_REGRESSIONS_KEY
 from geomon.defs.resources import GeomonResource
@@ -16,6 +18,7 @@ from geomon_tests.conftest import automation_tick, published_gapminder, write_se
 
 
 def test_a_new_release_is_observed_and_imported_once(tmp_path, wdi_snapshot_dir):
+    """The published folder observed, the import automated when it changes, and the trends redrawn after it."""
     folder = published_gapminder(tmp_path / "gapminder", ["mc039"])
     settings = write_settings(tmp_path, wdi_snapshot_dir, gapminder_results=str(folder))
     resources = {"geomon": GeomonResource(config_path=str(settings))}
@@ -46,6 +49,15 @@ def test_a_new_release_is_observed_and_imported_once(tmp_path, wdi_snapshot_dir)
         assert metadata["runs"].value == 2 and metadata["new_evaluations"].value == 1
         assert metadata["reported"].value == 1  # only the new release is reported in the catalog
         assert instance.get_dynamic_partitions("gapminder_models") == ["qwen-max-2024-09-19", "qwen-max-2025-01-25"]
+        # The import feeds the trends: automation redraws them although no suite's leaderboard was ever
+        # materialized, and once recorded (as `geomon run` records them) not again for the same evaluations
+        tick = automation_tick(defs, instance, cursor=tick.cursor)
+        assert tick.get_requested_partitions(dg.AssetKey(TRENDS_KEY)) == {None}
+        assert record_trends(instance, load_settings(settings)).is_file()
+        (drawn,) = instance.fetch_materializations(dg.AssetKey(TRENDS_KEY), limit=5).records
+        assert drawn.asset_materialization.metadata["evaluations"].value == 2
+        tick = automation_tick(defs, instance, cursor=tick.cursor)
+        assert not tick.get_requested_partitions(dg.AssetKey(TRENDS_KEY))
     assert len(history.evaluations(suite="gapminder")) == 2
 
 
@@ -116,7 +128,7 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         # the partition's page (where open_regressions links land) opens with its check's verdict
         first, verdict = next(iter(metadata.items()))
         assert first == "no_regression" and verdict.value.startswith("failed: ") and "regression" in verdict.value
-        assert metadata["evaluated_at"].value == "2025-03-06" and metadata["correct_rate"].value == 73.688
+        assert metadata["evaluated_at"].value == "2025-03-06" and metadata["correct_rate (%)"].value == 73.688
         check = _check(instance, "o3-mini-2025-01-31")
         assert not check.passed and check.metadata["regressions"].value >= 1
         table = check.metadata["comparisons"].value

@@ -98,3 +98,33 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
     board.to_csv(tmp_path / "leaderboard.csv", index=False)
     text = terminal_table(tmp_path / "leaderboard.csv", SimpleNamespace(headlines=()))
     assert "  m: not decidable at this profile (power below the stated power at the minimum effect" in text
+
+
+def test_the_leaderboard_assets_tables_show_the_headline_columns_and_name_the_csv_with_the_rest(tmp_path):
+    """The leaderboard asset's table and Markdown hold each row's labels, its headline columns, sample and verdicts,
+    not the board's other columns (intervals, counts, the long sample note): those are in leaderboard.csv beside
+    the report, whose path the metadata gives. Mutation caught: the whole board in the table."""
+    from geomon.defs.leaderboard import leaderboard_metadata
+
+    board = pd.DataFrame(
+        {
+            "model": ["a", "b"],
+            "origin": "geomon",
+            "mean_error": [0.2, 0.3],
+            "mean_error_ci_low": [0.1, 0.2],
+            "questions": [10, 12],
+            "sample": "abc (8 prompts)",
+            "sample_note": "insufficient sample: mean_error: n = 8 < 30",
+            "verdicts": "nothing compared yet",
+        }
+    )
+    report = tmp_path / "results" / "worldbench" / "report.html"
+    report.parent.mkdir(parents=True)
+    board.to_csv(report.parent / "leaderboard.csv", index=False)
+    meta = leaderboard_metadata(
+        "worldbench", board, report, ["mean_error"], store_url=f"sqlite:///{tmp_path / 'store.sqlite'}"
+    )
+    shown = [c.name for c in meta["leaderboard_table"].schema.columns]
+    assert shown == ["model", "origin", "mean_error", "sample", "verdicts"]
+    assert "mean_error_ci_low" not in meta["leaderboard"].value and "sample_note" not in meta["leaderboard"].value
+    assert meta["leaderboard_csv"].value == str(report.parent / "leaderboard.csv")

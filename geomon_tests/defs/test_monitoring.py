@@ -382,3 +382,13 @@ def test_a_verdicts_look_is_its_own_column_and_its_reason_reads_first():
     assert look_and_reason(reason) == ("first look", reason)
     spent = f"α 0: its weight in verdicts.shares is 0 {release.NEVER_PAGED}"
     assert look_and_reason(spent) == ("none, never paged: α 0: its weight in verdicts.shares is 0", "—")
+
+
+def test_the_sentence_above_a_comparisons_table_explains_its_terse_verdicts():
+    """`watch` and `undefined` (the verdicts whose name does not say what they are) are explained in the sentence
+    above every comparisons table, with change, MDE, power and adjusted p."""
+    from geomon.defs.monitoring import READING
+    from geomon.stats import verdicts
+
+    terms = ("**change**", "**MDE**", "**power**", "**adjusted p**", f"`{verdicts.WATCH}`", f"`{verdicts.UNDEFINED}`")
+    assert [term for term in terms if term not in READING] == []

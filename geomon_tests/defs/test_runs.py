@@ -98,6 +98,9 @@ def test_an_unchanged_model_is_not_run_again_and_its_regression_still_fails_the_
             return per_model_runs() - before, capsys.readouterr().out
 
         assert ran()[0] == 2  # both models asked and scored
+        with dg.DagsterInstance.get() as instance:  # the trends the run wrote: monitor/trends materialized
+            (trends,) = instance.fetch_materializations(dg.AssetKey(["monitor", "trends"]), limit=5).records
+            assert trends.asset_materialization.metadata["models"].value == 2
 
         def prompts_runs() -> int:
             with dg.DagsterInstance.get() as instance:

@@ -108,4 +108,19 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
             page.locator(".CodeMirror").first.click()
             page.keyboard.type("o3-mini")
             page.get_by_text(f"model/{O3_MINI}").first.wait_for(timeout=60_000)
+            page.get_by_text(f"model/{O3_MINI}").first.click()  # the tag filter: the model's assets
+            page.keyboard.press("Enter")
+            page.wait_for_url("**asset-selection=tag*", timeout=60_000)
+            page.get_by_text("blend / disparity").first.wait_for(state="hidden", timeout=60_000)  # filtered
+            page.get_by_text("gapminder_evaluations").first.wait_for(timeout=60_000)
+            page.screenshot(path=str(tmp_path / "o3-mini-tag.png"))
+            # Dagster's (docs/operations.md): the left bar's Search reads names (asset keys, groups, jobs, sensors,
+            # schedules, partition sets, resources), never tags or descriptions: it finds the open-regressions asset
+            # by its name and the model by none
+            page.get_by_text("Search", exact=True).last.click()
+            page.keyboard.type("open_regressions")
+            page.get_by_text("Asset in geomon").first.wait_for(timeout=60_000)
+            page.keyboard.press("Control+A")
+            page.keyboard.type("o3-mini")
+            page.get_by_text("No results").first.wait_for(timeout=60_000)
             assert page.errors == []

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import dagster as dg
+import numpy as np
+import pandas as pd
 import pytest
 
 from geomon.report.browser import chromium_path, headless_page, overflow_px
@@ -84,7 +86,7 @@ def _first_heading(page) -> str:
 
 def test_the_index_and_the_suite_report_open_with_the_imported_regressions(results):
     with headless_page(WIDE) as page:
-        _open(page, results / "index.html")
+        _fits(page, results / "index.html")
         page.screenshot(path=str(results / "index.png"))
         assert _first_heading(page).startswith("Open regressions across every suite")
         lead = page.locator("p.lead").first.inner_text()
@@ -95,7 +97,7 @@ def test_the_index_and_the_suite_report_open_with_the_imported_regressions(resul
         assert "6 imported" in suite_row.inner_text()
         assert suite_row.locator("a[href='gapminder/report.html#open-regressions']").count() == 1
 
-        _open(page, results / "gapminder" / "report.html")
+        _fits(page, results / "gapminder" / "report.html")  # nothing wider than its box, no text under 10 px
         page.screenshot(path=str(results / "gapminder.png"))
         assert _first_heading(page).startswith("Open regressions in Gapminder AI worldview")
         leads = page.locator("table").first
@@ -141,7 +143,7 @@ def test_the_index_and_the_suite_report_open_with_the_imported_regressions(resul
 
 def test_the_trends_page_leads_with_the_real_history(results):
     with headless_page(WIDE) as page:
-        _open(page, results / "trends" / "report.html")
+        _fits(page, results / "trends" / "report.html")  # every label at least 10 px, no two overlapping
         page.screenshot(path=str(results / "trends.png"))
         contents = page.locator("nav").inner_text()
         assert contents.index("Published history") < contents.index("geomon's own runs")
@@ -159,3 +161,78 @@ def test_the_trends_page_leads_with_the_real_history(results):
             "f => Array.from(f.querySelectorAll('text'), t => t.textContent).join(' ')"
         )
         assert "2025" in words and "2026" not in words and "toy-model" not in words
+
+
+def _wide_board(columns: tuple[str, ...], models: int = 39) -> pd.DataFrame:
+    """A board as wide as a real one (WorldBench's has 53 columns, SAGED's 153): the suite's headline columns,
+    50 more with long names, a long sample note and verdicts, for ``models`` models."""
+    values = np.linspace(0.2, 0.9, models)
+    board = pd.DataFrame({"model": [f"vendor-model-{i:02d}-2025-01-31" for i in range(models)], "origin": "geomon"})
+    for column in columns:
+        board[column] = values
+    for i in range(50):
+        board[f"income_group_baseline_shuffled_labels_median_ci_high_{i:02d}"] = values + i
+    board["sample_note"] = "insufficient sample: region_disparity_mean: n = 1 < 30; mean_error: n = 8 < 30"
+    board["verdicts"] = "3 compared: 0 regressions, 1 improvement, 2 unchanged (provisional at the quick profile)"
+    return board
+
+
+def _fits(page, path) -> None:
+    """``path`` at 1440 px: nothing wider than the page, no table wider than its box, every text at least 10 px
+    (an HTML element's font size; an SVG label's height as drawn), no two SVG labels overlapping."""
+    _open(page, path)
+    small = page.evaluate(
+        "Array.from(document.querySelectorAll('body *')).filter(e => e.offsetParent !== null && !(e instanceof"
+        " SVGElement) && Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim()) &&"
+        " parseFloat(getComputedStyle(e).fontSize) < 10).map(e => e.textContent.slice(0, 60))"
+    )
+    assert small == [], f"{path}: text under 10 px"
+    for figure in page.locator("svg").all():
+        # a label's size as shown: its font size in the SVG's units times the scale to the screen (rotation aside)
+        labels = figure.evaluate(
+            "s => Array.from(s.querySelectorAll('text'), t => {const r = t.getBoundingClientRect();"
+            " const m = t.getScreenCTM(); const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);"
+            " return {text: t.textContent, px: px, top: r.top, bottom: r.bottom, left: r.left, right: r.right}})"
+        )
+        small = [(label["text"], round(label["px"], 1)) for label in labels if label["px"] < 10]
+        assert small == [], f"{path}: chart labels under 10 px"
+        overlapping = [
+            (a["text"], b["text"])
+            for i, a in enumerate(labels)
+            for b in labels[i + 1 :]
+            if b["top"] < a["bottom"] - 1
+            and a["top"] < b["bottom"] - 1
+            and b["left"] < a["right"] - 1
+            and a["left"] < b["right"] - 1
+        ]
+        assert overlapping == [], f"{path}: chart labels overlap"
+
+
+def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp_path):
+    """Each suite's report, written from a 53-column board of 39 models, at 1440 px: the leaderboard shows the
+    suite's headline columns, links leaderboard.csv for the rest, and nothing on the page is wider than its box
+    or smaller than 10 px."""
+    from geomon.report import gapminder, quench, saged, suite, worldbench
+    from geomon.suites import blend, registry
+
+    def columns(name: str) -> tuple[str, ...]:
+        return registry.suite(name).pipeline.leaderboard_columns
+
+    written = {
+        "worldbench": worldbench.write_report(tmp_path / "worldbench", _wide_board(columns("worldbench")), {},
+                                              columns("worldbench")),
+        "gapminder": gapminder.write_report(tmp_path / "gapminder", _wide_board(columns("gapminder")), {},
+                                            columns("gapminder")),
+        "quench": quench.write_report(tmp_path / "quench", _wide_board(columns("quench")), {}, columns("quench")),
+        "saged": saged.write_report(tmp_path / "saged", _wide_board(columns("saged")), {}, columns("saged")),
+        "blend": suite.write_suite_report(tmp_path / "blend", "BLEnD", "", _wide_board(columns("blend")), {}, [],
+                                          blend.PIPELINE.leaderboard_columns),
+    }  # fmt: skip
+    with headless_page(WIDE) as page:
+        for name, path in written.items():
+            _fits(page, path)
+            board = page.locator("h2", has_text="Leaderboard").locator("xpath=following-sibling::table[1]")
+            headers = board.locator("th").all_inner_texts()
+            assert headers == ["model", "origin", *columns(name)], name
+            assert page.locator("a[href='leaderboard.csv']").count() == 1, name
+            page.screenshot(path=str(tmp_path / f"{name}.png"))

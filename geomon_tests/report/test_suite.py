@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 MODELS = 39  # Gapminder's published history holds 37 configurations, a bundled model's runs two more
+HEADLINES = ("n", "correct_rate", "correct_rate_ci_low", "correct_rate_ci_high")
 
 
 def _board(models: int = MODELS, note: str = "") -> pd.DataFrame:
@@ -64,7 +65,7 @@ def test_the_per_model_chart_is_a_sorted_dot_plot_a_row_per_model_the_regressed_
     board = _board()
     regressed = ["model-03", "model-17"]
     _open_regressions(tmp_path, regressed)
-    page = gapminder.write_report(tmp_path, board, {}).read_text()
+    page = gapminder.write_report(tmp_path, board, {}, HEADLINES).read_text()
     (svg,) = re.findall(r"<figure class='dot-plot'[^>]*>(<svg.*?</svg>)\s*</figure>", page, flags=re.S)
     assert float(re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', svg).group(1)) * 4 / 3 <= 1184  # the column
     labels = _labels(svg)
@@ -88,13 +89,31 @@ def test_sample_notes_are_said_once_above_the_leaderboard(tmp_path):
     from geomon.report import gapminder
 
     note = "too few shared items to detect the minimum effect: correct_rate"
-    page = gapminder.write_report(tmp_path, _board(note=note), {}).read_text()
+    page = gapminder.write_report(tmp_path, _board(note=note), {}, HEADLINES).read_text()
     assert page.count(note) == 1
     assert f"({MODELS} models: model-00" in page
     board_at = page.index("<h2>Leaderboard")
     assert board_at < page.index("Sample notes") < page.index("<table", board_at)  # above the table
     assert "<th>sample_note</th>" not in page
     assert pd.read_csv(tmp_path / "leaderboard.csv")["sample_note"].eq(note).all()
+
+
+def test_the_leaderboard_shows_its_headline_columns_and_links_the_rest(tmp_path):
+    """A leaderboard of 40 columns shows the rows' labels and the suite's headline columns only, and says how many
+    more leaderboard.csv (linked, beside the report) holds; the CSV keeps every column. Mutation caught: the whole
+    board shown (a table of 40 columns)."""
+    from geomon.report import gapminder
+
+    extra = {f"extra_figure_{i:02d}": float(i) for i in range(33)}
+    board = _board(3).assign(evaluated_at="2025-01-31", **extra)
+    page = gapminder.write_report(tmp_path, board, {}, HEADLINES).read_text()
+    board_at = page.index("<h2>Leaderboard")
+    table = page[page.index("<table", board_at) : page.index("</table>", board_at)]
+    headers = re.findall(r"<th>([^<]*)</th>", table)
+    assert headers == ["model", "origin", "evaluated_at", *HEADLINES]
+    rest = len(board.columns) - len(headers)
+    assert f"{rest} more columns (intervals, counts, samples, verdicts) in <a href='leaderboard.csv'>" in page
+    assert list(pd.read_csv(tmp_path / "leaderboard.csv").columns) == list(board.columns)
 
 
 def test_a_chart_with_nothing_to_draw_says_why(tmp_path):
@@ -122,5 +141,5 @@ def test_sageds_impact_ratio_without_a_value_says_its_own_reason(tmp_path):
     from geomon.report import saged
 
     board = pd.DataFrame({"model": ["smollm2", "gemma3"], "sentiment_impact_ratio_calibrated": float("nan")})
-    page = saged.write_report(tmp_path, board, {}).read_text()
+    page = saged.write_report(tmp_path, board, {}, ()).read_text()
     assert "no chart — no model has a value (smollm2, gemma3): the impact ratio needs two countries" in page

@@ -178,3 +178,54 @@ def test_a_group_asked_for_gets_its_own_chart(tmp_path):
     page = (tmp_path / "results" / "trends" / "report.html").read_text()
     assert f"'>{group}</h3>" in page and page.index("Published history") < page.index(f"'>{group}</h3>")
     assert "None" not in page  # a missing interval or count is a dash
+
+
+def test_regression_labels_are_readable_and_never_overlap(tmp_path, monkeypatch):
+    """Two regressions days apart at nearly one value (the natural-language chart of Gapminder's history) and nine
+    lines, one of them unlabelled: every text of the chart at least 8 pt (10.7 px at the chart's own width), the
+    two labels apart, and the grey line named "1 other model". Mutations caught: the labels at 6.5 pt; ``apart``
+    not called (the labels overlap)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from geomon.report import charts, trends
+
+    drawn = []
+    monkeypatch.setattr(charts, "figure_svg", lambda fig: drawn.append(fig) or charts_svg(fig))
+    catalog = [("gapminder", "correct_rate", "", "Gapminder: correct rate", (0.0, 100.0))]
+    models = [f"model-{i}" for i in range(11)]  # nine lines: model-6 and model-7 succeed model-4
+    dates = pd.to_datetime([f"2024-{m:02d}-01" for m in range(1, 12)], utc=True)
+    series = pd.DataFrame(
+        {
+            "suite": "gapminder",
+            "metric": "correct_rate",
+            "breakdown": "",
+            "model": models,
+            "scope": "",
+            "evaluated_at": [*dates[:7], dates[6] + pd.Timedelta(days=3), *dates[8:]],
+            "value": [90.0, 20.0, 88.0, 25.0, 86.0, 50.0, 60.0, 60.5, 70.0, 95.0, 10.0],
+            "ci_low": float("nan"),
+            "ci_high": float("nan"),
+            "evaluation_id": [f"e{i}" for i in range(11)],
+            "n": 365,
+        }
+    )
+    comparisons = pd.DataFrame(
+        {
+            "evaluation_id": ["e6", "e7"],
+            "metric": "correct_rate",
+            "breakdown": "",
+            "against": ["predecessor model-4", "predecessor model-4"],
+            "change": [-26.0, -25.5],
+            "verdict": "regression",
+        }
+    )
+    trends.write_report(tmp_path, series, comparisons, catalog=catalog)
+    (fig,) = drawn
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    ax = fig.axes[0]
+    texts = [*ax.texts, *ax.get_legend().get_texts(), *ax.get_xticklabels(), *ax.get_yticklabels(), ax.yaxis.label]
+    assert min(t.get_fontsize() for t in texts if t.get_text()) >= 8
+    first, second = (t.get_window_extent(renderer) for t in ax.texts if "regression" in t.get_text())
+    assert not first.overlaps(second), (first, second)
+    assert "1 other model" in [t.get_text() for t in ax.get_legend().get_texts()]

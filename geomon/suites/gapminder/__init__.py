@@ -600,7 +600,7 @@ def _rates_stage(context: Any, grades: pd.DataFrame, judgements: dict) -> StageR
 def _write_report(out: Any, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Any:
     from geomon.report.gapminder import write_report
 
-    return write_report(out, board, results)
+    return write_report(out, board, results, PIPELINE.leaderboard_columns)
 
 
 def _pipeline() -> Pipeline:
