@@ -47,6 +47,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the loopback webhook and the snapshots' settings are the tests'
 
+from geomon import plan  # noqa: E402
 from geomon.config import load_settings  # noqa: E402
 from geomon.monitor import announce, release  # noqa: E402
 from geomon.monitor.history import EvaluationRun, MetricHistory  # noqa: E402
@@ -91,8 +92,7 @@ def size_of(size: int | None, suite: str) -> dict[str, int]:
     """``--size`` as the suite's sample option (its first ``sample`` option: the clusters its comparisons have)."""
     if size is None:
         return {}
-    option = next(o.config for o in registry.suite(suite).pipeline.prompts.options if o.name.startswith("sample"))
-    return {option: size}
+    return {plan.sample_option(suite): size}
 
 
 def run(path: Path, suites: str, models: list[str]) -> float:
@@ -173,7 +173,7 @@ def plant(args: argparse.Namespace, path: Path, posts: list[dict]) -> list[dict[
     history = MetricHistory(settings.store_url)
     tracked = registry.suite(suite).tracked
     tell = announce.announcer(settings.alerts, changes={})
-    plan = release.release_plan(settings.verdicts)
+    release_plan = release.release_plan(settings.verdicts)
     recorded = history.evaluations(suite=suite, model="weak")
     if recorded.empty:
         sys.exit(f"bench: the weak serving has no {suite} evaluation to plant from")
@@ -194,7 +194,7 @@ def plant(args: argparse.Namespace, path: Path, posts: list[dict]) -> list[dict[
         run_ = EvaluationRun(suite, model, scope=scope, predecessor=f"aa-{k - 1}", evaluated_at=when, origin="geomon")
         figures = release.declared_figures(suite, tracked, items)
         start = len(posts)
-        release.track(history, run_, figures, items, tracked, settings.verdicts, plan=plan, announcer=tell)
+        release.track(history, run_, figures, items, tracked, settings.verdicts, plan=release_plan, announcer=tell)
         rows = decided(history, model)
         target = rows[(rows["metric"] == args.target) & (rows["breakdown"].fillna("") == "")]
         paged = any(p["body"]["kind"] == "regression" for p in posts[start:])
