@@ -21,7 +21,8 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.stats import compare, power, sufficiency
-from geomon.stats.declared import is_disparity, with_min_effects
+from geomon.stats.declarations import with_min_effects
+from geomon.stats.statistics import is_disparity
 from geomon.stats.values import MetricKey
 from geomon.suites import registry
 from geomon.suites.pipeline import Pipeline, Stage, StageResult, sample_id

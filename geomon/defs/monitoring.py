@@ -20,7 +20,7 @@ from geomon.monitor import alerts, announce, release, views
 from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, StoredComparison
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
-from geomon.stats.declared import TrackedMetric
+from geomon.stats.declarations import TrackedMetric
 from geomon.stats.values import MetricValue
 
 

@@ -31,7 +31,8 @@ import pandas as pd
 
 from geomon.monitor import release
 from geomon.monitor.history import MetricHistory
-from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.statistics import Mean
 from geomon.stats.values import IMPORTED, EvaluationRun, MetricValue, series_key, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 from geomon.suites.kit import group_metrics
@@ -239,7 +240,7 @@ def same_benchmark(
     (``verdicts.min_overlap``) of the larger set's items: a row missing from a file is not a new benchmark,
     whichever file arrives first. Its note says how many items it lacks and adds; a new series starts only below
     the overlap. An item of the baseline's the compared evaluation lacks is compared as unanswered
-    (``declared.absent_items``), never left out."""
+    (``declarations.absent_items``), never left out."""
     held = history.evaluations(suite=run.suite)
     if not run.scope.startswith(IMPORTED) or run.scope in set(held["scope"]):
         return run

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from geomon.stats import power, sufficiency
-from geomon.stats.declared import PairedTest
+from geomon.stats.signflip import PairedTest
 
 REGRESSION = "regression"
 BELOW_THRESHOLD = "regression (below alert threshold)"
@@ -87,7 +87,7 @@ class VerdictSettings:
     power: float = 0.80
     resamples: int = 4999
     # p-values near a decision's threshold are computed again with this many flips; with at most
-    # ``exact_up_to`` differing clusters every flip is enumerated (``declared.Precision``).
+    # ``exact_up_to`` differing clusters every flip is enumerated (``signflip.Precision``).
     max_resamples: int = 99_999
     exact_up_to: int = 16
     # The release plan: suite name → weight in the α-sharing (registered suites default to 1; 0 takes a suite

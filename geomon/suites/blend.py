@@ -38,8 +38,9 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import blend as source
 from geomon.stats import uncertainty
-from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate, undeclared
+from geomon.stats.declarations import TrackedMetric, answered_rate, undeclared
 from geomon.stats.sampling import nested_sample
+from geomon.stats.statistics import Mean, Range
 from geomon.stats.values import metrics_from_mapping
 from geomon.suites.pipeline import (
     SEED,

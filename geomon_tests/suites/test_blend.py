@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from geomon.sources import blend as source
-from geomon.stats import declared
-from geomon.stats.declared import TrackedMetric
+from geomon.stats import bootstrap
+from geomon.stats.declarations import TrackedMetric
 from geomon.suites import blend
 from geomon_tests.conftest import SHARED
 
@@ -269,7 +269,7 @@ def test_an_empty_or_hedging_reply_is_unanswered_and_scored_a_miss(release):
     items = blend.items(scores)
     assert items["value"].tolist() == [0.0, 0.0, 100.0, 0.0]  # unanswered replies stay in the pair, as misses
     assert items["answered"].tolist() == [0.0, 0.0, 1.0, 1.0]  # the failed request is not in the rate
-    (rate,) = [e for e in declared.estimates(_rate(), items, resamples=0) if not e.breakdown]
+    (rate,) = [e for e in bootstrap.estimates(_rate(), items, resamples=0) if not e.breakdown]
     assert rate.value == 50.0
 
 
@@ -294,7 +294,7 @@ def test_the_answer_rate_moves_no_sem_b_figure(release):
     pd.testing.assert_frame_equal(now["local_vs_english"], then["local_vs_english"])
     assert now["summary"]["scored"] == then["summary"]["answered"] == now["summary"]["answered"] + hedged.sum()
     found, was = (
-        {(e.metric, e.breakdown): e.value for m in blend.TRACKED for e in declared.estimates(m, rows, resamples=0)}
+        {(e.metric, e.breakdown): e.value for m in blend.TRACKED for e in bootstrap.estimates(m, rows, resamples=0)}
         for rows in (blend.items(scores), blend.items(before))
     )
     sem_b = [k for k in was if k[0] != "answered_rate"]
