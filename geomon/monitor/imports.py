@@ -591,9 +591,9 @@ def record_runs(
 ) -> list[Recorded]:
     """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
     settings) win over the source's own (an item file's column; Gapminder: the vendor's previous release). An
-    identical run already recorded is reused (nothing new). Each suite is decided at its share of the release's
-    α (``plan``; by default the plan of a model geomon runs — in ``hosted`` — or else of a model that only
-    arrives by import: ``release.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.
+    identical run already recorded is reused (nothing new). Each suite is decided at its look's α (the release
+    ``plan``'s, ``geomon.stats.verdicts``; by default the plan of a model geomon runs — in ``hosted`` — or else of a
+    model that only arrives by import: ``release.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.
     Returns each run with its verdicts as finally stored (a later run may have become an earlier one's
     baseline)."""
     settings = settings or VerdictSettings()

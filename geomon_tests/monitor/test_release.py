@@ -1,5 +1,5 @@
 """One release, one decision, and everyone told — through ``geomon import items --cluster``, the path users run:
-each suite decided at its share of α whatever the order and the days its evaluations arrive on, a late
+each suite decided at its look's α whatever the order and the days its evaluations arrive on, a late
 predecessor's regression delivered once to a real (loopback) webhook, a withdrawn one resolved, and
 acknowledgements that name the breakdown honoured by every gate."""
 
