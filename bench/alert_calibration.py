@@ -2,7 +2,7 @@
 
 Every release is a predecessor ``m<r>-old`` and its successor ``m<r>-new`` (whose predecessor it names). Each
 suite's evaluation of each model is recorded with ``geomon.monitor.release.track`` — what ``geomon run``
-calls — with the release plan built once (``release.release_plan``: every suite decided at its share of
+calls — with the release plan built once (``release.release_plan``: every suite decided at its look's
 α), in a SQLite metric history (one file per worker job; model names are unique per release), and with the
 announcer ``geomon run`` uses (``announce.announcer``) pointed at a loopback webhook (json style). The
 evaluations arrive as they do in production: the release's suites in shuffled order, dated across midnight

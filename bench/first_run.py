@@ -9,7 +9,7 @@ Phases, each timed on the wall clock and (the geomon commands) profiled with cPr
 3. `geomon import gapminder-results` (the published history, 37 configurations);
 4. each suite (`geomon run --profile PROFILE --suite S`), split into the time asking the models (the runner's
    ``ask_now``: the engine started and every missing answer asked) and the time in geomon's own machinery (the
-   rest), with the machinery's top costs by profile: bootstraps (geomon.stats.declared), the suite registry, the
+   rest), with the machinery's top costs by profile: bootstraps (geomon.stats.bootstrap, signflip), the registry, the
    metric history, the reports, Dagster's event log writes, Dagster's own code (self time) and the steps it ran;
 5. with --stored (default on), every suite again with every answer stored: the machinery alone.
 
@@ -39,7 +39,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # The machinery's parts, by the source files that hold them: the time spent inside a part is the cumulative time
 # of its functions as called from outside it (so a part's own recursion is counted once).
 PARTS = {
-    "bootstraps": ("geomon/stats/declared.py",),
+    "bootstraps": (
+        "geomon/stats/statistics.py",
+        "geomon/stats/declarations.py",
+        "geomon/stats/bootstrap.py",
+        "geomon/stats/signflip.py",
+    ),
     "registry": ("geomon/suites/registry.py",),
     "history": ("geomon/monitor/history.py",),
     "reports": ("geomon/report/",),

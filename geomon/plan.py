@@ -21,7 +21,8 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.stats import compare, power, sufficiency
-from geomon.stats.declared import is_disparity, with_min_effects
+from geomon.stats.declarations import with_min_effects
+from geomon.stats.statistics import is_disparity
 from geomon.stats.values import MetricKey
 from geomon.suites import registry
 from geomon.suites.pipeline import Pipeline, Stage, StageResult, sample_id
@@ -424,9 +425,9 @@ def _clusters(prompts: pd.DataFrame, unit: tuple[str, ...]) -> int:
 
 
 def test_level(settings: Any, suite: str, paging: int | None = None) -> float:
-    """The one-sided level a suite's headline is tested at in a release: the suite's share of α (the release
-    plan) over the comparisons that can page (``paging``; its tracked metrics when not counted) — Holm's first
-    step, where its MDE is stated."""
+    """The one-sided level a suite's headline is tested at in a release: the first look's α (``ReleasePlan.look``,
+    the scheme: ``geomon.stats.verdicts``) over the comparisons that can page (``paging``; its tracked metrics when
+    not counted) — Holm's first step, where its MDE is stated."""
     from geomon.monitor import release
 
     count = paging if paging is not None else len(registry.suite(suite).tracked)

@@ -3,6 +3,7 @@ page left out of the navigation fails; the generated reference pages hold what t
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,57 @@ def test_the_monitoring_pages_order_and_missing_item_claims_are_the_codes():
         "whatever was decided provisionally before it",
     ):
         assert stale not in text, stale
+
+
+# Ways of saying what α a decision is taken at that the code no longer does: it decides at the look's α (the suite's
+# share ÷ its scopes × 80 % for the first look or 20 % for the reserve), not at the suite's share.
+STALE_SCHEME = (
+    "holm at the suite's share",
+    "holm at a suite's share",
+    "holm at its share",
+    "decided at its share",
+    "decide it at the suite's share",
+    "at the suite's share of the release's α over",
+    "at each suite's share of the release's",
+    "within the suite's share",
+    "significant at the suite's share",
+    "< the suite's share",
+    "p < the share",
+    "share it was decided at",
+    "the suite's share of the release's α, which holm spends",
+    "the suite's share of the release's α that ``p_adjusted`` is compared with",
+    'sa.column("alpha", sa.float), # the suite\'s share',
+    "the one uncertainty module every suite uses",
+)
+# Files other work was changing when the scheme was said once, each with the stale phrase it still holds: an entry
+# goes when its file no longer says it (the test fails on an entry that is fixed, so none lingers).
+STALE_PENDING: dict[str, str] = {}
+SCHEME_SECTION = "monitoring.md#one-release-one-decision"
+
+
+def _said(path: Path) -> str:
+    """A file's text as it reads: comments and string literals continued over lines joined, spaces collapsed,
+    lower case, one apostrophe."""
+    text = re.sub(r"\n\s*#\s*", " ", path.read_text(encoding="utf-8").replace("’", "'"))
+    return re.sub(r"\"\s*f?\"", "", " ".join(text.split())).lower()
+
+
+def test_the_release_scheme_is_said_once_and_every_other_place_links_to_it():
+    """The code decides at the look's α; one docstring (``stats/verdicts.py``) and one docs section (monitoring's
+    "One release, one decision") describe the scheme, the pages that mention it link there, and no page, docstring,
+    check description or column says the stale "Holm at the suite's share" (issue 62). Adding a benchmark says what
+    a new suite does to the others' shares."""
+    files = [REPO / "README.md", *(REPO / "docs").rglob("*.md"), *(REPO / "geomon").rglob("*.py")]
+    found = {
+        (str(path.relative_to(REPO)), phrase) for path in files for phrase in STALE_SCHEME if phrase in _said(path)
+    }
+    assert sorted(found - set(STALE_PENDING.items())) == []
+    assert sorted(set(STALE_PENDING.items()) - found) == []  # fixed: remove its entry
+    verdicts = _said(REPO / "geomon" / "stats" / "verdicts.py")
+    assert "**the look's α** (``releaseplan.look``) is the one level a decision is taken at" in verdicts
+    section = (REPO / "docs" / "monitoring.md").read_text(encoding="utf-8").split("#### One release, one decision")[1]
+    assert "**the look's α**" in section.split("\n### ")[0]
+    for page in ("README.md", "docs/architecture.md", "docs/serving-changes.md", "docs/getting-started.md"):
+        assert SCHEME_SECTION in (REPO / page).read_text(encoding="utf-8"), page
+    adding = _said(REPO / "docs" / "adding-a-benchmark.md")
+    assert SCHEME_SECTION in adding and "every suite's share becomes 0.05 / 9" in adding

@@ -47,7 +47,7 @@ def test_a_plan_counts_asks_stored_answers_time_cost_and_mde(tmp_path, wdi_snaps
     # mean_error lies in [0, 1]: the worst case is a coin flip per country on each side.
     mean_error = next(h for h in first.headlines if h.metric == "mean_error")
     se = math.sqrt(0.5) / math.sqrt(40)
-    # One-sided at WorldBench's share of the release's α (six suites + two import slots) over the comparisons
+    # One-sided at WorldBench's first look's α (six suites + two import slots) over the comparisons
     # that can page and are tested at this sample: 40 countries put mean_error and parse_rate in the family, but
     # no region or income group (each under 30 countries), and the gaps are shown, never paged. Without a stored
     # comparison their worst-case MDE is above the minimum effect: none is decidable at this profile.

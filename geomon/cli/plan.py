@@ -140,8 +140,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         f"{plan.duration(total['seconds'])}"
         + (f" (+ unknown for {', '.join(unknown)}: --probe measures)" if unknown else "")
         + (f", about ${total['cost']:,.2f}" if total["cost"] is not None else "")
-        + f"; MDE at {settings.verdicts.power:.0%} power, one-sided, at each suite's share of the release's "
-        f"α = {settings.verdicts.alpha} over its comparisons with 30 clusters or more "
+        + f"; MDE at {settings.verdicts.power:.0%} power, one-sided, at each suite's first look's α "
+        f"(α = {settings.verdicts.alpha} per release) over its comparisons with 30 clusters or more "
         f"({release.release_plan(settings.verdicts).describe()})."
     )
     for note in sorted({p.note for p in plans if p.note}):

@@ -31,7 +31,7 @@ from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, release, views
 from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
 from geomon.stats import verdicts
-from geomon.stats.declared import TrackedMetric
+from geomon.stats.declarations import TrackedMetric
 from geomon.suites import registry
 
 IMPORT_KEY = ["history", "gapminder_import"]

@@ -20,7 +20,7 @@ from geomon.monitor import alerts, announce, release, views
 from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, StoredComparison
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
-from geomon.stats.declared import TrackedMetric
+from geomon.stats.declarations import TrackedMetric
 from geomon.stats.values import MetricValue
 
 
@@ -32,8 +32,8 @@ def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheck
         partitions_def,
         description="The stored verdicts of this evaluation against its baseline (the model's previous run or its "
         "predecessor): one-sided paired sign-flip tests on shared items, decided together by Holm at the "
-        "suite's share of the release's α; fails on an unacknowledged regression until a newer evaluation "
-        "changes it or someone acknowledges it (geomon alerts ack).",
+        "look's α (docs/monitoring.md#one-release-one-decision); fails on an unacknowledged regression until a "
+        "newer evaluation changes it or someone acknowledges it (geomon alerts ack).",
     )
 
 

@@ -92,7 +92,7 @@ comparisons = sa.Table(
     sa.Column("release", sa.String(400), nullable=False, default="", server_default=""),  # ``release.release_of``
     sa.Column("family_size", sa.Integer),  # the comparisons Holm decided together
     sa.Column("note", sa.String(500), nullable=False, default="", server_default=""),
-    sa.Column("alpha", sa.Float),  # the suite's share of the release's α
+    sa.Column("alpha", sa.Float),  # the look's α (``ReleasePlan.look``) the comparison was decided at
     sa.Column("power", sa.Float),  # the chance to detect a worsening of min_effect
     sa.Column("level", sa.Float),  # its first (weighted) Holm level: where its MDE and power are stated
     # Why its verdict cannot be read at face value (``verdicts.DECIDABILITIES``; "" none).

@@ -31,7 +31,8 @@ import pandas as pd
 
 from geomon.monitor import release
 from geomon.monitor.history import MetricHistory
-from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.statistics import Mean
 from geomon.stats.values import IMPORTED, EvaluationRun, MetricValue, series_key, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
 from geomon.suites.kit import group_metrics
@@ -239,7 +240,7 @@ def same_benchmark(
     (``verdicts.min_overlap``) of the larger set's items: a row missing from a file is not a new benchmark,
     whichever file arrives first. Its note says how many items it lacks and adds; a new series starts only below
     the overlap. An item of the baseline's the compared evaluation lacks is compared as unanswered
-    (``declared.absent_items``), never left out."""
+    (``declarations.absent_items``), never left out."""
     held = history.evaluations(suite=run.suite)
     if not run.scope.startswith(IMPORTED) or run.scope in set(held["scope"]):
         return run
@@ -590,9 +591,9 @@ def record_runs(
 ) -> list[Recorded]:
     """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
     settings) win over the source's own (an item file's column; Gapminder: the vendor's previous release). An
-    identical run already recorded is reused (nothing new). Each suite is decided at its share of the release's
-    α (``plan``; by default the plan of a model geomon runs — in ``hosted`` — or else of a model that only
-    arrives by import: ``release.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.
+    identical run already recorded is reused (nothing new). Each suite is decided at its look's α (the release
+    ``plan``'s, ``geomon.stats.verdicts``; by default the plan of a model geomon runs — in ``hosted`` — or else of a
+    model that only arrives by import: ``release.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.
     Returns each run with its verdicts as finally stored (a later run may have become an earlier one's
     baseline)."""
     settings = settings or VerdictSettings()

@@ -6,7 +6,7 @@ same line: its latest evaluation no later than this one, else its first). When a
 order (a predecessor's after its successor's, an older run imported late) the evaluations whose baseline
 it becomes are compared again, so importing the same runs in any order gives the same history.
 
-The paired tests are the suites' declared metrics (``geomon.stats.declared``). A suite's comparisons in one
+The paired tests are the suites' declared metrics (``geomon.stats.declarations``). A suite's comparisons in one
 evaluation are decided together, at the α of the look it takes in the release (``spend``: the suite's share of
 the release's α, ``verdicts.ReleasePlan``, with its import slots and reserve), when the evaluation is recorded:
 the decision does not wait for, or change with, the release's other suites. The comparison itself is pure
@@ -29,8 +29,8 @@ from typing import Any
 import pandas as pd
 
 from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, MetricValue, StoredComparison
-from geomon.stats import compare, declared, verdicts
-from geomon.stats.declared import TrackedMetric
+from geomon.stats import bootstrap, compare, declarations, verdicts
+from geomon.stats.declarations import TrackedMetric
 from geomon.stats.values import MetricKey, finite
 
 
@@ -76,8 +76,8 @@ def declared_figures(
     figures: dict[tuple[str, str], MetricValue] = {}
     for metric in tracked:
         try:
-            found = declared.estimates(metric, items, seed=seed, where=f"suite {suite}")
-        except declared.DeclarationError as exc:
+            found = bootstrap.estimates(metric, items, seed=seed, where=f"suite {suite}")
+        except declarations.DeclarationError as exc:
             raise TrackingError(str(exc)) from None
         for e in found:
             figures[(e.metric, e.breakdown)] = MetricValue(
@@ -88,7 +88,7 @@ def declared_figures(
                 finite(e.ci_high),
                 e.clusters,
                 finite(e.se),
-                declared.declaration_digest(metric),
+                declarations.declaration_digest(metric),
             )
     return [*figures.values(), *others]
 
@@ -140,14 +140,14 @@ def track(
     replies: pd.DataFrame | None = None,
 ) -> Tracked:
     """Record ``run``'s evaluation (once: ``MetricHistory.record``), compare it with its baseline and decide it at
-    the suite's share of α (``plan``: the registered suites' by default), compare and decide again the
+    the look's α (``ReleasePlan.look``; ``plan``: the registered suites' by default), compare and decide again the
     evaluations whose baseline it becomes, and let ``announcer`` tell people what those decisions changed —
     all under the suite's lock. An evaluation identical to one already stored (a re-run of unchanged answers,
     a retried step) is not compared again: its stored verdicts stand, and are returned (the announcer still
     sees it: an alert that never reached anyone is tried again). ``figures`` are recorded as given: the caller
     computes them once, from ``items`` (``declared_figures``: the factory for a suite's tracked stage, the
     imports for a file), and shows the same ones; ``replies``: every item as scored, kept for ``geomon items``."""
-    tracked = declared.with_min_effects(tracked, settings.min_effects)
+    tracked = declarations.with_min_effects(tracked, settings.min_effects)
     plan = plan or release_plan(settings)
     with history.lock(f"geomon decisions: {run.suite}"):
         current = history.record(run, figures, items=items, replies=replies)

@@ -131,7 +131,7 @@ def history_table(
 ) -> pd.DataFrame:
     """One row per evaluation, metric and breakdown with its stored comparison: ``predecessor`` (previous run
     or the predecessor model), ``change`` (after − before), ``p_value`` (one-sided, the way it moved),
-    ``p_adjusted`` (Holm, over the suite's comparisons), ``alpha`` (the suite's share of the release's α that
+    ``p_adjusted`` (Holm, over the suite's comparisons), ``alpha`` (the look's α, ``ReleasePlan.look``, that
     ``p_adjusted`` is compared with), ``mde`` and ``verdict`` (empty where nothing was
     compared); ``note`` marks an insufficient sample, says why a comparison is undefined or insufficient, and
     where an evaluation starts a new series (``new_series``).

@@ -18,12 +18,13 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from geomon.stats import declared, power, sufficiency, verdicts
-from geomon.stats.declared import PairedTest, TrackedMetric
+from geomon.stats import bootstrap, declarations, power, signflip, statistics, sufficiency, verdicts
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.signflip import PairedTest
 from geomon.stats.verdicts import Verdict, VerdictSettings
 
 # ``geomon plan`` plans a comparison before any pair exists from one evaluation's cluster-bootstrap standard
-# errors, those of the one draw that gave its recorded figures (``declared.estimates``' resamples, seed 0): read
+# errors, those of the one draw that gave its recorded figures (``bootstrap.estimates``' resamples, seed 0): read
 # from what it recorded (``stored_spreads``), drawn again from its items only where it recorded none.
 PLANNING_SEED = 0
 
@@ -35,7 +36,7 @@ class PairingError(ValueError):
 class Compared(NamedTuple):
     """A comparison's paired tests (as planned: what is stored beside the verdicts) and their verdicts, in order,
     and how many of the baseline's items the new evaluation lacks (each compared as an absent outcome:
-    ``declared.absent_items``)."""
+    ``declarations.absent_items``)."""
 
     tests: list[PairedTest]
     verdicts: list[Verdict]
@@ -54,12 +55,12 @@ def compare(
 ) -> Compared:
     """Every tracked comparison of ``after_items`` with ``before_items`` (the baseline's; None: it kept none, and
     every metric is undefined), decided together at ``alpha`` (``verdicts.decide``; ``profiled``: the sample was
-    a geomon run profile's). ``tracked`` carries the minimum effects in force (``declared.with_min_effects``);
-    An item the baseline has and ``after_items`` lacks is an outcome (``declared.absent_items``: unanswered), counted in
-    ``missing``."""
+    a geomon run profile's). ``tracked`` carries the minimum effects in force (``declarations.with_min_effects``);
+    An item the baseline has and ``after_items`` lacks is an outcome (``declarations.absent_items``: unanswered),
+    counted in ``missing``."""
     missing = 0
     if before_items is not None and len(before_items) and "item" in before_items and "item" in after_items:
-        filled = declared.absent_items(tracked, before_items, after_items)
+        filled = declarations.absent_items(tracked, before_items, after_items)
         missing = len(filled) - len(after_items)
         after_items = filled
     tests = paired(tracked, before_items, after_items, settings, alpha)
@@ -77,7 +78,7 @@ def paired(
 ) -> list[PairedTest]:
     """The paired tests of every tracked metric (the two evaluations paired once); a metric whose columns the
     earlier evaluation lacks (recorded by an older geomon) is undefined, saying which. A p-value near one of the
-    Holm levels a family at ``alpha`` may test it at is computed again with more flips (``declared.Precision``)."""
+    Holm levels a family at ``alpha`` may test it at is computed again with more flips (``signflip.Precision``)."""
     old = before_items if before_items is not None else pd.DataFrame(columns=["item"])
     testable, out = [], []
     for metric in tracked:
@@ -105,7 +106,7 @@ def paired(
             )
         )
     comparisons = sum(len(m.parts(after_items)) for m in testable)
-    precision = declared.Precision(
+    precision = signflip.Precision(
         settings.exact_up_to,
         power.holm_levels(alpha, comparisons, settings.undecidable_weight),
         settings.max_resamples,
@@ -113,9 +114,9 @@ def paired(
     )
     try:
         return (
-            declared.paired_tests(testable, old, after_items, resamples=settings.resamples, precision=precision) + out
+            signflip.paired_tests(testable, old, after_items, resamples=settings.resamples, precision=precision) + out
         )
-    except declared.DeclarationError as exc:
+    except declarations.DeclarationError as exc:
         raise PairingError(str(exc)) from None
 
 
@@ -126,7 +127,7 @@ def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> d
         (e.metric, e.breakdown): spread_of(metric, e)
         for metric in tracked
         if metric.columns() <= set(items.columns)
-        for e in declared.estimates(metric, items, resamples=declared.RESAMPLES, seed=PLANNING_SEED)
+        for e in bootstrap.estimates(metric, items, resamples=bootstrap.RESAMPLES, seed=PLANNING_SEED)
     }
 
 
@@ -136,32 +137,32 @@ def stored_spreads(
     """``baseline_spreads`` read from an evaluation's recorded figures (``MetricHistory.figures``: its declared
     figures' value, standard error and clusters ``n``) instead of drawn again; None — draw them — where any tracked
     metric's figures were recorded under another declaration than today's (another statistic, cluster, groups or
-    bounds: ``declared.declaration_digest``) or without their standard errors (recorded before they were kept)."""
+    bounds: ``declarations.declaration_digest``) or without their standard errors (recorded before they were kept)."""
     out = {}
     for metric in tracked:
         rows = figures[[metric.declares(a, b) for a, b in zip(figures["metric"], figures["breakdown"], strict=True)]]
         if rows.empty:
             continue
-        if (rows["declared_as"] != declared.declaration_digest(metric)).any() or not rows["se"].notna().any():
+        if (rows["declared_as"] != declarations.declaration_digest(metric)).any() or not rows["se"].notna().any():
             return None
         for r in rows.itertuples():
             clusters = int(r.n) if r.n == r.n else 0  # n: the figure's clusters (NULL: none counted)
             value, se = float(r.value), float(r.se)
-            estimate = declared.Estimate(r.metric, r.breakdown, value, math.nan, math.nan, 0, clusters, se)
+            estimate = bootstrap.Estimate(r.metric, r.breakdown, value, math.nan, math.nan, 0, clusters, se)
             out[(r.metric, r.breakdown)] = spread_of(metric, estimate)
     return out or None
 
 
-def spread_of(metric: TrackedMetric, e: declared.Estimate) -> power.Spread:
+def spread_of(metric: TrackedMetric, e: bootstrap.Estimate) -> power.Spread:
     """One estimate of ``metric`` (its overall figure or a group's) as the spread a plan rests on. A standard error
     below a millionth of the metric's range (or of its value) is rounding, not spread (a baseline whose clusters all
     agree): 0."""
     group = e.breakdown != metric.breakdown
-    ranged = group and isinstance(metric.statistic, declared.Range)
+    ranged = group and isinstance(metric.statistic, statistics.Range)
     part = metric.statistic.of if ranged else metric.statistic  # a group of a range: one of its means
     bounds = metric.groups_bounds if group and metric.groups_bounds else metric.bounds
     se = 0.0 if math.isfinite(e.se) and e.se < power.rounding_noise(bounds, e.value) else e.se
-    return power.Spread(se, e.value, e.clusters, isinstance(part, declared.Mean))
+    return power.Spread(se, e.value, e.clusters, isinstance(part, statistics.Mean))
 
 
 def planned(tests: list[PairedTest]) -> list[PairedTest]:

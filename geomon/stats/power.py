@@ -25,7 +25,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from geomon.stats.declared import PairedTest, agresti_coull_se
+from geomon.stats.bootstrap import agresti_coull_se
+from geomon.stats.signflip import PairedTest
 
 _NORMAL = NormalDist()  # the standard normal (the stdlib's: scipy's costs a millisecond a call)
 

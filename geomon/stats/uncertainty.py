@@ -1,4 +1,6 @@
-"""Bootstrap confidence intervals that resample the right unit: the one uncertainty module every suite uses.
+"""Bootstrap confidence intervals that resample the right unit, for a suite's own diagnostics: the group tables
+and gaps its paper reports. A tracked headline's figures — what the leaderboard, the history and the verdicts
+read — come from its declaration's cluster bootstrap instead (``geomon.stats.bootstrap``).
 
 - ``group_gaps``: every group's statistic, the disparity across groups (max − min) and any two groups'
   difference from one set of resamples, in three designs: items within groups (countries within a

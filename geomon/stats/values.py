@@ -32,7 +32,7 @@ class MetricValue:
     # A declared figure's cluster-bootstrap standard error: what a later comparison plans its MDE from when this
     # evaluation is its baseline (``compare.stored_spreads``), read instead of drawn again. None: not declared.
     se: float | None = None
-    declared_as: str = ""  # ``declared.declaration_digest`` of the declaration it was drawn under ("": none)
+    declared_as: str = ""  # ``declarations.declaration_digest`` of the declaration it was drawn under ("": none)
 
 
 @dataclass(frozen=True)

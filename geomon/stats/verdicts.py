@@ -7,21 +7,28 @@ any result arrives):
 
 - ``ReleasePlan`` shares α among the suites a release can hold: every registered suite a weight (1 unless
   ``verdicts.shares`` says otherwise; none for a model that only arrives by import) and ``import_slots`` shares
-  for imported suites outside the plan. A suite's share is α × its weight ÷ the plan's total weight, split among
-  its scopes, each scope's between a first look and a reserve (``ReleasePlan.look``). The plan is stored with
-  the release's first decision (``release.spend``).
+  for imported suites outside the plan. A suite's *share* is α × its weight ÷ the plan's total weight: with the
+  six bundled suites and two import slots α/8, and a seventh registered suite makes every share α/9 (for releases
+  not yet begun: the plan is stored with the release's first decision, ``release.spend``).
+- **The look's α** (``ReleasePlan.look``) is the one level a decision is taken at: the suite's share ÷ its scopes
+  (``verdicts.scopes``: BorderLines' revisions; 1 for every other suite) × 80 % for the scope's *first look*, or
+  × 20 % (``verdicts.reserve``) for its *reserve*. Which look a decision takes, and whether any α is left for it,
+  is ``monitor/release.py``'s (``spend``).
 - When a suite's evaluation is compared with its baseline, its comparisons (metrics × groups) are decided
-  together by Holm's step-down procedure at the suite's share, on *one-sided* p-values toward worse: the
+  together by Holm's step-down procedure at the look's α, on *one-sided* p-values toward worse: the
   claim a regression alert makes. Nothing another suite does later changes that decision, so the decision
   is final, whatever the order and the days the suites arrive on; by the union bound the release's
-  family-wise error rate is at most the sum of its suites' shares, ≤ α.
+  family-wise error rate is at most the sum of its looks' α, ≤ α.
+
+This docstring and docs/monitoring.md's "One release, one decision" are the scheme's two descriptions; every
+other place names the look's α and points here.
 
 ``regression``: Holm-significant worsening at least the metric's minimum effect (pages); ``regression (below
 alert threshold)``: Holm-significant but smaller (shown); ``disparity widened``: a gap between groups (a
 range, a difference, an impact ratio) Holm-significantly wider — decided in a family of the disparities
 alone, shown and never paged, since a gap also widens when the best group improves (the groups' own tests
 page when one gets worse); ``improvement``: Holm-significant one-sided toward
-better at the same share (shown, never paged); ``watch``: a worsening Benjamini–Hochberg flags at ``q``
+better at the same look's α (shown, never paged); ``watch``: a worsening Benjamini–Hochberg flags at ``q``
 (shown, never paged); ``no detectable change`` with its minimum detectable effect at the test's first
 Holm level and the stated power. ``insufficient sample`` (the one rule of ``stats.sufficiency``) and
 ``undefined`` (a NaN statistic) get no p-value in the family; a comparison where no cluster differs from the
@@ -51,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from geomon.stats import power, sufficiency
-from geomon.stats.declared import PairedTest
+from geomon.stats.signflip import PairedTest
 
 REGRESSION = "regression"
 BELOW_THRESHOLD = "regression (below alert threshold)"
@@ -87,7 +94,7 @@ class VerdictSettings:
     power: float = 0.80
     resamples: int = 4999
     # p-values near a decision's threshold are computed again with this many flips; with at most
-    # ``exact_up_to`` differing clusters every flip is enumerated (``declared.Precision``).
+    # ``exact_up_to`` differing clusters every flip is enumerated (``signflip.Precision``).
     max_resamples: int = 99_999
     exact_up_to: int = 16
     # The release plan: suite name → weight in the α-sharing (registered suites default to 1; 0 takes a suite
@@ -221,7 +228,7 @@ class Verdict:
     family_size: int
     verdict: str
     note: str = ""
-    alpha: float = 0.0  # the suite's share of the release's α, which Holm spends over its comparisons
+    alpha: float = 0.0  # the look's α it was decided at (``ReleasePlan.look``: module docstring), Holm's to spend
     power: float = math.nan  # the chance to detect a worsening of ``min_effect`` (at the first Holm level)
     level: float = math.nan  # its first Holm level, α × its weight ÷ the family's total weight: MDE and power's
     decidability: str = DECIDABLE  # one of ``DECIDABILITIES``: why its verdict cannot be read at face value
@@ -270,7 +277,7 @@ def decide(
     min_sample: int = sufficiency.MIN_SAMPLE,
     profiled: bool = True,
 ) -> list[Verdict]:
-    """One suite's comparisons of one evaluation, decided together at ``alpha`` (its share of the release's α;
+    """One suite's comparisons of one evaluation, decided together at ``alpha`` (the look's α, ``ReleasePlan.look``;
     the settings' whole α when None), in the order of ``tests``. ``profiled``: the sample was a geomon run
     profile's (False for an imported evaluation: its sample was the publisher's, and no profile or plan of
     geomon's could have changed it, so its notes say so instead of pointing at ``geomon plan``)."""

@@ -37,9 +37,10 @@ from geomon import parsing, untrusted
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import blend as source
-from geomon.stats import uncertainty
-from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate, undeclared
+from geomon.stats import sufficiency, uncertainty
+from geomon.stats.declarations import TrackedMetric, answered_rate, undeclared
 from geomon.stats.sampling import nested_sample
+from geomon.stats.statistics import Mean, Range
 from geomon.stats.values import metrics_from_mapping
 from geomon.suites.pipeline import (
     SEED,
@@ -98,7 +99,6 @@ SUITE = SuiteInfo(
 MAX_TOKENS = 32  # "a single answer without any explanations"
 TEMPERATURE = 0.0  # the reference code's default
 MAX_REPLY_CHARS = 2_000  # a single answer; a runaway reply is cut before matching (and the cut counted)
-MIN_VALID_QUESTIONS = 20  # fewer valid questions in a country: its SEM carries no conclusion
 _LABEL = re.compile(r"^(\w+:)\s")
 
 
@@ -425,7 +425,8 @@ def _groups_table(gaps: uncertainty.GroupGaps, view: str) -> pd.DataFrame:
     table["vs_best"] = [d.point if d else np.nan for d in behind]
     table["vs_best_ci_low"] = [d.interval.low if d else np.nan for d in behind]
     table["vs_best_ci_high"] = [d.interval.high if d else np.nan for d in behind]
-    table["insufficient_sample"] = table["items"] < MIN_VALID_QUESTIONS
+    # The one sufficiency rule, the verdicts' own: a country's figure over fewer questions carries no conclusion.
+    table["insufficient_sample"] = table["items"] < sufficiency.MIN_SAMPLE
     return table.assign(view=view)
 
 
@@ -487,7 +488,7 @@ def local_vs_english(scored: pd.DataFrame, resamples: int = 1000, seed: int = 0)
                 "ci_low": diff.interval.low,
                 "ci_high": diff.interval.high,
                 "questions": diff.clusters,
-                "insufficient_sample": diff.clusters < MIN_VALID_QUESTIONS,
+                "insufficient_sample": diff.clusters < sufficiency.MIN_SAMPLE,
             }
         )
     columns = [

@@ -25,7 +25,8 @@ from geomon.parsing import parse_choice
 from geomon.sources import borderlines as source
 from geomon.sources import wikipedia
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
-from geomon.stats.declared import Difference, Mean, TrackedMetric, answered_rate, undeclared
+from geomon.stats.declarations import TrackedMetric, answered_rate, undeclared
+from geomon.stats.statistics import Difference, Mean
 from geomon.suites.kit import continuation_logprob, likeliest, ranks_candidates
 from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome, status_of
@@ -542,7 +543,7 @@ def tracked_persona(scored: pd.DataFrame) -> str:
 TRACKED_PERSONA = "vanilla"  # the persona the regression check and the trends follow (README)
 _VANILLA = f"persona={TRACKED_PERSONA}"
 
-# The tracked headlines, each declared once over the tracked rows (geomon.stats.declared), clustered on the
+# The tracked headlines, each declared once over the tracked rows (geomon.stats.declarations), clustered on the
 # territory (its queries in every claimant language move together).
 TRACKED = (
     TrackedMetric("kb_cs", Mean("kb", scale=100), "territory", False, 5.0, _VANILLA, bounds=(0, 100)),

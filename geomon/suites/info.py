@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from geomon.stats.declared import TrackedMetric
+    from geomon.stats.declarations import TrackedMetric
     from geomon.suites.pipeline import Pipeline
 
 

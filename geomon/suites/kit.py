@@ -35,7 +35,9 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.jury import JurySettings
 from geomon.sources.release_files import ReleaseFiles
-from geomon.stats.declared import ANSWERED_RATE, Mean, Range, TrackedMetric, answered_rate, estimates
+from geomon.stats.bootstrap import estimates
+from geomon.stats.declarations import ANSWERED_RATE, TrackedMetric, answered_rate
+from geomon.stats.statistics import Mean, Range
 from geomon.stats.values import series_scope
 from geomon.suites.info import Headline, RunOption, SuiteError, SuiteInfo, status_of
 from geomon.suites.pipeline import (
@@ -258,7 +260,7 @@ def tracked_result(
     table: Sequence[str] = (),
 ) -> StageResult:
     """The tracked stage's result from per-item rows (``item``, ``value`` and the group columns), shown by its
-    leaderboard and report: every tracked metric's declared estimates (``declared.estimates``, drawn once in a
+    leaderboard and report: every tracked metric's declared estimates (``bootstrap.estimates``, drawn once in a
     process: the figures the factory records from the same rows); the summary holds the overall figures
     (``<metric>``, ``<metric>_ci_low``, ``<metric>_ci_high``) and ``counts``; ``groups`` the per-group ones (with
     their ``metric``). ``replies``: every item as scored (its prompt, reply, parsed answer and score), kept with the

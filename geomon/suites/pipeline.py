@@ -70,7 +70,7 @@ class Tracked:
     data_version: str = ""  # the data's own version (a World Bank release); default: the source stage's code
     # Every item as scored (its prompt, reply, parsed answer, score, status), kept for ``geomon items``.
     replies: pd.DataFrame | None = None
-    # Figures no tracked metric declares (counts, a paper's own statistics: ``declared.undeclared``), recorded
+    # Figures no tracked metric declares (counts, a paper's own statistics: ``declarations.undeclared``), recorded
     # beside the declared ones and never compared; handing in a declared one fails the step.
     others: list[MetricValue] = field(default_factory=list)
 

@@ -43,9 +43,10 @@ from geomon.engine.registry import ModelSpec
 from geomon.jury import parse_label, parse_likert
 from geomon.sources import quench as source
 from geomon.sources.quench import load_items
-from geomon.stats.declared import Mean, Range, TrackedMetric, answered_rate, undeclared
+from geomon.stats.declarations import TrackedMetric, answered_rate, undeclared
 from geomon.stats.power import minimum_detectable_effect, planned_mde
 from geomon.stats.sampling import nested_sample
+from geomon.stats.statistics import Mean, Range
 from geomon.stats.uncertainty import Estimate, Interval, group_gaps
 from geomon.suites.pipeline import (
     SEED,

@@ -6,7 +6,7 @@ them.
 A suite module declares ``SUITE = SuiteInfo(...)`` (its name, paper, headline metrics, run options and
 settings class) and ``PIPELINE = Pipeline(...)`` (``geomon.suites.pipeline``: its stages, checks, tracked
 stage and report), plus ``TRACKED`` (its tracked headlines, each declared once as a
-``geomon.stats.declared.TrackedMetric``); a YAML suite in a suite folder (``geomon.suites.yaml_suite``) declares
+``geomon.stats.declarations.TrackedMetric``); a YAML suite in a suite folder (``geomon.suites.yaml_suite``) declares
 the same in its file. The registry reads them once per process (again only when a suite folder, file or module
 changes), checks them and keeps each suite as one record, a ``Suite`` (info, pipeline, tracked): the rest of
 geomon asks ``suite(name)`` for it and never reads a module's declarations. ``geomon.defs.factory`` builds the
@@ -92,7 +92,7 @@ def _check(suite: Suite, where: str) -> Suite:
 
 def _check_tracked(suite: Suite, where: str) -> None:
     """The suite's tracked metrics (``TRACKED``): each a declared headline (metric and breakdown), once."""
-    from geomon.stats.declared import TrackedMetric
+    from geomon.stats.declarations import TrackedMetric
 
     info, tracked = suite.info, suite.tracked
     if not isinstance(tracked, tuple) or not tracked or not all(isinstance(m, TrackedMetric) for m in tracked):

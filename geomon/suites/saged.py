@@ -46,7 +46,7 @@ import pandas as pd
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.sources import corpus as corpus_source
-from geomon.stats.declared import ImpactRatio, Mean, Range, TrackedMetric, answered_rate, undeclared
+from geomon.stats.declarations import TrackedMetric, answered_rate, undeclared
 from geomon.stats.disparity import (
     disparity_permutation_test,
     dixon_q,
@@ -56,6 +56,7 @@ from geomon.stats.disparity import (
     max_z_score,
 )
 from geomon.stats.sampling import nested_sample
+from geomon.stats.statistics import ImpactRatio, Mean, Range
 from geomon.stats.uncertainty import GroupGaps, gaps_from_draws, percentile_interval, resample_within_groups
 from geomon.suites.pipeline import SEED, CheckOutcome, Option, Pipeline, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome, status_of

@@ -17,8 +17,9 @@ from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import find_citation, mentions_world_bank, parse_number_detail
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
-from geomon.stats.declared import Mean, Range, Ratio, TrackedMetric, undeclared
+from geomon.stats.declarations import TrackedMetric, undeclared
 from geomon.stats.disparity import abs_rel_error, disparity, group_errors, group_ranks, random_baseline
+from geomon.stats.statistics import Mean, Range, Ratio
 from geomon.stats.uncertainty import group_gaps, mean_difference
 from geomon.suites.pipeline import Markdown, Option, Pipeline, Stage, StageCheck, StageResult, Tracked, responses_stage
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, status_of
@@ -519,7 +520,7 @@ def items(scores: pd.DataFrame) -> pd.DataFrame:
 
 _PER_COUNTRY_ERROR = Mean("error_sum", per="answers")  # each country's mean error over its indicators
 
-# The tracked headlines, each declared once (geomon.stats.declared): value, interval, sample and paired test.
+# The tracked headlines, each declared once (geomon.stats.declarations): value, interval, sample and paired test.
 TRACKED = (
     TrackedMetric("mean_error", Ratio("error_sum", "answers"), "item", True, 0.03, bounds=(0, 1)),
     # Whether the model still answers, overall and per region and income group: one that stops answering a

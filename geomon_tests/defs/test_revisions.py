@@ -14,7 +14,8 @@ from geomon_tests.conftest import write_settings
 
 VERSIONED = """
 import pandas as pd
-from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.statistics import Mean
 from geomon.suites.info import Headline, SuiteInfo
 from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageResult, Tracked
 

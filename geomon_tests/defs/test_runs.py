@@ -222,7 +222,8 @@ def test_a_model_whose_judge_left_an_ask_unanswered_is_run_again(
 # A suite whose data comes in two editions: France is asked only in the older one, Kenya only in the newer.
 EDITIONS = """
 import pandas as pd
-from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.statistics import Mean
 from geomon.suites import kit
 from geomon.suites.info import Headline, RunOption, SuiteInfo
 from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageResult, Tracked, responses_stage

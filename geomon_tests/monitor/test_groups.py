@@ -239,7 +239,9 @@ def test_the_best_group_improving_pages_nobody(tmp_path, told):
 def test_a_gap_rests_on_its_smallest_group_and_is_bootstrapped_within_groups():
     """A range over groups counts its smallest group's clusters (the sample the between-group claim rests on),
     and its bootstrap keeps every group in every resample: never missing a two-country region."""
-    from geomon.stats.declared import Mean, Range, TrackedMetric, estimates
+    from geomon.stats.bootstrap import estimates
+    from geomon.stats.declarations import TrackedMetric
+    from geomon.stats.statistics import Mean, Range
 
     frame = pd.DataFrame(
         {
@@ -278,7 +280,9 @@ def test_the_stated_mde_is_never_zero_for_an_unchanged_pair(tmp_path):
 def test_a_small_groups_interval_is_never_narrower_than_its_clusters_allow():
     """Five questions, all answered right: the percentile bootstrap says [100, 100]; the interval is at least
     the Wilson interval over five clusters (about [57, 100])."""
-    from geomon.stats.declared import Mean, TrackedMetric, estimates
+    from geomon.stats.bootstrap import estimates
+    from geomon.stats.declarations import TrackedMetric
+    from geomon.stats.statistics import Mean
 
     frame = pd.DataFrame({"item": [f"q{i}" for i in range(5)], "value": [100.0] * 5})
     (small,) = estimates(TrackedMetric("acc", Mean("value"), bounds=(0, 100)), frame)
@@ -310,7 +314,7 @@ def test_an_outage_is_not_a_model_that_stopped_answering(tmp_path, told):
 def test_borderlines_queries_are_clustered_on_their_territory():
     """BorderLines' per-query rows are clustered on their territory: the answer rate's and the concurrence's sample
     is the territories, never the queries. Mutation caught: clustered on the row (item)."""
-    from geomon.stats.declared import estimates
+    from geomon.stats.bootstrap import estimates
 
     rows = _borderlines()
     found = {(e.metric, e.breakdown): e for m in borderlines.TRACKED for e in estimates(m, rows, resamples=0)}
@@ -329,7 +333,7 @@ def test_gapminders_family_rows_are_clustered_on_their_question():
     computed by hand (the spread of the per-question differences), far below the one of independent families.
     Each family has one row per question, so only the spread can tell. Mutation caught: the family rows
     clustered on their own row (``item``), in ``TRACKED`` or in ``items``' ``question`` column."""
-    from geomon.stats.declared import estimates
+    from geomon.stats.bootstrap import estimates
 
     rows = _gapminder(worse_family="persona")  # questions right in every family or in none; persona a bit worse
     (gap_metric,) = [m for m in gapminder.TRACKED if m.name == "family_gap_correct_rate"]
@@ -399,7 +403,8 @@ def test_only_a_mean_of_bounded_outcomes_has_the_agresti_coull_floor():
     spread = compare.baseline_spreads(worldbench.TRACKED, frame)[("mean_error", "")]
     assert power.planned_se(spread, (0, 1)) == pytest.approx(np.sqrt(2) * spread.se)
     right = pd.DataFrame({"item": [f"q{i}" for i in range(40)], "value": 100.0})
-    from geomon.stats.declared import Mean, TrackedMetric
+    from geomon.stats.declarations import TrackedMetric
+    from geomon.stats.statistics import Mean
 
     share = compare.baseline_spreads((TrackedMetric("acc", Mean("value"), bounds=(0, 100)),), right)[("acc", "")]
     assert share.se == 0 and power.planned_se(share, (0, 100)) > 0
@@ -409,8 +414,10 @@ def test_a_gap_near_zero_is_planned_from_its_groups_spread_not_a_folded_one():
     """QUENCH's Indic and non-Indic questions are right equally often: the gap between them is near 0, and its
     size's bootstrap draws fold at 0 (a spread about 0.6 × the gap's). Its standard error is the signed contrast's
     between the two groups — √(se₁² + se₂²) of the groups' own — and an absolute difference's is its signed one's.
-    Mutation caught: ``declared._signed_gap`` returning None (the folded spread, an MDE too small)."""
-    from geomon.stats.declared import Difference, Mean, TrackedMetric, estimates
+    Mutation caught: ``bootstrap._signed_gap`` returning None (the folded spread, an MDE too small)."""
+    from geomon.stats.bootstrap import estimates
+    from geomon.stats.declarations import TrackedMetric
+    from geomon.stats.statistics import Difference, Mean
 
     rows = _quench_rates(0.5, 0.5)
     (gap_metric,) = [m for m in quench.TRACKED if m.name == "questions_gap_correct_answer_score"]
@@ -436,7 +443,7 @@ def test_a_gaps_worst_case_is_both_its_groups():
     import math
 
     from geomon import plan
-    from geomon.stats.declared import PairedTest
+    from geomon.stats.signflip import PairedTest
 
     def test(disparity: bool) -> PairedTest:
         # No null spread to plan from (the sign-flip null was not drawn).
@@ -453,7 +460,9 @@ def test_a_range_over_several_groups_is_planned_from_its_highest_and_lowest():
     """Three groups of unequal size and spread: a range's standard error is the contrast's between the highest
     and the lowest group — √(se_high² + se_low²) of their own — not another pair's. Mutation caught: the
     contrast drawn between the wrong groups (``order[-1]`` / ``order[0]`` swapped for a neighbour)."""
-    from geomon.stats.declared import Mean, Range, TrackedMetric, estimates
+    from geomon.stats.bootstrap import estimates
+    from geomon.stats.declarations import TrackedMetric
+    from geomon.stats.statistics import Mean, Range
 
     rows = [
         (f"{group}{i}", group, float(i < right))

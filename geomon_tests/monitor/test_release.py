@@ -1,5 +1,5 @@
 """One release, one decision, and everyone told — through ``geomon import items --cluster``, the path users run:
-each suite decided at its share of α whatever the order and the days its evaluations arrive on, a late
+each suite decided at its look's α whatever the order and the days its evaluations arrive on, a late
 predecessor's regression delivered once to a real (loopback) webhook, a withdrawn one resolved, and
 acknowledgements that name the breakdown honoured by every gate."""
 
@@ -19,7 +19,8 @@ import pytest
 from geomon.monitor import alerts, announce, imports, release, views
 from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.stats import compare, verdicts
-from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.statistics import Mean
 from geomon_tests.loopback import Webhook, serve
 from geomon_tests.stats import test_compare as toy
 
@@ -644,7 +645,7 @@ def test_an_absent_item_is_an_unanswered_one_and_fails_the_check(tmp_path, monke
     said "8 no detectable change" and exited 0 when the absent items were left out of the pairing. The missing count
     is stored with the comparisons and named on the terminal; one absent row alone (no regression) still fails
     ``--fail-on check``, not ``--fail-on regression``. Mutations caught: the absent rows not added
-    (``declared.absent_items`` returning its input); the missing count not gating ``--fail-on check``."""
+    (``declarations.absent_items`` returning its input); the missing count not gating ``--fail-on check``."""
     from geomon.cli import main
 
     args, history = _cli(tmp_path, monkeypatch)
@@ -746,23 +747,23 @@ def test_a_decision_draws_nothing_of_its_baseline_and_the_plan_reads_what_it_rec
     value under another clustering), where it draws them again. Mutations caught: a baseline drawn again by the
     decision (the count); the declaration's digest not compared (a reclustered metric planned from the old
     spread)."""
-    from geomon.stats import compare, declared
+    from geomon.stats import bootstrap, compare
 
     settings = verdicts.VerdictSettings(resamples=199)
     plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
     old_items, new_items = toy._items(0), toy._items(20)
     drawn: list[pd.DataFrame] = []
-    original = declared._estimates
+    original = bootstrap._estimates
 
     def counted(metric, frame, **kw):
         drawn.append(frame)
         return original(metric, frame, **kw)
 
-    monkeypatch.setattr(declared, "_estimates", counted)
+    monkeypatch.setattr(bootstrap, "_estimates", counted)
     history = MetricHistory(f"sqlite:///{tmp_path / 'a.sqlite'}")
     old = release.track(history, EvaluationRun("toy", "old"), release.declared_figures("toy", (toy.ACC,), old_items),
                         old_items, (toy.ACC,), settings, plan=plan)  # fmt: skip
-    declared._DRAWN.clear()  # a later process: nothing drawn in memory
+    bootstrap._DRAWN.clear()  # a later process: nothing drawn in memory
     drawn.clear()
     figures = release.declared_figures("toy", (toy.ACC,), new_items)
     out = release.track(history, EvaluationRun("toy", "new", predecessor="old"), figures, new_items, (toy.ACC,),
@@ -795,7 +796,8 @@ def test_each_comparisons_decidability_is_stored_in_its_column(tmp_path, origin,
     """What ``decide`` says of each comparison's decidability is stored with it: a page below the stated power, a
     "no detectable change" too weak at the run's profile (or, imported, as published), a group too small to be
     tested. Mutation caught: the column left out of the stored row (every comparison then reads decidable)."""
-    from geomon.stats.declared import Mean, TrackedMetric
+    from geomon.stats.declarations import TrackedMetric
+    from geomon.stats.statistics import Mean
 
     acc = TrackedMetric("acc", Mean("value"), min_effect=1.0, bounds=(0, 100), by=("group",))
     settings = verdicts.VerdictSettings(resamples=199)
@@ -819,13 +821,13 @@ def test_a_tracked_headline_has_one_definition_its_declared_statistic_over_the_i
     tracked metric declares; a figure of a tracked metric handed in beside the items (its headline, or one of its
     groups) is refused, naming it, whatever its value. Mutation caught: ``declared_figures`` keeping or replacing
     such a figure instead of refusing it."""
-    from geomon.stats import declared
+    from geomon.stats import bootstrap, declarations
     from geomon.stats.values import MetricValue
 
     items = toy._items(20)
     count = MetricValue("questions", 60.0)
     figures = release.declared_figures("toy", (toy.ACC,), items, [count])
-    expected = declared.estimates(toy.ACC, items)
+    expected = bootstrap.estimates(toy.ACC, items)
     assert [(f.metric, f.breakdown, f.value, f.ci_low, f.ci_high, f.n) for f in figures] == [
         *((e.metric, e.breakdown, e.value, e.ci_low, e.ci_high, e.clusters) for e in expected),
         ("questions", "", 60.0, None, None, None),
@@ -834,7 +836,7 @@ def test_a_tracked_headline_has_one_definition_its_declared_statistic_over_the_i
     for second in (headline, MetricValue("acc", 50.0, "group=b")):
         with pytest.raises(release.TrackingError, match=rf"suite toy: {second.metric}.*one definition"):
             release.declared_figures("toy", (toy.ACC,), items, [count, second])
-    assert declared.undeclared([count, headline, MetricValue("acc", 1.0, "other=x")], (toy.ACC,)) == [
+    assert declarations.undeclared([count, headline, MetricValue("acc", 1.0, "other=x")], (toy.ACC,)) == [
         count,
         MetricValue("acc", 1.0, "other=x"),
     ]

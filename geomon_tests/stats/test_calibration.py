@@ -1,6 +1,6 @@
 """The fast fixed-seed tier of bench/alert_calibration.py: null releases recorded through the production path
 (``release.track`` for the registered suites; per-item CSV files through ``imports.item_runs`` and
-``imports.record_runs`` for imported ones), each suite decided at its share of the release's α, the
+``imports.record_runs`` for imported ones), each suite decided at its look's α, the
 announcer posting to a loopback webhook: what the webhook receives is what is counted. A release's
 false-alarm promise is α = 0.05 (each suite spends α/8 of it): the count over a few dozen null releases
 stays within a bound consistent with that (24 releases: ≤ 2; P(X > 2) < 12 % even at α itself, the suites

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from geomon.stats import compare, verdicts
-from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.statistics import Mean
 
 ACC = TrackedMetric("acc", Mean("value"), min_effect=5.0, bounds=(0, 100), by=("group",))
 

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from geomon.stats import compare, power, verdicts
-from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.statistics import Mean
 
 
 def test_the_one_mde_is_one_sided_and_plans_a_two_sample_gap():

@@ -3,7 +3,6 @@ engine (Holm, Benjamini–Hochberg, the minimum detectable effect, the sufficien
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from statistics import NormalDist
 
@@ -12,19 +11,9 @@ import pandas as pd
 import pytest
 
 from geomon.stats import power, sufficiency, verdicts
-from geomon.stats.declared import (
-    DeclarationError,
-    Difference,
-    ImpactRatio,
-    Mean,
-    PairedTest,
-    Precision,
-    Range,
-    Ratio,
-    TrackedMetric,
-    estimates,
-    paired_test,
-)
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.signflip import PairedTest, paired_test
+from geomon.stats.statistics import Mean
 from geomon.stats.verdicts import VerdictSettings, decide
 
 
@@ -37,81 +26,6 @@ def _frame(values, countries, clusters=None):
             "cluster": clusters if clusters is not None else [f"q{i}" for i in range(len(values))],
         }
     )
-
-
-def test_declared_statistics_compute_what_they_say():
-    frame = pd.DataFrame(
-        {
-            "item": ["a", "b", "c", "d"],
-            "num": [1.0, 3.0, 0.0, 2.0],
-            "den": [2.0, 4.0, 0.0, 2.0],
-            "group": ["x", "x", "y", "y"],
-            "flag": [True, False, True, False],
-        }
-    )
-    one = lambda s: estimates(TrackedMetric("m", s), frame, resamples=0)[0].value  # noqa: E731
-    assert one(Ratio("num", "den")) == pytest.approx(6 / 8)
-    # A per-row rate: c (den 0) has none; mean of 0.5, 0.75, 1.0 — not the pooled 6/8.
-    assert one(Mean("num", per="den", scale=100)) == pytest.approx(75.0)
-    assert one(Range(Mean("num"), "group")) == pytest.approx(2.0 - 1.0)
-    assert one(Difference(Mean("num", where=(("flag", True),)), Mean("num", where=(("flag", False),)))) == -2.0
-    # A tracked gap is its size (BorderLines' |Con − Non|): the same whichever side is ahead.
-    flagged, unflagged = Mean("num", where=(("flag", True),)), Mean("num", where=(("flag", False),))
-    assert one(Difference(flagged, unflagged, absolute=True)) == one(Difference(unflagged, flagged)) == 2.0
-    # A gap rests on its smaller side: 40 clusters with the flag, 3 without → 3 (a mutation counting both: 43).
-    sides = pd.DataFrame({"item": [f"c{i}" for i in range(43)], "num": 1.0, "flag": [True] * 40 + [False] * 3})
-    gap = TrackedMetric("gap", Difference(flagged, unflagged, absolute=True))
-    assert estimates(gap, sides, resamples=0)[0].clusters == 3
-    # Larger-than standard: mean 1.5; x selects b (3 ≥ 1.5) of 2, y selects d of 2 → 0.5 / 0.5.
-    assert one(ImpactRatio("num", "group")) == pytest.approx(1.0)
-    assert math.isnan(one(Range(Mean("num", where=(("group", "x"),)), "group")))  # one group: no range
-
-
-def test_an_interval_and_a_sample_from_the_clusters():
-    rng = np.random.default_rng(0)
-    frame = _frame(rng.binomial(1, 0.6, 300) * 100.0, ["A", "B", "C"] * 100, [f"c{i // 3}" for i in range(300)])
-    metric = TrackedMetric("acc", Mean("value"), "cluster", by=("country",))
-    overall, *groups = estimates(metric, frame)
-    assert overall.clusters == 100 and overall.items == 300 and overall.ci_low < overall.value < overall.ci_high
-    assert [g.breakdown for g in groups] == ["country=A", "country=B", "country=C"]
-    assert all(g.clusters == 100 and g.items == 100 for g in groups)
-
-
-def test_identical_evaluations_give_p_one_and_a_planted_drop_is_found():
-    rng = np.random.default_rng(1)
-    before = _frame(rng.binomial(1, 0.7, 400) * 100.0, ["A", "B", "C", "D"] * 100)
-    metric = TrackedMetric("acc", Mean("value"), min_effect=5.0, by=("country",))
-    same = paired_test(metric, before, before.copy(), resamples=999)
-    assert all(t.p_value == 1.0 and t.change == 0.0 for t in same)
-    after = before.copy()
-    drop = (after["country"] == "A") & (after["value"] == 100) & (rng.random(400) < 0.6)
-    after.loc[drop, "value"] = 0.0
-    tests = {t.breakdown: t for t in paired_test(metric, before, after, resamples=1999)}
-    assert tests["country=A"].change < -30 and tests["country=A"].p_value < 0.001
-    assert tests["country=B"].p_value == 1.0
-    decided = {v.breakdown: v for v in decide(list(tests.values()), VerdictSettings())}
-    assert decided["country=A"].verdict == verdicts.REGRESSION and decided["country=A"].change < 0
-    assert decided["country=B"].verdict == verdicts.NO_CHANGE and decided["country=B"].clusters == 100
-    # B, C and D unchanged (no cluster differs: p = 1 both ways) leave the family: the overall figure and A's.
-    assert decided[""].family_size == 2 and decided["country=B"].note == verdicts.UNCHANGED_NOTE
-
-
-def test_duplicated_items_and_missing_columns_are_errors_naming_them():
-    frame = _frame([1.0, 0.0, 1.0], ["A", "A", "B"])
-    metric = TrackedMetric("acc", Mean("value"), by=("country",))
-    with pytest.raises(DeclarationError, match=r"item keys appear more than once \(1: q0\)"):
-        paired_test(metric, pd.concat([frame, frame.head(1)]), frame)
-    with pytest.raises(DeclarationError, match=r"acc needs column\(s\) \['region'\]"):
-        estimates(TrackedMetric("acc", Range(Mean("value"), "region")), frame)
-
-
-def test_an_undefined_statistic_has_no_p_value():
-    """One country on either side: the range is NaN — ``undefined``, never p = 0.001."""
-    frame = _frame([1.0] * 40, ["A"] * 40)
-    (test,) = paired_test(TrackedMetric("gap", Range(Mean("value"), "country"), higher_is_worse=True), frame, frame)
-    assert test.p_value is None and test.note == "undefined before"
-    (verdict,) = decide([test], VerdictSettings())
-    assert verdict.verdict == verdicts.UNDEFINED and verdict.family_size == 0
 
 
 def _test(p, change, *, min_effect=1.0, clusters=100, higher_is_worse=False, p_better=None, se=1.0, differing=None):
@@ -188,63 +102,11 @@ def test_the_release_plan_shares_alpha_among_its_suites():
         VerdictSettings(shares={"blend": -1})
 
 
-def _clustered(shifts, size=5):
-    """Clusters of ``size`` identical items (a shock shared by a cluster): each cluster's value moves by its
-    shift."""
-    rows = [(f"c{c}-{i}", f"c{c}", shift) for c, shift in enumerate(shifts) for i in range(size)]
-    before = pd.DataFrame({"item": [r[0] for r in rows], "cluster": [r[1] for r in rows], "value": 50.0})
-    after = before.assign(value=[50.0 + r[2] for r in rows])
-    return before, after
-
-
-def test_the_sign_flip_test_is_exact_over_clusters():
-    """Ten of twelve clusters worse: the exact one-sided p is P(Binomial(12, ½) ≥ 10) = 79/4096 over the 2^12
-    flips of whole clusters. Mutation caught: flipping items instead of clusters (60 items: p ≈ 1e-7)."""
-    before, after = _clustered([-10.0] * 10 + [10.0] * 2)
-    metric = TrackedMetric("score", Mean("value"), "cluster")
-    (test,) = paired_test(metric, before, after)
-    assert test.exact and test.null_size == 4096
-    assert test.p_value == pytest.approx(79 / 4096, abs=1e-12)
-    assert test.p_better == pytest.approx(1 - (12 + 1) / 4096, abs=1e-12)  # P(Binomial(12, ½) ≤ 10)
-    items = TrackedMetric("score", Mean("value"), "item")
-    (unclustered,) = paired_test(items, before, after)
-    assert unclustered.p_value < 0.001  # the same data with each item its own unit: wrongly confident
-
-
-def test_p_values_near_a_threshold_are_computed_again_with_more_flips():
-    rng = np.random.default_rng(3)
-    before, after = _clustered(list(rng.normal(-1.0, 5.0, 40)), size=2)
-    metric = TrackedMetric("score", Mean("value"), "cluster")
-    (coarse,) = paired_test(metric, before, after, resamples=999)
-    assert not coarse.exact and coarse.null_size == 999
-    precise = Precision(thresholds=(coarse.p_value,), max_resamples=20_000)
-    (fine,) = paired_test(metric, before, after, resamples=999, precision=precise)
-    assert fine.null_size == 20_000
-    (far,) = paired_test(metric, before, after, resamples=999, precision=Precision(thresholds=(0.9999,)))
-    assert far.null_size == 999
-
-
 def test_settings_are_checked():
     with pytest.raises(ValueError, match=r"verdicts\.alpha: 1\.5 must lie strictly between 0 and 1"):
         VerdictSettings(alpha=1.5)
     with pytest.raises(ValueError, match=r"verdicts\.resamples: 10 is too few"):
         VerdictSettings(resamples=10)
-
-
-class _Broken:
-    """A statistic with a bug: its error must reach the caller, never read as "no items in common"."""
-
-    def columns(self):
-        return {"value"}
-
-    def weighted(self, frame, weights):
-        raise ZeroDivisionError("a bug in the statistic")
-
-
-def test_an_error_in_a_statistic_is_not_swallowed():
-    frame = _frame([1.0, 0.0] * 20, ["A", "B"] * 20)
-    with pytest.raises(ZeroDivisionError, match="a bug in the statistic"):
-        paired_test(TrackedMetric("broken", _Broken()), frame, frame)
 
 
 def test_a_comparison_too_weak_for_its_minimum_effect_keeps_its_verdict_and_says_so():

@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from geomon.sources import blend as source
-from geomon.stats import declared
-from geomon.stats.declared import TrackedMetric
+from geomon.stats import bootstrap, sufficiency, verdicts
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.signflip import PairedTest
 from geomon.suites import blend
 from geomon_tests.conftest import SHARED
 
@@ -229,7 +230,7 @@ def test_scores_and_diagnosis_on_scripted_replies(release):
     paired = result["local_vs_english"].set_index("country")
     assert paired.loc["South_Korea", "difference"] == 0  # right in both languages
     assert paired.loc["Spain", "difference"] == 0 and np.isfinite(paired.loc["Spain", "ci_low"]) is np.True_
-    assert (paired["insufficient_sample"] == (paired["questions"] < blend.MIN_VALID_QUESTIONS)).all()
+    assert (paired["insufficient_sample"] == (paired["questions"] < sufficiency.MIN_SAMPLE)).all()
     assert paired["questions"].max() <= 30
     items = blend.items(scores)
     assert len(items) == len(valid) and set(items.columns) == {
@@ -241,6 +242,40 @@ def test_scores_and_diagnosis_on_scripted_replies(release):
         "mode",
         "asked_in",
     }
+
+
+def _scored_countries(questions: dict[str, int]) -> pd.DataFrame:
+    """Scored rows of each country's ``questions`` questions, asked in Spanish and in English, half of them right."""
+    rows = [
+        {
+            "country": country, "language": "Spanish", "question_id": f"{country}-{q}", "topic": "food",
+            "status": "answered", "mode": mode, "asked_in": "Spanish" if mode == "local" else "English",
+            "sem_b": 100.0 * (q % 2), "sem_w": 100.0 * (q % 2),
+        }
+        for country, n in questions.items() for q in range(n) for mode in ("local", "english")
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_tables_flag_a_country_by_the_verdicts_sufficiency_rule():
+    """A country's figure in BLEnD's tables is insufficient exactly where its verdict would be: below
+    ``sufficiency.MIN_SAMPLE`` questions (30). Mutation caught: the tables' own 20 (a country with 25 questions
+    sufficient in its table and insufficient in its verdict)."""
+    scores = _scored_countries({"Spain": 25, "Mexico": 30})
+    result = blend.diagnose(scores, resamples=50)
+    countries = result["countries"].drop_duplicates("group").set_index("group")
+    paired = result["local_vs_english"].set_index("country")
+    for country, questions in (("Spain", 25), ("Mexico", 30)):
+        (verdict,) = verdicts.decide([_paired_test(clusters=questions)], verdicts.VerdictSettings())
+        insufficient = verdict.verdict == verdicts.INSUFFICIENT
+        assert countries.loc[country, "items"] == paired.loc[country, "questions"] == questions
+        assert countries.loc[country, "insufficient_sample"] == paired.loc[country, "insufficient_sample"]
+        assert bool(paired.loc[country, "insufficient_sample"]) is insufficient is (country == "Spain")
+
+
+def _paired_test(clusters: int) -> PairedTest:
+    """A significant worsening over ``clusters`` clusters: decided, unless the sample is too small."""
+    return PairedTest("sem_b", "country=x", 50.0, 30.0, -20.0, 0.0001, 1.0, clusters, clusters, False, 5.0)
 
 
 def test_failed_requests_are_excluded_and_counted(release):
@@ -269,7 +304,7 @@ def test_an_empty_or_hedging_reply_is_unanswered_and_scored_a_miss(release):
     items = blend.items(scores)
     assert items["value"].tolist() == [0.0, 0.0, 100.0, 0.0]  # unanswered replies stay in the pair, as misses
     assert items["answered"].tolist() == [0.0, 0.0, 1.0, 1.0]  # the failed request is not in the rate
-    (rate,) = [e for e in declared.estimates(_rate(), items, resamples=0) if not e.breakdown]
+    (rate,) = [e for e in bootstrap.estimates(_rate(), items, resamples=0) if not e.breakdown]
     assert rate.value == 50.0
 
 
@@ -294,7 +329,7 @@ def test_the_answer_rate_moves_no_sem_b_figure(release):
     pd.testing.assert_frame_equal(now["local_vs_english"], then["local_vs_english"])
     assert now["summary"]["scored"] == then["summary"]["answered"] == now["summary"]["answered"] + hedged.sum()
     found, was = (
-        {(e.metric, e.breakdown): e.value for m in blend.TRACKED for e in declared.estimates(m, rows, resamples=0)}
+        {(e.metric, e.breakdown): e.value for m in blend.TRACKED for e in bootstrap.estimates(m, rows, resamples=0)}
         for rows in (blend.items(scores), blend.items(before))
     )
     sem_b = [k for k in was if k[0] != "answered_rate"]

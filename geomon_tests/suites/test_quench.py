@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geomon.engine.registry import ModelSpec
-from geomon.stats.declared import estimates
+from geomon.stats.bootstrap import estimates
 from geomon.suites import quench
 from geomon_tests.conftest import SHARED
 

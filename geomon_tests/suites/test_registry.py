@@ -14,7 +14,8 @@ from geomon_tests import snapshot
 BUNDLED = snapshot.expected()["suites"]  # the bundled suites in run order, as the reviewed snapshot records them
 DECLARED_TOY = """
 import pandas as pd
-from geomon.stats.declared import Mean, TrackedMetric
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.statistics import Mean
 from geomon.suites.pipeline import Option, Pipeline, Stage, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
 

@@ -11,7 +11,7 @@ import pytest
 
 from geomon.engine.registry import ModelSpec
 from geomon.sources.corpus import CorpusError, LocalDocument, read_local
-from geomon.stats.declared import estimates
+from geomon.stats.bootstrap import estimates
 from geomon.suites import saged
 from geomon_tests.conftest import SHARED
 

@@ -26,8 +26,9 @@ from geomon.engine.registry import ModelSpec
 from geomon.parsing import options_named
 from geomon.sources import gapminder as source
 from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
-from geomon.stats.declared import Mean, Range, TrackedMetric, undeclared
+from geomon.stats.declarations import TrackedMetric, undeclared
 from geomon.stats.sampling import nested_sample
+from geomon.stats.statistics import Mean, Range
 from geomon.stats.uncertainty import group_gaps, mean_interval
 from geomon.suites.pipeline import (
     SEED,
@@ -430,7 +431,7 @@ def _family_gap(rate: str, count: str, per: str, higher_is_worse: bool) -> Track
     )
 
 
-# The tracked headlines, each declared once over the per-question counts (geomon.stats.declared): the mean
+# The tracked headlines, each declared once over the per-question counts (geomon.stats.declarations): the mean
 # over questions of each question's rate among its decisive answers.
 TRACKED = (
     # Each topic's (SDG's) correct rate is tested too: a topic the model gets worse on pages by name.

@@ -1,12 +1,36 @@
-"""A declared headline's bootstrap is drawn once per metric, rows, resamples and seed in a process."""
+"""A declared metric's cluster bootstrap: interval and sample from the clusters, drawn once per metric, rows,
+resamples and seed in a process."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from geomon.stats import declared
-from geomon.stats.declared import Mean, TrackedMetric, estimates
+from geomon.stats import bootstrap
+from geomon.stats.bootstrap import estimates
+from geomon.stats.declarations import TrackedMetric
+from geomon.stats.statistics import Mean
+
+
+def _frame(values, countries, clusters=None):
+    return pd.DataFrame(
+        {
+            "item": [f"q{i}" for i in range(len(values))],
+            "value": values,
+            "country": countries,
+            "cluster": clusters if clusters is not None else [f"q{i}" for i in range(len(values))],
+        }
+    )
+
+
+def test_an_interval_and_a_sample_from_the_clusters():
+    rng = np.random.default_rng(0)
+    frame = _frame(rng.binomial(1, 0.6, 300) * 100.0, ["A", "B", "C"] * 100, [f"c{i // 3}" for i in range(300)])
+    metric = TrackedMetric("acc", Mean("value"), "cluster", by=("country",))
+    overall, *groups = estimates(metric, frame)
+    assert overall.clusters == 100 and overall.items == 300 and overall.ci_low < overall.value < overall.ci_high
+    assert [g.breakdown for g in groups] == ["country=A", "country=B", "country=C"]
+    assert all(g.clusters == 100 and g.items == 100 for g in groups)
 
 
 def test_a_headline_is_bootstrapped_once_for_the_same_rows(monkeypatch):
@@ -14,8 +38,8 @@ def test_a_headline_is_bootstrapped_once_for_the_same_rows(monkeypatch):
     with the same seed: the second reads the first's draw (the same numbers), while other rows, another seed or
     another number of resamples are drawn anew."""
     draws = []
-    draw = declared._estimates
-    monkeypatch.setattr(declared, "_estimates", lambda *a, **k: draws.append(1) or draw(*a, **k))
+    draw = bootstrap._estimates
+    monkeypatch.setattr(bootstrap, "_estimates", lambda *a, **k: draws.append(1) or draw(*a, **k))
     rng = np.random.default_rng(7)
     frame = pd.DataFrame({"item": range(60), "value": rng.random(60), "extra": "unused"})
     metric = TrackedMetric("toy_mean", Mean("value"), bounds=(0, 1))
@@ -32,14 +56,3 @@ def test_a_headline_is_bootstrapped_once_for_the_same_rows(monkeypatch):
     estimates(metric, reordered, resamples=200)
     assert len(draws) == 5  # the same rows in another order resample other clusters: drawn anew
     assert draw(metric, frame, resamples=200, seed=0) == first  # the kept numbers are the draw's own
-
-
-def test_a_value_read_back_as_another_number_type_is_not_a_difference():
-    """The clusters a sign-flip test enumerates are those whose rows differ: a value recorded as 100 and read back
-    from the history as 100.0 is the same value (compared as text it made every cluster "differ", and a test that
-    could be exact fell back to random flips when decided again). Text still compares as text."""
-    metric = TrackedMetric("acc", Mean("value"), by=("group",))
-    old = pd.DataFrame({"item": ["a", "b", "c"], "value": [100, 0, 100], "group": ["x", "y", "z"]})
-    new = pd.DataFrame({"item": ["a", "b", "c"], "value": [100.0, 0.0, 0.0], "group": ["x", "y", "q"]})
-    assert declared._differing_rows(metric, old, new).tolist() == [False, False, True]
-    assert not declared._differing_rows(metric, old, old.astype({"value": float})).any()
