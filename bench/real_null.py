@@ -49,8 +49,8 @@ sys.path.insert(0, str(ROOT))  # the loopback webhook and the snapshots' setting
 
 from geomon import plan  # noqa: E402
 from geomon.config import load_settings  # noqa: E402
-from geomon.monitor import announce, release  # noqa: E402
-from geomon.monitor.history import EvaluationRun, MetricHistory  # noqa: E402
+from geomon.monitor import announce, release, views  # noqa: E402
+from geomon.monitor.history import EvaluationRun, MetricHistory, StoredComparison  # noqa: E402
 from geomon.stats import verdicts  # noqa: E402
 from geomon.suites import registry  # noqa: E402
 from geomon_tests.conftest import SHARED, offline_sections  # noqa: E402
@@ -139,9 +139,9 @@ def decided(history: MetricHistory, model: str) -> pd.DataFrame:
 
 
 def decidable(rows: pd.DataFrame) -> int:
-    """Comparisons that could page: tested, with an MDE at most their minimum effect."""
-    tested = rows[rows["p_value"].notna() & rows["mde"].notna()] if len(rows) else rows
-    return int((tested["mde"] <= tested["min_effect"]).sum()) if len(tested) else 0
+    """Comparisons that could see a regression of their minimum effect, as the decision labelled them
+    (``views.decidable``: what ``geomon run``'s closing screen counts)."""
+    return len(views.decidable([StoredComparison.of(r) for r in rows.to_dict("records")])) if len(rows) else 0
 
 
 def null_rows(history: MetricHistory, posts: list[dict], releases: int) -> list[dict[str, Any]]:

@@ -146,6 +146,7 @@ def track_evaluation(
             "recorded_by_run": current.dagster_run_id,
             "compared_with": compared_with(result.against, current),
             "verdicts": verdicts.summary(decided) if decided else "nothing compared",
+            "decidable": f"{len(views.decidable(decided))} of {len(decided)}",
             "comparisons": comparisons_table(decided, tracked),
             "alpha": decided_at(decided),
             "regressions": len(open_regressions),
@@ -228,7 +229,15 @@ def check_line(
     """A ``no_regression`` result in one line, the check's Description in the UI: ``18 regressions vs o1
     (predecessor): correct_rate −17.2 pts, …``, worst first, or what passed."""
     if not failing:
-        return f"no open regression ({verdicts.summary(list(decided))})" if decided else "no open regression"
+        if not decided:
+            return "no open regression"
+        # Silence from comparisons that cannot decide is no evidence: the line says how many could.
+        could = views.decidable(decided)
+        return (
+            f"no open regression; {len(could)} of {len(decided)} comparisons decidable"
+            f"{'' if could else ' (none could see a regression of its minimum effect)'} "
+            f"({verdicts.summary(list(decided))})"
+        )
     table = views.verdict_table(list(failing), {m.name: m.bounds for m in tracked})
     changes = [f"{row.metric} {row.change}" for row in table.itertuples()]
     shown = ", ".join(changes[:3]) + (", …" if len(changes) > 3 else "")

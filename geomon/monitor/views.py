@@ -540,13 +540,12 @@ def release_decided(
         if not tests:
             lines.append(f"  {where}: nothing compared (no baseline evaluation of the predecessor yet)")
             continue
-        decidable = [t for t in tests if t.decidability in (verdicts.DECIDABLE, verdicts.UNDERPOWERED_REGRESSION)]
-        decidable = [t for t in decidable if t.verdict not in (verdicts.INSUFFICIENT, verdicts.UNDEFINED)]
-        lines.append(f"  {where}: {len(decidable)} of {len(tests)} comparisons decidable; {verdicts.summary(tests)}")
+        could = decidable(tests)
+        lines.append(f"  {where}: {len(could)} of {len(tests)} comparisons decidable; {verdicts.summary(tests)}")
         for test in tests:
             if _worse(test.verdict):
                 lines.append(f"    {verdict_phrase(model, test, bounds.get((suite, test.metric)))}")
-        quiet = [t for t in decidable if not _worse(t.verdict)]
+        quiet = [t for t in could if not _worse(t.verdict)]
         for test in quiet[:shown]:
             suffix = unit(bounds.get((suite, test.metric)))
             lines.append(
@@ -555,12 +554,22 @@ def release_decided(
             )
         if len(quiet) > shown:
             lines.append(f"    … and {len(quiet) - shown} more decidable without a regression")
-        if not decidable:
+        if not could:
             lines.append(f"    not decidable: {profile_blind(tests, shown) or 'no comparison could be tested'}")
             needs = [n for n in (clusters_needed(t) for t in tests if not t.breakdown) if n]
             if needs:
                 lines.append(f"    what would decide the headlines: {'; '.join(needs[:shown])}")
     return lines
+
+
+def decidable(tests: Sequence[StoredComparison]) -> list[StoredComparison]:
+    """The comparisons that could see a regression of their minimum effect at the stated power (tested, with
+    enough clusters, their MDE at most their minimum effect; or a regression paged though underpowered): the others'
+    silence is no evidence of no regression."""
+    kinds = (verdicts.DECIDABLE, verdicts.UNDERPOWERED_REGRESSION)
+    return [
+        t for t in tests if t.decidability in kinds and t.verdict not in (verdicts.INSUFFICIENT, verdicts.UNDEFINED)
+    ]
 
 
 def clusters_needed(test: StoredComparison) -> str:

@@ -82,5 +82,6 @@ def _releases(releases: Sequence[Sequence[str]]) -> list[str]:
     """A section per serving-change release: what it decided, suite by suite, in the closing screen's words."""
     if not releases:
         return []
-    blocks = "".join(f"<pre class='release'>{html.escape(chr(10).join(lines))}</pre>" for lines in releases)
+    wrap = "style='white-space:pre-wrap;overflow-wrap:anywhere'"  # long lines wrap within the page
+    blocks = "".join(f"<pre class='release' {wrap}>{html.escape(chr(10).join(lines))}</pre>" for lines in releases)
     return ["<h2 id='releases'>Serving-change releases</h2>", blocks]

@@ -169,13 +169,13 @@ def planned(tests: list[PairedTest]) -> list[PairedTest]:
     """Each comparison's standard error for its MDE, power, decidability label and Holm weight — one for all four
     (``power.paired_se``): planned from the pair's own paired differences, what the sign-flip test conditions on
     (each cluster's two evaluations as an unordered pair: the same whichever evaluation is the baseline, and the
-    same under every flip the test counts, so weights read from it keep each p-value's conditional level), with
-    the minimum effect's worth of worsening added (a regression of that size moves clusters the pair did not).
-    A serving change of the same model answers most items alike: planned as if the two were independent samples
-    (√2 × one side), its MDE would be several times what the paired test detects. Where the null has no spread
-    (no cluster differs) the added worsening alone plans it; where the comparison has no clusters or no null,
-    the worst case of a bounded metric (``power.worst_case_spread``: a coin flip per cluster, on each side of a
-    gap) over its clusters."""
+    same under every flip the test counts (up to the Monte Carlo error of random flips), so weights read from it
+    keep each p-value's conditional level), with the minimum effect's worth of worsening added (a regression of that
+    size moves clusters the pair did not). A serving change of the same model answers most items alike: planned as
+    if the two were independent samples (√2 × one side), its MDE would be several times what the paired test
+    detects. Where the null has no spread (no cluster differs) the added worsening alone plans it; where the
+    comparison has no clusters or no null, the worst case of a bounded metric (``power.worst_case_spread``: a coin
+    flip per cluster, on each side of a gap) over its clusters."""
     out = []
     for t in tests:
         if t.p_value is not None:

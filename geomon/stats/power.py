@@ -170,8 +170,9 @@ def planned_se(spread: Spread, bounds: tuple[float, float] | None) -> float:
     """The standard error ``geomon plan`` states a comparison's MDE at before any pair exists, from one
     evaluation's ``spread``: that side's standard error (the bootstrap's; for a mean of bounded outcomes never
     below the Agresti–Coull standard error of its value over its clusters: a baseline at 100 % is not a
-    certainty) × √2 — two evaluations of that sample as if independent, the most a pair of them can spread (a
-    pair that answers items alike spreads less: ``paired_se``, what the decision plans at); NaN where there is
+    certainty) × √2 — two evaluations of that sample as if independent (a pair that answers items alike spreads
+    less: ``paired_se``, what the decision plans at; near the end of a range its minimum-effect term can be the
+    larger, so this is no bound on it); NaN where there is
     nothing to plan from."""
     floor = agresti_coull_se(spread.value, spread.clusters, bounds) if spread.bounded_mean else math.nan
     own = max((x for x in (spread.se, floor) if math.isfinite(x)), default=math.nan)
@@ -181,13 +182,17 @@ def planned_se(spread: Spread, bounds: tuple[float, float] | None) -> float:
 def paired_se(t: PairedTest) -> float:
     """The standard error a comparison's MDE, power, label and weight are planned at, from the pair itself: the
     sign-flip null's (``t.se``: √(Σ d²)/n for a mean of the n clusters' changes d, a function of each cluster's two
-    evaluations as an unordered pair — the same under every flip the test counts, so a weight read from it keeps
-    the p-value's conditional level), with a worsening of the minimum effect δ added as it would add to Σ d²: in
+    evaluations as an unordered pair — the same under every flip the test counts where the flips are enumerated (at
+    most ``exact_up_to`` differing clusters), within the Monte Carlo error of the seeded random flips otherwise (a
+    few percent: a weight can move only for a comparison within that of its cut), so a weight read from it keeps the
+    p-value's conditional level), with a worsening of the minimum effect δ added as it would add to Σ d²: in
     clusters that move as far as the pair's differing ones do (their root mean square u = se·n/√k over the k that
-    differ; a bounded metric's range w where none does — a yes/no score's δ·n items flipped), δ·u/n, never below
-    an even spread's δ²/n. So a pair with no differing cluster is not planned at 0 (any change detected), and a
-    serving change that answers most items alike is planned as the paired test sees it, not as two independent
-    samples. NaN where the pair has no null or no clusters, or where no cluster differs and the metric has no range."""
+    differ; a bounded metric's range w where none does — a yes/no score's δ·n items flipped), δ·u/n, never below an
+    even spread's δ²/n. So a pair with no differing cluster is not planned at 0 (any change detected), and a serving
+    change that answers most items alike is planned as the paired test sees it, not as two independent samples. The
+    stated power assumes a regression moves clusters as far as the pair's own churn does: where the churn is single
+    rows of many-row clusters and a regression turns whole clusters, it is optimistic. NaN where the pair has no
+    null or no clusters, or where no cluster differs and the metric has no range."""
     if not (math.isfinite(t.se) and t.clusters > 0) or (not t.differing and t.bounds is None):
         return math.nan  # nothing moved and no range says how far a cluster can: no plan (never an MDE of 0)
     delta = abs(t.min_effect)

@@ -392,3 +392,21 @@ def test_the_sentence_above_a_comparisons_table_explains_its_terse_verdicts():
 
     terms = ("**change**", "**MDE**", "**power**", "**adjusted p**", f"`{verdicts.WATCH}`", f"`{verdicts.UNDEFINED}`")
     assert [term for term in terms if term not in READING] == []
+
+
+def test_a_passing_no_regression_check_says_how_many_comparisons_could_decide():
+    """A release whose comparisons could see nothing must not read as a clean pass: the check's line says how many
+    of its comparisons were decidable, and that none could see a regression of its minimum effect. Mutation
+    caught: the count left out of the line (the audit's green "no open regression" on 0 of 67 decidable)."""
+    from geomon.defs.monitoring import check_line
+    from geomon.monitor.history import StoredComparison
+    from geomon.stats import verdicts
+
+    blind = [
+        StoredComparison("acc", "", verdicts.NO_CHANGE, decidability=verdicts.UNDERPOWERED_PROFILE),
+        StoredComparison("acc", "country=PE", verdicts.INSUFFICIENT, decidability=verdicts.UNDECIDABLE_SAMPLE),
+    ]
+    line = check_line([], blind, ())
+    assert line.startswith("no open regression; 0 of 2 comparisons decidable (none could see a regression")
+    seen = [StoredComparison("acc", "", verdicts.NO_CHANGE, decidability=verdicts.DECIDABLE), blind[1]]
+    assert check_line([], seen, ()).startswith("no open regression; 1 of 2 comparisons decidable (")
