@@ -58,14 +58,6 @@ def decided(tmp_path) -> tuple[MetricHistory, Evaluation, Evaluation]:
     return history, old, new
 
 
-@pytest.fixture
-def webhook(monkeypatch):
-    state: dict = {"posts": []}
-    with serve(Webhook, state) as url:
-        monkeypatch.setenv("GEOMON_TEST_HOOK", f"{url}/hook")
-        yield state, alerts.AlertSettings(webhook_url_env="GEOMON_TEST_HOOK", webhook_style="json")
-
-
 def _regressions(history: MetricHistory, evaluation: Evaluation) -> set[tuple[str, str]]:
     rows = history.comparisons([evaluation.evaluation_id])
     regressed = rows[rows["verdict"] == verdicts.REGRESSION]

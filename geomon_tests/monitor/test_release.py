@@ -54,14 +54,6 @@ def _outcomes(seed: int, rate: float, peru_drop: float = 0.0) -> np.ndarray:
     return rng.random((QUESTIONS, VARIATIONS)) < rates[:, None]
 
 
-@pytest.fixture
-def webhook(monkeypatch):
-    state: dict = {"posts": []}
-    with serve(Webhook, state) as url:
-        monkeypatch.setenv("GEOMON_TEST_HOOK", f"{url}/hook")
-        yield state, alerts.AlertSettings(webhook_url_env="GEOMON_TEST_HOOK", webhook_style="json")
-
-
 def _import(history, path, suite, plan, settings, cluster="question"):
     runs = imports.item_runs(path, suite, ["country"], verdicts.VerdictSettings(), cluster)
     return imports.record_runs(history, runs, plan=plan, announcer=announce.announcer(settings))

@@ -10,22 +10,12 @@ from geomon.stats import bootstrap
 from geomon.stats.bootstrap import estimates
 from geomon.stats.declarations import TrackedMetric
 from geomon.stats.statistics import Mean
-
-
-def _frame(values, countries, clusters=None):
-    return pd.DataFrame(
-        {
-            "item": [f"q{i}" for i in range(len(values))],
-            "value": values,
-            "country": countries,
-            "cluster": clusters if clusters is not None else [f"q{i}" for i in range(len(values))],
-        }
-    )
+from geomon_tests.stats.frames import item_frame
 
 
 def test_an_interval_and_a_sample_from_the_clusters():
     rng = np.random.default_rng(0)
-    frame = _frame(rng.binomial(1, 0.6, 300) * 100.0, ["A", "B", "C"] * 100, [f"c{i // 3}" for i in range(300)])
+    frame = item_frame(rng.binomial(1, 0.6, 300) * 100.0, ["A", "B", "C"] * 100, [f"c{i // 3}" for i in range(300)])
     metric = TrackedMetric("acc", Mean("value"), "cluster", by=("country",))
     overall, *groups = estimates(metric, frame)
     assert overall.clusters == 100 and overall.items == 300 and overall.ci_low < overall.value < overall.ci_high

@@ -20,21 +20,11 @@ from geomon.stats.declarations import (
 )
 from geomon.stats.signflip import paired_test
 from geomon.stats.statistics import Mean, Range
-
-
-def _frame(values, countries, clusters=None):
-    return pd.DataFrame(
-        {
-            "item": [f"q{i}" for i in range(len(values))],
-            "value": values,
-            "country": countries,
-            "cluster": clusters if clusters is not None else [f"q{i}" for i in range(len(values))],
-        }
-    )
+from geomon_tests.stats.frames import item_frame
 
 
 def test_duplicated_items_and_missing_columns_are_errors_naming_them():
-    frame = _frame([1.0, 0.0, 1.0], ["A", "A", "B"])
+    frame = item_frame([1.0, 0.0, 1.0], ["A", "A", "B"])
     metric = TrackedMetric("acc", Mean("value"), by=("country",))
     with pytest.raises(DeclarationError, match=r"item keys appear more than once \(1: q0\)"):
         paired_test(metric, pd.concat([frame, frame.head(1)]), frame)

@@ -12,22 +12,12 @@ from geomon.stats.declarations import TrackedMetric
 from geomon.stats.signflip import Precision, paired_test
 from geomon.stats.statistics import Mean, Range
 from geomon.stats.verdicts import VerdictSettings, decide
-
-
-def _frame(values, countries, clusters=None):
-    return pd.DataFrame(
-        {
-            "item": [f"q{i}" for i in range(len(values))],
-            "value": values,
-            "country": countries,
-            "cluster": clusters if clusters is not None else [f"q{i}" for i in range(len(values))],
-        }
-    )
+from geomon_tests.stats.frames import item_frame
 
 
 def test_identical_evaluations_give_p_one_and_a_planted_drop_is_found():
     rng = np.random.default_rng(1)
-    before = _frame(rng.binomial(1, 0.7, 400) * 100.0, ["A", "B", "C", "D"] * 100)
+    before = item_frame(rng.binomial(1, 0.7, 400) * 100.0, ["A", "B", "C", "D"] * 100)
     metric = TrackedMetric("acc", Mean("value"), min_effect=5.0, by=("country",))
     same = paired_test(metric, before, before.copy(), resamples=999)
     assert all(t.p_value == 1.0 and t.change == 0.0 for t in same)
@@ -46,7 +36,7 @@ def test_identical_evaluations_give_p_one_and_a_planted_drop_is_found():
 
 def test_an_undefined_statistic_has_no_p_value():
     """One country on either side: the range is NaN — ``undefined``, never p = 0.001."""
-    frame = _frame([1.0] * 40, ["A"] * 40)
+    frame = item_frame([1.0] * 40, ["A"] * 40)
     (test,) = paired_test(TrackedMetric("gap", Range(Mean("value"), "country"), higher_is_worse=True), frame, frame)
     assert test.p_value is None and test.note == "undefined before"
     (verdict,) = decide([test], VerdictSettings())
@@ -100,7 +90,7 @@ class _Broken:
 
 
 def test_an_error_in_a_statistic_is_not_swallowed():
-    frame = _frame([1.0, 0.0] * 20, ["A", "B"] * 20)
+    frame = item_frame([1.0, 0.0] * 20, ["A", "B"] * 20)
     with pytest.raises(ZeroDivisionError, match="a bug in the statistic"):
         paired_test(TrackedMetric("broken", _Broken()), frame, frame)
 

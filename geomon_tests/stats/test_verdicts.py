@@ -7,7 +7,6 @@ from dataclasses import replace
 from statistics import NormalDist
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from geomon.stats import power, sufficiency, verdicts
@@ -15,17 +14,7 @@ from geomon.stats.declarations import TrackedMetric
 from geomon.stats.signflip import PairedTest, paired_test
 from geomon.stats.statistics import Mean
 from geomon.stats.verdicts import VerdictSettings, decide
-
-
-def _frame(values, countries, clusters=None):
-    return pd.DataFrame(
-        {
-            "item": [f"q{i}" for i in range(len(values))],
-            "value": values,
-            "country": countries,
-            "cluster": clusters if clusters is not None else [f"q{i}" for i in range(len(values))],
-        }
-    )
+from geomon_tests.stats.frames import item_frame
 
 
 def _test(p, change, *, min_effect=1.0, clusters=100, higher_is_worse=False, p_better=None, se=1.0, differing=None):
@@ -197,7 +186,7 @@ def test_a_zero_change_among_differing_clusters_stays_in_the_family_with_its_p_a
     family. Mutations caught: ``_one_sided`` returning p = 1 for a change of 0; the exclusion on a change of 0
     (A left the family with the false note "no cluster differs")."""
     values = np.array([100.0, 0.0] * 20 + [100.0, 0.0] * 20)
-    before = _frame(values, ["A"] * 40 + ["B"] * 40)
+    before = item_frame(values, ["A"] * 40 + ["B"] * 40)
     after = before.copy()
     after.loc[:19, "value"] = 100.0 - values[:20]  # 10 right → wrong, 10 wrong → right
     metric = TrackedMetric("acc", Mean("value"), min_effect=5.0, by=("country",))
