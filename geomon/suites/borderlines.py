@@ -572,8 +572,15 @@ _VANILLA = f"persona={TRACKED_PERSONA}"
 
 # The tracked headlines, each declared once over the tracked rows (geomon.stats.declarations), clustered on the
 # territory (its queries in every claimant language move together).
+
+
+def _share(name: str, column: str, by: tuple[str, ...] = ()) -> TrackedMetric:
+    """A share of the tracked persona's rows over territories, in percent; 5 points lower pages."""
+    return TrackedMetric(name, Mean(column, scale=100), "territory", False, 5.0, _VANILLA, by=by, bounds=(0, 100))
+
+
 TRACKED = (
-    TrackedMetric("kb_cs", Mean("kb", scale=100), "territory", False, 5.0, _VANILLA, bounds=(0, 100)),
+    _share("kb_cs", "kb"),
     # The paper's gap as a size (either language side ahead: a signed gap that shrinks may be one reversing); a
     # disparity, shown and never paged (it also moves when the non-controllers improve).
     TrackedMetric(
@@ -585,40 +592,19 @@ TRACKED = (
         _VANILLA,
         bounds=(0, 100),
     ),
-    TrackedMetric("cst_cs_all", Mean("cst", scale=100), "territory", False, 5.0, _VANILLA, bounds=(0, 100)),
+    _share("cst_cs_all", "cst"),
     # Each claimant language's answers naming the controller: a language whose answers drift to another
     # claimant pages by name.
-    TrackedMetric(
-        "claimant_concurrence",
-        Mean("concurs", scale=100),
-        "territory",
-        False,
-        5.0,
-        _VANILLA,
-        by=("lang",),
-        bounds=(0, 100),
-    ),
+    _share("claimant_concurrence", "concurs", by=("lang",)),
     # Whether the model still answers, overall and per claimant language: the scores are over the answered
     # queries, so a model that stops answering would otherwise look no worse.
     answered_rate("territory", by=("lang",), breakdown=_VANILLA),
     # geomon's variant of the two concurrences under rank classification (not the paper's: its scores take the
     # likeliest claimant): the probability the model puts on the controller among the claimants. A change of
-    # serving (a quantization) moves every territory's probability a little where it flips few argmaxes, so a
-    # 5-point worsening is decidable on tens of territories, where a yes/no score needs hundreds
-    # (docs/serving-changes.md). Per region and per claimant language.
-    TrackedMetric(
-        "kb_probability", Mean("kb_p", scale=100), "territory", False, 5.0, _VANILLA, by=("region",), bounds=(0, 100)
-    ),
-    TrackedMetric(
-        "claimant_probability",
-        Mean("concurs_p", scale=100),
-        "territory",
-        False,
-        5.0,
-        _VANILLA,
-        by=("lang",),
-        bounds=(0, 100),
-    ),
+    # serving that moves every territory's probability a little is decidable on tens of territories, where a
+    # yes/no score needs hundreds (docs/serving-changes.md). Per region and per claimant language.
+    _share("kb_probability", "kb_p", by=("region",)),
+    _share("claimant_probability", "concurs_p", by=("lang",)),
 )
 
 
