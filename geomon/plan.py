@@ -218,6 +218,7 @@ class SuitePlan:
     sample: str = ""  # the prompts' sample (``pipeline.sample_id``), as the prompts asset's data version ends
     # In a suite with revisions, by revision the run evaluates: the fingerprint of the answers its asks read
     revision_answers: dict[str, str] = field(default_factory=dict)
+    scored: int = 0  # of the asks to make, those that score a continuation (rank classification) instead of generating
 
     @property
     def to_ask(self) -> int:
@@ -373,14 +374,15 @@ def build_prompts(
     raise PlanError(f"suite {suite}: no prompts stage before the per-model stages")
 
 
-def asked_keys(asking: Stage, prompts: pd.DataFrame, spec: ModelSpec, settings: Any) -> list[str]:
-    """The response-store keys of what ``asking`` sends ``spec`` for ``prompts``, each once, in order."""
+def asked_keys(asking: Stage, prompts: pd.DataFrame, spec: ModelSpec, settings: Any) -> dict[str, bool]:
+    """The response-store keys of what ``asking`` sends ``spec`` for ``prompts``, each once, in order, each with
+    whether it scores a continuation (rank classification: a forward pass, no generation)."""
     from geomon.engine.runner import model_identity
     from geomon.engine.store import response_key
 
     identity = model_identity(spec)
     requests = asking.requests(prompts, spec, settings)
-    return list(dict.fromkeys(response_key(identity, r, settings.cache_epoch) for r in requests))
+    return {response_key(identity, r, settings.cache_epoch): r.continuation is not None for r in requests}
 
 
 def pace(store: Any, spec: ModelSpec) -> dict[str, float] | None:
@@ -603,8 +605,10 @@ def suite_plans(
     for spec in models:
         # the stored answers each revision's asks read (one "revision", None, in a suite without revisions)
         read = {revision: asked_keys(asking, frame, spec, settings) for revision, frame in frames.items()}
-        keys = list(dict.fromkeys(key for revision_keys in read.values() for key in revision_keys))
-        stored = len(store.get_many(keys))
+        scores = {key: scored for revision_keys in read.values() for key, scored in revision_keys.items()}
+        keys = list(scores)
+        held = store.get_many(keys)
+        stored = len(held)
         speed = pace(store, spec)
         seconds = tokens = cost = None
         remaining = len(keys) - stored
@@ -632,9 +636,14 @@ def suite_plans(
                 planned,
                 settings.budget.asks_per_suite,
                 option,
-                answers_fingerprint(read[newest], digest),
+                answers_fingerprint(list(read[newest]), digest),
                 sample,
-                {revision: answers_fingerprint(k, digest) for revision, k in read.items() if revision is not None},
+                {
+                    revision: answers_fingerprint(list(k), digest)
+                    for revision, k in read.items()
+                    if revision is not None
+                },
+                sum(scored and key not in held for key, scored in scores.items()),
             )
         )
     return plans
