@@ -209,19 +209,6 @@ def prompts_frame(prompts: pd.DataFrame) -> pd.DataFrame:
     return prompts[["query_id", "query", "system", "lang"]].assign(same_as_english=same)
 
 
-def worldbench_prompts_expectations() -> list[Any]:
-    """Every question has a prompt text, a country and finite ground truth; ids are unique."""
-    import great_expectations.expectations as gxe
-
-    return [
-        gxe.ExpectColumnValuesToBeUnique(column="question_id"),
-        gxe.ExpectColumnValuesToMatchRegex(column="prompt", regex=r"\S"),
-        gxe.ExpectColumnValuesToMatchRegex(column="country", regex=r"\S"),
-        gxe.ExpectColumnValuesToNotBeNull(column="ground_truth"),
-        gxe.ExpectTableRowCountToBeBetween(min_value=1),
-    ]
-
-
 def answered_expectations(column: str, floor: float) -> list[Any]:
     """A model's answers: at least ``floor`` of them read (parsed / committed to a claimant)."""
     import great_expectations.expectations as gxe
