@@ -250,22 +250,3 @@ def question_bank_expectations() -> list[Any]:
         gxe.ExpectColumnValuesToBeBetween(column="correct_options", min_value=1, max_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="options", min_value=3, max_value=3),
     ]
-
-
-def quench_release_expectations(entities: int | None, questions: int | None) -> list[Any]:
-    """QUENCH's release is whole: its entity and question counts (when known), every question annotated
-    Indic or not, every entity with an answer and a rationale to judge against."""
-    import great_expectations.expectations as gxe
-
-    expectations: list[Any] = [
-        gxe.ExpectColumnValuesToBeInSet(column="annotated", value_set=[True]),
-        gxe.ExpectColumnValueLengthsToBeBetween(column="answer", min_value=1),
-        gxe.ExpectColumnValueLengthsToBeBetween(column="rationale", min_value=1),
-    ]
-    if entities is not None:
-        expectations.append(gxe.ExpectTableRowCountToEqual(value=entities))
-    if questions is not None:
-        expectations.append(
-            gxe.ExpectColumnUniqueValueCountToBeBetween(column="question_id", min_value=questions, max_value=questions)
-        )
-    return expectations

@@ -357,8 +357,8 @@ def test_quench_on_scripted_contestants_and_judges_gives_exact_scores(tmp_path, 
     """Two questions (one Indic), both modes: a contestant that gives every gold entity and a rationale, one
     that answers nothing in the requested format, and a jury of two scripted judges (every entity correct,
     every rationale 5): exact scores, the release check, the paper's layout and the published rows."""
-    from geomon.sources.quench import read_release
     from geomon.suites import quench as suite
+    from geomon.suites.quench.source import read_release
 
     release = read_release(SHARED / "snapshots" / "quench")
     prompts = suite.build_prompts(release.items[release.items["indic"].notna()], 2, 0)
