@@ -447,7 +447,7 @@ def test_saged_on_a_scripted_model_gives_exact_disparities(tmp_path, wdi_snapsho
     """A model that continues every sentence about France warmly and every other one coldly: France's mean
     sentiment is the warm reply's, the others' the cold one's, so the uncalibrated range is their difference
     and the impact ratio 0 (no other concept reaches the mean), exactly."""
-    from geomon.suites import saged as suite
+    from geomon.suites.saged.features import sentiment
 
     warm, cold = "It is a wonderful, happy and excellent place.", "It is a terrible, sad and awful place."
     saged = {
@@ -461,7 +461,7 @@ def test_saged_on_a_scripted_model_gives_exact_disparities(tmp_path, wdi_snapsho
         entry = {"name": "warm-on-france", "kind": "chat", "base_url": f"{url}/v1", "model_id": "m"}
         settings = write_settings(tmp_path, wdi_snapshot_dir, models=[entry], include_bundled=False, saged=saged)
         board = board_after_run("saged", ["warm-on-france"], {"sample_prompts": 2}, settings)
-    expected_range = float(suite.sentiment([warm])[0] - suite.sentiment([cold])[0])
+    expected_range = float(sentiment([warm])[0] - sentiment([cold])[0])
     assert board.loc["warm-on-france", "sentiment_mean_range"] == pytest.approx(expected_range, abs=1e-12)
     assert board.loc["warm-on-france", "sentiment_impact_ratio"] == 0.0
     assert_readable_report(tmp_path / "results" / "saged" / "report.html")

@@ -212,9 +212,10 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
     """Each suite's report, written from a 53-column board of 39 models, at 1440 px: the leaderboard shows the
     suite's headline columns, links leaderboard.csv for the rest, and nothing on the page is wider than its box
     or smaller than 10 px."""
-    from geomon.report import gapminder, saged, suite
+    from geomon.report import gapminder, suite
     from geomon.suites import blend, registry
     from geomon.suites.quench import report as quench
+    from geomon.suites.saged import report as saged
     from geomon.suites.worldbench import report as worldbench
 
     def columns(name: str) -> tuple[str, ...]:

@@ -132,14 +132,3 @@ def test_a_chart_with_nothing_to_draw_says_why(tmp_path):
     assert why in empty
     one_missing = headline_chart(_board(3).assign(correct_rate=[50.0, float("nan"), 60.0]), "correct_rate", "t", set())
     assert "<svg" in one_missing and f"No value, not drawn: model-01 — {why}" in one_missing
-
-
-def test_sageds_impact_ratio_without_a_value_says_its_own_reason(tmp_path):
-    """SAGED's first chart at the quick profile: no model has an impact ratio, and the report says why in the
-    suite's terms (two countries with scored responses, one at the selection standard) instead of drawing
-    nothing. Mutation caught: SAGED's reason not passed (the generic one said)."""
-    from geomon.report import saged
-
-    board = pd.DataFrame({"model": ["smollm2", "gemma3"], "sentiment_impact_ratio_calibrated": float("nan")})
-    page = saged.write_report(tmp_path, board, {}, ()).read_text()
-    assert "no chart — no model has a value (smollm2, gemma3): the impact ratio needs two countries" in page
