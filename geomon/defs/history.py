@@ -261,7 +261,7 @@ def report_import(instance: dg.DagsterInstance, history: MetricHistory, recorded
 
 def gapminder_import_runs(geomon: GeomonResource) -> list[imports.ImportedRun]:
     """The published folder that ``gapminder_results`` names, read with the snapshot's question bank."""
-    from geomon.sources import gapminder as source
+    from geomon.suites.gapminder import source
 
     settings = geomon.settings()
     snapshot = settings.gapminder.snapshot

@@ -309,8 +309,8 @@ def test_gapminder_on_scripted_contestants_and_judges_gives_exact_rates(tmp_path
     """Two questions × two variations: an oracle naming the correct option (pre-graded, no jury) and a hedger
     whose answers go to a jury of two scripted judges that grade them wrong: exact rates, grading paths,
     history and report."""
-    from geomon.sources.gapminder import read_snapshot
     from geomon.suites import gapminder as suite
+    from geomon.suites.gapminder.source import read_snapshot
 
     data = read_snapshot(SHARED / "snapshots" / "gapminder")
     config = {"sample_questions": 2, "sample_variations": 2}
