@@ -13,8 +13,11 @@ from geomon.monitor import alerts, drift, results
 from geomon.monitor.history import MetricHistory
 from geomon.report import charts
 from geomon.stats.values import EvaluationRun, MetricValue
-from geomon.suites import worldbench
+from geomon.suites import registry
 from geomon.suites.registry import suites
+
+# The questions re-asked: the bank of the one suite that declares them (``Pipeline.drift_probe``), read from its source.
+PROBE = registry.drift_probe()
 
 DRIFT_SPEC = dg.AssetCheckSpec(
     "no_drift",
@@ -29,11 +32,12 @@ DRIFT_SPEC = dg.AssetCheckSpec(
     group_name="monitor",
     partitions_def=api_models_partitions,
     check_specs=[DRIFT_SPEC],
-    ins={"indicators": dg.AssetIn(key=["worldbank", "indicators"])},
+    ins={"bank": dg.AssetIn(key=dg.AssetKey.from_user_string(PROBE.source))},
 )
-def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, indicators: Any):
-    """Re-ask the fixed probe set (chosen once per baseline from the whole WorldBench question bank, stored,
-    never the current run's sample) under a fresh cache epoch and compare with the model's baseline."""
+def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, bank: Any):
+    """Re-ask the fixed probe set (chosen once per baseline from the whole question bank of the suite that declares
+    the probe's questions, stored, never the current run's sample) under a fresh cache epoch and compare with the
+    model's baseline."""
     settings = geomon.settings()
     spec = settings.model(context.partition_key)
     if spec.bundled is not None:
@@ -41,8 +45,8 @@ def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, indic
         yield dg.AssetCheckResult(check_name=DRIFT_SPEC.name, passed=True, metadata={"probed": False})
         return
     stored = settings.results_dir / "drift" / f"probe-set-baseline-{settings.drift.baseline}.txt"
-    probes = drift.fixed_probe_set(worldbench.build_prompts(indicators), settings.drift.probe_questions, stored)
-    requests = worldbench.requests_for(probes, spec)
+    probes = drift.fixed_probe_set(PROBE.questions(bank), settings.drift.probe_questions, stored)
+    requests = PROBE.requests(probes, spec)
     cycle = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     verdict, cost = drift.probe(spec, requests, settings.store(), settings.drift, cycle, settings.engine)
     numbers: dict[str, Any] = {

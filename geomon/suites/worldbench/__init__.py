@@ -17,7 +17,17 @@ import pandas as pd
 from geomon.sources.worldbank import WorldBankSnapshot
 from geomon.stats.declarations import TrackedMetric, undeclared
 from geomon.stats.statistics import Mean, Range, Ratio
-from geomon.suites.pipeline import Markdown, Option, Pipeline, Stage, StageCheck, StageResult, Tracked, responses_stage
+from geomon.suites.pipeline import (
+    DriftProbe,
+    Markdown,
+    Option,
+    Pipeline,
+    Stage,
+    StageCheck,
+    StageResult,
+    Tracked,
+    responses_stage,
+)
 from geomon.suites.registry import Headline, RunOption, SuiteInfo
 from geomon.suites.worldbench import diagnostics, prompts, scoring
 from geomon.suites.worldbench.diagnostics import diagnose
@@ -278,6 +288,8 @@ def _pipeline() -> Pipeline:
         ),
         per_model_description="Responses, scores and disparity of one model (a partition of `models`).",
         upstream=("worldbank/economies", "worldbank/indicators"),
+        # the drift probe re-asks a fixed set chosen from the whole question bank (never a run's sample)
+        drift_probe=DriftProbe("worldbank/indicators", build_prompts, requests_for),
     )
 
 
