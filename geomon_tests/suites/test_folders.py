@@ -73,9 +73,13 @@ def names_of(suite: str, source: str) -> list[str]:
             name = name or getattr(node, "arg", None)
             if name and suite in _words(name):
                 found.add(f"{node.lineno}: {name}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
-            if as_word.search(node.value.replace("_", " ")):
-                found.add(f"{node.lineno}: {node.value[:60]!r}")
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in prose
+            and as_word.search(node.value.replace("_", " "))
+        ):
+            found.add(f"{node.lineno}: {node.value[:60]!r}")
     return sorted(found, key=lambda line: int(line.split(":")[0]))
 
 
