@@ -10,13 +10,14 @@ from pathlib import Path
 
 import dagster as dg
 
+from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY, PUBLISHED_SUITE
 from geomon.defs.resources import settings_at_load
 from geomon.suites.registry import suites
 
 OWNER = "team:geomon"
-HISTORY_SUITE = {"history": "gapminder"}  # the imported history's assets belong to Gapminder's suite
+HISTORY_SUITE = {"history": PUBLISHED_SUITE}  # the imported history's assets belong to its suite
 REPORTS = {"leaderboard", "trends"}  # write an HTML report
-FROM_HISTORY = {("history", "gapminder_evaluations"), ("monitor", "open_regressions"), ("monitor", "trends")}
+FROM_HISTORY = {tuple(IMPORTED_EVALUATIONS_KEY), ("monitor", "open_regressions"), ("monitor", "trends")}
 MODEL_TAG = "model/"
 # Dagster's rule for a tag key's name part: at most 63 of these characters.
 TAG_NAME_REFUSED = re.compile(r"[^A-Za-z0-9_.-]")
@@ -66,8 +67,8 @@ def model_tags(key: tuple[str, ...], partitioned: bool) -> dict[str, str]:
     settings = settings_at_load()
     if settings is None or not partitioned:
         return {}
-    if key == ("history", "gapminder_evaluations"):
-        snapshot = settings.gapminder.snapshot
+    if key == tuple(IMPORTED_EVALUATIONS_KEY):
+        snapshot = settings.suite(PUBLISHED_SUITE).snapshot
         entities = snapshot / "ddf" / "ddf--entities--model_configuration.csv" if snapshot else None
         return _model_tags(list(_published_models(entities)))
     if key[0] in suites():
