@@ -179,7 +179,8 @@ def _wide_board(columns: tuple[str, ...], models: int = 39) -> pd.DataFrame:
 
 def _fits(page, path) -> None:
     """``path`` at 1440 px: nothing wider than the page, no table wider than its box, every text at least 10 px
-    (an HTML element's font size; an SVG label's height as drawn), no two SVG labels overlapping."""
+    (an HTML element's font size; an SVG label's height as drawn), no table header broken inside a word, no two
+    SVG labels overlapping."""
     _open(page, path)
     small = page.evaluate(
         "Array.from(document.querySelectorAll('body *')).filter(e => e.offsetParent !== null && !(e instanceof"
@@ -187,6 +188,7 @@ def _fits(page, path) -> None:
         " parseFloat(getComputedStyle(e).fontSize) < 10).map(e => e.textContent.slice(0, 60))"
     )
     assert small == [], f"{path}: text under 10 px"
+    assert _headers_broken_inside_a_word(page) == [], f"{path}: a table header breaks inside a word"
     for figure in page.locator("svg").all():
         # a label's size as shown: its font size in the SVG's units times the scale to the screen (rotation aside)
         labels = figure.evaluate(
@@ -206,6 +208,30 @@ def _fits(page, path) -> None:
             and a["left"] < b["right"] - 1
         ]
         assert overlapping == [], f"{path}: chart labels overlap"
+
+
+# Each word of every visible header (ending at a space, a hyphen or an underscore) and the lines it is drawn on:
+# a word drawn on two lines was broken inside it.
+SPLIT_HEADER_WORDS = """
+() => Array.from(document.querySelectorAll('th')).filter(th => th.offsetParent !== null).flatMap(th => {
+  const split = [];
+  const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const word of node.textContent.matchAll(/[^\\s_-]+[_-]?/g)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const lines = new Set(Array.from(range.getClientRects(), box => Math.round(box.top)));
+      if (lines.size > 1) split.push(word[0]);
+    }
+  }
+  return split;
+})
+"""
+
+
+def _headers_broken_inside_a_word(page) -> list[str]:
+    return page.evaluate(SPLIT_HEADER_WORDS)
 
 
 def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp_path):
