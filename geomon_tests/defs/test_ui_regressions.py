@@ -1,7 +1,8 @@
 """Where a person looks, in headless Chromium on the real Dagster UI: after ``geomon import`` of published history
 with a regression (o3-mini against o1), the check's Partitions counts the failed partition, the check reads as its
 worst open state, ``monitor/open_regressions`` lists the regressed model, and o3-mini's comparisons table is three
-clicks from the catalog, none of them typing; the left bar's search finds the model by name."""
+clicks from the catalog, none of them typing; the left bar's search finds the model by name; the landing page's
+Assets view counts the failed checks."""
 
 from __future__ import annotations
 
@@ -131,4 +132,18 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
             page.wait_for_url(f"**partition={O3_MINI}**", timeout=60_000)
             page.get_by_text("comparisons", exact=True).first.wait_for(timeout=120_000)
             assert "failed: " in page.inner_text("body") and "regression" in page.inner_text("body")
+            # The landing page: "/" opens the Overview's view last opened in this browser, Timeline or Assets (Dagster
+            # keeps it); Assets counts per asset group the assets whose checks failed, the history's and the monitor's
+            page.goto(f"{url}/overview/activity/assets", wait_until="networkidle", timeout=120_000)
+            for group in ("history", "monitor"):
+                row = page.locator(f'a:text-is("{group}")').locator("xpath=ancestor::div[contains(@class,'rowGrid')]")
+                failed = row.first.locator(":scope > div").nth(2)  # group, missing, failed/overdue, …
+                for _ in range(240):  # the counts load after the rows
+                    if failed.inner_text().strip():
+                        break
+                    page.wait_for_timeout(500)
+                assert failed.inner_text().strip() == "1", (group, row.first.inner_text())
+            page.screenshot(path=str(tmp_path / "landing-assets.png"))
+            page.goto(url, wait_until="networkidle", timeout=120_000)
+            page.wait_for_url("**/overview/activity/assets", timeout=120_000)
             assert page.errors == []
