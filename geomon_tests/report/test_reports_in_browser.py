@@ -177,6 +177,28 @@ def _wide_board(columns: tuple[str, ...], models: int = 39) -> pd.DataFrame:
     return board
 
 
+MODEL = "vendor-model-00-2025-01-31"
+
+
+def _saged_result() -> dict[str, pd.DataFrame]:
+    """One model's SAGED result as its stage writes it: the disparity table with every statistic (the 20 columns
+    of a real run's disparity.csv) and the per-country means it is computed from."""
+    countries = ["Argentina", "Australia", "European Union", "United States", "Democratic Republic of the Congo"]
+    roles, features = ["none", "optimist"], ["sentiment", "sentiment_calibrated"]
+    rows = [(c, r, f) for c in countries for r in roles for f in features]
+    means = pd.DataFrame(rows, columns=["concept", "role", "feature"]).assign(
+        n=1, mean=np.linspace(-0.5, 0.9, len(rows)), selection_rate=0.5, precision=0.5, kl_divergence=0.18
+    )
+    disparity = pd.DataFrame([(r, f) for r in roles for f in features], columns=["role", "feature"]).assign(
+        groups=21, mean_range=0.48165, mean_range_ci_low=0.31234, mean_range_ci_high=0.61234,
+        mean_min_max_ratio=-6.347087, mean_std=0.198868, max_z_score=1.155230, dixon_q=0.061351,
+        dixon_outlier="none", impact_ratio=0.0, impact_ratio_ci_low=0.0, impact_ratio_ci_high=0.125,
+        four_fifths_biased=True, lowest="Democratic Republic of the Congo", highest="European Union",
+        permutation_p=1.0, chance_range_95=0.48165, selection_standard=0.757447,
+    )  # fmt: skip
+    return {"disparity": disparity, "countries": means}
+
+
 def _fits(page, path) -> None:
     """``path`` at 1440 px: nothing wider than the page, no table wider than its box, every text at least 10 px
     (an HTML element's font size; an SVG label's height as drawn), no table header broken inside a word, no two
@@ -250,7 +272,8 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
         "gapminder": gapminder.write_report(tmp_path / "gapminder", _wide_board(columns("gapminder")), {},
                                             columns("gapminder")),
         "quench": quench.write_report(tmp_path / "quench", _wide_board(columns("quench")), {}, columns("quench")),
-        "saged": saged.write_report(tmp_path / "saged", _wide_board(columns("saged")), {}, columns("saged")),
+        "saged": saged.write_report(tmp_path / "saged", _wide_board(columns("saged")), {MODEL: _saged_result()},
+                                    columns("saged")),
         "blend": suite.write_suite_report(tmp_path / "blend", "BLEnD", "", _wide_board(columns("blend")), {}, [],
                                           blend.PIPELINE.leaderboard_columns),
     }  # fmt: skip
@@ -262,3 +285,9 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
             assert headers == ["model", "origin", *columns(name)], name
             assert page.locator("a[href='leaderboard.csv']").count() == 1, name
             page.screenshot(path=str(tmp_path / f"{name}.png"))
+        # SAGED's per-model disparity table (20 statistics, 63 px too wide at 1440 px): its headline columns,
+        # the rest named and linked (checked by _fits above: no table wider than its box)
+        page.goto(written["saged"].as_uri(), wait_until="load")
+        table = page.locator("h3", has_text="Disparity across countries").locator("xpath=following-sibling::table[1]")
+        assert table.locator("th").all_inner_texts() == list(saged.DISPARITY_SHOWN)
+        assert page.locator(f"a[href='{MODEL}/disparity.csv']").count() == 1
