@@ -180,6 +180,21 @@ def _wide_board(columns: tuple[str, ...], models: int = 39) -> pd.DataFrame:
 MODEL = "vendor-model-00-2025-01-31"
 
 
+def _borderlines_board(models: int = 39) -> pd.DataFrame:
+    """A BorderLines leaderboard of ``models`` models at one table version: every score with its interval."""
+    from geomon.report.borderlines import SCORES
+
+    values = np.linspace(10.0, 90.0, models)
+    board = pd.DataFrame(
+        {"model": [f"vendor-model-{i:02d}-2025-01-31" for i in range(models)], "revision": "2023-05-15-r1154894956",
+         "persona": "vanilla", "territories": 251, "delta_cs_unnormalized": 60.0, "response_countries_mean": 1.83,
+         "origin": "geomon"}
+    )  # fmt: skip
+    for score in SCORES:
+        board = board.assign(**{score: values, f"{score}_ci_low": values - 9.5, f"{score}_ci_high": values + 9.5})
+    return board
+
+
 def _saged_result() -> dict[str, pd.DataFrame]:
     """One model's SAGED result as its stage writes it: the disparity table with every statistic (the 20 columns
     of a real run's disparity.csv) and the per-country means it is computed from."""
@@ -260,7 +275,7 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
     """Each suite's report, written from a 53-column board of 39 models, at 1440 px: the leaderboard shows the
     suite's headline columns, links leaderboard.csv for the rest, and nothing on the page is wider than its box
     or smaller than 10 px."""
-    from geomon.report import gapminder, quench, saged, suite, worldbench
+    from geomon.report import borderlines, gapminder, quench, saged, suite, worldbench
     from geomon.suites import blend, registry
 
     def columns(name: str) -> tuple[str, ...]:
@@ -285,6 +300,8 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
             assert headers == ["model", "origin", *columns(name)], name
             assert page.locator("a[href='leaderboard.csv']").count() == 1, name
             page.screenshot(path=str(tmp_path / f"{name}.png"))
+        # BorderLines' page: its scores table (no headline columns: every score with its interval), 39 models
+        _fits(page, borderlines.write_report(tmp_path / "borderlines", _borderlines_board(), [], {}))
         # SAGED's per-model disparity table (20 statistics, 63 px too wide at 1440 px): its headline columns,
         # the rest named and linked (checked by _fits above: no table wider than its box)
         page.goto(written["saged"].as_uri(), wait_until="load")
