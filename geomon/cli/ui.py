@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import signal
@@ -20,6 +19,7 @@ log = logging.getLogger("geomon")
 
 
 UI_STOP_GRACE_S = 20.0  # after SIGTERM, how long dg dev and its children get before SIGKILL
+KILLED_WAIT_S = 10.0  # after SIGKILL, how long the killed take to be gone (reaped): geomon ui returns after
 # Ctrl-C, `kill`, a closed terminal (SIGHUP) and Ctrl-\ each stop the UI with every child; uncaught, SIGHUP would
 # end geomon alone and leave dg dev's group (in a session of its own) running, its daemon beside the next one's.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -78,23 +78,21 @@ def stop_left_behind(pid_file: Path) -> None:
 
 def stop_process_group(pgid: int, grace_s: float, reap: Callable[[], Any] = lambda: None) -> None:
     """SIGTERM to the whole group ``pgid``, then SIGKILL to whatever of it is left after ``grace_s`` (Dagster's
-    daemon ignores a second interrupt while it shuts down, and can hang there). ``reap`` collects the leader
-    when it is this process's child, so that its zombie does not count as alive."""
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        reap()
+    daemon ignores a second interrupt while it shuts down, and can hang there), returning once the group is gone.
+    ``reap`` collects the leader when it is this process's child, so that its zombie does not count as alive."""
+    for signum, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, KILLED_WAIT_S)):
         try:
-            os.killpg(pgid, 0)
+            os.killpg(pgid, signum)
         except ProcessLookupError:
             return
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-    reap()
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            reap()
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
 
 
 def register(sub: Any, known: dict[str, Any]) -> None:
