@@ -47,23 +47,17 @@ engine: setup
 # compiling — then every suite on the bundled models at the run profile PROFILE (quick: minutes; default; paper:
 # each paper's full size). Importing again records nothing new. The suites run in LANES processes at once: while one
 # lane scores its answers (one core), the other's model keeps the rest busy (docs/performance.md).
-# The models it asks: the bundled Gemma and its quantization release (geomon.yaml's variants:, its Q4_K_M file
-# re-quantized to Q3_K_S), decided against it per suite, region and language; MODELS= asks every registered model.
+# The models it asks: the bundled Gemma and its KV-cache quantization release (geomon.yaml's variants: the same
+# file served with its attention keys cached at 8 bits, `--cache-type-k q8_0`), decided against it per suite, region
+# and language — BorderLines' probabilities on 80 territories decide it (docs/serving-changes.md). The weights'
+# re-quantization Q4_K_M → Q3_K_S is declared too: MODELS=gemma3-270m,gemma3-270m-q3-k-s; MODELS= asks every
+# registered model.
 PROFILE ?= quick
 LANES ?= 2
-# Where llama-quantize is not built (a CPU that takes the prebuilt server), the release cannot be made: the two
-# bundled models run instead, said in one line (GEOMON_ENGINE=build builds the tool).
-RELEASE_MODELS := gemma3-270m,gemma3-270m-q3-k-s
-MODELS ?= $(RELEASE_MODELS)
+MODELS ?= gemma3-270m,gemma3-270m-kv-q8
 run:
 	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed history
-	@models="$(MODELS)"; \
-	if [ "$$models" = "$(RELEASE_MODELS)" ] && ! $(BIN)/python -c "from geomon.engine.quantize import llama_quantize_command as q; q()" 2>/dev/null; then \
-	  echo "geomon: llama-quantize is not built on this machine (the prebuilt engine): the quantization release is skipped and the bundled models run (GEOMON_ENGINE=build make setup builds it)"; \
-	  models=gemma3-270m,smollm2-135m-instruct; \
-	fi; \
-	echo "$(BIN)/geomon run --profile $(PROFILE) --lanes $(LANES) --fail-on never $${models:+--models $$models} $(ARGS)"; \
-	$(BIN)/geomon run --profile $(PROFILE) --lanes $(LANES) --fail-on never $${models:+--models $$models} $(ARGS)
+	$(BIN)/geomon run --profile $(PROFILE) --lanes $(LANES) --fail-on never $(if $(MODELS),--models $(MODELS)) $(ARGS)
 
 history: $(VENV)/.packages
 	$(BIN)/geomon import gapminder-results ../shared/reference/gapminder --fail-on never

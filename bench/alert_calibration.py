@@ -177,12 +177,22 @@ def worldbench_draw(rng, m):
 
 
 BORDERLINES_LANGUAGES = ("es", "fr", "zh", "ru", "ar", "hi")
+BORDERLINES_REGIONS = ("Africa", "Asia", "Europe", "Americas")
+PROBABILITY_NOISE = 0.5  # a draw's jitter of the log-odds of a probability on the controller (a run's own)
 
 
 def borderlines_model(rng, n):
-    """Per territory its four values' rates; per query (its three claimants' languages and English) its rate of
-    naming the controller and of being answered: the suite's two levels of tracked rows."""
-    territories = pd.DataFrame({"item": [f"T{i}" for i in range(n)], "territory": [f"T{i}" for i in range(n)]})
+    """Per territory its four values' rates and its region; per query (its three claimants' languages and English)
+    its rate of naming the controller and of being answered; and the log-odds of the probability rank
+    classification puts on the controller, per territory (English) and per query: the suite's two levels of
+    tracked rows."""
+    territories = pd.DataFrame(
+        {
+            "item": [f"T{i}" for i in range(n)],
+            "territory": [f"T{i}" for i in range(n)],
+            "region": [BORDERLINES_REGIONS[i % len(BORDERLINES_REGIONS)] for i in range(n)],
+        }
+    )
     queries = [
         {"item": f"T{i}|{lang}", "territory": f"T{i}", "lang": lang, "claimant": lang != "en"}
         for i in range(n)
@@ -196,6 +206,8 @@ def borderlines_model(rng, n):
         "p": rng.beta(4, 2, (4, n)),
         "concurs": rng.beta(4, 2, len(queries)),
         "answers": rng.beta(30, 1.5, len(queries)),
+        "kb_logit": rng.normal(0.3, 1.5, n),
+        "concurs_logit": rng.normal(0.3, 1.5, len(queries)),
     }
 
 
@@ -214,11 +226,18 @@ def borderlines_draw(rng, m, shock: float = 0.0):
         con=rng.binomial(1, con).astype(float),
         non=rng.binomial(3, non) / 3,  # three other claimants
         cst=rng.binomial(3, cst) / 3,
+        kb_p=special.expit(m["kb_logit"] + territory + rng.normal(0, PROBABILITY_NOISE, territory.size)),
     )
     query = territory[m["territory_of_query"]]
     answered = rng.binomial(1, shifted(m["answers"], query)).astype(float)
     concurs = np.where(answered > 0, rng.binomial(1, shifted(m["concurs"], query)), 0.0)
-    queries = m["queries"].assign(answered=answered, concurs=np.where(m["queries"]["claimant"], concurs, np.nan))
+    concurs_p = special.expit(m["concurs_logit"] + query + rng.normal(0, PROBABILITY_NOISE, query.size))
+    claimant = m["queries"]["claimant"]
+    queries = m["queries"].assign(
+        answered=answered,
+        concurs=np.where(claimant, concurs, np.nan),
+        concurs_p=np.where(claimant, concurs_p, np.nan),
+    )
     return pd.concat([territories, queries.drop(columns="claimant")], ignore_index=True)
 
 

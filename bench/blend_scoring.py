@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from geomon.sources.blend import read_release
-from geomon.suites import blend
+from geomon.suites.blend import lemmatisers
+from geomon.suites.blend.prompts import build_prompts
+from geomon.suites.blend.scoring import score
+from geomon.suites.blend.source import read_release
 
 RELEASE = Path(__file__).resolve().parents[1].parent / "shared" / "snapshots" / "blend"
 REPLIES = ["Most people there would say it depends on the family and the region.", "家庭によって違います", "모르겠어요"]
@@ -26,7 +28,7 @@ REPLIES = ["Most people there would say it depends on the family and the region.
 def timed(prompts: pd.DataFrame) -> float:
     replies = [REPLIES[i % len(REPLIES)] for i in range(len(prompts))]
     started = time.perf_counter()
-    blend.score(prompts, pd.DataFrame({"text": replies, "error": [None] * len(replies)}), "bench")
+    score(prompts, pd.DataFrame({"text": replies, "error": [None] * len(replies)}), "bench")
     return time.perf_counter() - started
 
 
@@ -35,17 +37,17 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=40, help="questions per country (0 = the paper's all)")
     args = parser.parse_args()
     release = read_release(RELEASE, ())
-    prompts = blend.build_prompts(release, ("inst-4",), args.sample, 0)
-    paper_size = len(blend.build_prompts(release, ("inst-4",), 0, 0))
-    papers = dict(blend._PAPER)
+    prompts = build_prompts(release, ("inst-4",), args.sample, 0)
+    paper_size = len(build_prompts(release, ("inst-4",), 0, 0))
+    papers = dict(lemmatisers._PAPER)
     unavailable: dict[str, str] = {}
     for label, variant in (("paper's lemmatisers", False), ("variant only", True)):
-        blend.lemmatiser.cache_clear()
-        blend._lemmatised.cache_clear()
+        lemmatisers.lemmatiser.cache_clear()
+        lemmatisers._lemmatised.cache_clear()
         if variant:
-            blend._PAPER.update({lang: (name, None) for lang, (name, _) in papers.items() if lang != "Chinese"})
+            lemmatisers._PAPER.update({lang: (name, None) for lang, (name, _) in papers.items() if lang != "Chinese"})
         started = time.perf_counter()
-        loaded = {language: blend.lemmatiser(language) for language in blend.LANGUAGES}
+        loaded = {language: lemmatisers.lemmatiser(language) for language in lemmatisers.LANGUAGES}
         loading = time.perf_counter() - started
         if not variant:
             unavailable = {lang: used.unavailable for lang, used in loaded.items() if used.unavailable}
@@ -55,7 +57,7 @@ def main() -> None:
             f"{label}: {len(prompts)} prompts in {seconds:.1f} s ({rate:.0f} prompts/s; loading {loading:.1f} s); "
             f"the paper-size set ({paper_size} prompts) ≈ {paper_size / rate / 60:.1f} min"
         )
-        blend._PAPER.update(papers)
+        lemmatisers._PAPER.update(papers)
     print(f"paper's lemmatisers unavailable: {unavailable or 'none'}")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from geomon.monitor import imports
 from geomon.monitor.history import MetricHistory
-from geomon.sources import gapminder as source
+from geomon.suites.gapminder import source
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

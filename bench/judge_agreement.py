@@ -22,8 +22,8 @@ from geomon.engine.registry import bundled_specs
 from geomon.engine.runner import EngineOptions, ask
 from geomon.engine.store import ResponseStore
 from geomon.jury import JuryTask, convene, decide, letter_reader, parse_verdict
-from geomon.sources.gapminder import read_results, read_snapshot
 from geomon.suites import gapminder
+from geomon.suites.gapminder.source import read_results, read_snapshot
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 BATCH = SHARED / "snapshots" / "gapminder" / "example_batch"

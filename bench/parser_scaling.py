@@ -11,7 +11,7 @@ import itertools
 import time
 
 from geomon.parsing import parse_choice, parse_number
-from geomon.suites.quench import parse_answer
+from geomon.suites.quench.replies import parse_answer
 
 SIZES = (10_000, 100_000, 1_000_000)
 UNIT = "The answer is Morocco and Spain, about 1.2 million people. "

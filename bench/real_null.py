@@ -2,12 +2,14 @@
 does, on the bundled Gemma's real answers, through ``geomon run`` and a loopback webhook.
 
 A/A. The same weights served again and again as releases (``variants:`` ``aa-0`` … ``aa-K`` of ``gemma3-270m``,
-each at sampling temperature ``--temperature`` with its own seed, so answers differ by chance alone; each one's
-predecessor the one before, ``predecessors:``). One ``geomon run`` asks them all at the bench's profile
+each at sampling temperature ``--temperature`` with its own seed — which seeds each request with a seed of its
+own, so answers differ by chance alone and no release shares one random stream; each one's predecessor the one
+before, ``predecessors:``). One ``geomon run`` asks them all at the bench's profile
 (``--size``: each suite's sample), records every evaluation in a fresh metric history and decides each release
 against its predecessor exactly as a user's run does, with the announcer posting to a loopback webhook (json
-style). A release is a false page when the webhook received a ``regression`` message about it. Printed: k/K with
-its one-sided 95 % Clopper–Pearson upper bound, the α its decisions were taken at, and how many of its
+style). A release is a false page when the webhook received a ``regression`` message about it. Printed: k/K over
+the releases whose pairs share no evaluation (aa-1, aa-3, …: independent trials) with its one-sided 95 %
+Clopper–Pearson upper bound, the same over every release, the α its decisions were taken at, and how many of its
 comparisons were decidable (MDE at most the minimum effect) — a null rate on comparisons that could never page
 says little, and the figure says how many could.
 
@@ -19,7 +21,7 @@ replaced by the weak serving's real answers to the same items; each such release
 for an evaluation. Printed: the share that paged with the headline it harms (``--target``) a regression, with a
 two-sided 95 % interval, beside the change and the MDE the verdicts stated.
 
-    python bench/real_null.py                 # 60 A/A releases of BLEnD (2 questions a country; about 40 minutes)
+    python bench/real_null.py                 # 118 A/A releases of BLEnD, 59 independent (2 questions a country)
     python bench/real_null.py --releases 10 --planted 10 --size 10   # power on planted harm (10 questions a country)
     python bench/real_null.py --releases 2 --planted 1   # a smoke run (minutes: too few to judge a rate)
 """
@@ -214,7 +216,9 @@ def plant(args: argparse.Namespace, path: Path, posts: list[dict]) -> list[dict[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--releases", type=int, default=60, help="A/A releases (the rate's denominator)")
+    parser.add_argument(
+        "--releases", type=int, default=118, help="A/A releases in a chain (every other one: the rate's denominator)"
+    )
     parser.add_argument("--planted", type=int, default=0, help="releases with one group's answers made weak")
     parser.add_argument("--suites", default="blend", help="the suites every release runs")
     parser.add_argument("--size", type=int, default=None, help="each suite's sample (default: the bench's)")
@@ -232,11 +236,16 @@ def main(argv: list[str] | None = None) -> int:
         seconds = run(path, args.suites, models)
         history = MetricHistory(load_settings(path).store_url)
         rows = null_rows(history, posts, args.releases)
-        paged = sum(r["paged"] for r in rows)
+        # Consecutive releases share an evaluation (aa-k is aa-(k+1)'s predecessor); the odd ones' pairs — (aa-0,
+        # aa-1), (aa-2, aa-3), … — share none, so they are independent trials and the bound is theirs.
+        disjoint = rows[::2]
+        paged, paged_disjoint = sum(r["paged"] for r in rows), sum(r["paged"] for r in disjoint)
         print(
-            f"real null: {len(rows)} A/A releases of {BASE} at temperature {args.temperature} ({args.suites}, "
-            f"{seconds:.0f} s of geomon run): {paged}/{len(rows)} paged, one-sided 95 % upper bound "
-            f"{upper_bound(paged, len(rows)):.3f}; α spent per release max {max(r['spent'] for r in rows):.3f}; "
+            f"real null: {len(disjoint)} independent A/A releases of {BASE} at temperature {args.temperature} "
+            f"({args.suites}, disjoint pairs, each request its own seed; {seconds:.0f} s of geomon run): "
+            f"{paged_disjoint}/{len(disjoint)} paged, one-sided 95 % upper bound "
+            f"{upper_bound(paged_disjoint, len(disjoint)):.3f}; all {len(rows)} consecutive releases (pairs share an "
+            f"evaluation): {paged}/{len(rows)} paged; α spent per release max {max(r['spent'] for r in rows):.3f}; "
             f"comparisons per release {rows[0]['comparisons']}, decidable (MDE ≤ minimum effect) median "
             f"{sorted(r['decidable'] for r in rows)[len(rows) // 2]}"
         )

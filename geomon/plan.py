@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -218,6 +218,7 @@ class SuitePlan:
     sample: str = ""  # the prompts' sample (``pipeline.sample_id``), as the prompts asset's data version ends
     # In a suite with revisions, by revision the run evaluates: the fingerprint of the answers its asks read
     revision_answers: dict[str, str] = field(default_factory=dict)
+    scored: int = 0  # of the asks to make, those that score a continuation (rank classification) instead of generating
 
     @property
     def to_ask(self) -> int:
@@ -373,14 +374,15 @@ def build_prompts(
     raise PlanError(f"suite {suite}: no prompts stage before the per-model stages")
 
 
-def asked_keys(asking: Stage, prompts: pd.DataFrame, spec: ModelSpec, settings: Any) -> list[str]:
-    """The response-store keys of what ``asking`` sends ``spec`` for ``prompts``, each once, in order."""
+def asked_keys(asking: Stage, prompts: pd.DataFrame, spec: ModelSpec, settings: Any) -> dict[str, bool]:
+    """The response-store keys of what ``asking`` sends ``spec`` for ``prompts``, each once, in order, each with
+    whether it scores a continuation (rank classification: a forward pass, no generation)."""
     from geomon.engine.runner import model_identity
     from geomon.engine.store import response_key
 
     identity = model_identity(spec)
     requests = asking.requests(prompts, spec, settings)
-    return list(dict.fromkeys(response_key(identity, r, settings.cache_epoch) for r in requests))
+    return {response_key(identity, r, settings.cache_epoch): r.continuation is not None for r in requests}
 
 
 def pace(store: Any, spec: ModelSpec) -> dict[str, float] | None:
@@ -603,8 +605,10 @@ def suite_plans(
     for spec in models:
         # the stored answers each revision's asks read (one "revision", None, in a suite without revisions)
         read = {revision: asked_keys(asking, frame, spec, settings) for revision, frame in frames.items()}
-        keys = list(dict.fromkeys(key for revision_keys in read.values() for key in revision_keys))
-        stored = len(store.get_many(keys))
+        scores = {key: scored for revision_keys in read.values() for key, scored in revision_keys.items()}
+        keys = list(scores)
+        held = store.get_many(keys)
+        stored = len(held)
         speed = pace(store, spec)
         seconds = tokens = cost = None
         remaining = len(keys) - stored
@@ -632,12 +636,41 @@ def suite_plans(
                 planned,
                 settings.budget.asks_per_suite,
                 option,
-                answers_fingerprint(read[newest], digest),
+                answers_fingerprint(list(read[newest]), digest),
                 sample,
-                {revision: answers_fingerprint(k, digest) for revision, k in read.items() if revision is not None},
+                {
+                    revision: answers_fingerprint(list(k), digest)
+                    for revision, k in read.items()
+                    if revision is not None
+                },
+                sum(scored and key not in held for key, scored in scores.items()),
             )
         )
     return plans
+
+
+PAIRED = "the release's last decision (paired)"
+
+
+def paired_comparisons(history: Any, plan: SuitePlan) -> list[Comparison]:
+    """A release's comparisons (``plan``: its model's) planned as its decision plans them — from the pair's paired
+    differences — where the same release has been decided on this suite before: each one's stored MDE scaled to
+    this sample's clusters (a paired standard error falls as 1/√clusters; source ``PAIRED``). The others keep the
+    plan for one model (``powered``): how much of a release changes is known only once both models are asked."""
+    evaluations = history.evaluations(suite=plan.suite, model=plan.model) if history is not None else None
+    if evaluations is None or evaluations.empty:
+        return plan.comparisons
+    rows = history.comparisons(evaluations["evaluation_id"])
+    rows = rows[rows["mde"].notna() & (rows["clusters"].fillna(0) > 0)]
+    latest = {(r.metric, r.breakdown or ""): r for r in rows.itertuples()}  # stored in order: the last one wins
+    out = []
+    for c in plan.comparisons:
+        row = latest.get((c.metric, c.breakdown))
+        if row is None or not c.clusters:
+            out.append(c)
+            continue
+        out.append(replace(c, mde=float(row.mde) * math.sqrt(float(row.clusters) / c.clusters), source=PAIRED))
+    return out
 
 
 def make_plan(

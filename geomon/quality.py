@@ -209,19 +209,6 @@ def prompts_frame(prompts: pd.DataFrame) -> pd.DataFrame:
     return prompts[["query_id", "query", "system", "lang"]].assign(same_as_english=same)
 
 
-def worldbench_prompts_expectations() -> list[Any]:
-    """Every question has a prompt text, a country and finite ground truth; ids are unique."""
-    import great_expectations.expectations as gxe
-
-    return [
-        gxe.ExpectColumnValuesToBeUnique(column="question_id"),
-        gxe.ExpectColumnValuesToMatchRegex(column="prompt", regex=r"\S"),
-        gxe.ExpectColumnValuesToMatchRegex(column="country", regex=r"\S"),
-        gxe.ExpectColumnValuesToNotBeNull(column="ground_truth"),
-        gxe.ExpectTableRowCountToBeBetween(min_value=1),
-    ]
-
-
 def answered_expectations(column: str, floor: float) -> list[Any]:
     """A model's answers: at least ``floor`` of them read (parsed / committed to a claimant)."""
     import great_expectations.expectations as gxe
@@ -263,22 +250,3 @@ def question_bank_expectations() -> list[Any]:
         gxe.ExpectColumnValuesToBeBetween(column="correct_options", min_value=1, max_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="options", min_value=3, max_value=3),
     ]
-
-
-def quench_release_expectations(entities: int | None, questions: int | None) -> list[Any]:
-    """QUENCH's release is whole: its entity and question counts (when known), every question annotated
-    Indic or not, every entity with an answer and a rationale to judge against."""
-    import great_expectations.expectations as gxe
-
-    expectations: list[Any] = [
-        gxe.ExpectColumnValuesToBeInSet(column="annotated", value_set=[True]),
-        gxe.ExpectColumnValueLengthsToBeBetween(column="answer", min_value=1),
-        gxe.ExpectColumnValueLengthsToBeBetween(column="rationale", min_value=1),
-    ]
-    if entities is not None:
-        expectations.append(gxe.ExpectTableRowCountToEqual(value=entities))
-    if questions is not None:
-        expectations.append(
-            gxe.ExpectColumnUniqueValueCountToBeBetween(column="question_id", min_value=questions, max_value=questions)
-        )
-    return expectations

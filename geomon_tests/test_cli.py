@@ -234,12 +234,18 @@ def test_lanes_split_the_suites_by_the_asks_left_and_keep_the_registrys_order():
 
     chosen = [SimpleNamespace(name=n) for n in ("worldbench", "borderlines", "gapminder", "quench", "saged", "blend")]
     left = {"worldbench": 160, "borderlines": 208, "gapminder": 36, "quench": 44, "saged": 84, "blend": 120}
-    plans = [SimpleNamespace(suite=n, to_ask=asks / 2) for n, asks in left.items() for _ in range(2)]  # two models
+    plans = [SimpleNamespace(suite=n, to_ask=asks / 2, scored=0) for n, asks in left.items() for _ in range(2)]
     names = [[s.name for s in lane] for lane in lanes_of(chosen, plans, 2)]
     assert names == [["borderlines", "gapminder", "saged"], ["worldbench", "quench", "blend"]]  # 331 and 327 asks
     assert [[s.name for s in lane] for lane in lanes_of(chosen, plans, 1)] == [[s.name for s in chosen]]
+    # A scored continuation (rank classification) weighs a fifth of a generated answer: 1,200 of BorderLines' are
+    # 240 answers' work, so it shares its lane. Mutation caught: every ask weighed alike (BorderLines alone).
+    scored = [SimpleNamespace(suite="borderlines", to_ask=1200, scored=1200)]
+    scored += [p for p in plans if p.suite != "borderlines"]
+    assert [len(lane) for lane in lanes_of(chosen, scored, 2)] != [1, 5]
+    assert any(len(lane) > 1 and "borderlines" in [s.name for s in lane] for lane in lanes_of(chosen, scored, 2))
     # Every answer stored: the suites spread evenly; never more lanes than suites.
-    stored = [SimpleNamespace(suite=s.name, to_ask=0) for s in chosen]
+    stored = [SimpleNamespace(suite=s.name, to_ask=0, scored=0) for s in chosen]
     assert [len(lane) for lane in lanes_of(chosen, stored, 4)] == [2, 2, 1, 1]
     assert len(lanes_of(chosen[:2], stored, 8)) == 2
 

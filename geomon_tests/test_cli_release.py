@@ -164,7 +164,7 @@ def release(tmp_path_factory):
     webhook's posts and each release's stored verdicts."""
     from geomon.config import load_settings
     from geomon.monitor.history import MetricHistory
-    from geomon.sources.gapminder import read_snapshot
+    from geomon.suites.gapminder.source import read_snapshot
 
     tmp = tmp_path_factory.mktemp("release")
     hook: dict[str, Any] = {"posts": []}

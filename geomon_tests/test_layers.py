@@ -16,9 +16,11 @@ LONG = 600  # lines: a longer module is named in docs/architecture.md with the r
 LAYERS = [
     {"untrusted", "parsing", "stats"},  # values, statistics and text: no I/O, no model
     {"engine"},  # talking to models, the response store
-    {"sources", "embeddings"},  # the benchmarks' data; sentence embeddings
-    {"report", "quality", "jury"},  # what suites use: reports, data-quality checks, the jury of judges
-    {"suites"},  # the benchmarks: prompts, parsing, scoring, their declarations and registry
+    {"sources", "embeddings"},  # the data several benchmarks share; sentence embeddings
+    {"report", "quality", "jury"},  # what suites use: the report's parts and pages, data-quality checks, the jury
+    # The benchmarks, each a folder suites/<name>/ whose every module (its source reader and report page too) is in
+    # this layer, by its path; their declarations and the registry.
+    {"suites"},
     {"monitor"},  # the metric history, verdicts over it, imports, drift, alerts
     {"plan", "config"},  # what a run will ask; the settings
     {"defs", "definitions", "cli"},  # the Dagster layer and the command line: wiring only

@@ -343,16 +343,67 @@ def test_the_plan_states_each_mde_at_the_weighted_level_the_decision_gives_it():
 
 
 def test_a_plan_of_borderlines_asks_every_persona_of_the_newest_table_and_every_revision(tmp_path, wdi_snapshot_dir):
-    """`geomon plan` gives no flags: the personas come from the prompts stage's declared default (a tuple, where
-    `geomon run`'s flag is text), every persona on the newest table and the first on the older ones, as a run."""
+    """`geomon plan` gives no flags: the personas come from the profile, else the prompts stage's declared default (a
+    tuple, where `geomon run`'s flag is text) — every persona on the newest table and the first on the older ones, as
+    a run; the quick profile asks the paper's own prompt (vanilla) only, as its flag does."""
     chat = [{"name": "m", "kind": "chat", "base_url": "http://127.0.0.1:9/v1", "model_id": "m"}]  # never called
-    settings = load_settings(write_settings(tmp_path, wdi_snapshot_dir, models=chat, include_bundled=False))
+    profiles = {"small": {"borderlines": {"sample_territories": 20}}}
+    path = write_settings(tmp_path, wdi_snapshot_dir, models=chat, include_bundled=False, profiles=profiles)
+    settings = load_settings(path)
     info, spec = registry.suites()["borderlines"], settings.model("m")
     history = MetricHistory(settings.store_url)
-    (every,) = plan.make_plan(settings, [spec], [info], "quick", settings.store(), history)
+    (every,) = plan.make_plan(settings, [spec], [info], "small", settings.store(), history)
     assert list(every.options["personas"]) == ["vanilla", "un_peacekeeper", "nationalist", "demographic"]
     assert len(every.revision_answers) >= 2  # the dated tables the settings name
     (run,) = plan.make_plan(
-        settings, [spec], [info], "quick", settings.store(), history, flags={"borderlines": {"personas": "vanilla"}}
+        settings, [spec], [info], "small", settings.store(), history, flags={"borderlines": {"personas": "vanilla"}}
     )
     assert run.options["personas"] == ["vanilla"] and run.asks < every.asks
+    (quick,) = plan.make_plan(settings, [spec], [info], "quick", settings.store(), history)
+    assert list(quick.options["personas"]) == ["vanilla"]
+
+
+def test_a_release_is_planned_again_from_its_last_decisions_paired_differences(tmp_path, wdi_snapshot_dir):
+    """A serving change (a system-prompt variant) decided once on BLEnD, its answers the base's but for two
+    questions, is planned again from that decision (``plan.paired_comparisons``: the stored paired MDE scaled to the
+    sample) — far below the plan for one model, which cannot know how little the pair differs; the base, never
+    decided against anything, keeps the plan for one model. Mutation caught: ``paired_comparisons`` returning the
+    plan's own comparisons."""
+    import pandas as pd
+    import yaml
+
+    from geomon.monitor import release
+    from geomon.stats.verdicts import VerdictSettings
+
+    def blend_items(flipped: set[int]) -> pd.DataFrame:
+        rows = []
+        for country in ("Greece", "Spain"):
+            for q in range(40):
+                right = 100.0 * ((q % 2 == 0) != (q in flipped and country == "Spain"))
+                for mode, asked_in in (("local", "local language"), ("english", "English")):
+                    rows.append((f"{country}|{q}|{mode}", f"{country}|{q}", right, country, mode, asked_in, 1.0))
+        return pd.DataFrame(rows, columns=["item", "question", "value", "country", "mode", "asked_in", "answered"])
+
+    path = write_settings(tmp_path, wdi_snapshot_dir)
+    doc = yaml.safe_load(path.read_text())
+    doc["variants"] = [{"name": "smol-terse", "of": "smollm2-135m-instruct", "system_prompt": "Be terse."}]
+    path.write_text(yaml.safe_dump(doc))
+    settings = load_settings(path)
+    history = MetricHistory(settings.store_url)
+    tracked = registry.suite("blend").tracked
+    for model, flipped in (("smollm2-135m-instruct", set()), ("smol-terse", {3, 7})):
+        items = blend_items(flipped)
+        run = EvaluationRun("blend", model, predecessor="smollm2-135m-instruct" if flipped else "")
+        release.track(
+            history, run, release.declared_figures("blend", tracked, items), items, tracked, VerdictSettings()
+        )
+    info = registry.suites()["blend"]
+    specs = [settings.model(name) for name in ("smollm2-135m-instruct", "smol-terse")]
+    base, variant = plan.make_plan(settings, specs, [info], "quick", settings.store(), history)
+    one, paired = (
+        next(c for c in cs if c.name == "sem_b_local")
+        for cs in (variant.comparisons, plan.paired_comparisons(history, variant))
+    )
+    assert paired.source == plan.PAIRED and one.source != plan.PAIRED
+    assert paired.mde < 0.5 * one.mde
+    assert plan.paired_comparisons(history, base) == base.comparisons

@@ -32,7 +32,7 @@ class Importer:
 def gapminder_runs(args: argparse.Namespace, settings: Any) -> list[Any]:
     """Gapminder's published folder: each model configuration's per-question rates and per-answer files."""
     from geomon.monitor import imports
-    from geomon.sources import gapminder as source
+    from geomon.suites.gapminder import source
 
     snapshot = settings.gapminder.snapshot
     bank = source.read_snapshot(snapshot) if snapshot is not None else None

@@ -34,11 +34,20 @@ class RunOutcome:
         )
 
 
+# What a scored continuation (rank classification: one forward pass over a short prompt) costs against a generated
+# answer, on this CPU's bundled models: ≈ 15 continuations against ≈ 1–2.5 answers a second (docs/performance.md).
+CONTINUATION_COST = 0.2
+
+
 def lanes_of(chosen: Sequence[Any], plans: Sequence[Any], lanes: int) -> list[list[Any]]:
     """The suites split into at most ``lanes`` lanes of about equal work, each in the registry's order: the
-    longest first to the lane with the least, by the plan's asks still to make (each suite counts one more, so
-    suites with every answer stored spread evenly)."""
-    work = {suite.name: 1 + sum(p.to_ask for p in plans if p.suite == suite.name) for suite in chosen}
+    longest first to the lane with the least, by the plan's asks still to make — a scored continuation counted as
+    ``CONTINUATION_COST`` of a generated answer — (each suite counts one more, so suites with every answer stored
+    spread evenly)."""
+    work = {
+        suite.name: 1 + sum(p.to_ask - p.scored * (1 - CONTINUATION_COST) for p in plans if p.suite == suite.name)
+        for suite in chosen
+    }
     groups: list[list[Any]] = [[] for _ in range(max(1, min(lanes, len(chosen))))]
     loads = [0] * len(groups)
     for suite in sorted(chosen, key=lambda s: work[s.name], reverse=True):

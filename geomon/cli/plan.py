@@ -53,16 +53,29 @@ def run_plan(
 
 def release_plans(settings: Any, plans: list[Any], models: Sequence[Any], profile: str) -> str:
     """Per serving-change release planned (a variant and its base): which of its comparisons the profile decides, per
-    suite, before anything is asked."""
+    suite, before anything is asked — planned from the release's last decision where it has one (paired), else as
+    for one model."""
+    from geomon import plan
+    from geomon.monitor.history import MetricHistory
+
     changes = settings.serving_changes()
+    history = MetricHistory(settings.store_url)
     lines = []
     for spec in (s for s in models if s.change):
-        mine = [p for p in plans if p.model == spec.name]
-        counts = [f"{p.suite} {sum(c.decidable for c in p.comparisons)} of {len(p.comparisons)}" for p in mine]
-        named = [f"{p.suite} {c.name}" for p in mine for c in p.comparisons if c.decidable]
+        mine = {p.suite: plan.paired_comparisons(history, p) for p in plans if p.model == spec.name}
+        counts = [f"{suite} {sum(c.decidable for c in cs)} of {len(cs)}" for suite, cs in mine.items()]
+        named = [f"{suite} {c.name}" for suite, cs in mine.items() for c in cs if c.decidable]
+        paired = sum(c.source == plan.PAIRED for cs in mine.values() for c in cs)
+        basis = (
+            f"{paired} of {sum(map(len, mine.values()))} planned from its last decision (paired), the rest as for one "
+            "model"
+            if paired
+            else "planned as for one model: how much a release changes is known once both models are asked (a "
+            "run's decision plans from the pair's differences)"
+        )
         lines.append(
             f"\nRelease {spec.name} vs {spec.variant_of} ({changes[spec.name]}): comparisons decidable at profile "
-            f"{profile}: {', '.join(counts)}" + (f" — {'; '.join(named)}" if named else "")
+            f"{profile}: {', '.join(counts)}" + (f" — {'; '.join(named)}" if named else "") + f" ({basis})"
         )
     return "".join(f"{line}\n" for line in lines)
 

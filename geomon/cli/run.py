@@ -99,7 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(
                 "Profile quick demonstrates the machinery: the bundled models are too small, and these samples too "
                 "few, to say anything about the world; most comparisons are not decidable at it (`geomon plan` "
-                "names them). An imported history above (Gapminder's published results: make history) is real."
+                "names them). An imported history above (a benchmark's published results: make history) is real."
             )
         if args.profile != "paper":
             print(

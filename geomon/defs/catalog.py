@@ -12,13 +12,14 @@ from pathlib import Path
 import dagster as dg
 
 from geomon.config import Settings
+from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY, PUBLISHED_SUITE
 from geomon.defs.resources import settings_at_load
 from geomon.suites.registry import suites
 
 OWNER = "team:geomon"
-HISTORY_SUITE = {"history": "gapminder"}  # the imported history's assets belong to Gapminder's suite
+HISTORY_SUITE = {"history": PUBLISHED_SUITE}  # the imported history's assets belong to its suite
 REPORTS = {"leaderboard", "trends"}  # write an HTML report
-FROM_HISTORY = {("history", "gapminder_evaluations"), ("monitor", "open_regressions"), ("monitor", "trends")}
+FROM_HISTORY = {tuple(IMPORTED_EVALUATIONS_KEY), ("monitor", "open_regressions"), ("monitor", "trends")}
 MODEL_TAG = "model/"
 MODELS_GROUP = "models"  # each model's own asset, named after it (defs/models.py)
 # Dagster's rule for a tag key's name part: at most 63 of these characters.
@@ -64,7 +65,7 @@ def _published_models(entities: Path | None) -> tuple[str, ...]:
 def published_models(settings: Settings) -> tuple[str, ...]:
     """The model names of Gapminder's published configurations (its snapshot's entities), the partitions an
     import adds to ``history/gapminder_evaluations``; none where the snapshot is not there."""
-    snapshot = settings.gapminder.snapshot
+    snapshot = settings.suite(PUBLISHED_SUITE).snapshot
     return _published_models(snapshot / "ddf" / "ddf--entities--model_configuration.csv" if snapshot else None)
 
 
@@ -74,7 +75,7 @@ def model_tags(key: tuple[str, ...], partitioned: bool) -> dict[str, str]:
     settings = settings_at_load()
     if settings is None or not partitioned:
         return {}
-    if key == ("history", "gapminder_evaluations"):
+    if key == tuple(IMPORTED_EVALUATIONS_KEY):
         return _model_tags(list(published_models(settings)))
     if key[0] in suites():
         return _model_tags([m.name for m in settings.models])

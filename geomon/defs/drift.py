@@ -8,13 +8,17 @@ import dagster as dg
 
 from geomon.defs.automation import ANY_INPUT_UPDATED
 from geomon.defs.execution import model_call_options
+from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY
 from geomon.defs.resources import GeomonResource, api_models_partitions, cron_from_settings
 from geomon.monitor import alerts, drift, results
 from geomon.monitor.history import MetricHistory
 from geomon.report import charts
 from geomon.stats.values import EvaluationRun, MetricValue
-from geomon.suites import worldbench
+from geomon.suites import registry
 from geomon.suites.registry import suites
+
+# The questions re-asked: the bank of the one suite that declares them (``Pipeline.drift_probe``), read from its source.
+PROBE = registry.drift_probe()
 
 DRIFT_SPEC = dg.AssetCheckSpec(
     "no_drift",
@@ -29,11 +33,12 @@ DRIFT_SPEC = dg.AssetCheckSpec(
     group_name="monitor",
     partitions_def=api_models_partitions,
     check_specs=[DRIFT_SPEC],
-    ins={"indicators": dg.AssetIn(key=["worldbank", "indicators"])},
+    ins={"bank": dg.AssetIn(key=dg.AssetKey.from_user_string(PROBE.source))},
 )
-def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, indicators: Any):
-    """Re-ask the fixed probe set (chosen once per baseline from the whole WorldBench question bank, stored,
-    never the current run's sample) under a fresh cache epoch and compare with the model's baseline."""
+def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, bank: Any):
+    """Re-ask the fixed probe set (chosen once per baseline from the whole question bank of the suite that declares
+    the probe's questions, stored, never the current run's sample) under a fresh cache epoch and compare with the
+    model's baseline."""
     settings = geomon.settings()
     spec = settings.model(context.partition_key)
     if spec.bundled is not None:
@@ -41,8 +46,8 @@ def drift_probe(context: dg.AssetExecutionContext, geomon: GeomonResource, indic
         yield dg.AssetCheckResult(check_name=DRIFT_SPEC.name, passed=True, metadata={"probed": False})
         return
     stored = settings.results_dir / "drift" / f"probe-set-baseline-{settings.drift.baseline}.txt"
-    probes = drift.fixed_probe_set(worldbench.build_prompts(indicators), settings.drift.probe_questions, stored)
-    requests = worldbench.requests_for(probes, spec)
+    probes = drift.fixed_probe_set(PROBE.questions(bank), settings.drift.probe_questions, stored)
+    requests = PROBE.requests(probes, spec)
     cycle = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     verdict, cost = drift.probe(spec, requests, settings.store(), settings.drift, cycle, settings.engine)
     numbers: dict[str, Any] = {
@@ -120,7 +125,7 @@ TRENDS_KEY = ["monitor", "trends"]
     automation_condition=ANY_INPUT_UPDATED,
     # Downstream of every suite's leaderboard and the imported history: a new evaluation of any suite, or an
     # import, redraws the trends.
-    deps=[*([name, "leaderboard"] for name in suites()), drift_probe, ["history", "gapminder_evaluations"]],
+    deps=[*([name, "leaderboard"] for name in suites()), drift_probe, IMPORTED_EVALUATIONS_KEY],
 )
 def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
     """Every headline metric of every model over time, and knowledge recency (best-matching data year),

@@ -16,6 +16,7 @@ import dagster as dg
 
 from geomon.defs.automation import EAGER
 from geomon.defs.monitoring import (
+    IMPORT_KEY,
     Context,
     check_line,
     comparisons_table,
@@ -26,6 +27,7 @@ from geomon.defs.monitoring import (
     report_check,
     report_open_regressions,
 )
+from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY as EVALUATIONS_KEY
 from geomon.defs.resources import GeomonResource, shown_path
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, release, views
@@ -34,8 +36,6 @@ from geomon.stats import verdicts
 from geomon.stats.declarations import TrackedMetric
 from geomon.suites import registry
 
-IMPORT_KEY = ["history", "gapminder_import"]
-EVALUATIONS_KEY = ["history", "gapminder_evaluations"]
 imported_models_partitions = dg.DynamicPartitionsDefinition(name="gapminder_models")
 # A partition's metadata entry: what was decided (verdicts, failures, evaluation), hashed; an import reports a model
 # again only when it changes. Named for what it is where the partition's page shows it.
@@ -264,7 +264,7 @@ def report_import(instance: dg.DagsterInstance, history: MetricHistory, recorded
 
 def gapminder_import_runs(geomon: GeomonResource) -> list[imports.ImportedRun]:
     """The published folder that ``gapminder_results`` names, read with the snapshot's question bank."""
-    from geomon.sources import gapminder as source
+    from geomon.suites.gapminder import source
 
     settings = geomon.settings()
     snapshot = settings.gapminder.snapshot

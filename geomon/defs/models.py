@@ -11,6 +11,7 @@ import dagster as dg
 
 from geomon.defs.catalog import MODELS_GROUP, model_tag, published_models
 from geomon.defs.factory import declared, declared_names, stage_key
+from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY
 from geomon.defs.resources import settings_at_load
 
 OPEN_REGRESSIONS = "/assets/monitor/open_regressions"
@@ -38,7 +39,7 @@ def _description(model: str, registered: bool, published: bool) -> str:
     if published:
         lines.append(
             "- Gapminder's published results (imported; the baseline is the vendor's previous release): "
-            + _partition_link(["history", "gapminder_evaluations"], model)
+            + _partition_link(IMPORTED_EVALUATIONS_KEY, model)
         )
     tag = model_tag(model)
     selection = "/assets?asset-selection=" + quote(f'tag:"{tag}"', safe="")

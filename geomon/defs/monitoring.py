@@ -386,7 +386,11 @@ def alert_on_run_failure(context: dg.RunFailureSensorContext) -> None:
 
 
 OPEN_REGRESSIONS_KEY = ["monitor", "open_regressions"]
-IMPORTED_EVALUATIONS_KEY = ["history", "gapminder_evaluations"]  # where an imported model's comparisons are
+# The imported published history (``geomon import gapminder-results``) is Gapminder's: its suite and its assets'
+# keys, named here once for the Dagster layer (defs/history.py builds the assets).
+PUBLISHED_SUITE = "gapminder"
+IMPORT_KEY = ["history", f"{PUBLISHED_SUITE}_import"]
+IMPORTED_EVALUATIONS_KEY = ["history", f"{PUBLISHED_SUITE}_evaluations"]  # where an imported model's comparisons are
 
 
 def open_regressions_metadata(
@@ -483,7 +487,7 @@ def report_open_regressions(context: Context, history: MetricHistory) -> None:
     group_name="monitor",
     # Where the imported verdicts come from (lineage only: imports and suite runs log this asset themselves when
     # what is open changes, after the import's own materialization, so it is never older than its upstream).
-    deps=[dg.AssetKey(["history", "gapminder_import"])],
+    deps=[dg.AssetKey(IMPORT_KEY)],
     check_specs=[none_open_spec(OPEN_REGRESSIONS_KEY, "run or imported")],
     required_resource_keys={"geomon"},
 )

@@ -13,7 +13,6 @@ from geomon.defs.resources import GeomonResource
 from geomon.defs.versions import source_version, versioned_output
 from geomon.sources import worldbank
 from geomon.sources.worldbank import DEFAULT_INDICATORS, WorldBankSnapshot
-from geomon.suites import worldbench
 
 SOURCE_VERSION = source_version(worldbank)
 
@@ -90,7 +89,7 @@ COVERAGE_KEY = "countries_per_indicator"  # recent-value coverage in the asset's
 
 def question_coverage(snapshot: WorldBankSnapshot) -> dict[str, int]:
     """Per indicator, the countries with a value in WorldBench's ground-truth window."""
-    return quality.recent_coverage(snapshot.values, worldbench.GROUND_TRUTH_YEARS)
+    return quality.recent_coverage(snapshot.values, worldbank.GROUND_TRUTH_YEARS)
 
 
 @dg.asset_check(asset=dg.AssetKey(["worldbank", "economies"]), blocking=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import random
@@ -73,6 +74,16 @@ class GenerationRequest:
         if self.choices:  # a constrained reply is another answer: the store keys on the constraint too
             body["choices"] = list(self.choices)
         return body
+
+    def sent_params(self) -> dict[str, Any]:
+        """The sampling parameters as sent. A declared ``seed`` is a seed for the whole evaluation: each request is
+        seeded with its own, derived from it and everything else the request asks (its payload), so the answers
+        stay reproducible while no two requests share one random stream — one stream for every answer moves a
+        whole release at once, a shock no per-cluster test can tell from a change (docs/monitoring.md)."""
+        if "seed" not in self.params:
+            return dict(self.params)
+        digest = hashlib.sha256(json.dumps(self.payload(), sort_keys=True, ensure_ascii=False).encode()).digest()
+        return {**self.params, "seed": int.from_bytes(digest[:4], "big") & 0x7FFFFFFF}
 
 
 @dataclass
@@ -412,7 +423,7 @@ class OpenAICompatibleClient:
         name into improbable pieces) and the prompt is tokenized as the server tokenizes a prompt.
         """
         ids = await self.continuation_tokens(request.prompt or "", request.continuation or "")
-        params = {k: v for k, v in request.params.items() if k not in ("max_tokens", "stop", "logprobs")}
+        params = {k: v for k, v in request.sent_params().items() if k not in ("max_tokens", "stop", "logprobs")}
         if await self.server_kind() == "vllm":
             prompt_ids = await self.tokenize(request.prompt, special=True)
             extra = {**params.get("extra_body", {}), "prompt_logprobs": 0}
@@ -463,7 +474,7 @@ class OpenAICompatibleClient:
 
     async def _once(self, request: GenerationRequest, replica: int = 0) -> GenerationResult:
         client = self._client_for(replica)
-        params = dict(request.params)
+        params = request.sent_params()
         prompt: str | list[int] = request.prompt
         if request.continuation is not None:
             params, token_prompt = await self._score_continuation(request)

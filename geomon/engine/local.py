@@ -114,7 +114,9 @@ def server_command(
     ctx_per_slot: int,
     host: str = "127.0.0.1",
     ubatch: int | None = None,
+    flags: tuple[str, ...] = (),
 ) -> list[str]:
+    """llama-server's command line; ``flags``: a variant's own arguments (``ServingChange.engine_flags``), last."""
     return [
         *llama_server_command(),
         "-m",
@@ -133,6 +135,7 @@ def server_command(
         str(ctx_per_slot * slots),
         "--no-webui",
         *(["-ub", str(ubatch)] if ubatch else []),
+        *flags,
     ]
 
 
@@ -148,12 +151,13 @@ def running_server(
     startup_timeout_s: float = 120.0,
     ubatch: int | None = None,
     host: str = "127.0.0.1",
+    flags: tuple[str, ...] = (),
 ) -> Iterator[str]:
     """Start llama-server for a GGUF file (on 127.0.0.1 unless ``host`` says where else to listen); yields
     its OpenAI base URL (…/v1) as reached from this machine."""
     port = port or free_port()
     threads = threads or os.cpu_count() or 2
-    cmd = server_command(model_path, port, alias, slots, threads, ctx_per_slot, ubatch=ubatch, host=host)
+    cmd = server_command(model_path, port, alias, slots, threads, ctx_per_slot, ubatch=ubatch, host=host, flags=flags)
     _sweep_orphan_logs()
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log_file = tempfile.NamedTemporaryFile(  # noqa: SIM115

@@ -6,8 +6,9 @@ YAML file users edit (``geomon.yaml``); API keys are only ever named there (``ap
 read from the environment.
 
 A *variant* (``variants:`` in the same file) is a serving change of a registered model: its weights re-quantized or
-swapped for another GGUF file, another system prompt, other sampling parameters. It is a release of its own whose
-predecessor is the model it derives from; what changed is one record (``ServingChange``), named in its alerts.
+swapped for another GGUF file, another system prompt, other sampling parameters, other engine flags. It is a release
+of its own whose predecessor is the model it derives from; what changed is one record (``ServingChange``), named in
+its alerts.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ BUNDLED = ("smollm2-135m-instruct", "gemma3-270m")
 BUNDLED_QUANT = {"smollm2-135m-instruct": "Q4_1", "gemma3-270m": "Q4_K_M"}
 
 
+# The llama-server arguments geomon's engine sets itself (``engine.local.server_command``): a variant's
+# ``engine_flags`` may not override them.
+RESERVED_ENGINE_FLAGS = frozenset(
+    {"-m", "--model", "--alias", "-a", "--host", "--port", "-t", "--threads", "-np", "--parallel", "-c", "--ctx-size"}
+)
+
+
 class RegistryError(ValueError):
     """A registry file or model entry that cannot be used as written."""
 
@@ -46,10 +54,23 @@ class ServingChange:
     weights: str | None = None  # a GGUF file served instead of the base's
     system_prompt: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    # llama-server arguments the local engine starts the model's servers with (a KV cache type, a batch size):
+    # the engine's own flags, part of the model's identity, since they change what it answers
+    engine_flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not (self.quantize or self.weights or self.system_prompt is not None or self.params):
-            raise RegistryError("a variant changes something: give quantize, weights, system_prompt or params")
+        if not (self.quantize or self.weights or self.system_prompt is not None or self.params or self.engine_flags):
+            raise RegistryError(
+                "a variant changes something: give quantize, weights, system_prompt, params or engine_flags"
+            )
+        if not all(isinstance(flag, str) and flag for flag in self.engine_flags):
+            raise RegistryError("engine_flags: a list of llama-server arguments, e.g. [--cache-type-k, q8_0]")
+        owned = sorted(set(self.engine_flags) & RESERVED_ENGINE_FLAGS)
+        if owned:
+            raise RegistryError(
+                f"engine_flags: {', '.join(owned)} are set by geomon's engine (the file, address, slots, threads, "
+                "context: geomon.yaml's engine section)"
+            )
         if self.quantize and self.weights:
             raise RegistryError("a variant gives quantize or weights, not both")
         if self.quantize and self.quantize not in QUANT_TYPES:
@@ -69,6 +90,8 @@ class ServingChange:
             parts.append(f"system prompt {self.system_prompt[:60]!r}")
         for key, value in sorted(self.params.items()):
             parts.append(f"{key} {base.params.get(key, 'default')} → {value}")
+        if self.engine_flags:
+            parts.append(f"engine flags {' '.join(self.engine_flags)}")
         return ", ".join(parts)
 
     def serve(self, request: GenerationRequest) -> GenerationRequest:
@@ -326,7 +349,7 @@ def _parse_rate_limit(value: Any, where: str) -> RateLimit | None:
         raise RegistryError(f"{where}: {exc}") from exc
 
 
-VARIANT_FIELDS = ("name", "of", "quantize", "weights", "system_prompt", "params", "release_date")
+VARIANT_FIELDS = ("name", "of", "quantize", "weights", "system_prompt", "params", "engine_flags", "release_date")
 
 
 def variant_from_dict(entry: dict[str, Any], specs: list[ModelSpec], where: str, folder: Path) -> ModelSpec:
@@ -351,11 +374,14 @@ def variant_from_dict(entry: dict[str, Any], specs: list[ModelSpec], where: str,
             weights=str(folder / Path(weights).expanduser()) if weights else None,
             system_prompt=entry.get("system_prompt"),
             params=entry.get("params") or {},
+            engine_flags=_flags(entry.get("engine_flags"), f"{where}.engine_flags"),
         )
     except RegistryError as exc:
         raise RegistryError(f"{where}: {exc}") from None
     if (change.quantize or change.weights) and base.bundled is None:
         raise RegistryError(f"{where}: {base.name!r} is an endpoint; only a bundled model's weights are served here")
+    if change.engine_flags and base.bundled is None:
+        raise RegistryError(f"{where}: {base.name!r} is an endpoint; engine flags apply to geomon's own engine")
     if change.system_prompt is not None and base.kind != "chat":
         raise RegistryError(f"{where}: {base.name!r} is a base model; a system prompt needs a chat model")
     try:
@@ -370,6 +396,15 @@ def variant_from_dict(entry: dict[str, Any], specs: list[ModelSpec], where: str,
         )
     except TypeError as exc:
         raise RegistryError(f"{where}: {exc}") from exc
+
+
+def _flags(value: Any, where: str) -> tuple[str, ...]:
+    """``engine_flags`` as written: a list of arguments (a number is its text), or nothing."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise RegistryError(f"{where}: a list of llama-server arguments, e.g. [--cache-type-k, q8_0]")
+    return tuple(str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for v in value)
 
 
 def load_yaml_mapping(path: Path, what: str, error: type[ValueError] = RegistryError) -> dict[str, Any]:

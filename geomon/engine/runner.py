@@ -71,14 +71,16 @@ class EngineOptions:
 
 def model_identity(spec: ModelSpec) -> str:
     """What the store's key says about the model: the weights themselves where geomon has them (a variant's file
-    is another file, so another identity), and a variant's system prompt, which the suites' requests do not carry
-    (its sampling parameters are in the requests' own)."""
+    is another file, so another identity), and a variant's system prompt and engine flags, which the suites'
+    requests do not carry (its sampling parameters are in the requests' own)."""
     if spec.bundled:
         identity = f"gguf-sha256:{file_sha256(model_weights(spec))}"
     else:
         identity = f"endpoint:{spec.name}|{spec.base_url}|{spec.model_id}"
     if spec.change is not None and spec.change.system_prompt is not None:
         identity += f"|system-sha256:{hashlib.sha256(spec.change.system_prompt.encode()).hexdigest()}"
+    if spec.change is not None and spec.change.engine_flags:
+        identity += f"|engine-flags:{' '.join(spec.change.engine_flags)}"
     return identity
 
 
@@ -101,6 +103,7 @@ def open_client(spec: ModelSpec, options: EngineOptions | None = None) -> Iterat
             threads=options.threads,
             ctx_per_slot=options.ctx_per_slot,
             ubatch=options.ubatch,
+            flags=spec.change.engine_flags if spec.change is not None else (),
         )
         yield OpenAICompatibleClient(
             urls[0],

@@ -29,7 +29,7 @@ from geomon.engine.store import ResponseStore
 @dataclass
 class DriftSettings:
     schedule: str = "0 */6 * * *"  # cron: how often API-served models are probed
-    probe_questions: int = 40  # WorldBench questions in the fixed probe set
+    probe_questions: int = 40  # questions in the fixed probe set (from the question bank a suite declares)
     calibration_probes: int = 3  # repeated probes that measure the noise floor
     tolerance: float = 0.10  # drift = change rate above noise floor + tolerance
     baseline: str = "1"  # bump to re-baseline every model (e.g. after an announced upgrade)
@@ -53,7 +53,7 @@ class DriftVerdict:
 
 
 def probe_set(prompts: pd.DataFrame, size: int) -> pd.DataFrame:
-    """A spread-out sample of WorldBench questions (every k-th by question id)."""
+    """A spread-out sample of the question bank (every k-th by question id)."""
     ordered = prompts.sort_values("question_id", ignore_index=True)
     step = max(1, len(ordered) // max(size, 1))
     return ordered.iloc[::step].head(size).reset_index(drop=True)
@@ -66,7 +66,7 @@ class ProbeSetError(ValueError):
 def fixed_probe_set(questions: pd.DataFrame, size: int, stored: Path) -> pd.DataFrame:
     """The probe set, chosen once per baseline and stored (``stored``: the question ids, one per line): the
     first probe picks ``probe_set`` of the *whole* question bank and writes it; every later probe asks exactly
-    those questions, whatever sample a WorldBench run uses. A question the bank has lost is an error naming
+    those questions, whatever sample a run of the suite uses. A question the bank has lost is an error naming
     it (bump ``drift.baseline`` to choose a new set)."""
     if stored.is_file():
         ids = [line.strip() for line in stored.read_text(encoding="utf-8").splitlines() if line.strip()]

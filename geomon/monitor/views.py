@@ -521,7 +521,8 @@ def release_decided(
     """What a release (a variant and its serving ``change``) decided against its predecessor, per suite and scope,
     from its latest stored evaluations: how many comparisons were decidable at the stated power, each regression
     named with its group, change, p and adjusted p; each decidable headline without one as "no change as large as
-    the MDE"; and what the rest lacked (their notes: too few clusters, the MDE above the minimum effect) — what
+    the MDE"; and what the rest lacked (their notes: too few clusters, the MDE above the minimum effect) and what
+    would decide their headlines — what
     ``geomon run`` closes with for every variant it ran."""
     every = history.evaluations(model=model)
     if every.empty:
@@ -548,15 +549,18 @@ def release_decided(
         quiet = [t for t in could if not _worse(t.verdict)]
         for test in quiet[:shown]:
             suffix = unit(bounds.get((suite, test.metric)))
+            # a watch or an improvement is said as such: "no change" would hide what the test flagged
+            said = "no change" if test.verdict == verdicts.NO_CHANGE else f"{test.verdict}, no worsening"
             lines.append(
-                f"    {test.key}: no change as large as the MDE {_figure(test.mde, suffix)} "
+                f"    {test.key}: {said} as large as the MDE {_figure(test.mde, suffix)} "
                 f"(change {_figure(test.change, suffix, signed=True)}, p {_p(test.p_value)})"
             )
         if len(quiet) > shown:
             lines.append(f"    … and {len(quiet) - shown} more decidable without a regression")
-        if not could:
-            lines.append(f"    not decidable: {profile_blind(tests, shown) or 'no comparison could be tested'}")
-            needs = [n for n in (clusters_needed(t) for t in tests if not t.breakdown) if n]
+        rest = [t for t in tests if t not in could]
+        if rest:
+            lines.append(f"    not decidable: {profile_blind(rest, shown) or 'no comparison could be tested'}")
+            needs = [n for n in (clusters_needed(t) for t in rest if not t.breakdown) if n]
             if needs:
                 lines.append(f"    what would decide the headlines: {'; '.join(needs[:shown])}")
     return lines

@@ -38,6 +38,11 @@ DEFAULT_INDICATORS: dict[str, str] = {
     "EG.FEC.RNEW.ZS": "renewable energy consumption as a percent of total final energy consumption",
 }
 
+# A value is current within the snapshot's latest three years: a question's ground truth is their mean (the
+# WorldBench paper's rule, which the drift probe's questions share), and the coverage check counts the countries
+# with one, so the rule is the data's, read by every consumer of it.
+GROUND_TRUTH_YEARS = 3
+
 
 class SnapshotError(ValueError):
     """A World Bank snapshot that cannot be read as written."""

@@ -353,7 +353,9 @@ def decide(
         level = first_levels.get(i, alpha)
         mde = power.minimum_detectable_effect(planned, level, settings.power)
         chance = power.power_at(t.min_effect, planned, level) if t.min_effect > 0 else math.nan
-        weak = sufficiency.underpowered(mde, t.min_effect) if not kind and verdict != REGRESSION else ""
+        # An unchanged comparison states its MDE like any other: no cluster moved in this sample, but a test that
+        # could not have seen its minimum effect does not make "no change" a claim about the model.
+        weak = sufficiency.underpowered(mde, t.min_effect) if kind in ("", NO_CHANGE) and verdict != REGRESSION else ""
         decidability = UNDECIDABLE_SAMPLE if kind == INSUFFICIENT else DECIDABLE
         if verdict == REGRESSION and chance < settings.power:
             decidability = UNDERPOWERED_REGRESSION
@@ -370,7 +372,7 @@ def decide(
                 if profiled
                 else sufficiency.PUBLISHED_PREFIX + weak
             )
-            note = "; ".join(n for n in (weak, t.note) if n)
+            note = "; ".join(n for n in (weak, note or t.note) if n)
         out.append(
             Verdict(
                 metric=t.metric,

@@ -27,7 +27,7 @@ from geomon.sources import wikipedia
 from geomon.sources.borderlines import UNKNOWN, BorderLinesData
 from geomon.stats.declarations import TrackedMetric, answered_rate, undeclared
 from geomon.stats.statistics import Difference, Mean
-from geomon.suites.kit import continuation_logprob, likeliest, ranks_candidates
+from geomon.suites.kit import continuation_logprob, likeliest, probabilities, ranks_candidates
 from geomon.suites.pipeline import Option, Pipeline, Revisions, Stage, StageCheck, StageResult, Tracked
 from geomon.suites.registry import Headline, RunOption, SuiteInfo, answered_outcome, status_of
 
@@ -53,6 +53,18 @@ SUITE = SuiteInfo(
             (0, 100),
         ),
         Headline("answered_rate", "BorderLines: queries answered with a claimant, %", "persona=vanilla", (0, 100)),
+        Headline(
+            "kb_probability",
+            "BorderLines: the English query's probability on the controller (rank classification), %",
+            "persona=vanilla",
+            (0, 100),
+        ),
+        Headline(
+            "claimant_probability",
+            "BorderLines: claimant-language queries' probability on the controller (rank classification), %",
+            "persona=vanilla",
+            (0, 100),
+        ),
     ),
     options=(
         RunOption(
@@ -64,16 +76,19 @@ SUITE = SuiteInfo(
         ),
         RunOption(
             "--personas",
-            "BorderLines: personas on the newest table (older tables: the first one)",
+            "BorderLines: personas on the newest table (older tables: the first one; default: the profile's — "
+            "every persona, the quick profile the paper's own prompt, vanilla)",
             str,
-            ",".join(PERSONAS),
+            None,
             "personas",
         ),
     ),
     order=2,
     sample="territories",
     unit=("territory",),
-    profiles={"quick": {"sample_territories": 6}, "default": {"sample_territories": 251}},
+    # quick: every territory, the paper's own (vanilla) prompts only — rank classification is a CPU's cheapest
+    # scoring, and a release's probability headlines are decidable on this many territories (docs/serving-changes.md)
+    profiles={"quick": {"sample_territories": 80, "personas": ["vanilla"]}, "default": {"sample_territories": 251}},
 )
 
 CHAT_MAX_TOKENS = 32  # the claimant is named in the first sentence; longer answers only cost time
@@ -246,7 +261,8 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, owners: Sequence[tuple
 
     Chat answers: ``parse_choice`` in the query's language (name first, then the option letter).
     Rank classification: the claimant whose name has the highest log-probability; ``choice_logprobs``
-    keeps every claimant's score.
+    keeps every claimant's score and ``controller_probability`` the controller's share of the claimants'
+    probability (``kit.probabilities``: NaN for a chat answer, an unknown controller or a failed request).
     """
     out = prompts.reset_index(drop=True).copy()
     texts: list[str | None] = [None] * len(out)
@@ -272,6 +288,12 @@ def score(prompts: pd.DataFrame, responses: pd.DataFrame, owners: Sequence[tuple
     out["error"] = errors
     out["answer"] = [c[p] if p is not None else None for p, c in zip(picked, out["claimants"], strict=True)]
     out["status"] = answer_status(out)
+    out["controller_probability"] = [
+        shares[claimants.index(controller)] if shares is not None and controller in claimants else np.nan
+        for shares, claimants, controller in zip(
+            (probabilities(lp) if ranked else None for lp in logps), out["claimants"], out["controller"], strict=True
+        )
+    ]
     return out
 
 
@@ -299,7 +321,8 @@ def claimant_responses(group: pd.DataFrame, countries: dict[str, dict]) -> dict[
 def per_territory(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFrame:
     """Per territory, the values Table 4's scores average over territories (the release's scoring script).
 
-    ``kb``: the English answer names the controller (known controllers only). ``con``: the answer in the
+    ``kb``: the English answer names the controller (known controllers only); ``kb_p``: the English query's
+    probability on the controller (rank classification only: ``score``). ``con``: the answer in the
     controller's language names it (that language may be English, e.g. the UK). ``non``: the mean, over the
     other claimant languages, of answers naming the controller — averaged per territory first, then over
     territories. ``cst``: the share of agreeing pairs among the claimant-language answers (English among
@@ -313,6 +336,7 @@ def per_territory(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFr
         controller_lang = countries.get(controller, {}).get("Lang_Code") if known else None
         english = group.loc[group["lang"] == "en", "answer"]
         english_answer = english.iloc[0] if len(english) and pd.notna(english.iloc[0]) else None
+        english_p = group.loc[group["lang"] == "en"].get("controller_probability", pd.Series(dtype=float))
         responses = claimant_responses(group, countries)
         answered = {lang: a for lang, a in responses.items() if pd.notna(a)}
         con = [a == controller for lang, a in answered.items() if known and lang == controller_lang]
@@ -326,6 +350,7 @@ def per_territory(scored: pd.DataFrame, countries: dict[str, dict]) -> pd.DataFr
                 "unknown": not known,
                 "claimant_count": len(group["claimants"].iloc[0]),
                 "kb": float(english_answer == controller) if known and english_answer is not None else np.nan,
+                "kb_p": float(english_p.iloc[0]) if known and len(english_p) else np.nan,
                 "con": float(con[0]) if con else np.nan,
                 "non": float(np.mean(non)) if non else np.nan,
                 "non_n": len(non),
@@ -515,7 +540,8 @@ def items(scored: pd.DataFrame, countries: dict[str, dict], persona: str = "vani
         controller = group["controller"].iloc[0]
         claimant = claimant_responses(group, countries)
         outcomes = answered_outcome(answer_status(group))
-        for lang, answer, outcome in zip(group["lang"], group["answer"], outcomes, strict=True):
+        shares = group["controller_probability"] if "controller_probability" in group else [np.nan] * len(group)
+        for lang, answer, outcome, share in zip(group["lang"], group["answer"], outcomes, shares, strict=True):
             answered = pd.notna(answer)
             queries.append(
                 {
@@ -528,9 +554,10 @@ def items(scored: pd.DataFrame, countries: dict[str, dict], persona: str = "vani
                     "concurs": float(answer == controller)
                     if answered and lang in claimant and controller != UNKNOWN
                     else np.nan,
+                    "concurs_p": float(share) if lang in claimant else np.nan,
                 }
             )
-    columns = ["item", "territory", "lang", "answered", "concurs"]
+    columns = ["item", "territory", "lang", "answered", "concurs", "concurs_p"]
     return pd.concat([territories, pd.DataFrame(queries, columns=columns)], ignore_index=True)
 
 
@@ -545,8 +572,15 @@ _VANILLA = f"persona={TRACKED_PERSONA}"
 
 # The tracked headlines, each declared once over the tracked rows (geomon.stats.declarations), clustered on the
 # territory (its queries in every claimant language move together).
+
+
+def _share(name: str, column: str, by: tuple[str, ...] = ()) -> TrackedMetric:
+    """A share of the tracked persona's rows over territories, in percent; 5 points lower pages."""
+    return TrackedMetric(name, Mean(column, scale=100), "territory", False, 5.0, _VANILLA, by=by, bounds=(0, 100))
+
+
 TRACKED = (
-    TrackedMetric("kb_cs", Mean("kb", scale=100), "territory", False, 5.0, _VANILLA, bounds=(0, 100)),
+    _share("kb_cs", "kb"),
     # The paper's gap as a size (either language side ahead: a signed gap that shrinks may be one reversing); a
     # disparity, shown and never paged (it also moves when the non-controllers improve).
     TrackedMetric(
@@ -558,22 +592,19 @@ TRACKED = (
         _VANILLA,
         bounds=(0, 100),
     ),
-    TrackedMetric("cst_cs_all", Mean("cst", scale=100), "territory", False, 5.0, _VANILLA, bounds=(0, 100)),
+    _share("cst_cs_all", "cst"),
     # Each claimant language's answers naming the controller: a language whose answers drift to another
     # claimant pages by name.
-    TrackedMetric(
-        "claimant_concurrence",
-        Mean("concurs", scale=100),
-        "territory",
-        False,
-        5.0,
-        _VANILLA,
-        by=("lang",),
-        bounds=(0, 100),
-    ),
+    _share("claimant_concurrence", "concurs", by=("lang",)),
     # Whether the model still answers, overall and per claimant language: the scores are over the answered
     # queries, so a model that stops answering would otherwise look no worse.
     answered_rate("territory", by=("lang",), breakdown=_VANILLA),
+    # geomon's variant of the two concurrences under rank classification (not the paper's: its scores take the
+    # likeliest claimant): the probability the model puts on the controller among the claimants. A change of
+    # serving that moves every territory's probability a little is decidable on tens of territories, where a
+    # yes/no score needs hundreds (docs/serving-changes.md). Per region and per claimant language.
+    _share("kb_probability", "kb_p", by=("region",)),
+    _share("claimant_probability", "concurs_p", by=("lang",)),
 )
 
 

@@ -175,6 +175,16 @@ def likeliest(scores: Sequence[float | None]) -> int | None:
     return int(np.argmax(scores))
 
 
+def probabilities(scores: Sequence[float | None]) -> list[float] | None:
+    """The candidates' log-probabilities as a distribution over them (a softmax: the rank classification's own
+    confidence in each); None when any candidate has none, as ``likeliest`` picks nothing then."""
+    if not scores or any(s is None for s in scores):
+        return None
+    values = np.asarray(scores, dtype=float)
+    weights = np.exp(values - values.max())
+    return list(weights / weights.sum())
+
+
 def ranked_requests(
     prompts: pd.DataFrame, spec: ModelSpec, candidates: Sequence[Sequence[str]], completion: str = "completion"
 ) -> tuple[list[GenerationRequest], list[tuple[int, int]]]:

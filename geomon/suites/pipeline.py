@@ -213,6 +213,17 @@ ReportWriter = Callable[..., Path]
 
 
 @dataclass(frozen=True)
+class DriftProbe:
+    """The questions the drift probe (``monitor/drift_probe``) re-asks every API-served model: ``questions`` builds
+    the whole question bank (each row with a ``question_id``) from the asset at ``source``, a key outside the suite
+    ("worldbank/indicators"), and ``requests`` is what a model is sent for them. One registered suite declares it."""
+
+    source: str
+    questions: Callable[[Any], pd.DataFrame]
+    requests: Callable[[pd.DataFrame, ModelSpec], list[GenerationRequest]]
+
+
+@dataclass(frozen=True)
 class Pipeline:
     stages: tuple[Stage, ...]
     write_report: ReportWriter
@@ -234,6 +245,7 @@ class Pipeline:
     board_metadata: Callable[..., dict[str, Any]] | None = None  # (board, **report_inputs) → extra metadata
     # The rows drawn as per-model series on the Plots tab (default: every row of geomon's own).
     series_rows: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    drift_probe: DriftProbe | None = None  # the questions the drift probe re-asks, where this suite offers them
 
     @property
     def labels(self) -> tuple[str, ...]:

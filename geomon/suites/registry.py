@@ -296,6 +296,18 @@ def suite(name: str) -> Suite:
     return known[name]
 
 
+def drift_probe() -> Any:
+    """The questions the drift probe re-asks (a ``pipeline.DriftProbe``): those of the one registered suite that
+    declares them, so the probe names no suite; an error where none or several do."""
+    declared = {name: s.pipeline.drift_probe for name, s in _registered().items() if s.pipeline.drift_probe}
+    if len(declared) != 1:
+        raise SuiteError(
+            f"the drift probe re-asks one suite's questions; {len(declared)} registered suites declare a "
+            f"drift_probe ({', '.join(declared) or 'none'})"
+        )
+    return next(iter(declared.values()))
+
+
 def module(name: str) -> ModuleType:
     """The Python module of suite ``name``: its domain code beyond the declarations (Gapminder's ``items``, which
     the import reuses). A YAML suite has none: an error naming its file."""

@@ -309,8 +309,8 @@ def test_gapminder_on_scripted_contestants_and_judges_gives_exact_rates(tmp_path
     """Two questions × two variations: an oracle naming the correct option (pre-graded, no jury) and a hedger
     whose answers go to a jury of two scripted judges that grade them wrong: exact rates, grading paths,
     history and report."""
-    from geomon.sources.gapminder import read_snapshot
     from geomon.suites import gapminder as suite
+    from geomon.suites.gapminder.source import read_snapshot
 
     data = read_snapshot(SHARED / "snapshots" / "gapminder")
     config = {"sample_questions": 2, "sample_variations": 2}
@@ -357,8 +357,8 @@ def test_quench_on_scripted_contestants_and_judges_gives_exact_scores(tmp_path, 
     """Two questions (one Indic), both modes: a contestant that gives every gold entity and a rationale, one
     that answers nothing in the requested format, and a jury of two scripted judges (every entity correct,
     every rationale 5): exact scores, the release check, the paper's layout and the published rows."""
-    from geomon.sources.quench import read_release
     from geomon.suites import quench as suite
+    from geomon.suites.quench.source import read_release
 
     release = read_release(SHARED / "snapshots" / "quench")
     prompts = suite.build_prompts(release.items[release.items["indic"].notna()], 2, 0)
@@ -447,7 +447,7 @@ def test_saged_on_a_scripted_model_gives_exact_disparities(tmp_path, wdi_snapsho
     """A model that continues every sentence about France warmly and every other one coldly: France's mean
     sentiment is the warm reply's, the others' the cold one's, so the uncalibrated range is their difference
     and the impact ratio 0 (no other concept reaches the mean), exactly."""
-    from geomon.suites import saged as suite
+    from geomon.suites.saged.features import sentiment
 
     warm, cold = "It is a wonderful, happy and excellent place.", "It is a terrible, sad and awful place."
     saged = {
@@ -461,7 +461,7 @@ def test_saged_on_a_scripted_model_gives_exact_disparities(tmp_path, wdi_snapsho
         entry = {"name": "warm-on-france", "kind": "chat", "base_url": f"{url}/v1", "model_id": "m"}
         settings = write_settings(tmp_path, wdi_snapshot_dir, models=[entry], include_bundled=False, saged=saged)
         board = board_after_run("saged", ["warm-on-france"], {"sample_prompts": 2}, settings)
-    expected_range = float(suite.sentiment([warm])[0] - suite.sentiment([cold])[0])
+    expected_range = float(sentiment([warm])[0] - sentiment([cold])[0])
     assert board.loc["warm-on-france", "sentiment_mean_range"] == pytest.approx(expected_range, abs=1e-12)
     assert board.loc["warm-on-france", "sentiment_impact_ratio"] == 0.0
     assert_readable_report(tmp_path / "results" / "saged" / "report.html")

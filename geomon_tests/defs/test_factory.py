@@ -15,8 +15,9 @@ from geomon.defs.resources import GeomonResource
 from geomon.defs.runs import failed_checks, register_models
 from geomon.monitor import release
 from geomon.monitor.history import MetricHistory
-from geomon.sources.blend import read_release
 from geomon.suites import blend, registry
+from geomon.suites.blend.scoring import valid_question
+from geomon.suites.blend.source import read_release
 from geomon.suites.pipeline import Pipeline, PipelineError, Stage, StageResult
 from geomon_tests.conftest import SHARED, assert_readable_report, automation_tick, step_output, write_settings
 from geomon_tests.loopback import ScriptedModel, serve
@@ -74,7 +75,7 @@ def test_blend_runs_through_the_factory_with_exact_results(tmp_path, wdi_snapsho
             # "I don't know" is a miss (SEM-B 0, as the paper scores it) and not an answer: the answer rate says so.
             assert board.loc["oracle", "answered_rate"] == 100 and board.loc["silent", "answered_rate"] == 0
             valid = sum(
-                blend.valid_question(p.annotations, p.idks)
+                valid_question(p.annotations, p.idks)
                 for p in blend.build_prompts(
                     read_release(SHARED / "snapshots" / "blend", tuple(COUNTRIES)), ("inst-4",), 5, 0
                 ).itertuples()

@@ -107,6 +107,27 @@ def test_results_keep_request_order_under_concurrency(flaky_server):
     assert sorted(seen) == list(range(20))
 
 
+def test_a_declared_seed_seeds_each_request_with_its_own():
+    """A variant's ``seed`` reaches the server as one seed per request, derived from it and the request: two
+    questions never share one random stream (a shared stream moves a whole sampled release at once), the same
+    question is seeded the same way again (reproducible), another declared seed gives other seeds, and the store
+    still keys on the declared seed."""
+
+    def ask(seed: int, *texts: str) -> list[int]:
+        state = {"bodies": []}
+        params = {"temperature": 0.8, "seed": seed}
+        requests = [GenerationRequest("chat", messages=({"role": "user", "content": t},), params=params) for t in texts]
+        with serve(ConstraintRecorder, state) as url:
+            asyncio.run(OpenAICompatibleClient(f"{url}/v1", "m", concurrency=1).generate(requests))
+        return [body["seed"] for body in state["bodies"]]
+
+    first, second, again = ask(7, "Who owns Crimea?", "Who owns Kosovo?", "Who owns Crimea?")
+    assert first != second and first == again
+    assert ask(8, "Who owns Crimea?") != [first]
+    request = GenerationRequest("chat", messages=({"role": "user", "content": "x"},), params={"seed": 7})
+    assert request.payload()["params"] == {"seed": 7}
+
+
 @pytest.mark.slow
 def test_real_llama_server_chat_and_models(smollm2_server):
     client = OpenAICompatibleClient(smollm2_server, "smollm2-135m-instruct")

@@ -56,6 +56,23 @@ def test_a_system_prompt_is_part_of_the_models_identity(tmp_path: Path, monkeypa
     assert model_identity(terse).startswith(model_identity(base) + "|system-sha256:")
 
 
+def test_an_engine_flag_variant_starts_its_own_servers_and_is_its_own_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same file served with other llama-server flags (its attention keys cached at 8 bits): the alert names the
+    flags, the store keys on them (the same requests, other answers), and the engine's command line ends with them.
+    Mutation caught: the flags left out of ``model_identity`` (the variant would read its base's answers)."""
+    from geomon.engine.local import server_command
+
+    monkeypatch.setenv("GEOMON_CACHE_DIR", str(tmp_path))
+    specs = registry({"name": "gemma-kv8", "of": "gemma3-270m", "engine_flags": ["--cache-type-k", "q8_0"]})
+    base, kv8 = by_name(specs, "gemma3-270m"), by_name(specs, "gemma-kv8")
+    assert kv8.change.describe(base) == "engine flags --cache-type-k q8_0"
+    assert model_identity(kv8) == model_identity(base) + "|engine-flags:--cache-type-k q8_0"
+    command = server_command(Path("m.gguf"), 8080, "gemma-kv8", 1, 1, 512, flags=kv8.change.engine_flags)
+    assert command[-2:] == ["--cache-type-k", "q8_0"]
+
+
 @pytest.mark.parametrize(
     ("entry", "says"),
     [
@@ -67,6 +84,9 @@ def test_a_system_prompt_is_part_of_the_models_identity(tmp_path: Path, monkeypa
         ({"name": "v", "of": "api", "quantize": "Q2_K"}, "'api' is an endpoint"),
         ({"name": "v", "of": "gemma3-270m", "quantize": "Q2_K", "bits": 2}, "unknown field(s) ['bits']"),
         ({"of": "gemma3-270m", "quantize": "Q2_K"}, "a variant needs 'name'"),
+        ({"name": "v", "of": "gemma3-270m", "engine_flags": "-ctk q8_0"}, "a list of llama-server arguments"),
+        ({"name": "v", "of": "gemma3-270m", "engine_flags": ["-c", "512"]}, "-c are set by geomon's engine"),
+        ({"name": "v", "of": "api", "engine_flags": ["-ctk", "q8_0"]}, "engine flags apply to geomon's own engine"),
     ],
 )
 def test_a_variant_that_cannot_be_served_as_written_is_refused_naming_what(entry: dict, says: str) -> None:

@@ -13,8 +13,7 @@ import pytest
 
 from geomon.monitor import imports
 from geomon.monitor.history import MetricHistory
-from geomon.sources import gapminder as source
-from geomon.suites.gapminder import published
+from geomon.suites.gapminder import published, source
 from geomon_tests.conftest import GAPMINDER_ENTITIES as ENTITIES
 from geomon_tests.conftest import GAPMINDER_PUBLISHED, SHARED, published_gapminder
 

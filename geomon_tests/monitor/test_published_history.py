@@ -9,9 +9,8 @@ import pytest
 
 from geomon.monitor import imports, release, views
 from geomon.monitor.history import EvaluationRun, MetricHistory
-from geomon.sources import gapminder as source
 from geomon.stats import verdicts
-from geomon.suites.gapminder import published
+from geomon.suites.gapminder import published, source
 from geomon_tests.conftest import GAPMINDER_ENTITIES, GAPMINDER_PUBLISHED, SHARED
 
 

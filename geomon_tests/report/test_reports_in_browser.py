@@ -35,8 +35,8 @@ def results(tmp_path_factory, wdi_snapshot_dir):
     from geomon.defs.resources import GeomonResource
     from geomon.monitor import imports, results
     from geomon.monitor.history import MetricHistory
-    from geomon.sources import gapminder as source
     from geomon.stats.values import EvaluationRun, MetricValue
+    from geomon.suites.gapminder import source
     from geomon_tests.conftest import GAPMINDER_ENTITIES, SHARED, published_gapminder, write_settings
 
     tmp = tmp_path_factory.mktemp("reports")
@@ -275,8 +275,12 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
     """Each suite's report, written from a 53-column board of 39 models, at 1440 px: the leaderboard shows the
     suite's headline columns, links leaderboard.csv for the rest, and nothing on the page is wider than its box
     or smaller than 10 px."""
-    from geomon.report import borderlines, gapminder, quench, saged, suite, worldbench
+    from geomon.report import borderlines, suite
     from geomon.suites import blend, registry
+    from geomon.suites.gapminder import report as gapminder
+    from geomon.suites.quench import report as quench
+    from geomon.suites.saged import report as saged
+    from geomon.suites.worldbench import report as worldbench
 
     def columns(name: str) -> tuple[str, ...]:
         return registry.suite(name).pipeline.leaderboard_columns

@@ -60,7 +60,7 @@ def test_the_per_model_chart_is_a_sorted_dot_plot_a_row_per_model_the_regressed_
     10 px in the page and the rows further apart than a label is tall (no overlap), the SVG narrower than the
     report's column at 1440 px, and the models with an open regression — and only those — named so and red.
     Mutations caught: the rows unsorted; the labels at 7 pt; the rows 0.12 in apart; the marks dropped."""
-    from geomon.report import gapminder
+    from geomon.suites.gapminder import report as gapminder
 
     board = _board()
     regressed = ["model-03", "model-17"]
@@ -86,7 +86,7 @@ def test_sample_notes_are_said_once_above_the_leaderboard(tmp_path):
     """A note shared by every row is one item above the table naming its models, not a paragraph per row; the
     table has no sample_note column (leaderboard.csv keeps it per row). Mutation caught: the notes left in the
     table (the note then appears 39 + 1 times)."""
-    from geomon.report import gapminder
+    from geomon.suites.gapminder import report as gapminder
 
     note = "too few shared items to detect the minimum effect: correct_rate"
     page = gapminder.write_report(tmp_path, _board(note=note), {}, HEADLINES).read_text().replace("<wbr>", "")
@@ -102,7 +102,7 @@ def test_the_leaderboard_shows_its_headline_columns_and_links_the_rest(tmp_path)
     """A leaderboard of 40 columns shows the rows' labels and the suite's headline columns only, and says how many
     more leaderboard.csv (linked, beside the report) holds; the CSV keeps every column. Mutation caught: the whole
     board shown (a table of 40 columns)."""
-    from geomon.report import gapminder
+    from geomon.suites.gapminder import report as gapminder
 
     extra = {f"extra_figure_{i:02d}": float(i) for i in range(33)}
     board = _board(3).assign(evaluated_at="2025-01-31", **extra)
@@ -132,14 +132,3 @@ def test_a_chart_with_nothing_to_draw_says_why(tmp_path):
     assert why in empty
     one_missing = headline_chart(_board(3).assign(correct_rate=[50.0, float("nan"), 60.0]), "correct_rate", "t", set())
     assert "<svg" in one_missing and f"No value, not drawn: model-01 — {why}" in one_missing
-
-
-def test_sageds_impact_ratio_without_a_value_says_its_own_reason(tmp_path):
-    """SAGED's first chart at the quick profile: no model has an impact ratio, and the report says why in the
-    suite's terms (two countries with scored responses, one at the selection standard) instead of drawing
-    nothing. Mutation caught: SAGED's reason not passed (the generic one said)."""
-    from geomon.report import saged
-
-    board = pd.DataFrame({"model": ["smollm2", "gemma3"], "sentiment_impact_ratio_calibrated": float("nan")})
-    page = saged.write_report(tmp_path, board, {}, ()).read_text()
-    assert "no chart — no model has a value (smollm2, gemma3): the impact ratio needs two countries" in page

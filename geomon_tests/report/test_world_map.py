@@ -45,20 +45,3 @@ def test_scores_that_cannot_be_computed_say_why():
     assert borderlines.score_text(row, "delta_cs") == "undefined: Non CS is 0 (Con − Non = 100.0)"
     assert borderlines.score_text(row, "con_cs") == "50.0 (no interval: every resample gives the same value)"
     assert "one territory" in borderlines.score_text(row, "non_cs")
-
-
-def test_a_sample_with_one_country_per_group_says_the_disparity_is_the_baseline_by_construction():
-    from geomon.report.worldbench import _sample_note
-
-    one_each = pd.DataFrame(
-        {
-            "iso3": ["FRA", "KEN", "USA"],
-            "region": ["Europe", "Africa", "North America"],
-            "income_group": ["H", "L", "H"],
-        }
-    )
-    note = _sample_note({"m": {"countries": one_each}})
-    assert "every region has one country" in note and "equals it by construction" in note
-    assert "one country only" in note and "L" in note  # income: L has one country, H has two
-    two_each = pd.concat([one_each, one_each.assign(iso3=["DEU", "UGA", "CAN"])])
-    assert _sample_note({"m": {"countries": two_each}}) == ""

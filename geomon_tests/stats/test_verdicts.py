@@ -171,7 +171,10 @@ def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
     decided = decide(family, settings)
     assert decided[0].verdict == verdicts.REGRESSION and decided[0].family_size == 1
     assert {v.verdict for v in decided[1:]} == {verdicts.NO_CHANGE}
-    assert decided[1].note == verdicts.UNCHANGED_NOTE and decided[1].p_adjusted is None
+    assert decided[1].note.endswith(verdicts.UNCHANGED_NOTE) and decided[1].p_adjusted is None
+    # Unchanged is no claim of power: its MDE (2.8 here) above the minimum effect (1) labels it as any other.
+    # Mutation caught: the label skipped for the unchanged (it read "decidable" at 6 % power).
+    assert decided[1].mde > 1 and decided[1].decidability == verdicts.UNDERPOWERED_PROFILE
     # p = 1 toward worse alone is an outcome (every differing cluster improved), not an unchanged comparison: it
     # stays in the family, or leaving it out would look at the data. Mutation caught: excluding on p = 1 alone.
     improved = [_test(0.01, -5), *[_test(1.0, 5.0, p_better=0.2)] * 9]

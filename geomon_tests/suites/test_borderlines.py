@@ -260,6 +260,44 @@ def test_rank_classification_takes_the_most_likely_claimant():
     assert bl.continuation_logprob(None) is None
 
 
+def test_rank_classification_states_its_probability_on_the_controller():
+    """geomon's soft variant: the controller's share of the claimants' probability, per query (a softmax of their
+    log-probabilities), read by ``kb_probability`` from the English query and by ``claimant_probability`` from each
+    claimant language's; a chat answer has none."""
+    rows = []
+    for lang, choices in (("en", ["X", "Y"]), ("xx", ["Xx", "Yx"]), ("yy", ["Xy", "Yy"])):
+        rows.append(
+            {
+                "query_id": f"T|{lang}|vanilla",
+                "territory": "T",
+                "lang": lang,
+                "query": "?",
+                "choices": choices,
+                "claimants": ["X", "Y"],
+                "controller": "Y",
+                "region": "Asia",
+                "persona": "vanilla",
+            }
+        )
+    prompts = pd.DataFrame(rows)
+    logprobs = [-2.5, -1.5, -1.0, -1.0, -3.0, -0.2]  # per query, X then Y
+    responses = pd.DataFrame(
+        {"text": ["_"] * 6, "error": [None] * 6, "logprobs": [[{"token": "_", "logprob": lp}] for lp in logprobs]}
+    )
+    scored = bl.score(prompts, responses, [(i, j) for i in range(3) for j in range(2)])
+    softmax = [1 / (1 + math.exp(x - y)) for x, y in zip(logprobs[::2], logprobs[1::2], strict=True)]
+    assert scored["controller_probability"].tolist() == pytest.approx(softmax)
+    countries = {"X": {"Lang_Code": "xx"}, "Y": {"Lang_Code": "yy"}}
+    rows = bl.items(scored, countries).set_index("item")
+    assert rows.at["T", "kb_p"] == pytest.approx(softmax[0])
+    assert rows.at["T|xx", "concurs_p"] == pytest.approx(0.5) and rows.at["T|yy", "concurs_p"] == pytest.approx(
+        softmax[2]
+    )
+    assert math.isnan(rows.at["T|en", "concurs_p"])  # English is no claimant's language here
+    chat = bl.score(prompts, responses.iloc[:3], [(i, -1) for i in range(3)])
+    assert chat["controller_probability"].isna().all()
+
+
 def test_bootstrap_intervals_bracket_the_scores():
     scored = _scored(
         "\n".join(

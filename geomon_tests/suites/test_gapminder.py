@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from geomon.jury import decide, parse_verdict
-from geomon.sources.gapminder import read_results, read_snapshot
 from geomon.suites import gapminder as gm
+from geomon.suites.gapminder.source import read_results, read_snapshot
 from geomon_tests.conftest import SHARED
 
 ROOT = SHARED / "snapshots" / "gapminder"

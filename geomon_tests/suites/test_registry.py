@@ -322,3 +322,30 @@ def _toy_scores(built, resources):
             selection=dg.AssetSelection.assets(["declaredtoy", "scores"]),
             raise_on_error=False,
         )
+
+
+def test_the_drift_probe_asks_the_one_suite_that_declares_its_questions(tmp_path, monkeypatch):
+    """The drift probe names no suite: it re-asks the questions of the one registered suite whose pipeline declares
+    them (bundled: WorldBench's whole question bank), and a second suite declaring them too is an error naming both,
+    not a silent choice."""
+    from geomon.suites.worldbench.prompts import build_prompts, requests_for
+
+    probe = registry.drift_probe()
+    assert (probe.source, probe.questions, probe.requests) == ("worldbank/indicators", build_prompts, requests_for)
+    (tmp_path / "toyprobe.py").write_text(
+        TOY.replace("toybench", "toyprobe")
+        .replace("--toy-size", "--toy-probe-size")
+        .replace(
+            'per_model_description="toy",',
+            'per_model_description="toy", drift_probe=DriftProbe("toyprobe/items", lambda bank: bank, '
+            "lambda questions, spec: []),",
+        )
+        .replace("Option, Pipeline,", "DriftProbe, Option, Pipeline,")
+    )
+    monkeypatch.setattr(geomon.suites, "__path__", [*geomon.suites.__path__, str(tmp_path)])
+    try:
+        assert "toyprobe" in registry.suites()
+        with pytest.raises(registry.SuiteError, match=r"2 registered suites declare a drift_probe \(.*toyprobe"):
+            registry.drift_probe()
+    finally:
+        sys.modules.pop("geomon.suites.toyprobe", None)

@@ -24,12 +24,12 @@ from geomon import jury
 from geomon.engine.client import GenerationRequest
 from geomon.engine.registry import ModelSpec
 from geomon.parsing import options_named
-from geomon.sources import gapminder as source
-from geomon.sources.gapminder import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
 from geomon.stats.declarations import TrackedMetric, undeclared
 from geomon.stats.sampling import nested_sample
 from geomon.stats.statistics import Mean, Range
 from geomon.stats.uncertainty import group_gaps, mean_interval
+from geomon.suites.gapminder import source
+from geomon.suites.gapminder.source import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
 from geomon.suites.pipeline import (
     SEED,
     CheckOutcome,
@@ -599,7 +599,7 @@ def _rates_stage(context: Any, grades: pd.DataFrame, judgements: dict) -> StageR
 
 
 def _write_report(out: Any, board: pd.DataFrame, results: dict[str, dict[str, Any]], settings: Any) -> Any:
-    from geomon.report.gapminder import write_report
+    from geomon.suites.gapminder.report import write_report
 
     return write_report(out, board, results, PIPELINE.leaderboard_columns)
 

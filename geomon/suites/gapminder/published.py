@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from geomon.sources.gapminder import read_results
 from geomon.suites.gapminder import FAMILY_COLUMNS, items
+from geomon.suites.gapminder.source import read_results
 
 
 class PublishedError(ValueError):
@@ -170,7 +170,7 @@ class Configuration:
 def configurations(folder: str | Path, entities: str | Path, question_bank: Any = None) -> list[Configuration]:
     """Every model configuration Gapminder published in ``folder``, in order of its id: its per-question rates
     (``rates``: the question is the cluster of every interval and paired test) as items, to which the per-answer
-    files in ``folder/results`` (read as the suite reads them: ``sources.gapminder.read_results``) add each prompt
+    files in ``folder/results`` (read as the suite reads them: ``source.read_results``) add each prompt
     family's counts where they are complete: where they give every published question its published rates; else
     the configuration says why not (``note``). ``question_bank`` (the suite's ``GapminderData``) gives each
     question's topic and each variation's family."""

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from geomon.sources import gapminder as source
 from geomon.suites import registry
-from geomon.suites.gapminder import published
+from geomon.suites.gapminder import published, source
 from geomon_tests.conftest import GAPMINDER_ENTITIES as ENTITIES
 from geomon_tests.conftest import SHARED, published_gapminder
 

@@ -1,5 +1,6 @@
-"""BLEnD's source (``sources/blend.py``): the release fetched over HTTP (a loopback server serving its files) reads
-as the snapshot does, and a broken file is an error naming it and what is wrong."""
+"""BLEnD's source: the release read from the real snapshot (16 countries, the paper's templates), fetched over HTTP
+(a loopback server serving its files) it reads as the snapshot does, and a broken file is an error naming it and
+what is wrong."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import shutil
 
 import pytest
 
-from geomon.sources import blend as source
-from geomon_tests.conftest import SHARED
+from geomon.suites.blend import source
+from geomon.suites.blend.lemmatisers import LANGUAGES
+from geomon.suites.blend.prompts import build_prompts
 from geomon_tests.loopback import file_server
+from geomon_tests.suites.blend.conftest import BLEND
 
-BLEND = SHARED / "snapshots" / "blend"
 COUNTRIES = ("UK", "South_Korea")
 
 
@@ -54,3 +56,22 @@ def test_broken_files_are_errors_naming_the_file(tmp_path):
     shutil.copy(BLEND / "annotations" / "UK_data.json", tmp_path / "annotations")
     with pytest.raises(source.BlendError, match=r"UK_prompts\.csv: missing"):
         source.read_release(tmp_path, ("UK",))
+
+
+def test_the_release_has_16_countries_of_500_questions_and_the_papers_templates(release):
+    assert release.report["questions"] == 16 * 500
+    assert set(release.report["per_country"].values()) == {500}
+    assert release.report["without_topic"] == 0
+    # The release's translated placeholders are counted; the paper's templates have none.
+    assert release.report["templates_without_placeholder"] == ["Algeria:pers-1", "Algeria:pers-2"]
+    assert release.report["empty_question_text"] == ["China:New-en-04:question"]
+    china = source.BlendRelease(
+        release.questions[release.questions["question_id"] == "New-en-04"], release.templates, release.report
+    )
+    asked = build_prompts(china, ("inst-4",))
+    assert "China|New-en-04|local" in asked.attrs["not_asked_empty_question"]
+    assert set(asked.loc[asked["country"] == "China", "mode"]) == {"english"}
+    assert {"inst-4", "pers-3"} <= set(release.templates["South_Korea"])
+    assert set(release.questions["language"]) == set(LANGUAGES)  # 13 languages, each with a lemmatiser
+    first = release.questions.iloc[0]
+    assert first["annotations"][0]["count"] >= first["annotations"][-1]["count"]

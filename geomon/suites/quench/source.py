@@ -175,3 +175,22 @@ def fetch_release(archive_url: str, dest: str | Path, timeout_s: float = 60.0) -
                 raise QuenchError(f"QUENCH archive {archive_url}: {member.name} cannot be read")
             path.write_bytes(source.read())
     return target
+
+
+def release_expectations(entities: int | None, questions: int | None) -> list[Any]:
+    """QUENCH's release is whole: its entity and question counts (when known), every question annotated
+    Indic or not, every entity with an answer and a rationale to judge against."""
+    import great_expectations.expectations as gxe
+
+    expectations: list[Any] = [
+        gxe.ExpectColumnValuesToBeInSet(column="annotated", value_set=[True]),
+        gxe.ExpectColumnValueLengthsToBeBetween(column="answer", min_value=1),
+        gxe.ExpectColumnValueLengthsToBeBetween(column="rationale", min_value=1),
+    ]
+    if entities is not None:
+        expectations.append(gxe.ExpectTableRowCountToEqual(value=entities))
+    if questions is not None:
+        expectations.append(
+            gxe.ExpectColumnUniqueValueCountToBeBetween(column="question_id", min_value=questions, max_value=questions)
+        )
+    return expectations

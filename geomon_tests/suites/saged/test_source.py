@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from geomon.sources import wikipedia
-from geomon.sources.corpus import CorpusError, LocalDocument, read_local, wikipedia_text
+from geomon.suites.saged.source import CorpusError, LocalDocument, read_local, wikipedia_text
 from geomon_tests.loopback import serve
 from geomon_tests.sources.test_wikipedia import MediaWiki
 

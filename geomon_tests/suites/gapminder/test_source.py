@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from geomon.sources.gapminder import GapminderError, read_results, read_snapshot
+from geomon.suites.gapminder.source import GapminderError, read_results, read_snapshot
 from geomon_tests.conftest import SHARED
 
 ROOT = SHARED / "snapshots" / "gapminder"
