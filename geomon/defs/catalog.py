@@ -2,7 +2,8 @@
 maps it over the definitions): an owner, kinds (what an asset is made of: a model's answers, a table, a report,
 the metric history) and the tags ``suite`` and ``stage``. The catalog's search finds asset keys, groups, kinds,
 owners and tags, never partition keys: each model is a tag (``model/o3-mini-2025-01-31``) of the assets
-partitioned by it, so searching a model's name finds where its evaluations are."""
+partitioned by it, so the catalog's search finds where its evaluations are; the left bar's search (⌘K) reads
+asset keys only, and finds each model's own asset (``models/<name>``, ``defs/models.py``)."""
 
 import re
 from functools import cache
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from geomon.config import Settings
 from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY, PUBLISHED_SUITE
 from geomon.defs.resources import settings_at_load
 from geomon.suites.registry import suites
@@ -19,6 +21,7 @@ HISTORY_SUITE = {"history": PUBLISHED_SUITE}  # the imported history's assets be
 REPORTS = {"leaderboard", "trends"}  # write an HTML report
 FROM_HISTORY = {tuple(IMPORTED_EVALUATIONS_KEY), ("monitor", "open_regressions"), ("monitor", "trends")}
 MODEL_TAG = "model/"
+MODELS_GROUP = "models"  # each model's own asset, named after it (defs/models.py)
 # Dagster's rule for a tag key's name part: at most 63 of these characters.
 TAG_NAME_REFUSED = re.compile(r"[^A-Za-z0-9_.-]")
 TAG_NAME_LENGTH = 63
@@ -52,13 +55,18 @@ def _model_tags(names: list[str]) -> dict[str, str]:
 
 @cache
 def _published_models(entities: Path | None) -> tuple[str, ...]:
-    """The model names of Gapminder's published configurations (its snapshot's entities), the partitions an
-    import adds to ``history/gapminder_evaluations``; none where the snapshot is not there."""
     from geomon.monitor import imports
 
     if entities is None or not entities.is_file():
         return ()
     return imports.published_model_names(entities)
+
+
+def published_models(settings: Settings) -> tuple[str, ...]:
+    """The model names of Gapminder's published configurations (its snapshot's entities), the partitions an
+    import adds to ``history/gapminder_evaluations``; none where the snapshot is not there."""
+    snapshot = settings.suite(PUBLISHED_SUITE).snapshot
+    return _published_models(snapshot / "ddf" / "ddf--entities--model_configuration.csv" if snapshot else None)
 
 
 def model_tags(key: tuple[str, ...], partitioned: bool) -> dict[str, str]:
@@ -68,9 +76,7 @@ def model_tags(key: tuple[str, ...], partitioned: bool) -> dict[str, str]:
     if settings is None or not partitioned:
         return {}
     if key == tuple(IMPORTED_EVALUATIONS_KEY):
-        snapshot = settings.suite(PUBLISHED_SUITE).snapshot
-        entities = snapshot / "ddf" / "ddf--entities--model_configuration.csv" if snapshot else None
-        return _model_tags(list(_published_models(entities)))
+        return _model_tags(list(published_models(settings)))
     if key[0] in suites():
         return _model_tags([m.name for m in settings.models])
     return {}
@@ -79,6 +85,8 @@ def model_tags(key: tuple[str, ...], partitioned: bool) -> dict[str, str]:
 def described(spec: dg.AssetSpec) -> dg.AssetSpec:
     """``spec`` with geomon's owner, kinds and tags (``suite``, ``stage``, each model it is partitioned by)."""
     key = tuple(spec.key.path)
+    if key[0] == MODELS_GROUP:  # a model's own entry (defs/models.py): found by its name and its tag
+        return spec.merge_attributes(owners=[OWNER], kinds={"model"}, tags=_model_tags([key[-1]]))
     suite = key[0] if key[0] in suites() else HISTORY_SUITE.get(key[0])
     kinds = {"llm"} if key in _asks_models() else {"pandas"}
     if key[-1] in REPORTS:

@@ -37,6 +37,9 @@ from geomon.stats.declarations import TrackedMetric
 from geomon.suites import registry
 
 imported_models_partitions = dg.DynamicPartitionsDefinition(name="gapminder_models")
+# A partition's metadata entry: what was decided (verdicts, failures, evaluation), hashed; an import reports a model
+# again only when it changes. Named for what it is where the partition's page shows it.
+FINGERPRINT = "decision_fingerprint"
 
 
 RESULTS_KEY = ["history", "gapminder_results"]
@@ -133,7 +136,7 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
     shared = {
         "evaluation_id": evaluation.evaluation_id,
         "baseline": views.baseline_model(now.against) if now.against else "nothing: the first of its release line",
-        "verdicts": verdicts.summary(decided) if decided else "nothing compared",
+        "verdicts": verdicts.summary(decided, explained=True) if decided else "nothing compared",
         "comparisons": comparisons_table(decided, tracked),
     }
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]  # what was decided: unchanged, nothing to report
@@ -149,7 +152,7 @@ def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[
             "evaluated_at": f"{evaluation.when:%Y-%m-%d}",
             "origin": evaluation.origin,
             **figures,
-            "decision": digest,
+            FINGERPRINT: digest,
         },
         "check": {**shared, "regressions": len(failing), "acknowledged": len(now.regressions) - len(failing)},
     }
@@ -179,7 +182,7 @@ def pending_reports(
     for model, (decision, _) in decisions.items():
         before = instance.fetch_materializations(dg.AssetRecordsFilter(key, asset_partitions=[model]), limit=1)
         last = before.records[0].asset_materialization if before.records else None
-        if last is None or getattr(last.metadata.get("decision"), "value", None) != decision["decision"]:
+        if last is None or getattr(last.metadata.get(FINGERPRINT), "value", None) != decision["decision"]:
             changed.append(model)
     # The asset's latest check result is the last one reported, whichever partition: passes first, the most
     # regressions last, so the check reads as the worst open state and not as whichever model sorts last.

@@ -277,16 +277,22 @@ def _safe_cell(value: object) -> object:
     return re.sub(r"([|\[\]`\\*_~!])", r"\\\1", text)
 
 
+# A header cell's text (escaped by pandas: no markup inside), where a column's name may break after an underscore.
+HEADER_CELL = re.compile(r"(<th[^>]*>)([^<]*)(</th>)")
+
+
 def html_table(frame: pd.DataFrame, digits: int = 3, index: bool = False) -> str:
     """A report table: a missing value is "—" (never "nan"), a yes/no column yes or no (never "True"), a whole
-    number prints as one (a count is never "10.00"), other numbers with ``digits`` decimals; text escaped."""
+    number prints as one (a count is never "10.00"), other numbers with ``digits`` decimals; text escaped; a
+    header may wrap after an underscore of its name (never inside a word)."""
 
     def number(value: float) -> str:
         return f"{value:.0f}" if float(value).is_integer() else f"{value:.{digits}f}"
 
     flags = [c for c in frame.columns if pd.api.types.is_bool_dtype(frame[c])]
     shown = frame.assign(**{c: frame[c].map({True: "yes", False: "no"}) for c in flags}) if flags else frame
-    return shown.to_html(index=index, na_rep="—", float_format=number)
+    table = shown.to_html(index=index, na_rep="—", float_format=number)
+    return HEADER_CELL.sub(lambda m: m[1] + m[2].replace("_", "_<wbr>") + m[3], table)
 
 
 def counts_text(counts: dict[Any, Any]) -> str:
@@ -321,9 +327,10 @@ def write_html(path, title: str, sections: list[str]):
         "img,svg{max-width:100%;height:auto}"
         # A wide table scrolls inside its own box: the page stays readable at a laptop's width.
         "table{border-collapse:collapse;font-size:12px;display:block;overflow-x:auto;max-width:100%}"
-        "td,th{border:1px solid #ccc;padding:2px 6px}"
-        # A column's name breaks where it must (mean_error_ci_low has no space): a header never widens the table.
-        "th{overflow-wrap:anywhere}</style>" + "\n".join(sections)
+        # A header wraps between words, never inside one: a column's name may break after its underscores
+        # (html_table marks each with <wbr>: mean_error_ci_low has no space).
+        "td,th{border:1px solid #ccc;padding:2px 6px}th{overflow-wrap:normal;hyphens:manual}</style>"
+        + "\n".join(sections)
     )
     os.replace(partial, path)
     return path

@@ -222,6 +222,7 @@ def _chart(frame: pd.DataFrame, title: str, colours: dict[str, str]) -> str:
         ax.annotate(row.new_series, (row.when.tz_localize(None), row.value), fontsize=LABEL_PT, xytext=(4, 6),
                     textcoords="offset points")  # fmt: skip
     regressed = frame[frame.get("verdict", pd.Series("", index=frame.index)) == "regression"]
+    marks = []
     if len(regressed):
         ax.scatter(
             regressed["when"].dt.tz_localize(None),
@@ -234,7 +235,6 @@ def _chart(frame: pd.DataFrame, title: str, colours: dict[str, str]) -> str:
         )
         # Each cross says what it is; a label runs away from the nearer edge, so it stays inside the plot.
         middle = frame["when"].min() + (frame["when"].max() - frame["when"].min()) / 2
-        marks = []
         for when, value, label in zip(regressed["when"], regressed["value"], regressed["mark"], strict=True):
             left = when > middle
             mark = ax.annotate(
@@ -248,7 +248,6 @@ def _chart(frame: pd.DataFrame, title: str, colours: dict[str, str]) -> str:
                 zorder=6,
             )
             marks.append(mark)
-        apart(fig, marks)
     first, last = frame["when"].min(), frame["when"].max()
     if last - first < pd.Timedelta(days=2):  # one day of history: give the axis days to label, not seconds
         middle = (first + (last - first) / 2).tz_localize(None)
@@ -263,6 +262,9 @@ def _chart(frame: pd.DataFrame, title: str, colours: dict[str, str]) -> str:
     ax.set_ylabel(str(frame["metric"].iloc[0]).replace("_", " "), fontsize=LABEL_PT)
     # Outside the plot, at a fixed place: matplotlib's "best" spot tests every line (slow with 100 models).
     ax.legend(fontsize=LABEL_PT, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    # The crosses' labels kept apart last, once the legend, limits and ticks have set the axes' final size: placed
+    # before, the constrained layout shrank the axes under them and two labels drawn apart met again.
+    apart(fig, marks)
     return charts.figure_svg(fig)
 
 
@@ -276,12 +278,17 @@ def apart(fig: Any, labels: list[Any]) -> None:
     its own height, the nearest free place first (at most three heights), so no two labels of a chart overlap."""
     if len(labels) < 2:
         return
+    from matplotlib.transforms import Bbox
+
     fig.draw_without_rendering()  # lays the figure out: the labels' extents are known
     to_px = fig.dpi / 72
     placed = []
     for label in labels:
-        box = label.get_window_extent()
-        step = box.height / to_px + 1  # points: the label's height and a point between
+        glyphs = label.get_window_extent()
+        # A browser draws a text's box a line high, taller than matplotlib's glyphs: pad each by a third of its size
+        pad = label.get_fontsize() / 3 * to_px
+        box = Bbox.from_extents(glyphs.x0, glyphs.y0 - pad, glyphs.x1, glyphs.y1 + pad)
+        step = box.height / to_px  # points: the padded label's height
         for k in (0, -1, 1, -2, 2, -3, 3):
             moved = box.translated(0, k * step * to_px)
             if not any(moved.overlaps(other) for other in placed):
@@ -325,7 +332,7 @@ def _cached_chart(cache: Path, part: pd.DataFrame, title: str, colours: dict[str
     return path
 
 
-CHART_VERSION = "9"  # bump when _chart draws differently, so cached charts are redrawn
+CHART_VERSION = "11"  # bump when _chart draws differently, so cached charts are redrawn
 
 
 def write_report(

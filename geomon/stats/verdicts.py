@@ -400,9 +400,19 @@ def decide(
     return out
 
 
-def summary(verdicts: Sequence[Any]) -> str:
+# The terse verdicts in words, where a summary stands alone (a partition's metadata, without the table's legend).
+MEANINGS = {
+    WATCH: "significant before Holm's correction only: worth a look, never paged",
+    UNDEFINED: "its statistic cannot be computed on a side: not tested",
+}
+
+
+def summary(verdicts: Sequence[Any], explained: bool = False) -> str:
     """``2 regressions, 1 watch, 12 no detectable change`` (the counts, worst first): of ``Verdict`` objects, of
-    stored comparisons (anything with a ``verdict``), or of their rows."""
+    stored comparisons (anything with a ``verdict``), or of their rows. ``explained``: each terse verdict present
+    said in words after them (``…; watch: significant before Holm's correction only …``)."""
     names = [v["verdict"] if isinstance(v, Mapping) else v.verdict for v in verdicts]
     counts = [(k, names.count(k)) for k in VERDICTS if names.count(k)]
-    return ", ".join(f"{n} {k}" for k, n in counts) or "nothing compared"
+    said = ", ".join(f"{n} {k}" for k, n in counts) or "nothing compared"
+    meanings = [f"{k}: {MEANINGS[k]}" for k, _ in counts if explained and k in MEANINGS]
+    return "; ".join([said, *meanings])

@@ -58,3 +58,31 @@ def test_every_asset_says_what_it_is_and_a_source_shows_its_folder_relative_to_t
     _, shown = results_version(GAPMINDER_PUBLISHED)
     assert shown["folder"] == "../shared/reference/gapminder" and shown["files"] > 0
     assert shown_path(tmp_path) == str(tmp_path)  # far from the checkout: as it is
+
+
+def test_every_model_has_an_asset_named_after_it_that_links_its_evaluations():
+    """The left bar's search (⌘K) reads asset keys, never tags or partition keys: each registered and each published
+    model is an external asset ``models/<name>`` (found by its name there), carrying its tag, whose page links its
+    partitions (the verdicts) and the open regressions. Mutation caught: the published models left out."""
+    from urllib.parse import unquote
+
+    from geomon.defs.resources import settings_at_load
+    from geomon.monitor.imports import published_model_names
+    from geomon_tests.conftest import GAPMINDER_ENTITIES
+
+    graph = defs.resolve_asset_graph()
+    models = {key.path[1]: graph.get(key) for key in graph.get_all_asset_keys() if key.path[0] == "models"}
+    registered = [m.name for m in settings_at_load().models]
+    assert set(models) == {*registered, *published_model_names(GAPMINDER_ENTITIES)}
+    o3_mini = models["o3-mini-2025-01-31"]
+    assert (
+        not o3_mini.is_materializable and o3_mini.group_name == "models" and "model/o3-mini-2025-01-31" in o3_mini.tags
+    )
+    text = unquote(o3_mini.description)
+    assert "(/assets/history/gapminder_evaluations?partition=o3-mini-2025-01-31)" in text
+    assert (
+        '(/assets?asset-selection=tag:"model/o3-mini-2025-01-31")' in text
+        and "/assets/monitor/open_regressions" in text
+    )
+    bundled = models[registered[0]].description  # a registered model: each suite's tracked asset, at its partition
+    assert f"(/assets/gapminder/rates?partition={registered[0]})" in bundled and "worldbench/disparity" in bundled

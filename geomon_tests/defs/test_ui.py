@@ -56,6 +56,7 @@ class RunningUI:
     proc: subprocess.Popen
     url: str
     dg_pid: int  # `dg dev`'s process, the leader of the group of the webserver, the daemon and the code servers
+    said: str  # what geomon ui printed before the UI's address
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +68,21 @@ def geomon_ui(tmp_path_factory, wdi_snapshot_dir) -> Iterator[RunningUI]:
     home = tmp_path / "home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "GEOMON_CONFIG": str(write_settings(tmp_path, wdi_snapshot_dir))}
+    with _started_ui(env) as ui:
+        yield ui
+
+
+def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {**os.environ, "DAGSTER_HOME": str(home), "GEOMON_CONFIG": str(write_settings(tmp_path, wdi_snapshot_dir))}
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _started_ui(env: dict[str, str]) -> Iterator[RunningUI]:
+    """`geomon ui` as `make ui` starts it, once its webserver answers; whatever is left afterwards is killed."""
+    port = _free_port()
     geomon = Path(sys.executable).with_name("geomon")
     proc = subprocess.Popen(
         [str(geomon), "ui", "--port", str(port)],
@@ -83,10 +95,11 @@ def geomon_ui(tmp_path_factory, wdi_snapshot_dir) -> Iterator[RunningUI]:
     )
     dg_pid = None
     try:
-        line = ""
+        line, said = "", []
         while "Dagster UI on" not in line:  # a warning may come first (alerts go nowhere)
             line = proc.stdout.readline()
             assert line, "geomon ui ended before starting the UI"
+            said.append(line)
         dg_pid = int(line.split("pid ")[1].split(")")[0])
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 300  # a guard for a loaded machine, not a timing assertion
@@ -97,7 +110,7 @@ def geomon_ui(tmp_path_factory, wdi_snapshot_dir) -> Iterator[RunningUI]:
             except OSError:
                 assert time.monotonic() < deadline and proc.poll() is None, "the UI did not start"
                 time.sleep(1)
-        yield RunningUI(proc, url, dg_pid)
+        yield RunningUI(proc, url, dg_pid, "".join(said))
     finally:  # never leave a UI behind, whatever failed
         for pgid in (proc.pid, dg_pid):
             if pgid is not None:
@@ -146,6 +159,32 @@ def test_geomon_ui_stops_with_every_child_on_sigterm(geomon_ui):
     while _group_alive(geomon_ui.dg_pid) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not _group_alive(geomon_ui.dg_pid), "a dg dev process outlived geomon ui"
+
+
+@pytest.mark.slow
+def test_a_ui_left_running_is_stopped_by_the_next_and_a_closed_terminal_stops_it(tmp_path, wdi_snapshot_dir):
+    """A `geomon ui` killed outright leaves its dg dev group running, daemon and all; the next `geomon ui` on the
+    same DAGSTER_HOME stops it before starting its own (two daemons on one instance both run the sensors and log
+    "Another … daemon is still sending heartbeats"), and a closed terminal (SIGHUP) stops the UI with every child.
+    Mutations caught: SIGHUP not handled (the group outlives geomon ui); no stop of the UI left behind."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "GEOMON_CONFIG": str(write_settings(tmp_path, wdi_snapshot_dir))}
+    with _started_ui(env) as first:
+        first.proc.kill()  # geomon ui only: its dg dev, in a session of its own, runs on
+        first.proc.wait()
+        assert _group_alive(first.dg_pid)
+        with _started_ui(env) as second:
+            assert "an earlier geomon ui left running here" in second.said
+            assert not _group_alive(first.dg_pid)
+            os.kill(second.proc.pid, signal.SIGHUP)
+            assert second.proc.wait(120) == 0
+            deadline = time.monotonic() + 60  # a guard for a loaded machine, as in the SIGTERM test
+            while _group_alive(second.dg_pid) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert not _group_alive(second.dg_pid), "a dg dev process outlived geomon ui"
+            assert not (home / "geomon-ui.pid").exists()
 
 
 RUNS_QUERY = """

@@ -1,7 +1,8 @@
 """Where a person looks, in headless Chromium on the real Dagster UI: after ``geomon import`` of published history
 with a regression (o3-mini against o1), the check's Partitions counts the failed partition, the check reads as its
 worst open state, ``monitor/open_regressions`` lists the regressed model, and o3-mini's comparisons table is three
-clicks from the catalog, none of them typing."""
+clicks from the catalog, none of them typing; the left bar's search finds the model by name; the landing page's
+Assets view counts the failed checks."""
 
 from __future__ import annotations
 
@@ -114,13 +115,35 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
             page.get_by_text("blend / disparity").first.wait_for(state="hidden", timeout=60_000)  # filtered
             page.get_by_text("gapminder_evaluations").first.wait_for(timeout=60_000)
             page.screenshot(path=str(tmp_path / "o3-mini-tag.png"))
-            # Dagster's (docs/operations.md): the left bar's Search reads names (asset keys, groups, jobs, sensors,
-            # schedules, partition sets, resources), never tags or descriptions: it finds the open-regressions asset
-            # by its name and the model by none
+            # The left bar's Search (⌘K) reads names, never tags or partition keys (docs/operations.md): it finds
+            # the model by its own asset, models/<name>, whose page links its partition, where the check failed
             page.get_by_text("Search", exact=True).last.click()
-            page.keyboard.type("open_regressions")
-            page.get_by_text("Asset in geomon").first.wait_for(timeout=60_000)
-            page.keyboard.press("Control+A")
             page.keyboard.type("o3-mini")
-            page.get_by_text("No results").first.wait_for(timeout=60_000)
+            results = page.locator('[class*="SearchResults_resultLink"]')  # the dialog's, not the catalog's rows
+            found = results.filter(has_text=f"models / {O3_MINI}").first
+            found.wait_for(timeout=60_000)
+            assert f"models / {O3_MINI}" in results.first.inner_text()  # the best match
+            page.screenshot(path=str(tmp_path / "o3-mini-search.png"))
+            found.click()
+            page.wait_for_url(f"**/assets/models/{O3_MINI}**", timeout=60_000)
+            partition = page.locator(f'a[href="/assets/history/gapminder_evaluations?partition={O3_MINI}"]').first
+            partition.wait_for(timeout=60_000)
+            partition.click()
+            page.wait_for_url(f"**partition={O3_MINI}**", timeout=60_000)
+            page.get_by_text("comparisons", exact=True).first.wait_for(timeout=120_000)
+            assert "failed: " in page.inner_text("body") and "regression" in page.inner_text("body")
+            # The landing page: "/" opens the Overview's view last opened in this browser, Timeline or Assets (Dagster
+            # keeps it); Assets counts per asset group the assets whose checks failed, the history's and the monitor's
+            page.goto(f"{url}/overview/activity/assets", wait_until="networkidle", timeout=120_000)
+            for group in ("history", "monitor"):
+                row = page.locator(f'a:text-is("{group}")').locator("xpath=ancestor::div[contains(@class,'rowGrid')]")
+                failed = row.first.locator(":scope > div").nth(2)  # group, missing, failed/overdue, …
+                for _ in range(240):  # the counts load after the rows
+                    if failed.inner_text().strip():
+                        break
+                    page.wait_for_timeout(500)
+                assert failed.inner_text().strip() == "1", (group, row.first.inner_text())
+            page.screenshot(path=str(tmp_path / "landing-assets.png"))
+            page.goto(url, wait_until="networkidle", timeout=120_000)
+            page.wait_for_url("**/overview/activity/assets", timeout=120_000)
             assert page.errors == []

@@ -93,3 +93,17 @@ def test_a_png_charts_smallest_text_is_10_px_where_the_page_shows_it(monkeypatch
         assert small == [] and charts.PNG_LABEL_PT * charts.PNG_DPI / 72 >= 10
         width = struct.unpack(">I", png[16:20])[0]  # the PNG header's width, in pixels
         assert width <= 1184, width  # the reports' column (1,200 px less its padding): never scaled down
+
+
+def test_a_table_header_may_break_after_an_underscore_and_nowhere_inside_a_word(tmp_path):
+    """A column's name has no spaces (``mean_error_ci_low``): html_table marks a break after each underscore, and
+    the page's style lets a header wrap there and between words only (the browser test checks the drawn lines)."""
+    import pandas as pd
+
+    from geomon.report.charts import html_table, write_html
+
+    table = html_table(pd.DataFrame({"mean_error_ci_low": [1.5], "country": ["Peru_x"]}))
+    assert "<th>mean_<wbr>error_<wbr>ci_<wbr>low</th>" in table and "<th>country</th>" in table
+    assert "<td>Peru_x</td>" in table  # the cells are as they were
+    page = write_html(tmp_path / "page.html", "t", [table]).read_text()
+    assert "anywhere" not in page and "th{overflow-wrap:normal" in page

@@ -177,9 +177,47 @@ def _wide_board(columns: tuple[str, ...], models: int = 39) -> pd.DataFrame:
     return board
 
 
+MODEL = "vendor-model-00-2025-01-31"
+
+
+def _borderlines_board(models: int = 39) -> pd.DataFrame:
+    """A BorderLines leaderboard of ``models`` models at one table version: every score with its interval."""
+    from geomon.report.borderlines import SCORES
+
+    values = np.linspace(10.0, 90.0, models)
+    board = pd.DataFrame(
+        {"model": [f"vendor-model-{i:02d}-2025-01-31" for i in range(models)], "revision": "2023-05-15-r1154894956",
+         "persona": "vanilla", "territories": 251, "delta_cs_unnormalized": 60.0, "response_countries_mean": 1.83,
+         "origin": "geomon"}
+    )  # fmt: skip
+    for score in SCORES:
+        board = board.assign(**{score: values, f"{score}_ci_low": values - 9.5, f"{score}_ci_high": values + 9.5})
+    return board
+
+
+def _saged_result() -> dict[str, pd.DataFrame]:
+    """One model's SAGED result as its stage writes it: the disparity table with every statistic (the 20 columns
+    of a real run's disparity.csv) and the per-country means it is computed from."""
+    countries = ["Argentina", "Australia", "European Union", "United States", "Democratic Republic of the Congo"]
+    roles, features = ["none", "optimist"], ["sentiment", "sentiment_calibrated"]
+    rows = [(c, r, f) for c in countries for r in roles for f in features]
+    means = pd.DataFrame(rows, columns=["concept", "role", "feature"]).assign(
+        n=1, mean=np.linspace(-0.5, 0.9, len(rows)), selection_rate=0.5, precision=0.5, kl_divergence=0.18
+    )
+    disparity = pd.DataFrame([(r, f) for r in roles for f in features], columns=["role", "feature"]).assign(
+        groups=21, mean_range=0.48165, mean_range_ci_low=0.31234, mean_range_ci_high=0.61234,
+        mean_min_max_ratio=-6.347087, mean_std=0.198868, max_z_score=1.155230, dixon_q=0.061351,
+        dixon_outlier="none", impact_ratio=0.0, impact_ratio_ci_low=0.0, impact_ratio_ci_high=0.125,
+        four_fifths_biased=True, lowest="Democratic Republic of the Congo", highest="European Union",
+        permutation_p=1.0, chance_range_95=0.48165, selection_standard=0.757447,
+    )  # fmt: skip
+    return {"disparity": disparity, "countries": means}
+
+
 def _fits(page, path) -> None:
     """``path`` at 1440 px: nothing wider than the page, no table wider than its box, every text at least 10 px
-    (an HTML element's font size; an SVG label's height as drawn), no two SVG labels overlapping."""
+    (an HTML element's font size; an SVG label's height as drawn), no table header broken inside a word, no two
+    SVG labels overlapping."""
     _open(page, path)
     small = page.evaluate(
         "Array.from(document.querySelectorAll('body *')).filter(e => e.offsetParent !== null && !(e instanceof"
@@ -187,6 +225,7 @@ def _fits(page, path) -> None:
         " parseFloat(getComputedStyle(e).fontSize) < 10).map(e => e.textContent.slice(0, 60))"
     )
     assert small == [], f"{path}: text under 10 px"
+    assert _headers_broken_inside_a_word(page) == [], f"{path}: a table header breaks inside a word"
     for figure in page.locator("svg").all():
         # a label's size as shown: its font size in the SVG's units times the scale to the screen (rotation aside)
         labels = figure.evaluate(
@@ -208,11 +247,35 @@ def _fits(page, path) -> None:
         assert overlapping == [], f"{path}: chart labels overlap"
 
 
+# Each word of every visible header (ending at a space, a hyphen or an underscore) and the lines it is drawn on:
+# a word drawn on two lines was broken inside it.
+SPLIT_HEADER_WORDS = """
+() => Array.from(document.querySelectorAll('th')).filter(th => th.offsetParent !== null).flatMap(th => {
+  const split = [];
+  const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const word of node.textContent.matchAll(/[^\\s_-]+[_-]?/g)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const lines = new Set(Array.from(range.getClientRects(), box => Math.round(box.top)));
+      if (lines.size > 1) split.push(word[0]);
+    }
+  }
+  return split;
+})
+"""
+
+
+def _headers_broken_inside_a_word(page) -> list[str]:
+    return page.evaluate(SPLIT_HEADER_WORDS)
+
+
 def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp_path):
     """Each suite's report, written from a 53-column board of 39 models, at 1440 px: the leaderboard shows the
     suite's headline columns, links leaderboard.csv for the rest, and nothing on the page is wider than its box
     or smaller than 10 px."""
-    from geomon.report import suite
+    from geomon.report import borderlines, suite
     from geomon.suites import blend, registry
     from geomon.suites.gapminder import report as gapminder
     from geomon.suites.quench import report as quench
@@ -228,7 +291,8 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
         "gapminder": gapminder.write_report(tmp_path / "gapminder", _wide_board(columns("gapminder")), {},
                                             columns("gapminder")),
         "quench": quench.write_report(tmp_path / "quench", _wide_board(columns("quench")), {}, columns("quench")),
-        "saged": saged.write_report(tmp_path / "saged", _wide_board(columns("saged")), {}, columns("saged")),
+        "saged": saged.write_report(tmp_path / "saged", _wide_board(columns("saged")), {MODEL: _saged_result()},
+                                    columns("saged")),
         "blend": suite.write_suite_report(tmp_path / "blend", "BLEnD", "", _wide_board(columns("blend")), {}, [],
                                           blend.PIPELINE.leaderboard_columns),
     }  # fmt: skip
@@ -240,3 +304,11 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
             assert headers == ["model", "origin", *columns(name)], name
             assert page.locator("a[href='leaderboard.csv']").count() == 1, name
             page.screenshot(path=str(tmp_path / f"{name}.png"))
+        # BorderLines' page: its scores table (no headline columns: every score with its interval), 39 models
+        _fits(page, borderlines.write_report(tmp_path / "borderlines", _borderlines_board(), [], {}))
+        # SAGED's per-model disparity table (20 statistics, 63 px too wide at 1440 px): its headline columns,
+        # the rest named and linked (checked by _fits above: no table wider than its box)
+        page.goto(written["saged"].as_uri(), wait_until="load")
+        table = page.locator("h3", has_text="Disparity across countries").locator("xpath=following-sibling::table[1]")
+        assert table.locator("th").all_inner_texts() == list(saged.DISPARITY_SHOWN)
+        assert page.locator(f"a[href='{MODEL}/disparity.csv']").count() == 1

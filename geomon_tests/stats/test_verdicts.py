@@ -284,3 +284,14 @@ def test_tied_comparisons_weigh_the_same():
     assert weights[0] == weights[1]
     weights = power.paging_weights([ratio, ratio, float("nan")], 0.05, 0.8, 0.25)
     assert weights[0] == weights[1]
+
+
+def test_a_summary_shown_alone_says_what_its_terse_verdicts_mean():
+    """A partition's metadata shows the verdicts' counts without the comparisons table's legend: ``watch`` and
+    ``undefined`` are said in words there, once each, and only where they occur."""
+    rows = [{"verdict": v} for v in (verdicts.WATCH, verdicts.UNDEFINED, verdicts.UNDEFINED, verdicts.NO_CHANGE)]
+    assert verdicts.summary(rows) == "1 watch, 1 no detectable change, 2 undefined"
+    said = verdicts.summary(rows, explained=True)
+    assert said.startswith("1 watch, 1 no detectable change, 2 undefined; watch: significant before Holm")
+    assert "undefined: its statistic cannot be computed on a side" in said
+    assert verdicts.summary([{"verdict": verdicts.NO_CHANGE}], explained=True) == "1 no detectable change"

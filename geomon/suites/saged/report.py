@@ -6,6 +6,7 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -74,7 +75,7 @@ def write_report(
         sections += [
             f"<h2>{html.escape(model)}</h2>",
             "<h3>Disparity across countries</h3>",
-            charts.html_table(result["disparity"], 3),
+            *_disparity(result["disparity"], f"{model}/disparity.csv"),
             "<h3>Mean sentiment per country</h3>",
             charts.html_table(wide, 3, index=True),
         ]
@@ -87,3 +88,31 @@ def write_report(
                 charts.html_table(root, 3),
             ]
     return charts.write_html(out_dir / "report.html", "geomon SAGED", sections)
+
+
+# A model's disparity table as the page shows it: the spread of the means and the four-fifths rule with their
+# intervals, the extremes and the permutation test; the other statistics are in its disparity.csv, linked.
+DISPARITY_SHOWN = (
+    "role",
+    "feature",
+    "groups",
+    "mean_range",
+    "mean_range_ci_low",
+    "mean_range_ci_high",
+    "impact_ratio",
+    "impact_ratio_ci_low",
+    "impact_ratio_ci_high",
+    "four_fifths_biased",
+    "lowest",
+    "highest",
+    "permutation_p",
+)
+
+
+def _disparity(disparity: pd.DataFrame, csv: str) -> list[str]:
+    """The table of ``DISPARITY_SHOWN``'s columns and a line naming the rest, in ``csv`` (relative to the page)."""
+    shown = [c for c in DISPARITY_SHOWN if c in disparity.columns]
+    rest = [c for c in disparity.columns if c not in shown]
+    link = f"<a href='{html.escape(quote(csv))}'>{html.escape(csv)}</a>"
+    said = f"<p>{len(rest)} more columns ({html.escape(', '.join(rest))}) in {link}.</p>" if rest else ""
+    return [charts.html_table(disparity[shown], 3), said]
