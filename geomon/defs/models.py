@@ -11,7 +11,7 @@ import dagster as dg
 
 from geomon.defs.catalog import MODELS_GROUP, model_tag, published_models
 from geomon.defs.factory import declared, declared_names, stage_key
-from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY
+from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY, PUBLISHED_SUITE
 from geomon.defs.resources import settings_at_load
 
 OPEN_REGRESSIONS = "/assets/monitor/open_regressions"
@@ -38,7 +38,7 @@ def _description(model: str, registered: bool, published: bool) -> str:
                 lines.append(f"- {name}: [{'/'.join(key)}](/assets/{'/'.join(key)}?view=partitions), one per revision")
     if published:
         lines.append(
-            "- Gapminder's published results (imported; the baseline is the vendor's previous release): "
+            f"- {PUBLISHED_SUITE}'s published results (imported; the baseline is the vendor's previous release): "
             + _partition_link(IMPORTED_EVALUATIONS_KEY, model)
         )
     tag = model_tag(model)
