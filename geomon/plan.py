@@ -654,22 +654,21 @@ PAIRED = "the release's last decision (paired)"
 
 def paired_comparisons(history: Any, plan: SuitePlan) -> list[Comparison]:
     """A release's comparisons (``plan``: its model's) planned as its decision plans them — from the pair's paired
-    differences — where the same release has been decided on this suite before: each one's stored MDE scaled to
-    this sample's clusters (a paired standard error falls as 1/√clusters; source ``PAIRED``). The others keep the
-    plan for one model (``powered``): how much of a release changes is known only once both models are asked."""
+    differences — where the same release has been decided on this suite before: each one's MDE as its latest
+    evaluation's decision stated it, at that decision's sample (source ``PAIRED``; not rescaled: the clusters a
+    comparison tests are not the sample's — BorderLines tests the territories with a known controller — so a rescaled
+    MDE would flatter a smaller sample). The others keep the plan for one model (``powered``): how much of a release
+    changes is known only once both models are asked."""
     evaluations = history.evaluations(suite=plan.suite, model=plan.model) if history is not None else None
     if evaluations is None or evaluations.empty:
         return plan.comparisons
-    rows = history.comparisons(evaluations["evaluation_id"])
-    rows = rows[rows["mde"].notna() & (rows["clusters"].fillna(0) > 0)]
-    latest = {(r.metric, r.breakdown or ""): r for r in rows.itertuples()}  # stored in order: the last one wins
+    rows = history.comparisons(evaluations["evaluation_id"].iloc[-1:])  # one scope: the latest evaluation's
+    rows = rows[rows["mde"].notna() & (rows["clusters"].fillna(0) >= sufficiency.MIN_SAMPLE)]
+    latest = {(r.metric, r.breakdown or ""): r for r in rows.itertuples()}
     out = []
     for c in plan.comparisons:
         row = latest.get((c.metric, c.breakdown))
-        if row is None or not c.clusters:
-            out.append(c)
-            continue
-        out.append(replace(c, mde=float(row.mde) * math.sqrt(float(row.clusters) / c.clusters), source=PAIRED))
+        out.append(c if row is None else replace(c, mde=float(row.mde), source=PAIRED))
     return out
 
 
