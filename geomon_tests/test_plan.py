@@ -365,7 +365,7 @@ def test_a_plan_of_borderlines_asks_every_persona_of_the_newest_table_and_every_
 
 def test_a_release_is_planned_again_from_its_last_decisions_paired_differences(tmp_path, wdi_snapshot_dir):
     """A serving change (a system-prompt variant) decided once on BLEnD, its answers the base's but for two
-    questions, is planned again from that decision (``plan.paired_comparisons``: the stored paired MDE scaled to the
+    questions, is planned again from that decision (``plan.paired_comparisons``: the MDE the decision stated, at its
     sample) — far below the plan for one model, which cannot know how little the pair differs; the base, never
     decided against anything, keeps the plan for one model. Mutation caught: ``paired_comparisons`` returning the
     plan's own comparisons."""
