@@ -51,15 +51,13 @@ def run_plan(
     return plans
 
 
-def release_plans(settings: Any, plans: list[Any], models: Sequence[Any], profile: str) -> str:
+def release_plans(settings: Any, history: Any, plans: list[Any], models: Sequence[Any], profile: str) -> str:
     """Per serving-change release planned (a variant and its base): which of its comparisons the profile decides, per
     suite, before anything is asked — planned from the release's last decision where it has one (paired), else as
     for one model."""
     from geomon import plan
-    from geomon.monitor.history import MetricHistory
 
     changes = settings.serving_changes()
-    history = MetricHistory(settings.store_url)
     lines = []
     for spec in (s for s in models if s.change):
         mine = {p.suite: plan.paired_comparisons(history, p) for p in plans if p.model == spec.name}
@@ -173,7 +171,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                 f"{args.profile} ({largest.asks:,} asks; budget {largest.budget:,} per model and suite):"
             )
             print("\n".join(f"  {line}" for line in plan.blind_lines(largest)))
-    print(release_plans(settings, plans, models, args.profile), end="")
+    print(release_plans(settings, history, plans, models, args.profile), end="")
     if args.fit:
         from geomon.stats import sufficiency
 
