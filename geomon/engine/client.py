@@ -412,8 +412,11 @@ class OpenAICompatibleClient:
             return whole[len(context) :]
         return await self.tokenize(continuation)
 
-    async def _score_continuation(self, request: GenerationRequest) -> tuple[dict[str, Any], list[int] | None]:
-        """Parameters (and, on vLLM, the prompt as token ids) that score the continuation's own tokens.
+    async def _score_continuation(
+        self, request: GenerationRequest, sent: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[int] | None]:
+        """``sent`` (the request's parameters as sent) made to score the continuation's own tokens, and on vLLM the
+        prompt as token ids.
 
         llama.cpp: a token-id grammar forces the continuation's tokens; the server reports probabilities
         from the model's logits before the grammar constrains sampling, so the numbers are the model's.
@@ -423,7 +426,7 @@ class OpenAICompatibleClient:
         name into improbable pieces) and the prompt is tokenized as the server tokenizes a prompt.
         """
         ids = await self.continuation_tokens(request.prompt or "", request.continuation or "")
-        params = {k: v for k, v in request.sent_params().items() if k not in ("max_tokens", "stop", "logprobs")}
+        params = {k: v for k, v in sent.items() if k not in ("max_tokens", "stop", "logprobs")}
         if await self.server_kind() == "vllm":
             prompt_ids = await self.tokenize(request.prompt, special=True)
             extra = {**params.get("extra_body", {}), "prompt_logprobs": 0}
@@ -477,7 +480,7 @@ class OpenAICompatibleClient:
         params = request.sent_params()
         prompt: str | list[int] = request.prompt
         if request.continuation is not None:
-            params, token_prompt = await self._score_continuation(request)
+            params, token_prompt = await self._score_continuation(request, params)
             prompt = token_prompt or prompt
         method = "none"
         if request.choices:
