@@ -121,6 +121,7 @@ def rate_items(rates: pd.DataFrame, topics: Mapping[str, str]) -> pd.DataFrame:
             "n": 1.0,
             "topic": [str(topics.get(q, "unknown")) for q in rates["question"]],
             "question": rates["question"].astype(str).to_numpy(),
+            "correct_p": np.nan,  # published answers were generated: no option's probability
             # no prompt family from rates alone: complete per-answer files add them (``configurations``)
             **dict.fromkeys(FAMILY_COLUMNS, np.nan),
         }
