@@ -76,6 +76,7 @@ def test_borderlines_alerts_drift_and_endpoints_sections(tmp_path, monkeypatch):
         tmp_path,
         {
             "borderlines": {"snapshot": "bl", "revisions": ["2021-08-31", "latest"], "latest_every_days": 7},
+            "mediawiki": {"user_agent": "geomon-at-acme (ops@acme.example)", "min_interval_s": 2.0},
             "alerts": {"webhook_url_env": "HOOK", "email_to": ["a@example.org"]},
             "drift": {"tolerance": 0.2},
             "endpoints": [{"name": "lab", "base_url": "http://127.0.0.1:9/v1", "kind": "base"}],
@@ -87,12 +88,18 @@ def test_borderlines_alerts_drift_and_endpoints_sections(tmp_path, monkeypatch):
         "latest",
     )
     assert settings.borderlines.latest_every_days == 7 and settings.alerts.email_to == ["a@example.org"]
+    # BorderLines decides each configured revision in a release: its share of α is split between the two.
+    assert settings.verdicts.scopes == {"borderlines": 2}
+    assert (settings.mediawiki.user_agent, settings.mediawiki.min_interval_s) == (
+        "geomon-at-acme (ops@acme.example)",
+        2.0,
+    )
     assert settings.drift.tolerance == 0.2 and settings.endpoints[0].kind == "base"
     monkeypatch.setenv("GEOMON_BORDERLINES_SNAPSHOT", "none")
     monkeypatch.setenv("GEOMON_WIKIPEDIA_API_URL", "http://mirror.local/w/api.php")
     settings = load_settings(path)
     assert settings.borderlines.snapshot is None
-    assert settings.borderlines.wikipedia_api_url == "http://mirror.local/w/api.php"
+    assert settings.mediawiki.api_url == "http://mirror.local/w/api.php"
     # An endpoint that is down does not hide the registry's models; it is reported.
     models, unreachable = settings.all_models()
     assert [m.name for m in models] == ["smollm2-135m-instruct", "gemma3-270m"] and list(unreachable) == ["lab"]

@@ -182,7 +182,7 @@ MODEL = "vendor-model-00-2025-01-31"
 
 def _borderlines_board(models: int = 39) -> pd.DataFrame:
     """A BorderLines leaderboard of ``models`` models at one table version: every score with its interval."""
-    from geomon.report.borderlines import SCORES
+    from geomon.suites.borderlines.report import SCORES
 
     values = np.linspace(10.0, 90.0, models)
     board = pd.DataFrame(
@@ -275,7 +275,8 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
     """Each suite's report, written from a 53-column board of 39 models, at 1440 px: the leaderboard shows the
     suite's headline columns, links leaderboard.csv for the rest, and nothing on the page is wider than its box
     or smaller than 10 px."""
-    from geomon.report import borderlines, suite
+    from geomon.report import suite
+    from geomon.suites.borderlines import report as borderlines
     from geomon.suites import blend, registry
     from geomon.suites.gapminder import report as gapminder
     from geomon.suites.quench import report as quench
