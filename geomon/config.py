@@ -14,7 +14,8 @@ it per deployment and is the only place secrets come from:
 - ``GEOMON_<SUITE>_<FIELD>``: a text or path field of a suite's own section, e.g. ``GEOMON_GAPMINDER_SNAPSHOT``
   (``none`` to fetch the release), ``GEOMON_BORDERLINES_SNAPSHOT`` (``none`` to parse live revisions),
   ``GEOMON_BORDERLINES_RELEASE_URL``, ``GEOMON_QUENCH_ARCHIVE_URL``, ``GEOMON_BLEND_SNAPSHOT``
-- ``GEOMON_GAPMINDER_RESULTS``: Gapminder's published results folder, imported into the history (``none``: not)
+- ``GEOMON_<KEY>``: the folder of a suite's published results its importer's key names, imported into the history
+  (``none``: not), e.g. ``GEOMON_GAPMINDER_RESULTS``
 - ``GEOMON_BUDGET_ASKS_PER_SUITE``: the asks a run may make per model and suite (``budget.asks_per_suite``)
 - ``GEOMON_EMBEDDING_MODEL``: a sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)
 """
@@ -95,10 +96,9 @@ class Settings:
     # Model → the model it is compared with on its first evaluation, for models outside the registry
     # (imported histories); overrides an import's own choice (the same vendor's previous release).
     predecessors: dict[str, str] = field(default_factory=dict)
-    # Gapminder's published folder (per-question rates; per-answer files in results/): the
-    # `history/gapminder_results` source is observed, and a changed file re-imports (`history/gapminder_import`).
-    # None: not imported by Dagster.
-    gapminder_results: Path | None = None
+    # A suite importer's folder by its kind, where geomon.yaml sets the importer's key (``Importer.setting``): the
+    # Dagster layer observes it and re-imports when a file changes. A kind not here is imported by the command only.
+    published: dict[str, Path] = field(default_factory=dict)
     # Sections of suites that declare their own settings class (SuiteInfo.settings), by suite name.
     suite_sections: dict[str, Any] = field(default_factory=dict)
     # Run profiles' overrides: profile → suite → prompts-stage option → value (suites declare their own).
@@ -295,6 +295,15 @@ def _profiles(doc: Any, path: Path | None) -> dict[str, dict[str, dict[str, Any]
     return out
 
 
+def _published(observed: dict[str, str], doc: dict[str, Any], base: Path) -> dict[str, Path]:
+    """The folders geomon.yaml names for the suites' importers (``GEOMON_<KEY>`` overrides; ``none``: not), by
+    kind."""
+    folders = {
+        kind: _resolve(base, os.environ.get(f"GEOMON_{key.upper()}", doc.get(key))) for key, kind in observed.items()
+    }
+    return {kind: folder for kind, folder in folders.items() if folder is not None}
+
+
 def _revision_scopes(sections: dict[str, Any]) -> dict[str, int]:
     """Each suite with revisions that counts them from its section: how many one release decides."""
     from geomon.suites import registry
@@ -336,18 +345,18 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "endpoints",
         "embedding_model",
         "predecessors",
-        "gapminder_results",
         "profiles",
         "automation_profile",
         "confirm_above_minutes",
         "confirm_above_usd",
         "suite_dirs",  # read by the suite registry (suites declared in YAML files)
     }
-    from geomon.suites.registry import broken, suites
+    from geomon.suites.registry import broken, importers, suites
 
     declared = {info.name: info.settings for info in suites().values() if info.settings is not None}
+    observed = {importer.setting: kind for kind, (_, importer) in importers().items() if importer.setting}
     # A broken suite module's section is kept unread: that suite fails when used, naming why; the rest run.
-    known |= set(declared) | set(broken())
+    known |= set(declared) | set(broken()) | set(observed)
     unknown = set(doc) - known
     if unknown:
         raise ConfigError(f"settings file {path}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -410,6 +419,6 @@ def load_settings(path: str | Path | None = None) -> Settings:
         confirm_above_minutes=float(doc.get("confirm_above_minutes", 60.0)),
         confirm_above_usd=float(doc.get("confirm_above_usd", 5.0)),
         automation_profile=str(os.environ.get("GEOMON_AUTOMATION_PROFILE", doc.get("automation_profile", "default"))),
-        gapminder_results=_resolve(base, os.environ.get("GEOMON_GAPMINDER_RESULTS", doc.get("gapminder_results"))),
+        published=_published(observed, doc, base),
         cache_epoch=str(os.environ.get("GEOMON_CACHE_EPOCH", doc.get("cache_epoch", ""))),
     )

@@ -29,10 +29,30 @@ from types import ModuleType
 from typing import Any
 
 from geomon.stats.values import MetricKey
-from geomon.suites.info import Headline, RunOption, Suite, SuiteError, SuiteInfo, answered_outcome, status_of
+from geomon.suites.info import (
+    Headline,
+    Importer,
+    Published,
+    RunOption,
+    Suite,
+    SuiteError,
+    SuiteInfo,
+    answered_outcome,
+    status_of,
+)
 
 # where every suite reads them
-__all__ = ["Headline", "RunOption", "Suite", "SuiteError", "SuiteInfo", "answered_outcome", "status_of"]
+__all__ = [
+    "Headline",
+    "Importer",
+    "Published",
+    "RunOption",
+    "Suite",
+    "SuiteError",
+    "SuiteInfo",
+    "answered_outcome",
+    "status_of",
+]
 
 
 def _declared(module: ModuleType) -> Suite:
@@ -308,9 +328,23 @@ def drift_probe() -> Any:
     return next(iter(declared.values()))
 
 
+def importers() -> dict[str, tuple[str, Importer]]:
+    """Every kind of ``geomon import`` the registered suites offer (``Suite.importers``), by kind, with the suite
+    that offers it, in run order: what the command line dispatches from, the settings read the folders of and the
+    Dagster layer builds the published history's assets from, so none of them names a suite. A kind two suites
+    declare is an error naming both."""
+    found: dict[str, tuple[str, Importer]] = {}
+    for name, entry in _registered().items():
+        for kind, importer in entry.importers.items():
+            if kind in found:
+                raise SuiteError(f"geomon import {kind}: declared by suite {found[kind][0]} and by suite {name}")
+            found[kind] = (name, importer)
+    return found
+
+
 def module(name: str) -> ModuleType:
-    """The Python module of suite ``name``: its domain code beyond the declarations (Gapminder's ``items``, which
-    the import reuses). A YAML suite has none: an error naming its file."""
+    """The Python module of suite ``name``: its domain code beyond the declarations. A YAML suite has none: an
+    error naming its file."""
     source = suite(name).source
     if not isinstance(source, ModuleType):
         raise SuiteError(f"suite {name} is declared in {source}, not in a Python module")

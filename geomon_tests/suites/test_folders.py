@@ -16,21 +16,6 @@ from geomon_tests import snapshot
 PACKAGE = Path(__file__).resolve().parents[2] / "geomon"
 BUNDLED = snapshot.expected()["suites"]  # the bundled suites, as the reviewed snapshot records them
 
-# ALLOWANCES, each to be removed by the change it names; a stale entry fails the test too.
-# Gapminder's imported published history (``geomon import gapminder-results``, the ``history/gapminder_*`` assets,
-# the ``gapminder_results`` setting) is still wired outside its folder: the importer is dispatched by name from the
-# command line (its kind), the settings (its folder), the metric history's importers and the Dagster layer (its
-# assets, their keys named once in defs/monitoring.py) until the importers come from the suites (issue 62 item 2).
-# These files, and only these, may name Gapminder until then.
-GAPMINDER_PUBLISHED_HISTORY = {
-    "cli/imports.py",
-    "config.py",
-    "defs/history.py",
-    "defs/monitoring.py",
-    "monitor/imports.py",
-}
-ALLOWED = {"gapminder": GAPMINDER_PUBLISHED_HISTORY}
-
 
 def _words(identifier: str) -> set[str]:
     """``GapminderData`` → {gapminder, data}; ``worldbench_prompts`` → {worldbench, prompts}."""
@@ -98,17 +83,10 @@ def test_every_bundled_suite_is_a_folder():
 
 
 def test_no_code_outside_a_suites_folder_names_it():
-    """For each bundled suite, the modules outside its folder that name it: none, but for a named allowance; and an
-    allowed file that no longer names the suite is a stale entry."""
+    """For each bundled suite, the modules outside its folder that name it, with where: none. What the platform needs
+    of a benchmark it asks its ``Suite`` for (its settings section, revisions, drift probe, importers)."""
     named = {name: _outside(name) for name in BUNDLED}
-    unexpected = {
-        name: {where: lines for where, lines in files.items() if where not in ALLOWED.get(name, set())}
-        for name, files in named.items()
-    }
-    assert {name: files for name, files in unexpected.items() if files} == {}
-    assert {name: sorted(set(allowed) - set(named[name])) for name, allowed in ALLOWED.items()} == {
-        name: [] for name in ALLOWED
-    }
+    assert {name: files for name, files in named.items() if files} == {}
 
 
 def test_the_scan_finds_each_way_of_naming_a_suite():

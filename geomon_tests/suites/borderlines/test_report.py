@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from geomon.suites.borderlines.report import score_text
 from geomon.suites.borderlines.source import (
     read_published_scores,
 )
-from geomon.suites.borderlines.report import score_text
 from geomon_tests.conftest import SHARED
 
 ROOT = SHARED / "snapshots" / "borderlines"
