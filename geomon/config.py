@@ -351,12 +351,15 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "confirm_above_usd",
         "suite_dirs",  # read by the suite registry (suites declared in YAML files)
     }
-    from geomon.suites.registry import broken, importers, suites
+    from geomon.suites.registry import broken, broken_importers, importers, suites
 
     declared = {info.name: info.settings for info in suites().values() if info.settings is not None}
     observed = {importer.setting: kind for kind, (_, importer) in importers().items() if importer.setting}
-    # A broken suite module's section is kept unread: that suite fails when used, naming why; the rest run.
+    # A broken suite module's section, and the keys named after it (its importer's folder), are kept unread: that
+    # suite fails when used, naming why; the rest run.
+    failing = {*broken(), *broken_importers()}
     known |= set(declared) | set(broken()) | set(observed)
+    known |= {key for key in doc if any(str(key).startswith(f"{name}_") for name in failing)}
     unknown = set(doc) - known
     if unknown:
         raise ConfigError(f"settings file {path}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")

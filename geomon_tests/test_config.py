@@ -157,3 +157,31 @@ def test_geomon_yaml_names_every_verdict_setting_once_and_points_at_the_one_desc
     assert len(listed) == len(set(listed))
     text = " ".join(comment)
     assert "geomon/stats/verdicts.py" in text and "docs/monitoring.md" in text
+
+
+def test_a_suites_importer_names_its_folders_key_and_a_broken_one_breaks_only_itself(tmp_path, monkeypatch):
+    """``gapminder_results`` is the key Gapminder's importer declares (``GEOMON_GAPMINDER_RESULTS`` overrides it); a
+    suite whose importers cannot be loaded leaves its key unread and its kind out, and the settings still load."""
+    from geomon.suites import info, registry
+
+    path = _write(tmp_path, {"gapminder_results": "published"})
+    assert load_settings(path).published == {"gapminder-results": tmp_path / "published"}
+    monkeypatch.setenv("GEOMON_GAPMINDER_RESULTS", "none")
+    assert load_settings(path).published == {}
+    monkeypatch.delenv("GEOMON_GAPMINDER_RESULTS")
+    typo = tmp_path / "typo"
+    typo.mkdir()
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['gapminder_resutls'\]"):
+        load_settings(_write(typo, {"gapminder_resutls": "published"}))  # a typo is still an error
+
+    def broken(suite: info.Suite) -> dict:
+        if suite.name == "gapminder":
+            raise RuntimeError("published.py is broken")
+        return {}
+
+    monkeypatch.setattr(info.Suite, "importers", property(broken))
+    assert registry.importers() == {}
+    assert registry.broken_importers() == {
+        "gapminder": "suite gapminder: its importers cannot be loaded: RuntimeError: published.py is broken"
+    }
+    assert load_settings(path).published == {}

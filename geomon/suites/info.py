@@ -81,8 +81,8 @@ def model_name(model_id: str) -> str:
 @dataclass(frozen=True)
 class Published:
     """One evaluation a benchmark's authors published, as its suite's importer reads it: which model (its
-    ``model_name``), when it was evaluated and released and by whom, its per-item rows (what
-    the suite's tracked metrics are computed from and compared on) and what the import could not use."""
+    ``model_name``), when it was evaluated and released and by whom, its per-item rows (what the suite's tracked
+    metrics are computed from and compared on) and what the import could not use."""
 
     key: str  # its id among the published results (a model configuration): the import's origin names it
     model: str
@@ -136,8 +136,8 @@ class Suite:
     @functools.cached_property
     def importers(self) -> Mapping[str, Importer]:
         """The kinds of ``geomon import`` the suite offers, by kind: the ``IMPORTERS`` its folder's ``published.py``
-        declares (Gapminder's published results); none where it has no such file. Read when first asked, so a
-        suite's importer is loaded only by what imports."""
+        declares (Gapminder's published results); none where it has no such file. Read when first asked, not when
+        the registry loads the suite: a broken importer leaves the suite's runs alone."""
         module = self.source if isinstance(self.source, ModuleType) else None
         name = f"{module.__name__}.published" if module is not None and hasattr(module, "__path__") else ""
         if not name or importlib.util.find_spec(name) is None:

@@ -328,18 +328,36 @@ def drift_probe() -> Any:
     return next(iter(declared.values()))
 
 
+def _importers() -> tuple[dict[str, tuple[str, Importer]], dict[str, str]]:
+    """The registered suites' importers by kind, with the suite that offers each, and the suites whose importers
+    cannot be loaded, with why (a suite's own bug: it leaves out its kinds, never the others')."""
+    found: dict[str, tuple[str, Importer]] = {}
+    failed: dict[str, str] = {}
+    for name, entry in _registered().items():
+        try:
+            offered = entry.importers
+        except Exception as exc:  # the suite's own bug: named, kept to itself
+            failed[name] = f"suite {name}: its importers cannot be loaded: {type(exc).__name__}: {exc}"
+            continue
+        for kind, importer in offered.items():
+            if kind in found:
+                raise SuiteError(f"geomon import {kind}: declared by suite {found[kind][0]} and by suite {name}")
+            found[kind] = (name, importer)
+    return found, failed
+
+
 def importers() -> dict[str, tuple[str, Importer]]:
     """Every kind of ``geomon import`` the registered suites offer (``Suite.importers``), by kind, with the suite
     that offers it, in run order: what the command line dispatches from, the settings read the folders of and the
     Dagster layer builds the published history's assets from, so none of them names a suite. A kind two suites
-    declare is an error naming both."""
-    found: dict[str, tuple[str, Importer]] = {}
-    for name, entry in _registered().items():
-        for kind, importer in entry.importers.items():
-            if kind in found:
-                raise SuiteError(f"geomon import {kind}: declared by suite {found[kind][0]} and by suite {name}")
-            found[kind] = (name, importer)
-    return found
+    declare is an error naming both; a suite whose importers cannot be loaded is left out (``broken_importers``
+    says why)."""
+    return _importers()[0]
+
+
+def broken_importers() -> dict[str, str]:
+    """The suites whose importers cannot be loaded, and why."""
+    return _importers()[1]
 
 
 def module(name: str) -> ModuleType:
