@@ -3,7 +3,7 @@ matches asset keys and the names of groups, jobs, schedules, sensors, partition 
 descriptions or partition keys (docs/operations.md), so a model is found by name only where something is named
 after it. Each is an external asset (nothing materializes it) whose page links where the model's evaluations,
 its ``no_regression`` verdicts and the open regressions are: the registered models (each suite's tracked asset)
-and Gapminder's published ones (``history/gapminder_evaluations``)."""
+and the published ones of a suite's published history (Gapminder's: ``history/gapminder_evaluations``)."""
 
 from urllib.parse import quote
 
@@ -11,7 +11,7 @@ import dagster as dg
 
 from geomon.defs.catalog import MODELS_GROUP, model_tag, published_models
 from geomon.defs.factory import declared, declared_names, stage_key
-from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY, PUBLISHED_SUITE
+from geomon.defs.monitoring import PUBLISHED, PublishedHistory
 from geomon.defs.resources import settings_at_load
 
 OPEN_REGRESSIONS = "/assets/monitor/open_regressions"
@@ -22,7 +22,7 @@ def _partition_link(key: list[str], model: str) -> str:
     return f"[{'/'.join(key)}](/assets/{'/'.join(key)}?partition={quote(model, safe='')})"
 
 
-def _description(model: str, registered: bool, published: bool) -> str:
+def _description(model: str, registered: bool, published: list[PublishedHistory]) -> str:
     """Where ``model``'s evaluations and verdicts are, as links the asset page renders."""
     lines = [
         f"**{model}**: its evaluations are partitions named after it, each judged by its asset's `no_regression` "
@@ -36,10 +36,10 @@ def _description(model: str, registered: bool, published: bool) -> str:
                 lines.append(f"- {name}: {_partition_link(key, model)}")
             else:  # a partition per model × revision: the asset's Partitions tab lists them
                 lines.append(f"- {name}: [{'/'.join(key)}](/assets/{'/'.join(key)}?view=partitions), one per revision")
-    if published:
+    for history in published:
         lines.append(
-            f"- {PUBLISHED_SUITE}'s published results (imported; the baseline is the vendor's previous release): "
-            + _partition_link(IMPORTED_EVALUATIONS_KEY, model)
+            f"- {history.suite}'s published results (imported; the baseline is the vendor's previous release): "
+            + _partition_link(history.evaluations_key, model)
         )
     tag = model_tag(model)
     selection = "/assets?asset-selection=" + quote(f'tag:"{tag}"', safe="")
@@ -54,14 +54,15 @@ def model_specs() -> list[dg.AssetSpec]:
     if settings is None:
         return []
     registered = [m.name for m in settings.models]
-    published = list(published_models(settings))
+    published = {history.suite: published_models(settings, history) for history in PUBLISHED}
+    in_history = [model for models in published.values() for model in models]
     return [
         dg.AssetSpec(
             key=[MODELS_GROUP, model],
             group_name=MODELS_GROUP,
-            description=_description(model, model in registered, model in published),
+            description=_description(model, model in registered, [h for h in PUBLISHED if model in published[h.suite]]),
         )
-        for model in dict.fromkeys([*registered, *published])
+        for model in dict.fromkeys([*registered, *in_history])
     ]
 
 

@@ -3,8 +3,10 @@ with its baseline in release order and decided with its family (``geomon.monitor
 regression verdict raises an alert and fails ``no_regression`` until it is superseded or acknowledged.
 Also the alert on failed runs. Any suite plugs in with ``track_evaluation``."""
 
+import functools
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -22,6 +24,8 @@ from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
 from geomon.stats.declarations import TrackedMetric
 from geomon.stats.values import MetricValue
+from geomon.suites import registry
+from geomon.suites.registry import Importer
 
 
 def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheckSpec:
@@ -386,11 +390,48 @@ def alert_on_run_failure(context: dg.RunFailureSensorContext) -> None:
 
 
 OPEN_REGRESSIONS_KEY = ["monitor", "open_regressions"]
-# The imported published history (``geomon import gapminder-results``) is Gapminder's: its suite and its assets'
-# keys, named here once for the Dagster layer (defs/history.py builds the assets).
-PUBLISHED_SUITE = "gapminder"
-IMPORT_KEY = ["history", f"{PUBLISHED_SUITE}_import"]
-IMPORTED_EVALUATIONS_KEY = ["history", f"{PUBLISHED_SUITE}_evaluations"]  # where an imported model's comparisons are
+
+
+@dataclass(frozen=True)
+class PublishedHistory:
+    """A suite's published results in the Dagster catalog: its importer's folder observed (``results_key``), the
+    import (``import_key``) and each imported model's latest evaluation, a partition of ``evaluations_key``. Its keys
+    are named here once for the Dagster layer, from the suite's name (defs/history.py builds the assets)."""
+
+    suite: str
+    importer: Importer
+
+    @property
+    def results_key(self) -> list[str]:
+        return ["history", f"{self.suite}_results"]
+
+    @property
+    def import_key(self) -> list[str]:
+        return ["history", f"{self.suite}_import"]
+
+    @property
+    def evaluations_key(self) -> list[str]:
+        """Where an imported model's comparisons are."""
+        return ["history", f"{self.suite}_evaluations"]
+
+    @functools.cached_property
+    def partitions(self) -> dg.DynamicPartitionsDefinition:
+        """The imported models, a partition each."""
+        return dg.DynamicPartitionsDefinition(name=f"{self.suite}_models")
+
+
+def published_histories() -> list[PublishedHistory]:
+    """Every suite importer whose folder geomon.yaml may name (``Importer.setting``), as its published history: the
+    Dagster layer builds their assets from what the suites expose and names none of them."""
+    return [PublishedHistory(suite, importer) for suite, importer in registry.importers().values() if importer.setting]
+
+
+def published_history(kind: str) -> PublishedHistory:
+    """The published history of the importer of kind ``kind``."""
+    return next(h for h in published_histories() if h.importer.kind == kind)
+
+
+PUBLISHED = published_histories()  # built once, when the code location loads
 
 
 def open_regressions_metadata(
@@ -424,15 +465,14 @@ def open_regressions_metadata(
 
 
 def _comparisons_url(suite: str, model: str, row: StoredComparison) -> str:
-    """Where a regression's comparisons table is: a published Gapminder configuration's partition of
-    ``history/gapminder_evaluations``, a geomon run's partition of its suite's tracked stage (the asset in a suite
+    """Where a regression's comparisons table is: a published model's partition of its suite's published history
+    (``history/gapminder_evaluations``), a geomon run's partition of its suite's tracked stage (the asset in a suite
     with revisions, whose partitions are model × revision), else the imported history's asset."""
-    from geomon.suites import registry
-
-    if row.origin.startswith("import:gapminder-results"):
-        return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY, model)
+    for published in PUBLISHED:
+        if row.origin.startswith(f"import:{published.importer.kind}:"):
+            return alerts.asset_url("", published.evaluations_key, model)
     if row.origin.startswith("import:") or suite not in registry.suites():
-        return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY)
+        return alerts.asset_url("", PUBLISHED[0].evaluations_key if PUBLISHED else OPEN_REGRESSIONS_KEY)
     pipeline = registry.suite(suite).pipeline
     key = [suite, pipeline.tracked.name]
     return alerts.asset_url("", key, None if pipeline.revisions is not None else model)
@@ -487,7 +527,7 @@ def report_open_regressions(context: Context, history: MetricHistory) -> None:
     group_name="monitor",
     # Where the imported verdicts come from (lineage only: imports and suite runs log this asset themselves when
     # what is open changes, after the import's own materialization, so it is never older than its upstream).
-    deps=[dg.AssetKey(IMPORT_KEY)],
+    deps=[dg.AssetKey(published.import_key) for published in PUBLISHED],
     check_specs=[none_open_spec(OPEN_REGRESSIONS_KEY, "run or imported")],
     required_resource_keys={"geomon"},
 )
