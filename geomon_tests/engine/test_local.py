@@ -56,9 +56,9 @@ def test_the_prebuilt_server_takes_a_serving_variants_cache_flags_and_refuses_ot
             timeout=120,
         ).json()
         assert reply["usage"]["completion_tokens"] >= 1
-    with pytest.raises(local.EngineUnavailable) as refused:
-        with local.running_server(weights, alias="other", slots=1, threads=1, flags=("--rope-freq-base", "2")):
-            pass
+    refusing = local.running_server(weights, alias="other", slots=1, threads=1, flags=("--rope-freq-base", "2"))
+    with pytest.raises(local.EngineUnavailable) as refused, refusing:
+        pass
     first = str(refused.value).splitlines()[0]
     assert first.startswith("llama-server exited with code 1: geomon: the prebuilt llama.cpp server does not take")
     assert "--rope-freq-base 2" in first
