@@ -6,13 +6,14 @@ partitioned by it, so the catalog's search finds where its evaluations are; the 
 asset keys only, and finds each model's own asset (``models/<name>``, ``defs/models.py``)."""
 
 import re
+from datetime import date
 from functools import cache
 from pathlib import Path
 
 import dagster as dg
 
 from geomon.config import Settings
-from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY, PUBLISHED_SUITE
+from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY, MODELS_GROUP, PUBLISHED_SUITE
 from geomon.defs.resources import settings_at_load
 from geomon.suites.registry import suites
 
@@ -21,7 +22,6 @@ HISTORY_SUITE = {"history": PUBLISHED_SUITE}  # the imported history's assets be
 REPORTS = {"leaderboard", "trends"}  # write an HTML report
 FROM_HISTORY = {tuple(IMPORTED_EVALUATIONS_KEY), ("monitor", "open_regressions"), ("monitor", "trends")}
 MODEL_TAG = "model/"
-MODELS_GROUP = "models"  # each model's own asset, named after it (defs/models.py)
 # Dagster's rule for a tag key's name part: at most 63 of these characters.
 TAG_NAME_REFUSED = re.compile(r"[^A-Za-z0-9_.-]")
 TAG_NAME_LENGTH = 63
@@ -54,17 +54,18 @@ def _model_tags(names: list[str]) -> dict[str, str]:
 
 
 @cache
-def _published_models(entities: Path | None) -> tuple[str, ...]:
+def _published_models(entities: Path | None) -> dict[str, date | None]:
     from geomon.monitor import imports
 
     if entities is None or not entities.is_file():
-        return ()
-    return imports.published_model_names(entities)
+        return {}
+    return imports.published_releases(entities)
 
 
-def published_models(settings: Settings) -> tuple[str, ...]:
+def published_models(settings: Settings) -> dict[str, date | None]:
     """The model names of Gapminder's published configurations (its snapshot's entities), the partitions an
-    import adds to ``history/gapminder_evaluations``; none where the snapshot is not there."""
+    import adds to ``history/gapminder_evaluations``, each with its publish date; none where the snapshot is not
+    there."""
     snapshot = settings.suite(PUBLISHED_SUITE).snapshot
     return _published_models(snapshot / "ddf" / "ddf--entities--model_configuration.csv" if snapshot else None)
 

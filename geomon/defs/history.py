@@ -28,7 +28,7 @@ from geomon.defs.monitoring import (
     report_open_regressions,
 )
 from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY as EVALUATIONS_KEY
-from geomon.defs.resources import GeomonResource, shown_path
+from geomon.defs.resources import GeomonResource, imported_models_partitions, shown_path
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, release, views
 from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
@@ -36,7 +36,6 @@ from geomon.stats import verdicts
 from geomon.stats.declarations import TrackedMetric
 from geomon.suites import registry
 
-imported_models_partitions = dg.DynamicPartitionsDefinition(name="gapminder_models")
 # A partition's metadata entry: what was decided (verdicts, failures, evaluation), hashed; an import reports a model
 # again only when it changes. Named for what it is where the partition's page shows it.
 FINGERPRINT = "decision_fingerprint"

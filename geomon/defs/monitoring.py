@@ -15,8 +15,8 @@ import pandas as pd
 from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
 
 from geomon.config import Settings
-from geomon.defs.resources import check_spec
-from geomon.monitor import alerts, announce, release, views
+from geomon.defs.resources import check_spec, imported_models_partitions, models_partitions
+from geomon.monitor import alerts, announce, release, states, views
 from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, StoredComparison
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
@@ -40,15 +40,15 @@ def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheck
 NONE_OPEN = "none_open"  # the asset-level check that is red while any regression is open
 
 
-def none_open_spec(key: list[str], scope: str) -> dg.AssetCheckSpec:
+def none_open_spec(key: list[str], scope: str, named: str = "which models") -> dg.AssetCheckSpec:
     """``none_open``: one check for the whole asset (not per partition), failed while any regression of ``scope``
     is open, so the asset's page, its lineage node and the checks list are red from the first look, not only the
-    regressed model's partition."""
+    regressed model's partition; its description names how many and ``named``."""
     return check_spec(
         NONE_OPEN,
         key,
         description=f"Fails while any {scope} regression is open (unacknowledged, what the gates read); its "
-        "description names how many and which models. Passes once each is superseded or acknowledged.",
+        f"description names how many and {named}. Passes once each is superseded or acknowledged.",
     )
 
 
@@ -265,18 +265,7 @@ def report_check(
     history shows "-" as its target. Logged in a run, not reported runless: Dagster stores one runless result per
     partition, and a second one (the model decided again) fails on its unique index. ``subject`` (a model)
     opens the line."""
-    instance = context.instance
     key = dg.AssetKey(asset_key)
-    latest = instance.fetch_materializations(
-        dg.AssetRecordsFilter(key, asset_partitions=[partition] if partition is not None else None), limit=1
-    ).records
-    target = (
-        AssetCheckEvaluationTargetMaterializationData(
-            storage_id=latest[0].storage_id, run_id=latest[0].run_id, timestamp=latest[0].timestamp
-        )
-        if latest
-        else None
-    )
     context.log_event(
         dg.AssetCheckEvaluation(
             asset_key=key,
@@ -284,10 +273,25 @@ def report_check(
             passed=not failing,
             severity=dg.AssetCheckSeverity.ERROR,
             partition=partition,
-            target_materialization_data=target,
+            target_materialization_data=latest_target(context.instance, key, partition),
             description=f"{subject}: " * bool(subject) + check_line(failing, decided, tracked),
             metadata=metadata,
         )
+    )
+
+
+def latest_target(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None = None
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The latest materialization of ``key`` (of its ``partition``) as a check evaluation's target (see
+    ``report_check``); None where it was never materialized."""
+    latest = instance.fetch_materializations(
+        dg.AssetRecordsFilter(key, asset_partitions=[partition] if partition is not None else None), limit=1
+    ).records
+    if not latest:
+        return None
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=latest[0].storage_id, run_id=latest[0].run_id, timestamp=latest[0].timestamp
     )
 
 
@@ -404,7 +408,7 @@ def open_regressions_metadata(
     found = views.open_regressions(history) if found is None else found
     frame = views.open_regressions_frame(history, found=found)
     rows = frame.to_dict("records")
-    links = [_comparisons_url(suite, model, row) for suite, model, row in found]
+    links = [_comparisons_url(suite, model, row.origin) for suite, model, row in found]
     # the most open regressions first
     per_model = (
         frame.groupby("model", sort=False).size().sort_values(ascending=False, kind="stable")
@@ -423,15 +427,15 @@ def open_regressions_metadata(
     }
 
 
-def _comparisons_url(suite: str, model: str, row: StoredComparison) -> str:
-    """Where a regression's comparisons table is: a published Gapminder configuration's partition of
-    ``history/gapminder_evaluations``, a geomon run's partition of its suite's tracked stage (the asset in a suite
-    with revisions, whose partitions are model × revision), else the imported history's asset."""
+def _comparisons_url(suite: str, model: str, origin: str) -> str:
+    """Where the comparisons table of an evaluation from ``origin`` is: a published Gapminder configuration's
+    partition of ``history/gapminder_evaluations``, a geomon run's partition of its suite's tracked stage (the asset
+    in a suite with revisions, whose partitions are model × revision), else the imported history's asset."""
     from geomon.suites import registry
 
-    if row.origin.startswith("import:gapminder-results"):
+    if origin.startswith("import:gapminder-results"):
         return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY, model)
-    if row.origin.startswith("import:") or suite not in registry.suites():
+    if origin.startswith("import:") or suite not in registry.suites():
         return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY)
     pipeline = registry.suite(suite).pipeline
     key = [suite, pipeline.tracked.name]
@@ -467,11 +471,98 @@ def _linked(table: str, links: Sequence[str]) -> str:
     )
 
 
+MODELS_GROUP = "models"  # each model's own catalog entry, named after it: models/<name> (defs/models.py)
+
+
+def model_key(model: str) -> dg.AssetKey:
+    """``models/<model>``, the model's own catalog entry."""
+    return dg.AssetKey([MODELS_GROUP, model])
+
+
+def model_check(model: str, rows: pd.DataFrame) -> dict[str, Any]:
+    """``models/<model>``'s ``none_open`` result from its latest evaluations (``states.latest_by_model``'s rows of
+    it): failed while any of its regressions is open; its description says how many, in which suites."""
+    counted = rows[rows["open"] > 0]
+    total = int(counted["open"].sum())
+    if total:
+        per_suite = ", ".join(f"{r.suite} ({r.open})" for r in counted.itertuples())
+        line = f"{total} open regression{'s' * (total != 1)}: {per_suite}"
+    else:
+        line = "no open regression" if len(rows) else "not evaluated yet"
+    return {
+        "passed": not total,
+        "severity": dg.AssetCheckSeverity.ERROR,
+        "description": f"{model}: {line}",
+        "metadata": {"open": total, "suites": ", ".join(counted["suite"]) or "none"},
+    }
+
+
+def model_state(model: str, rows: pd.DataFrame) -> dg.AssetMaterialization:
+    """``models/<model>``'s state from its latest evaluation in each suite (``states.latest_by_model``'s rows of
+    it, newest first): its open regressions, when it was last evaluated, and a row per suite linked to that
+    evaluation's comparisons and check."""
+    latest = rows.iloc[0]
+    total = int(rows["open"].sum())
+    table = pd.DataFrame(
+        {
+            "suite": rows["suite"],
+            "evaluated": rows["evaluated"],
+            "source": rows["source"],
+            "open regressions": rows["open"],
+            "evaluation": rows["evaluation_id"],  # what `geomon alerts ack` names
+        }
+    )
+    links = [_comparisons_url(r.suite, model, r.origin) for r in rows.itertuples()]
+    last = f"{latest.evaluated} ({latest.suite}, {latest.source})"
+    return dg.AssetMaterialization(
+        model_key(model),
+        description=f"{model_check(model, rows)['description']}; last evaluated {last}",
+        metadata={
+            "open_regressions": dg.MetadataValue.int(total),
+            "last_evaluated": dg.MetadataValue.text(last),
+            "evaluations": dg.MetadataValue.md(_linked(markdown_table(table), links)),
+        },
+    )
+
+
+def report_models(context: Context, history: MetricHistory, found: Sequence[tuple[str, str, StoredComparison]]) -> None:
+    """Each model's own catalog entry (``models/<name>``) brought up to date where its state changed, logged by
+    the run that changed it (an evaluation, an import, a re-decision; an acknowledgement at the next of these):
+    a materialization with its latest evaluation per suite and its open regressions (``found``), and its
+    ``none_open`` check, tied to it, failed while any is open, so the catalog reads it red. Only the models with
+    a partition here (registered, or imported from published results) are the code location's entries; a model
+    another import brought into the history has none."""
+    instance = context.instance
+    known = {
+        *instance.get_dynamic_partitions(models_partitions.name),
+        *instance.get_dynamic_partitions(imported_models_partitions.name),
+    }
+    latest = states.latest_by_model(history, found)
+    latest = latest[latest["model"].isin(known)]
+    before = instance.get_latest_materialization_events([model_key(m) for m in latest["model"].unique()])
+    for model, rows in latest.groupby("model", sort=True):
+        state = model_state(str(model), rows)
+        last = before.get(state.asset_key)
+        if last is not None and last.asset_materialization.metadata == state.metadata:
+            continue  # unchanged: not reported again
+        context.log_event(state)
+        context.log_event(
+            dg.AssetCheckEvaluation(
+                asset_key=state.asset_key,
+                check_name=NONE_OPEN,
+                target_materialization_data=latest_target(instance, state.asset_key),
+                **model_check(str(model), rows),
+            )
+        )
+
+
 def report_open_regressions(context: Context, history: MetricHistory) -> None:
-    """``monitor/open_regressions`` brought up to date, logged by the run that changed what is open (an import,
-    a suite's decision), so the catalog shows them without materializing it."""
+    """``monitor/open_regressions`` and each model's own entry (``report_models``) brought up to date, logged by
+    the run that changed what is open (an import, a suite's decision), so the catalog shows them without
+    materializing anything."""
     instance = context.instance
     found = views.open_regressions(history)
+    report_models(context, history, found)
     summary, metadata = open_regressions_metadata(history, found)
     key = dg.AssetKey(OPEN_REGRESSIONS_KEY)
     before = instance.fetch_materializations(key, limit=1).records
@@ -498,6 +589,7 @@ def open_regressions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     each row linked to that model's comparisons. Kept up to date by imports and runs."""
     history = MetricHistory(context.resources.geomon.settings().store_url)
     found = views.open_regressions(history)
+    report_models(context, history, found)  # an acknowledgement since the last run shows here too
     summary, metadata = open_regressions_metadata(history, found)
     context.log.info(summary)
     return dg.MaterializeResult(metadata=metadata, check_results=[none_open_result(found)])

@@ -84,12 +84,22 @@ def _date(value: Any, where: str) -> datetime:
     return (parsed.tz_convert(UTC) if parsed.tzinfo else parsed.tz_localize(UTC)).to_pydatetime()
 
 
-def published_model_names(entities: Path) -> tuple[str, ...]:
-    """The model names of Gapminder's published configurations (``mc049`` → ``o3-mini-2025-01-31``), in order."""
+def published_releases(entities: Path) -> dict[str, date | None]:
+    """The model names of Gapminder's published configurations (``mc049`` → ``o3-mini-2025-01-31``), in order,
+    each with its publish date (its first configuration's; None where that is not a date)."""
     from geomon.suites import registry
 
     configurations = registry.suite("gapminder").published.read_entities(entities)
-    return tuple(dict.fromkeys(_model_name(m) for m in configurations["model_id"]))
+    releases: dict[str, date | None] = {}
+    for model_id, published in zip(configurations["model_id"], configurations["model_publish_date"], strict=True):
+        day = pd.to_datetime(published, errors="coerce")
+        releases.setdefault(_model_name(model_id), None if pd.isna(day) else day.date())
+    return releases
+
+
+def published_model_names(entities: Path) -> tuple[str, ...]:
+    """The model names of Gapminder's published configurations, in order (``published_releases``)."""
+    return tuple(published_releases(entities))
 
 
 def gapminder_runs(folder: str | Path, entities: str | Path, question_bank: Any = None) -> list[ImportedRun]:
