@@ -397,14 +397,19 @@ IMPORT_KEY = ["history", f"{PUBLISHED_SUITE}_import"]
 IMPORTED_EVALUATIONS_KEY = ["history", f"{PUBLISHED_SUITE}_evaluations"]  # where an imported model's comparisons are
 
 
+# The open regressions' table as its dialog shows it, fitting at 1440 px: when and where from (evaluated, source)
+# are on each row's linked comparisons page and on the model's own entry.
+IN_DIALOG = [c for c in views.OPEN_REGRESSION_COLUMNS if c not in ("source", "evaluated")]
+
+
 def open_regressions_metadata(
     history: MetricHistory, found: Sequence[tuple[str, str, StoredComparison]] | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The open regressions (``views.open_regressions``: every regression the gate of a model's latest
     evaluation reads, run or imported, unacknowledged) as a one-line summary (how many, which models) and the
-    ``monitor/open_regressions`` metadata: a table of suite, model, source, baseline, metric, group, change with
-    its interval, minimum effect, MDE and power at the minimum effect, each row linked to the model's
-    comparisons table (one click)."""
+    ``monitor/open_regressions`` metadata: a table of suite, model, baseline, metric, group, change with its
+    interval, minimum effect, MDE, power at the minimum effect and adjusted p, each row linked to the model's
+    comparisons table (one click), where when it was evaluated and where it came from are."""
     found = views.open_regressions(history) if found is None else found
     frame = views.open_regressions_frame(history, found=found)
     rows = frame.to_dict("records")
@@ -422,7 +427,7 @@ def open_regressions_metadata(
         "by_model": dg.MetadataValue.md(_by_model(per_model, link) if rows else summary),
         "open": len(rows),
         "models": ", ".join(per_model.index) or "none",
-        "open_regressions": dg.MetadataValue.md(_linked(markdown_table(frame), links) if rows else summary),
+        "open_regressions": dg.MetadataValue.md(_linked(markdown_table(frame[IN_DIALOG]), links) if rows else summary),
         "digest": hashlib.sha256(repr(rows).encode()).hexdigest()[:16],  # unchanged: not reported again
     }
 
@@ -500,7 +505,7 @@ def model_check(model: str, rows: pd.DataFrame) -> dict[str, Any]:
 def model_state(model: str, rows: pd.DataFrame) -> dg.AssetMaterialization:
     """``models/<model>``'s state from its latest evaluation in each suite (``states.latest_by_model``'s rows of
     it, newest first): its open regressions, when it was last evaluated, and a row per suite linked to that
-    evaluation's comparisons and check."""
+    evaluation's comparisons and check (where its id, what `geomon alerts ack` names, is)."""
     latest = rows.iloc[0]
     total = int(rows["open"].sum())
     table = pd.DataFrame(
@@ -509,7 +514,6 @@ def model_state(model: str, rows: pd.DataFrame) -> dg.AssetMaterialization:
             "evaluated": rows["evaluated"],
             "source": rows["source"],
             "open regressions": rows["open"],
-            "evaluation": rows["evaluation_id"],  # what `geomon alerts ack` names
         }
     )
     links = [_comparisons_url(r.suite, model, r.origin) for r in rows.itertuples()]

@@ -93,12 +93,24 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
                     break
                 page.mouse.wheel(0, 600)
                 page.wait_for_timeout(250)
+            # its catalog row reads red: the failed check's icon beside its latest materialization
+            catalog_row = board.locator("xpath=ancestor::div[contains(@class,'rowGrid')]").first
+            catalog_row.locator('[aria-label="check_failed"]').first.wait_for(timeout=60_000)
             board.click()  # click 1: the open-regressions asset, from the catalog
             listed = page.locator("a", has_text=O3_MINI).first
             listed.wait_for(timeout=120_000)
             body = page.inner_text("body")
             assert "open regressions in 1 model: o3-mini-2025-01-31" in body  # how many, which models
             assert f"{O3_MINI}: " in body and "open regression" in body
+            # its table of every open regression fits its dialog: no column behind a scrollbar
+            page.locator("tr", has_text="open_regressions").get_by_text("Show Markdown").first.click()
+            dialog = page.get_by_role("dialog")
+            dialog.wait_for(timeout=60_000)
+            widths = dialog.evaluate("d => [d.getBoundingClientRect().width, d.querySelector('table').scrollWidth]")
+            page.screenshot(path=str(tmp_path / "open-regressions-table.png"))
+            assert widths[1] <= widths[0], widths
+            page.keyboard.press("Escape")
+            dialog.wait_for(state="hidden", timeout=60_000)
             listed.click()  # click 2: the model's partition (its latest evaluation and check)
             page.wait_for_url(f"**partition={O3_MINI}**", timeout=120_000)
             page.get_by_text("comparisons", exact=True).first.wait_for(timeout=120_000)
@@ -129,6 +141,11 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
             page.wait_for_url("**asset-selection=tag*", timeout=60_000)
             page.get_by_text("blend / disparity").first.wait_for(state="hidden", timeout=60_000)  # filtered
             page.get_by_text("gapminder_evaluations").first.wait_for(timeout=60_000)
+            # o3-mini's own entry among them reads red (its none_open failed)
+            own = page.locator(f'a[href="/assets/models/{O3_MINI}"]').first
+            own.locator("xpath=ancestor::div[contains(@class,'rowGrid')]").first.locator(
+                '[aria-label="check_failed"]'
+            ).first.wait_for(timeout=60_000)
             page.screenshot(path=str(tmp_path / "o3-mini-tag.png"))
             # The left bar's Search (⌘K) reads names, never tags or partition keys (docs/operations.md): it finds
             # the model by its own asset, models/<name>, whose page links its partition, where the check failed
@@ -146,7 +163,13 @@ def test_the_open_regression_is_counted_listed_and_three_clicks_from_the_catalog
             page.get_by_text("Latest check results").first.wait_for(timeout=60_000)
             body = page.inner_text("body")
             assert "release_date" in body and "2025-01-31" in body and "open_regressions" in body
-            page.screenshot(path=str(tmp_path / "o3-mini-model.png"))
+            # its evaluations' table fits its cell
+            spill = page.evaluate(
+                "() => [...document.querySelectorAll('td table')].map(t => t.getBoundingClientRect().right"
+                " - t.closest('td').getBoundingClientRect().right)"
+            )
+            assert spill and max(spill) <= 1, spill
+            page.screenshot(path=str(tmp_path / "o3-mini-model.png"), full_page=True)
             partition = page.locator(f'a[href="/assets/history/gapminder_evaluations?partition={O3_MINI}"]').first
             partition.wait_for(timeout=60_000)
             partition.click()
