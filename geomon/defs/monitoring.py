@@ -505,17 +505,10 @@ def model_check(model: str, rows: pd.DataFrame) -> dict[str, Any]:
 def model_state(model: str, rows: pd.DataFrame) -> dg.AssetMaterialization:
     """``models/<model>``'s state from its latest evaluation in each suite (``states.latest_by_model``'s rows of
     it, newest first): its open regressions, when it was last evaluated, and a row per suite linked to that
-    evaluation's comparisons and check (where its id, what `geomon alerts ack` names, is)."""
+    evaluation's comparisons and check, which give its id (what `geomon alerts ack` takes)."""
     latest = rows.iloc[0]
     total = int(rows["open"].sum())
-    table = pd.DataFrame(
-        {
-            "suite": rows["suite"],
-            "evaluated": rows["evaluated"],
-            "source": rows["source"],
-            "open regressions": rows["open"],
-        }
-    )
+    table = rows[["suite", "evaluated", "source", "open"]].rename(columns={"open": "open regressions"})
     links = [_comparisons_url(r.suite, model, r.origin) for r in rows.itertuples()]
     last = f"{latest.evaluated} ({latest.suite}, {latest.source})"
     return dg.AssetMaterialization(
