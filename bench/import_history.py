@@ -15,7 +15,7 @@ from pathlib import Path
 
 from geomon.monitor import imports
 from geomon.monitor.history import MetricHistory
-from geomon.suites.gapminder import source
+from geomon.suites.gapminder import published, source
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -29,10 +29,13 @@ def main() -> None:
         history = MetricHistory(url)
         started = time.perf_counter()
         bank = source.read_snapshot(SHARED / "snapshots" / "gapminder")
-        runs = imports.gapminder_runs(
-            SHARED / "reference" / "gapminder",
-            SHARED / "snapshots" / "gapminder" / "ddf" / "ddf--entities--model_configuration.csv",
-            bank,
+        runs = imports.published_runs(
+            "gapminder-results",
+            published.evaluations(
+                SHARED / "reference" / "gapminder",
+                SHARED / "snapshots" / "gapminder" / "ddf" / "ddf--entities--model_configuration.csv",
+                bank,
+            ),
         )
         read = time.perf_counter() - started
         recorded = imports.record_runs(history, runs)

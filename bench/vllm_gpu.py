@@ -37,9 +37,10 @@ def export(out: Path, territories: int) -> None:
     """Chat requests of every WorldBench question and the rank-classification items of ``territories``
     disputed territories, as the suites build them for the bundled models."""
     from geomon.config import load_settings
-    from geomon.sources import borderlines as release
     from geomon.sources import worldbank
-    from geomon.suites import borderlines, worldbench
+    from geomon.suites import worldbench
+    from geomon.suites.borderlines import prompts as borderlines
+    from geomon.suites.borderlines import source as release
 
     settings = load_settings()
     chat = settings.model("smollm2-135m-instruct")

@@ -9,12 +9,13 @@ it per deployment and is the only place secrets come from:
 - ``GEOMON_WORLDBANK_API_URL``: World Bank API base URL (live)
 - ``GEOMON_RESULTS_DIR``: where reports and CSVs are written
 - ``GEOMON_CACHE_EPOCH``: a response-cache generation; a new value re-asks every model on purpose
-- ``GEOMON_BORDERLINES_SNAPSHOT``: the BorderLines release directory (offline); ``none`` to go live
-- ``GEOMON_WIKIPEDIA_API_URL``: MediaWiki API (live revisions of the disputes page)
-- ``GEOMON_BORDERLINES_RELEASE_URL``: where the BorderLines release files are fetched from (live)
+- ``GEOMON_WIKIPEDIA_API_URL``: the MediaWiki API suites read live (``mediawiki.api_url``: BorderLines' disputes
+  page, SAGED's pages)
 - ``GEOMON_<SUITE>_<FIELD>``: a text or path field of a suite's own section, e.g. ``GEOMON_GAPMINDER_SNAPSHOT``
-  (``none`` to fetch the release), ``GEOMON_QUENCH_ARCHIVE_URL``, ``GEOMON_BLEND_SNAPSHOT``
-- ``GEOMON_GAPMINDER_RESULTS``: Gapminder's published results folder, imported into the history (``none``: not)
+  (``none`` to fetch the release), ``GEOMON_BORDERLINES_SNAPSHOT`` (``none`` to parse live revisions),
+  ``GEOMON_BORDERLINES_RELEASE_URL``, ``GEOMON_QUENCH_ARCHIVE_URL``, ``GEOMON_BLEND_SNAPSHOT``
+- ``GEOMON_<KEY>``: the folder of a suite's published results its importer's key names, imported into the history
+  (``none``: not), e.g. ``GEOMON_GAPMINDER_RESULTS``
 - ``GEOMON_BUDGET_ASKS_PER_SUITE``: the asks a run may make per model and suite (``budget.asks_per_suite``)
 - ``GEOMON_EMBEDDING_MODEL``: a sentence-transformers model directory (default: the bundled all-MiniLM-L6-v2)
 """
@@ -41,37 +42,13 @@ from geomon.engine.registry import (
 from geomon.engine.runner import EngineOptions
 from geomon.monitor.alerts import AlertSettings
 from geomon.monitor.drift import DriftSettings
-from geomon.sources.borderlines import DEFAULT_RELEASE_URL
-from geomon.sources.wikipedia import DEFAULT_API_URL as DEFAULT_WIKIPEDIA_API_URL
-from geomon.sources.wikipedia import USER_AGENT, MediaWikiClient
+from geomon.sources.mediawiki import MediaWikiSettings
 from geomon.sources.worldbank import DEFAULT_API_URL
 from geomon.stats.verdicts import VerdictSettings
 
 
 class ConfigError(ValueError):
     pass
-
-
-@dataclass
-class BorderLinesSettings:
-    snapshot: Path | None  # the release directory; its dated tables stand in for revisions offline
-    release_url: str = DEFAULT_RELEASE_URL
-    wikipedia_api_url: str = DEFAULT_WIKIPEDIA_API_URL
-    revisions: tuple[str, ...] = ("2021-08-31", "2023-05-15", "latest")  # dated versions to evaluate
-    user_agent: str = ""  # Wikimedia asks for contact details in the User-Agent; set yours here
-    min_interval_s: float = 1.0  # between MediaWiki API calls
-    latest_every_days: int = 30  # how often the page's latest revision becomes a new version to evaluate
-    paper_results: Path | None = None  # the release's scores_for_all.csv: the paper's rows beside geomon's
-
-    def mediawiki(self) -> MediaWikiClient | None:
-        """The MediaWiki client these settings describe; None offline (the release's dated tables stand in)."""
-        return None if self.snapshot is not None else self.mediawiki_client()
-
-    def mediawiki_client(self) -> MediaWikiClient:
-        """A client for the configured MediaWiki API (also SAGED's live pages), polite and rate-limited."""
-        return MediaWikiClient(
-            self.wikipedia_api_url, user_agent=self.user_agent or USER_AGENT, min_interval_s=self.min_interval_s
-        )
 
 
 @dataclass
@@ -108,7 +85,7 @@ class Settings:
     models: list[ModelSpec] = field(default_factory=list)  # read from the same file, once
     engine: EngineOptions = field(default_factory=EngineOptions)
     cache_epoch: str = ""
-    borderlines: BorderLinesSettings = field(default_factory=lambda: BorderLinesSettings(snapshot=None))
+    mediawiki: MediaWikiSettings = field(default_factory=MediaWikiSettings)  # the wiki API suites read live
     endpoints: list[Endpoint] = field(default_factory=list)  # served models are discovered (/v1/models)
     alerts: AlertSettings = field(default_factory=AlertSettings)
     verdicts: VerdictSettings = field(default_factory=VerdictSettings)
@@ -119,10 +96,9 @@ class Settings:
     # Model → the model it is compared with on its first evaluation, for models outside the registry
     # (imported histories); overrides an import's own choice (the same vendor's previous release).
     predecessors: dict[str, str] = field(default_factory=dict)
-    # Gapminder's published folder (per-question rates; per-answer files in results/): the
-    # `history/gapminder_results` source is observed, and a changed file re-imports (`history/gapminder_import`).
-    # None: not imported by Dagster.
-    gapminder_results: Path | None = None
+    # A suite importer's folder by its kind, where geomon.yaml sets the importer's key (``Importer.setting``): the
+    # Dagster layer observes it and re-imports when a file changes. A kind not here is imported by the command only.
+    published: dict[str, Path] = field(default_factory=dict)
     # Sections of suites that declare their own settings class (SuiteInfo.settings), by suite name.
     suite_sections: dict[str, Any] = field(default_factory=dict)
     # Run profiles' overrides: profile → suite → prompts-stage option → value (suites declare their own).
@@ -319,6 +295,27 @@ def _profiles(doc: Any, path: Path | None) -> dict[str, dict[str, dict[str, Any]
     return out
 
 
+def _published(observed: dict[str, str], doc: dict[str, Any], base: Path) -> dict[str, Path]:
+    """The folders geomon.yaml names for the suites' importers (``GEOMON_<KEY>`` overrides; ``none``: not), by
+    kind."""
+    folders = {
+        kind: _resolve(base, os.environ.get(f"GEOMON_{key.upper()}", doc.get(key))) for key, kind in observed.items()
+    }
+    return {kind: folder for kind, folder in folders.items() if folder is not None}
+
+
+def _revision_scopes(sections: dict[str, Any]) -> dict[str, int]:
+    """Each suite with revisions that counts them from its section: how many one release decides."""
+    from geomon.suites import registry
+
+    counted = {}
+    for name, section in sections.items():
+        revisions = registry.suite(name).pipeline.revisions
+        if revisions is not None and revisions.scopes is not None:
+            counted[name] = revisions.scopes(section)
+    return counted
+
+
 def load_settings(path: str | Path | None = None) -> Settings:
     """Settings from a file (or ``GEOMON_CONFIG``, or ``./geomon.yaml``) with environment overrides."""
     path = path or os.environ.get("GEOMON_CONFIG")
@@ -334,7 +331,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "store_url",
         "results_dir",
         "worldbank",
-        "borderlines",
+        "mediawiki",
         "engine",
         "models",
         "variants",
@@ -348,18 +345,21 @@ def load_settings(path: str | Path | None = None) -> Settings:
         "endpoints",
         "embedding_model",
         "predecessors",
-        "gapminder_results",
         "profiles",
         "automation_profile",
         "confirm_above_minutes",
         "confirm_above_usd",
         "suite_dirs",  # read by the suite registry (suites declared in YAML files)
     }
-    from geomon.suites.registry import broken, suites
+    from geomon.suites.registry import broken, broken_importers, importers, suites
 
     declared = {info.name: info.settings for info in suites().values() if info.settings is not None}
-    # A broken suite module's section is kept unread: that suite fails when used, naming why; the rest run.
-    known |= set(declared) | set(broken())
+    observed = {importer.setting: kind for kind, (_, importer) in importers().items() if importer.setting}
+    # A broken suite module's section, and the keys named after it (its importer's folder), are kept unread: that
+    # suite fails when used, naming why; the rest run.
+    failing = {*broken(), *broken_importers()}
+    known |= set(declared) | set(broken()) | set(observed)
+    known |= {key for key in doc if any(str(key).startswith(f"{name}_") for name in failing)}
     unknown = set(doc) - known
     if unknown:
         raise ConfigError(f"settings file {path}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -380,19 +380,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         endpoints = endpoints_from_doc(doc.get("endpoints"), str(path))
     except RegistryError as exc:
         raise ConfigError(str(exc)) from exc
-    bl = dict(doc.get("borderlines") or {})
-    bl_snapshot = os.environ.get("GEOMON_BORDERLINES_SNAPSHOT", bl.pop("snapshot", None))
-    bl["release_url"] = os.environ.get("GEOMON_BORDERLINES_RELEASE_URL", bl.get("release_url", DEFAULT_RELEASE_URL))
-    bl["wikipedia_api_url"] = os.environ.get(
-        "GEOMON_WIKIPEDIA_API_URL", bl.get("wikipedia_api_url", DEFAULT_WIKIPEDIA_API_URL)
-    )
-    bl["paper_results"] = _resolve(base, bl.get("paper_results"))
-    if "revisions" in bl:
-        bl["revisions"] = tuple(str(r) for r in bl["revisions"])
-    try:
-        borderlines = BorderLinesSettings(snapshot=_resolve(base, bl_snapshot), **bl)
-    except TypeError as exc:
-        raise ConfigError(f"settings file {path}: borderlines: {exc}") from exc
+    mediawiki = _section("mediawiki", MediaWikiSettings, doc.get("mediawiki"), base, path)
+    mediawiki.api_url = os.environ.get("GEOMON_WIKIPEDIA_API_URL", mediawiki.api_url)
     sections = {}
     kinds = (
         ("alerts", AlertSettings),
@@ -408,18 +397,19 @@ def load_settings(path: str | Path | None = None) -> Settings:
             sections[name] = kind(**section)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"settings file {path}: {name}: {exc}") from exc
-    # BorderLines decides each of its revisions in a release: its share of α is split among them.
-    scopes = {"borderlines": len(borderlines.revisions), **sections["verdicts"].scopes}
+    suite_sections = {
+        name: _section(name, kind, doc.get(name), base, path, f"GEOMON_{name.upper()}")
+        for name, kind in declared.items()
+    }
+    # A suite with revisions decides each of them in a release: its share of α is split among them.
+    scopes = {**_revision_scopes(suite_sections), **sections["verdicts"].scopes}
     sections["verdicts"] = dataclasses.replace(sections["verdicts"], scopes=scopes)
     return Settings(
         **sections,
         budget=_budget(doc.get("budget"), path),
-        suite_sections={
-            name: _section(name, kind, doc.get(name), base, path, f"GEOMON_{name.upper()}")
-            for name, kind in declared.items()
-        },
+        suite_sections=suite_sections,
         endpoints=endpoints,
-        borderlines=borderlines,
+        mediawiki=mediawiki,
         embedding_model=_resolve(base, os.environ.get("GEOMON_EMBEDDING_MODEL", doc.get("embedding_model"))),
         models=models,
         store_url=store_url,
@@ -432,6 +422,6 @@ def load_settings(path: str | Path | None = None) -> Settings:
         confirm_above_minutes=float(doc.get("confirm_above_minutes", 60.0)),
         confirm_above_usd=float(doc.get("confirm_above_usd", 5.0)),
         automation_profile=str(os.environ.get("GEOMON_AUTOMATION_PROFILE", doc.get("automation_profile", "default"))),
-        gapminder_results=_resolve(base, os.environ.get("GEOMON_GAPMINDER_RESULTS", doc.get("gapminder_results"))),
+        published=_published(observed, doc, base),
         cache_epoch=str(os.environ.get("GEOMON_CACHE_EPOCH", doc.get("cache_epoch", ""))),
     )

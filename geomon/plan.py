@@ -380,7 +380,7 @@ def asked_keys(asking: Stage, prompts: pd.DataFrame, spec: ModelSpec, settings: 
     from geomon.engine.runner import model_identity
     from geomon.engine.store import response_key
 
-    identity = model_identity(spec)
+    identity = model_identity(spec, make=False)  # a plan re-quantizes nothing: an unmade file has nothing stored
     requests = asking.requests(prompts, spec, settings)
     return {response_key(identity, r, settings.cache_epoch): r.continuation is not None for r in requests}
 

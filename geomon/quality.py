@@ -167,48 +167,6 @@ def economies_expectations() -> list[Any]:
     ]
 
 
-def disputes_expectations(previous_size: int | None, collapse_ratio: float = 0.8) -> list[Any]:
-    """On ``sources.borderlines.unaccounted_rows``: ≥ 2 claimants; every controller Unknown, a claimant or
-    a published quirk of the release; every claimant with country info or a published quirk; no collapse
-    against the previous version. No allowance: one unaccounted row fails."""
-    import great_expectations.expectations as gxe
-
-    expectations = [
-        gxe.ExpectColumnValuesToBeUnique(column="territory"),
-        gxe.ExpectColumnValuesToBeBetween(column="claimant_count", min_value=2),
-        gxe.ExpectColumnValuesToBeInSet(column="controller_unaccounted", value_set=[""]),
-        gxe.ExpectColumnValuesToBeInSet(column="claimants_without_country_info", value_set=[""]),
-        gxe.ExpectTableRowCountToBeBetween(min_value=1),
-    ]
-    if previous_size:
-        expectations.append(gxe.ExpectTableRowCountToBeBetween(min_value=int(previous_size * collapse_ratio)))
-    return expectations
-
-
-def prompts_expectations(languages: list[str]) -> list[Any]:
-    """No empty query, known languages only, and no non-English query identical to its English one."""
-    import great_expectations.expectations as gxe
-
-    return [
-        gxe.ExpectColumnValuesToBeUnique(column="query_id"),
-        gxe.ExpectColumnValuesToMatchRegex(column="query", regex=r"\S"),
-        gxe.ExpectColumnValuesToMatchRegex(column="system", regex=r"\S"),
-        gxe.ExpectColumnValuesToBeInSet(column="lang", value_set=languages),
-        gxe.ExpectColumnValuesToBeInSet(column="same_as_english", value_set=[False]),
-    ]
-
-
-def prompts_frame(prompts: pd.DataFrame) -> pd.DataFrame:
-    english = prompts[prompts["lang"] == "en"].set_index(["territory", "persona"])["query"]
-    same = [
-        lang != "en" and english.get((t, p)) == q
-        for t, p, lang, q in zip(
-            prompts["territory"], prompts["persona"], prompts["lang"], prompts["query"], strict=True
-        )
-    ]
-    return prompts[["query_id", "query", "system", "lang"]].assign(same_as_english=same)
-
-
 def answered_expectations(column: str, floor: float) -> list[Any]:
     """A model's answers: at least ``floor`` of them read (parsed / committed to a claimant)."""
     import great_expectations.expectations as gxe

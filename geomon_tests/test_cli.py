@@ -176,6 +176,21 @@ def test_import_then_history_from_the_command_line(tmp_path, wdi_snapshot_dir, m
     assert "ddf--datapoints--correct_rate--by--question--model_configuration.csv: missing" in capsys.readouterr().err
 
 
+def test_a_suites_importer_is_a_kind_of_import_with_its_own_options(monkeypatch):
+    """The import's kinds come from the registered suites' importers (Gapminder's published results) before the
+    kinds any benchmark's files can be; a suite importer's own option (``--entities``) reaches its reader."""
+    from geomon.cli import build_parser
+    from geomon.cli import imports as command
+    from geomon.monitor import imports
+
+    assert list(command.importers()) == ["gapminder-results", "items", "inspect", "lm-eval"]
+    args = build_parser().parse_args(["import", "gapminder-results", "folder", "--entities", "configurations.csv"])
+    asked = []
+    monkeypatch.setattr(imports, "read_published", lambda *call: asked.append(call) or [])
+    assert command.importers()[args.kind].read(args, "settings") == []
+    assert asked == [("gapminder-results", "folder", "settings", {"entities": "configurations.csv"})]
+
+
 def test_terminal_tables_are_plain_text_headlines_that_fit(tmp_path):
     """What `geomon run` prints: the headline metrics as plain text (no Markdown escapes), at most 120
     columns wide; a failed check is one line with its numbers."""

@@ -76,6 +76,7 @@ def test_borderlines_alerts_drift_and_endpoints_sections(tmp_path, monkeypatch):
         tmp_path,
         {
             "borderlines": {"snapshot": "bl", "revisions": ["2021-08-31", "latest"], "latest_every_days": 7},
+            "mediawiki": {"user_agent": "geomon-at-acme (ops@acme.example)", "min_interval_s": 2.0},
             "alerts": {"webhook_url_env": "HOOK", "email_to": ["a@example.org"]},
             "drift": {"tolerance": 0.2},
             "endpoints": [{"name": "lab", "base_url": "http://127.0.0.1:9/v1", "kind": "base"}],
@@ -87,12 +88,18 @@ def test_borderlines_alerts_drift_and_endpoints_sections(tmp_path, monkeypatch):
         "latest",
     )
     assert settings.borderlines.latest_every_days == 7 and settings.alerts.email_to == ["a@example.org"]
+    # BorderLines decides each configured revision in a release: its share of α is split between the two.
+    assert settings.verdicts.scopes == {"borderlines": 2}
+    assert (settings.mediawiki.user_agent, settings.mediawiki.min_interval_s) == (
+        "geomon-at-acme (ops@acme.example)",
+        2.0,
+    )
     assert settings.drift.tolerance == 0.2 and settings.endpoints[0].kind == "base"
     monkeypatch.setenv("GEOMON_BORDERLINES_SNAPSHOT", "none")
     monkeypatch.setenv("GEOMON_WIKIPEDIA_API_URL", "http://mirror.local/w/api.php")
     settings = load_settings(path)
     assert settings.borderlines.snapshot is None
-    assert settings.borderlines.wikipedia_api_url == "http://mirror.local/w/api.php"
+    assert settings.mediawiki.api_url == "http://mirror.local/w/api.php"
     # An endpoint that is down does not hide the registry's models; it is reported.
     models, unreachable = settings.all_models()
     assert [m.name for m in models] == ["smollm2-135m-instruct", "gemma3-270m"] and list(unreachable) == ["lab"]
@@ -150,3 +157,31 @@ def test_geomon_yaml_names_every_verdict_setting_once_and_points_at_the_one_desc
     assert len(listed) == len(set(listed))
     text = " ".join(comment)
     assert "geomon/stats/verdicts.py" in text and "docs/monitoring.md" in text
+
+
+def test_a_suites_importer_names_its_folders_key_and_a_broken_one_breaks_only_itself(tmp_path, monkeypatch):
+    """``gapminder_results`` is the key Gapminder's importer declares (``GEOMON_GAPMINDER_RESULTS`` overrides it); a
+    suite whose importers cannot be loaded leaves its key unread and its kind out, and the settings still load."""
+    from geomon.suites import info, registry
+
+    path = _write(tmp_path, {"gapminder_results": "published"})
+    assert load_settings(path).published == {"gapminder-results": tmp_path / "published"}
+    monkeypatch.setenv("GEOMON_GAPMINDER_RESULTS", "none")
+    assert load_settings(path).published == {}
+    monkeypatch.delenv("GEOMON_GAPMINDER_RESULTS")
+    typo = tmp_path / "typo"
+    typo.mkdir()
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['gapminder_resutls'\]"):
+        load_settings(_write(typo, {"gapminder_resutls": "published"}))  # a typo is still an error
+
+    def broken(suite: info.Suite) -> dict:
+        if suite.name == "gapminder":
+            raise RuntimeError("published.py is broken")
+        return {}
+
+    monkeypatch.setattr(info.Suite, "importers", property(broken))
+    assert registry.importers() == {}
+    assert registry.broken_importers() == {
+        "gapminder": "suite gapminder: its importers cannot be loaded: RuntimeError: published.py is broken"
+    }
+    assert load_settings(path).published == {}

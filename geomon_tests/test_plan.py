@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+import yaml
 
 from geomon import plan
 from geomon.config import load_settings
@@ -407,3 +408,25 @@ def test_a_release_is_planned_again_from_its_last_decisions_paired_differences(t
     assert paired.source == plan.PAIRED and one.source != plan.PAIRED
     assert paired.mde < 0.5 * one.mde
     assert plan.paired_comparisons(history, base) == base.comparisons
+
+
+def test_a_plan_counts_a_variant_whose_file_is_not_made_as_nothing_stored_and_makes_nothing(
+    tmp_path, wdi_snapshot_dir, monkeypatch
+):
+    """The prompts asset plans every registered model: a re-quantized variant nobody asked is not re-quantized for
+    it (on the prebuilt engine there is no llama-quantize, and making it would fail every suite's prompts), its asks
+    count as not stored. Mutation caught: ``asked_keys`` with ``model_identity(spec)`` (making the file)."""
+    monkeypatch.setenv("GEOMON_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GEOMON_LLAMA_QUANTIZE", "false")  # making the file would fail, loudly
+    path = write_settings(tmp_path, wdi_snapshot_dir)
+    doc = yaml.safe_load(path.read_text())
+    doc["variants"] = [{"name": "gemma3-270m-q3", "of": "gemma3-270m", "quantize": "Q3_K_S"}]
+    path.write_text(yaml.safe_dump(doc))
+    settings = load_settings(path)
+    spec, info = settings.model("gemma3-270m-q3"), registry.suites()["blend"]
+    options = {**settings.run_options("blend"), "sample_questions": 1}
+    (one,) = plan.suite_plans(settings, [spec], info, "default", settings.store(), MetricHistory(settings.store_url),
+                              options=options)  # fmt: skip
+    assert one.asks > 0 and one.stored == 0
+    assert model_identity(spec, make=False) == "unmade:gemma3-270m-q3"
+    assert not (tmp_path / "cache" / "gguf").exists() or not any((tmp_path / "cache" / "gguf").iterdir())

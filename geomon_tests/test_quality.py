@@ -5,11 +5,6 @@ from __future__ import annotations
 import pandas as pd
 
 from geomon import quality
-from geomon.sources.borderlines import read_disputes, read_snapshot, unaccounted_rows
-from geomon.suites import borderlines
-from geomon_tests.conftest import SHARED
-
-ROOT = SHARED / "snapshots" / "borderlines"
 
 
 def test_world_bank_tables(snapshot):
@@ -57,47 +52,3 @@ def test_coverage_against_the_minimum_and_the_previous_snapshot(snapshot):
         "EG.ELC.ACCS.ZS": f"{coverage['EG.ELC.ACCS.ZS']} → 0 countries",
     }
     assert quality.coverage_drops(coverage, {**coverage, "SP.POP.TOTL": 210}, 0.05) == {}
-
-
-def test_disputes_tables_and_collapse_between_revisions():
-    countries = read_snapshot(ROOT).countries
-    for table in (
-        "disputed_territories.csv",
-        *(f"data_misc/disputed_territories_{v}.csv" for v in ("2021-08", "2021-12")),
-    ):
-        frame = unaccounted_rows(read_disputes(ROOT / table), countries)  # the release's own quirks pass
-        assert quality.validate(frame, "disputes", quality.disputes_expectations(previous_size=225)).success, table
-    frame = unaccounted_rows(read_disputes(ROOT / "disputed_territories.csv"), countries)
-    collapsed = quality.validate(frame.head(40), "disputes", quality.disputes_expectations(previous_size=251))
-    assert not collapsed.success and collapsed.failures[0]["expectation"] == "expect_table_row_count_to_be_between"
-    assert collapsed.failures[0]["observed"] == "40"
-
-
-def test_an_unknown_claimant_or_a_controller_outside_the_claimants_fails_without_allowance():
-    data = read_snapshot(ROOT)
-    disputes = data.disputes.copy()
-    crimea = disputes.index[disputes["territory"] == "Crimea"][0]
-    disputes.at[crimea, "controller"] = "Atlantis"  # one row in 251: under the old 1 % allowance
-    kuril = disputes.index[disputes["territory"] == "Kuril/Chishima Islands"][0]
-    disputes.at[kuril, "claimants"] = ["Japan", "Russsia"]
-    report = quality.validate(
-        unaccounted_rows(disputes, data.countries), "disputes", quality.disputes_expectations(None)
-    )
-    failed = {f["column"]: f["examples"] for f in report.failures}
-    assert failed == {
-        "controller_unaccounted": ["Kuril/Chishima Islands: Russia", "Crimea: Atlantis"],
-        "claimants_without_country_info": ["Kuril/Chishima Islands: Russsia"],
-    }
-
-
-def test_prompts_without_silent_english_fallback():
-    data = read_snapshot(ROOT)
-    prompts = borderlines.build_prompts(data.with_disputes(data.disputes.head(20)), ["vanilla"])
-    languages = sorted(data.templates)
-    assert quality.validate(quality.prompts_frame(prompts), "p", quality.prompts_expectations(languages)).success
-    english = prompts.set_index(["territory", "lang"])["query"]
-    fallback = prompts.copy()
-    native = fallback.index[fallback["lang"] != "en"][0]
-    fallback.at[native, "query"] = english[(fallback.at[native, "territory"], "en")]  # untranslated
-    report = quality.validate(quality.prompts_frame(fallback), "p", quality.prompts_expectations(languages))
-    assert [f["column"] for f in report.failures] == ["same_as_english"]

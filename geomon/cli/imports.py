@@ -1,5 +1,6 @@
-"""`geomon import`: evaluations made elsewhere (Gapminder's published results, an items file, inspect_ai logs,
-lm-evaluation-harness samples) into the metric history, decided, announced and gated on."""
+"""`geomon import`: evaluations made elsewhere (an items file, inspect_ai logs, lm-evaluation-harness samples, and
+the results a suite's authors published, by the kinds the registered suites' importers offer) into the metric
+history, decided, announced and gated on."""
 
 from __future__ import annotations
 
@@ -22,38 +23,31 @@ log = logging.getLogger("geomon")
 class Importer:
     """One kind of ``geomon import``: how its files become runs (``read(args, settings)``), and, where it has
     them, what it adds once they are recorded: ``shown(history, recorded, settings, path)`` (a line on where else
-    they are shown) and ``closing(recorded)`` (a line on what the import read)."""
+    they are shown) and ``closing(recorded)`` (a line on what the import read, and the note it counts)."""
 
     read: Callable[[argparse.Namespace, Any], list[Any]]
     shown: Callable[[Any, list[Any], Any, Path], str] | None = None
     closing: Callable[[list[Any]], str] | None = None
+    counted: str = ""  # a run's note the closing line already counts: not printed under each run
 
 
-def gapminder_runs(args: argparse.Namespace, settings: Any) -> list[Any]:
-    """Gapminder's published folder: each model configuration's per-question rates and per-answer files."""
-    from geomon.monitor import imports
-    from geomon.suites.gapminder import source
+def published_kind(kind: str, importer: Any) -> Importer:
+    """A suite's importer (``registry.Importer``) as a kind of ``geomon import``: its folder read with its own
+    options, shown in the Dagster catalog where the suite's published history is, and closed by its summary."""
 
-    snapshot = settings.gapminder.snapshot
-    bank = source.read_snapshot(snapshot) if snapshot is not None else None
-    default_entities = snapshot / "ddf" / "ddf--entities--model_configuration.csv" if snapshot else None
-    entities = Path(args.entities) if args.entities else default_entities
-    if entities is None:
-        raise ConfigError("import gapminder-results: --entities FILE (the model configurations) is needed offline")
-    return imports.gapminder_runs(args.path, entities, bank)
+    def read(args: argparse.Namespace, settings: Any) -> list[Any]:
+        from geomon.monitor import imports
 
+        options = {option.dest: getattr(args, option.dest) for option in importer.options}
+        return imports.read_published(kind, args.path, settings, options)
 
-def gapminder_closing(recorded: list[Any]) -> str:
-    """How many published configurations had per-answer files (the prompt families' rates) and how many only
-    rates."""
-    from geomon.suites.gapminder.published import RATES_ONLY
+    def closing(recorded: list[Any]) -> str:
+        return "\n" + importer.summary([r.run.note for r in recorded])
 
-    rates_only = sum(r.run.note == RATES_ONLY for r in recorded)
-    return (
-        f"\n{len(recorded)} published model configurations from their per-question rates; each prompt "
-        f"family's correct rate from the per-answer files of {sum(not r.run.note for r in recorded)} "
-        f"({rates_only} have no per-answer file)"
-    )
+    def shown(history: Any, recorded: list[Any], settings: Any, folder: Path) -> str:
+        return report_to_dagster(kind, history, recorded, settings, folder)
+
+    return Importer(read, shown=shown, closing=closing if importer.summary else None, counted=importer.counted)
 
 
 def lm_eval_runs(args: argparse.Namespace, settings: Any) -> list[Any]:
@@ -93,11 +87,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     from geomon.monitor import imports
     from geomon.monitor.history import MetricHistory
     from geomon.stats import verdicts
-    from geomon.suites.gapminder.published import RATES_ONLY
 
     settings = load_settings(args.config)
     started = time.monotonic()
-    importer = IMPORTERS[args.kind]
+    importer = importers()[args.kind]
     runs = importer.read(args, settings)
     from geomon.monitor import alerts, announce, release
     from geomon.monitor.history import StoredComparison
@@ -131,7 +124,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         unpaged = [part for v in compared if not v.alpha for part in v.note.split("; ")]
         for note in dict.fromkeys(part for part in unpaged if part.endswith(release.NEVER_PAGED)):
             print(f"    α 0: {note}")  # decided, shown, never paged: say so, not only "watch"
-        if r.run.note and r.run.note != RATES_ONLY:
+        if r.run.note and r.run.note != importer.counted:
             print(f"    {r.run.note}")
         for evaluation_id, told in r.tracked.told.items():
             for line in told:
@@ -193,55 +186,67 @@ def _missing_items(history: Any, evaluations: list[Any]) -> list[tuple[Any, int,
     return [(e, *found[e.evaluation_id]) for e in evaluations if e.evaluation_id in found]
 
 
-def report_to_dagster(history: Any, recorded: list[Any], settings: Any, folder: Path) -> str:
-    """The imported Gapminder evaluations in the Dagster catalog of the instance in DAGSTER_HOME
-    (``defs.history.report_import``); the folder imported, when it is geomon.yaml's ``gapminder_results``, as an
-    observation of ``history/gapminder_results`` (the hourly observation then finds nothing new to import).
-    Returns what it did in a line."""
+def report_to_dagster(kind: str, history: Any, recorded: list[Any], settings: Any, folder: Path) -> str:
+    """The imported evaluations in the Dagster catalog of the instance in DAGSTER_HOME, in the published history
+    of the suite whose importer ``kind`` is (``defs.history.report_import``); the folder imported, when it is the one
+    geomon.yaml names for it, as an observation of its results asset (the hourly observation then finds nothing new
+    to import). Returns what it did in a line."""
     import dagster as dg
 
     from geomon.defs.automation import record_source_version
-    from geomon.defs.history import RESULTS_KEY, report_import, results_version
+    from geomon.defs.history import report_import, results_version
+    from geomon.defs.monitoring import published_history
 
     try:
         home = dagster_home()
     except ConfigError as exc:
         return f"not shown in Dagster: {exc}"
+    published = published_history(kind)
     with dg.DagsterInstance.get() as instance:
-        configured = settings.gapminder_results
+        configured = settings.published.get(kind)
         if configured is not None and configured.resolve() == folder.resolve():
-            record_source_version(instance, dg.AssetKey(RESULTS_KEY), *results_version(configured))
-        reported = report_import(instance, history, recorded)
+            record_source_version(instance, dg.AssetKey(published.results_key), *results_version(published, configured))
+        reported = report_import(instance, history, recorded, published)
     return (
-        f"Dagster ({home}): {reported} model(s) new or decided again in history/gapminder_evaluations "
+        f"Dagster ({home}): {reported} model(s) new or decided again in {'/'.join(published.evaluations_key)} "
         "(each model a partition, with its no_regression check); `make ui` shows them"
     )
 
 
-# Each kind of `geomon import`, by the name its command line gives.
-IMPORTERS = {
-    "gapminder-results": Importer(gapminder_runs, shown=report_to_dagster, closing=gapminder_closing),
-    "items": Importer(item_runs),
-    "inspect": Importer(inspect_runs),
-    "lm-eval": Importer(lm_eval_runs),
-}
+def importers() -> dict[str, Importer]:
+    """Each kind of `geomon import`, by the name its command line gives: the registered suites' importers (their
+    published results), then the kinds any benchmark's files can be."""
+    from geomon.suites import registry
+
+    return {
+        **{kind: published_kind(kind, importer) for kind, (_, importer) in registry.importers().items()},
+        "items": Importer(item_runs),
+        "inspect": Importer(inspect_runs),
+        "lm-eval": Importer(lm_eval_runs),
+    }
 
 
 def register(sub: Any, known: dict[str, Any]) -> None:
-    """``geomon import KIND PATH``: one kind per importer of ``IMPORTERS``."""
+    """``geomon import KIND PATH``: one kind per importer (``importers``); a suite's importer adds its own options."""
+    from geomon.suites import registry
+
+    offered = registry.importers()
     imported = sub.add_parser("import", help="evaluations made elsewhere, into the history")
-    imported.add_argument("kind", choices=list(IMPORTERS))
+    imported.add_argument("kind", choices=list(importers()))
     imported.add_argument(
         "path",
-        help="gapminder-results: Gapminder's published folder (the ddf--datapoints--*--by--question--"
-        "model_configuration.csv rates; master_output_*.csv answers in its results/); items: a .csv, .jsonl or "
-        ".parquet file; inspect: an inspect_ai eval log (.eval or .json); lm-eval: a results_*.json of "
-        "--log_samples output, or the --output_path folder holding them",
+        help="; ".join(
+            [
+                *(f"{kind}: {importer.path}" for kind, (_, importer) in offered.items()),
+                "items: a .csv, .jsonl or .parquet file; inspect: an inspect_ai eval log (.eval or .json); lm-eval: "
+                "a results_*.json of --log_samples output, or the --output_path folder holding them",
+            ]
+        ),
     )
     imported.add_argument("more", nargs="*", help="inspect: more eval logs; lm-eval: more results or folders")
-    imported.add_argument(
-        "--entities", help="gapminder-results: the model configurations CSV (default: the snapshot's)"
-    )
+    for kind, (_, importer) in offered.items():
+        for option in importer.options:
+            imported.add_argument(option.flag, help=f"{kind}: {option.help}", type=option.type, default=option.default)
     imported.add_argument("--suite", help="items, inspect: the benchmark's name in the history")
     imported.add_argument(
         "--group",

@@ -6,21 +6,20 @@ partitioned by it, so the catalog's search finds where its evaluations are; the 
 asset keys only, and finds each model's own asset (``models/<name>``, ``defs/models.py``)."""
 
 import re
-from datetime import date
 from functools import cache
-from pathlib import Path
 
 import dagster as dg
 
 from geomon.config import Settings
-from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY, MODELS_GROUP, PUBLISHED_SUITE
+from geomon.defs.monitoring import MODELS_GROUP, PUBLISHED, PublishedHistory
 from geomon.defs.resources import settings_at_load
 from geomon.suites.registry import suites
 
 OWNER = "team:geomon"
-HISTORY_SUITE = {"history": PUBLISHED_SUITE}  # the imported history's assets belong to its suite
+# Each published history's assets belong to its suite.
+HISTORY_SUITE = {tuple(key): h.suite for h in PUBLISHED for key in (h.results_key, h.import_key, h.evaluations_key)}
 REPORTS = {"leaderboard", "trends"}  # write an HTML report
-FROM_HISTORY = {tuple(IMPORTED_EVALUATIONS_KEY), ("monitor", "open_regressions"), ("monitor", "trends")}
+FROM_HISTORY = {*(tuple(h.evaluations_key) for h in PUBLISHED), ("monitor", "open_regressions"), ("monitor", "trends")}
 MODEL_TAG = "model/"
 # Dagster's rule for a tag key's name part: at most 63 of these characters.
 TAG_NAME_REFUSED = re.compile(r"[^A-Za-z0-9_.-]")
@@ -53,31 +52,21 @@ def _model_tags(names: list[str]) -> dict[str, str]:
     return {model_tag(n): "" for n in names if n}
 
 
-@cache
-def _published_models(entities: Path | None) -> dict[str, date | None]:
-    from geomon.monitor import imports
-
-    if entities is None or not entities.is_file():
-        return {}
-    return imports.published_releases(entities)
-
-
-def published_models(settings: Settings) -> dict[str, date | None]:
-    """The model names of Gapminder's published configurations (its snapshot's entities), the partitions an
-    import adds to ``history/gapminder_evaluations``, each with its publish date; none where the snapshot is not
-    there."""
-    snapshot = settings.suite(PUBLISHED_SUITE).snapshot
-    return _published_models(snapshot / "ddf" / "ddf--entities--model_configuration.csv" if snapshot else None)
+def published_models(settings: Settings, published: PublishedHistory) -> tuple[str, ...]:
+    """The models whose results a suite's authors published (its importer's ``models``: Gapminder's snapshot's
+    configurations), the partitions an import adds to its evaluations asset; none where they are not known."""
+    return published.importer.models(settings)
 
 
 def model_tags(key: tuple[str, ...], partitioned: bool) -> dict[str, str]:
     """The models an asset holds a partition of, as tags: the registered models for a suite's per-model asset,
-    Gapminder's published ones for the imported history."""
+    the published ones for a suite's published history."""
     settings = settings_at_load()
     if settings is None or not partitioned:
         return {}
-    if key == tuple(IMPORTED_EVALUATIONS_KEY):
-        return _model_tags(list(published_models(settings)))
+    for published in PUBLISHED:
+        if key == tuple(published.evaluations_key):
+            return _model_tags(list(published_models(settings, published)))
     if key[0] in suites():
         return _model_tags([m.name for m in settings.models])
     return {}
@@ -88,7 +77,7 @@ def described(spec: dg.AssetSpec) -> dg.AssetSpec:
     key = tuple(spec.key.path)
     if key[0] == MODELS_GROUP:  # a model's own entry (defs/models.py): found by its name and its tag
         return spec.merge_attributes(owners=[OWNER], kinds={"model"}, tags=_model_tags([key[-1]]))
-    suite = key[0] if key[0] in suites() else HISTORY_SUITE.get(key[0])
+    suite = key[0] if key[0] in suites() else HISTORY_SUITE.get(key)
     kinds = {"llm"} if key in _asks_models() else {"pandas"}
     if key[-1] in REPORTS:
         kinds.add("html")

@@ -8,7 +8,7 @@ import dagster as dg
 
 from geomon.defs.automation import ANY_INPUT_UPDATED
 from geomon.defs.execution import model_call_options
-from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY
+from geomon.defs.monitoring import PUBLISHED
 from geomon.defs.resources import GeomonResource, api_models_partitions, cron_from_settings
 from geomon.monitor import alerts, drift, results
 from geomon.monitor.history import MetricHistory
@@ -125,7 +125,7 @@ TRENDS_KEY = ["monitor", "trends"]
     automation_condition=ANY_INPUT_UPDATED,
     # Downstream of every suite's leaderboard and the imported history: a new evaluation of any suite, or an
     # import, redraws the trends.
-    deps=[*([name, "leaderboard"] for name in suites()), drift_probe, IMPORTED_EVALUATIONS_KEY],
+    deps=[*([name, "leaderboard"] for name in suites()), drift_probe, *(h.evaluations_key for h in PUBLISHED)],
 )
 def trends_report(geomon: GeomonResource) -> dg.MaterializeResult:
     """Every headline metric of every model over time, and knowledge recency (best-matching data year),

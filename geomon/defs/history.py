@@ -1,12 +1,14 @@
-"""Evaluations made elsewhere, as Dagster assets: the published results folder is an observable source
-(its data version is the files the import reads: names and contents), and the import is an asset downstream
-of it, so the UI shows when the history was imported, and a changed or added file re-imports (the runs already
-recorded are recognised: nothing is recorded twice). Each imported model is a partition of
-``history/gapminder_evaluations``: an import, from the UI or ``geomon import``, reports each new or re-decided
+"""Evaluations made elsewhere, as Dagster assets, for each suite whose importer's folder geomon.yaml may name
+(``defs.monitoring.published_histories``: Gapminder's, ``history/gapminder_*``): the published results folder is an
+observable source (its data version is the files the import reads: names and contents), and the import is an asset
+downstream of it, so the UI shows when the history was imported, and a changed or added file re-imports (the runs
+already recorded are recognised: nothing is recorded twice). Each imported model is a partition of
+``history/<suite>_evaluations``: an import, from the UI or ``geomon import``, reports each new or re-decided
 evaluation there as a runless materialization and its ``no_regression`` check result, so the catalog shows every
 imported model's latest evaluation and a regression fails that model's check without a click on Materialize."""
 
 import hashlib
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +18,10 @@ import dagster as dg
 
 from geomon.defs.automation import EAGER
 from geomon.defs.monitoring import (
-    IMPORT_KEY,
+    PUBLISHED,
     Context,
+    PublishedHistory,
     check_line,
-    comparisons_table,
     none_open_evaluation,
     none_open_result,
     none_open_spec,
@@ -27,8 +29,8 @@ from geomon.defs.monitoring import (
     report_check,
     report_open_regressions,
 )
-from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY as EVALUATIONS_KEY
-from geomon.defs.resources import GeomonResource, imported_models_partitions, shown_path
+from geomon.defs.resources import GeomonResource, shown_path
+from geomon.defs.verdict_tables import comparisons_table
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, release, views
 from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
@@ -41,58 +43,27 @@ from geomon.suites import registry
 FINGERPRINT = "decision_fingerprint"
 
 
-RESULTS_KEY = ["history", "gapminder_results"]
+def import_version(published: PublishedHistory) -> str:
+    """The import's code version: ``monitor/imports.py`` and the suite's reader of its published results."""
+    return source_version(imports, sys.modules[published.importer.read.__module__])
 
 
-def import_version() -> str:
-    """The import's code version: ``monitor/imports.py`` and the suite's reader of its published results (a
-    broken gapminder suite breaks only itself: its import says why when it runs)."""
-    try:
-        return source_version(imports, registry.suite("gapminder").published)
-    except registry.SuiteError:
-        return source_version(imports)
-
-
-def results_version(folder: Path | None) -> tuple[str, dict[str, Any]]:
-    """Gapminder's published folder's data version (a digest of the files the import reads) and what its
-    observation shows."""
+def results_version(published: PublishedHistory, folder: Path | None) -> tuple[str, dict[str, Any]]:
+    """The published folder's data version (a digest of the files the import reads) and what its observation
+    shows."""
     if folder is None or not folder.is_dir():
-        return "none", {"folder": shown_path(folder) if folder else "not configured (gapminder_results in geomon.yaml)"}
+        unset = f"not configured ({published.importer.setting} in geomon.yaml)"
+        return "none", {"folder": shown_path(folder) if folder else unset}
     digest = hashlib.sha256()
-    files = [path for path in registry.suite("gapminder").published.files(folder) if path.is_file()]
+    files = [path for path in published.importer.files(folder) if path.is_file()]
     for path in files:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16], {"folder": shown_path(folder), "files": len(files)}
 
 
-@dg.observable_source_asset(
-    key=RESULTS_KEY,
-    group_name="history",
-    required_resource_keys={"geomon"},
-    description="Gapminder's published folder (gapminder_results in geomon.yaml), observed hourly: a new data "
-    "version when a file the import reads (its per-question rates, its per-answer files) is added, removed or "
-    "changed, which re-imports the history (history/gapminder_import).",
-)
-def gapminder_results(context: dg.AssetExecutionContext) -> dg.ObserveResult:
-    version, metadata = results_version(context.resources.geomon.settings().gapminder_results)
-    return dg.ObserveResult(data_version=dg.DataVersion(version), metadata=metadata)
-
-
-observe_history_job = dg.define_asset_job(
-    "observe_history", selection=dg.AssetSelection.assets(["history", "gapminder_results"])
-)
-observe_history_schedule = dg.ScheduleDefinition(
-    name="observe_history_hourly",
-    job=observe_history_job,
-    cron_schedule="15 * * * *",
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-    description="Looks for new published Gapminder results every hour; new files trigger the history import.",
-)
-
-
 def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
-    """What an import of Gapminder's history did, for the import asset's materialization (from a run or from
+    """What an import of a suite's published history did, for the import asset's materialization (from a run or from
     ``geomon import``): how many configurations, how many new, and each open regression in a phrase."""
     regressions = [
         views.verdict_phrase(r.run.model, v, {m.name: m.bounds for m in r.run.tracked}.get(v.metric))
@@ -166,16 +137,19 @@ class Pending:
 
 
 def pending_reports(
-    instance: dg.DagsterInstance, history: MetricHistory, recorded: Sequence[imports.Recorded]
+    instance: dg.DagsterInstance,
+    history: MetricHistory,
+    recorded: Sequence[imports.Recorded],
+    published: PublishedHistory,
 ) -> Pending:
     """Each imported model's latest evaluation decided, and the models new or decided again since they were last
-    reported (a re-import has none); their partitions are added to ``gapminder_models``."""
+    reported (a re-import has none); their partitions are added to the published history's (``gapminder_models``)."""
     latest: dict[str, imports.Recorded] = {}
     for r in sorted(recorded, key=lambda r: release.release_order(r.tracked.evaluation)):
         latest[r.run.model] = r
-    known = set(instance.get_dynamic_partitions(imported_models_partitions.name))
-    instance.add_dynamic_partitions(imported_models_partitions.name, sorted(set(latest) - known))
-    key = dg.AssetKey(EVALUATIONS_KEY)
+    known = set(instance.get_dynamic_partitions(published.partitions.name))
+    instance.add_dynamic_partitions(published.partitions.name, sorted(set(latest) - known))
+    key = dg.AssetKey(published.evaluations_key)
     decisions = {model: (_decision(history, r.tracked.evaluation, r.run.tracked), r) for model, r in latest.items()}
     changed = []
     for model, (decision, _) in decisions.items():
@@ -189,12 +163,13 @@ def pending_reports(
     return Pending(decisions, changed)
 
 
-def report_evaluations(context: Context, history: MetricHistory, pending: Pending) -> None:
-    """The ``pending`` models' evaluations as materializations of their partitions of
-    ``history/gapminder_evaluations`` with their ``no_regression`` check results, and ``monitor/open_regressions``
-    where what is open changed, logged by the import's run (``context``) after the import's own materialization:
-    logged first, they would be older than the import that feeds them, and the UI would call them unsynced."""
-    key = dg.AssetKey(EVALUATIONS_KEY)
+def report_evaluations(context: Context, history: MetricHistory, pending: Pending, published: PublishedHistory) -> None:
+    """The ``pending`` models' evaluations as materializations of their partitions of the published history's
+    evaluations (``history/gapminder_evaluations``) with their ``no_regression`` check results, and
+    ``monitor/open_regressions`` where what is open changed, logged by the import's run (``context``) after the
+    import's own materialization: logged first, they would be older than the import that feeds them, and the UI
+    would call them unsynced."""
+    key = dg.AssetKey(published.evaluations_key)
     decisions, changed = pending.decisions, pending.changed
 
     def worst(model: str) -> tuple[int, str]:
@@ -204,7 +179,7 @@ def report_evaluations(context: Context, history: MetricHistory, pending: Pendin
         decision, r = decisions[model]
         report_check(
             context,
-            EVALUATIONS_KEY,
+            published.evaluations_key,
             model,
             decision["failing"],
             decision["verdicts"],
@@ -228,32 +203,37 @@ def report_evaluations(context: Context, history: MetricHistory, pending: Pendin
     if failing and changed and not decisions[changed[-1]][0]["failing"]:  # this import fixed one, others still fail
         check(failing[-1])
     if changed:  # the whole asset's check, on the materializations just logged
-        context.log_event(none_open_evaluation(EVALUATIONS_KEY, imported_open(history)))
+        context.log_event(none_open_evaluation(published.evaluations_key, imported_open(history, published)))
     report_open_regressions(context, history)
 
 
-def imported_open(history: MetricHistory) -> list[tuple[str, str, StoredComparison]]:
-    """The open regressions of Gapminder's imported history: what ``history/gapminder_evaluations``' ``none_open``
-    counts."""
-    return views.open_regressions(history, suite="gapminder", imported_only=True)
+def imported_open(history: MetricHistory, published: PublishedHistory) -> list[tuple[str, str, StoredComparison]]:
+    """The open regressions of a suite's imported history: what its evaluations asset's ``none_open`` counts."""
+    return views.open_regressions(history, suite=published.suite, imported_only=True)
 
 
-def report_import(instance: dg.DagsterInstance, history: MetricHistory, recorded: Sequence[imports.Recorded]) -> int:
+def report_import(
+    instance: dg.DagsterInstance,
+    history: MetricHistory,
+    recorded: Sequence[imports.Recorded],
+    published: PublishedHistory,
+) -> int:
     """``geomon import``'s evaluations in the Dagster catalog (``report_evaluations``), and the import itself as a
-    materialization of ``history/gapminder_import`` when it reported anything, logged by an in-process run of
-    its own (``geomon_import``, in the UI's run list); returns how many models were reported."""
+    materialization of the published history's import asset (``history/gapminder_import``) when it reported
+    anything, logged by an in-process run of its own (``geomon_import``, in the UI's run list); returns how many
+    models were reported."""
     reported: list[int] = []
 
     @dg.op(name="report_import")
     def report(context: dg.OpExecutionContext) -> None:
-        pending = pending_reports(context.instance, history, recorded)
+        pending = pending_reports(context.instance, history, recorded, published)
         if pending.changed:
             metadata = {**import_metadata(recorded), "reported": len(pending.changed)}
-            context.log_event(dg.AssetMaterialization(dg.AssetKey(IMPORT_KEY), metadata=metadata))
-        report_evaluations(context, history, pending)
+            context.log_event(dg.AssetMaterialization(dg.AssetKey(published.import_key), metadata=metadata))
+        report_evaluations(context, history, pending, published)
         reported.append(len(pending.changed))
 
-    @dg.job(name="geomon_import", tags={"geomon/suite": "gapminder"})
+    @dg.job(name="geomon_import", tags={"geomon/suite": published.suite})
     def geomon_import() -> None:
         report()
 
@@ -261,78 +241,111 @@ def report_import(instance: dg.DagsterInstance, history: MetricHistory, recorded
     return reported[0]
 
 
-def gapminder_import_runs(geomon: GeomonResource) -> list[imports.ImportedRun]:
-    """The published folder that ``gapminder_results`` names, read with the snapshot's question bank."""
-    from geomon.suites.gapminder import source
+def published_assets(published: PublishedHistory) -> list[Any]:
+    """A suite's published history as Dagster definitions: the folder observed, the import, the imported
+    evaluations (a partition per model) and their checks."""
+    importer, version = published.importer, import_version(published)
 
-    settings = geomon.settings()
-    snapshot = settings.gapminder.snapshot
-    if snapshot is None:
-        raise imports.ImportError_("gapminder_results: the model configurations come from gapminder.snapshot")
-    entities = snapshot / "ddf" / "ddf--entities--model_configuration.csv"
-    return imports.gapminder_runs(settings.gapminder_results, entities, source.read_snapshot(snapshot))
-
-
-@dg.asset(
-    key=IMPORT_KEY,
-    group_name="history",
-    deps=[gapminder_results],
-    automation_condition=EAGER,
-    code_version=import_version(),
-)
-def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) -> Iterator[dg.MaterializeResult]:
-    """Gapminder's published history recorded in the metric history (``geomon import gapminder-results``): one
-    evaluation per model configuration, dated, compared with the vendor's previous release; each reported in
-    ``history/gapminder_evaluations``."""
-    settings = geomon.settings()
-    if settings.gapminder_results is None:
-        yield dg.MaterializeResult(metadata={"imported": "nothing: gapminder_results is not configured"})
-        return
-    history = MetricHistory(settings.store_url)
-    recorded = imports.record_runs(
-        history,
-        gapminder_import_runs(geomon),
-        settings.verdicts,
-        settings.lineage(),
-        announcer=announce.announcer(settings.alerts),  # alerts exactly as `geomon import` and `geomon run` do
+    @dg.observable_source_asset(
+        key=published.results_key,
+        group_name="history",
+        required_resource_keys={"geomon"},
+        description=f"The folder of the results {published.suite}'s authors published ({importer.setting} in "
+        "geomon.yaml), observed hourly: a new data version when a file the import reads is added, removed or "
+        f"changed, which re-imports the history ({'/'.join(published.import_key)}).",
     )
-    pending = pending_reports(context.instance, history, recorded)
-    yield dg.MaterializeResult(metadata={**import_metadata(recorded), "reported": len(pending.changed)})
-    report_evaluations(context, history, pending)
+    def results(context: dg.AssetExecutionContext) -> dg.ObserveResult:
+        folder = context.resources.geomon.settings().published.get(importer.kind)
+        observed, metadata = results_version(published, folder)
+        return dg.ObserveResult(data_version=dg.DataVersion(observed), metadata=metadata)
 
+    @dg.asset(
+        key=published.import_key,
+        group_name="history",
+        deps=[results],
+        automation_condition=EAGER,
+        code_version=version,
+        description=f"{published.suite}'s published history recorded in the metric history (``geomon import "
+        f"{importer.kind}``): one evaluation per published model, dated, compared with the vendor's previous "
+        f"release; each reported in {'/'.join(published.evaluations_key)}.",
+    )
+    def imported(context: dg.AssetExecutionContext, geomon: GeomonResource) -> Iterator[dg.MaterializeResult]:
+        settings = geomon.settings()
+        folder = settings.published.get(importer.kind)
+        if folder is None:
+            yield dg.MaterializeResult(metadata={"imported": f"nothing: {importer.setting} is not configured"})
+            return
+        history = MetricHistory(settings.store_url)
+        recorded = imports.record_runs(
+            history,
+            imports.read_published(importer.kind, folder, settings),
+            settings.verdicts,
+            settings.lineage(),
+            announcer=announce.announcer(settings.alerts),  # alerts exactly as `geomon import` and `geomon run` do
+        )
+        pending = pending_reports(context.instance, history, recorded, published)
+        yield dg.MaterializeResult(metadata={**import_metadata(recorded), "reported": len(pending.changed)})
+        report_evaluations(context, history, pending, published)
 
-@dg.asset(
-    key=EVALUATIONS_KEY,
-    group_name="history",
-    deps=[IMPORT_KEY],  # the lineage shows where the evaluations come from: the import reports them
-    partitions_def=imported_models_partitions,
-    check_specs=[
-        regression_spec(EVALUATIONS_KEY, imported_models_partitions),
-        none_open_spec(EVALUATIONS_KEY, "imported Gapminder"),
-    ],
-    code_version=import_version(),
-)
-def gapminder_evaluations(context: dg.AssetExecutionContext, geomon: GeomonResource) -> dg.MaterializeResult:
-    """Each model Gapminder published (a partition): its latest imported evaluation, its headline figures and its
-    verdicts against its baseline, and the ``no_regression`` check. The import reports these as it records them;
-    materializing a partition reads them again from the metric history."""
-    model = context.partition_key
-    history = MetricHistory(geomon.settings().store_url)
-    evaluation = history.latest("gapminder", model, imports.GAPMINDER_SCOPE)
-    if evaluation is None:
-        raise imports.ImportError_(f"{model}: no imported Gapminder evaluation in the history (geomon import)")
-    tracked = registry.suite("gapminder").tracked
-    decision = _decision(history, evaluation, tracked)
-    return dg.MaterializeResult(
-        metadata=decision["materialization"],
-        check_results=[
-            dg.AssetCheckResult(
-                check_name="no_regression",
-                passed=decision["passed"],
-                severity=dg.AssetCheckSeverity.ERROR,
-                description=f"{model}: " + check_line(decision["failing"], decision["verdicts"], tracked),
-                metadata=decision["check"],
-            ),
-            none_open_result(imported_open(history)),
+    @dg.asset(
+        key=published.evaluations_key,
+        group_name="history",
+        deps=[published.import_key],  # the lineage shows where the evaluations come from: the import reports them
+        partitions_def=published.partitions,
+        check_specs=[
+            regression_spec(published.evaluations_key, published.partitions),
+            none_open_spec(published.evaluations_key, f"imported {published.suite}"),
         ],
+        code_version=version,
+        description=f"Each model whose results {published.suite}'s authors published (a partition): its latest "
+        "imported evaluation, its headline figures and its verdicts against its baseline, and the no_regression "
+        "check. The import reports these as it records them; materializing a partition reads them again from the "
+        "metric history.",
+    )
+    def evaluations(context: dg.AssetExecutionContext, geomon: GeomonResource) -> dg.MaterializeResult:
+        model = context.partition_key
+        history = MetricHistory(geomon.settings().store_url)
+        evaluation = history.latest(published.suite, model, importer.scope)
+        if evaluation is None:
+            raise imports.ImportError_(
+                f"{model}: no imported {published.suite} evaluation in the history (geomon import)"
+            )
+        tracked = registry.suite(published.suite).tracked
+        decision = _decision(history, evaluation, tracked)
+        return dg.MaterializeResult(
+            metadata=decision["materialization"],
+            check_results=[
+                dg.AssetCheckResult(
+                    check_name="no_regression",
+                    passed=decision["passed"],
+                    severity=dg.AssetCheckSeverity.ERROR,
+                    description=f"{model}: " + check_line(decision["failing"], decision["verdicts"], tracked),
+                    metadata=decision["check"],
+                ),
+                none_open_result(imported_open(history, published)),
+            ],
+        )
+
+    return [results, imported, evaluations]
+
+
+@dg.definitions
+def published_history_defs() -> dg.Definitions:
+    """Every suite's published history (``PUBLISHED``), and the hourly observation of their folders."""
+    if not PUBLISHED:
+        return dg.Definitions()
+    observe = dg.define_asset_job(
+        "observe_history", selection=dg.AssetSelection.assets(*(published.results_key for published in PUBLISHED))
+    )
+    schedule = dg.ScheduleDefinition(
+        name="observe_history_hourly",
+        job=observe,
+        cron_schedule="15 * * * *",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="Looks for new published results every hour; new files trigger the history import.",
+    )
+    return dg.Definitions(
+        assets=[asset for published in PUBLISHED for asset in published_assets(published)],
+        jobs=[observe],
+        schedules=[schedule],
     )

@@ -2,27 +2,20 @@
 matches asset keys and the names of groups, jobs, schedules, sensors, partition sets and resources, never tags,
 descriptions or partition keys (docs/operations.md), so a model is found by name only where something is named
 after it. Each is an external asset whose page links where the model's evaluations, its ``no_regression``
-verdicts and the open regressions are: the registered models (each suite's tracked asset) and Gapminder's
-published ones (``history/gapminder_evaluations``). Its definition carries its release date; the runs that
-evaluate or import it report its state as its materialization, with its ``none_open`` check, red while a
-regression of it is open (``monitoring.report_models``); the check can also be executed from its page."""
+verdicts and the open regressions are: the registered models (each suite's tracked asset) and the published ones
+of a suite's published history (Gapminder's: ``history/gapminder_evaluations``). A registered model's definition
+carries its release date; the runs that evaluate or import a model report its state as its materialization, with
+its ``none_open`` check, red while a regression of it is open (``monitoring.report_models``); the check can also
+be executed from its page."""
 
 from collections.abc import Iterator
-from datetime import date
 from urllib.parse import quote
 
 import dagster as dg
 
 from geomon.defs.catalog import model_tag, published_models
 from geomon.defs.factory import declared, declared_names, stage_key
-from geomon.defs.monitoring import (
-    IMPORTED_EVALUATIONS_KEY,
-    MODELS_GROUP,
-    NONE_OPEN,
-    PUBLISHED_SUITE,
-    model_check,
-    none_open_spec,
-)
+from geomon.defs.monitoring import MODELS_GROUP, NONE_OPEN, PUBLISHED, PublishedHistory, model_check, none_open_spec
 from geomon.defs.resources import settings_at_load
 from geomon.monitor import states, views
 from geomon.monitor.history import MetricHistory
@@ -35,7 +28,7 @@ def _partition_link(key: list[str], model: str) -> str:
     return f"[{'/'.join(key)}](/assets/{'/'.join(key)}?partition={quote(model, safe='')})"
 
 
-def _description(model: str, registered: bool, published: bool) -> str:
+def _description(model: str, registered: bool, published: list[PublishedHistory]) -> str:
     """Where ``model``'s evaluations and verdicts are, as links the asset page renders."""
     lines = [
         f"**{model}**: its evaluations are partitions named after it, each judged by its asset's `no_regression` "
@@ -49,10 +42,10 @@ def _description(model: str, registered: bool, published: bool) -> str:
                 lines.append(f"- {name}: {_partition_link(key, model)}")
             else:  # a partition per model × revision: the asset's Partitions tab lists them
                 lines.append(f"- {name}: [{'/'.join(key)}](/assets/{'/'.join(key)}?view=partitions), one per revision")
-    if published:
+    for history in published:
         lines.append(
-            f"- {PUBLISHED_SUITE}'s published results (imported; the baseline is the vendor's previous release): "
-            + _partition_link(IMPORTED_EVALUATIONS_KEY, model)
+            f"- {history.suite}'s published results (imported; the baseline is the vendor's previous release): "
+            + _partition_link(history.evaluations_key, model)
         )
     tag = model_tag(model)
     selection = "/assets?asset-selection=" + quote(f'tag:"{tag}"', safe="")
@@ -61,29 +54,27 @@ def _description(model: str, registered: bool, published: bool) -> str:
     return "\n".join(lines)
 
 
-def _released(day: date | None, where: str) -> str:
-    return f"{day:%Y-%m-%d}" if day else f"unknown ({where})"
-
-
 def model_specs() -> list[dg.AssetSpec]:
-    """An external asset per registered or published model, with its release date (none where the settings do
-    not load)."""
+    """An external asset per registered or published model, a registered one's with its release date (none where
+    the settings do not load). A published model's is not known when the code location loads: a suite's importer
+    names its models only (``Importer.models``)."""
     settings = settings_at_load()
     if settings is None:
         return []
-    registered = {m.name: _released(m.release_date, "no release_date in geomon.yaml") for m in settings.models}
-    published = {
-        name: _released(day, "no publish date in Gapminder's model configurations")
-        for name, day in published_models(settings).items()
+    registered = {
+        m.name: f"{m.release_date:%Y-%m-%d}" if m.release_date else "not given (release_date in geomon.yaml)"
+        for m in settings.models
     }
+    published = {history.suite: published_models(settings, history) for history in PUBLISHED}
+    in_history = [model for models in published.values() for model in models]
     return [
         dg.AssetSpec(
             key=[MODELS_GROUP, model],
             group_name=MODELS_GROUP,
-            description=_description(model, model in registered, model in published),
-            metadata={"release_date": {**published, **registered}[model]},
+            description=_description(model, model in registered, [h for h in PUBLISHED if model in published[h.suite]]),
+            metadata={"release_date": registered[model]} if model in registered else None,
         )
-        for model in dict.fromkeys([*registered, *published])
+        for model in dict.fromkeys([*registered, *in_history])
     ]
 
 

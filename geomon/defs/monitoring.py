@@ -3,8 +3,10 @@ with its baseline in release order and decided with its family (``geomon.monitor
 regression verdict raises an alert and fails ``no_regression`` until it is superseded or acknowledged.
 Also the alert on failed runs. Any suite plugs in with ``track_evaluation``."""
 
+import functools
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
@@ -15,13 +17,16 @@ import pandas as pd
 from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
 
 from geomon.config import Settings
-from geomon.defs.resources import check_spec, imported_models_partitions, models_partitions
+from geomon.defs.resources import check_spec, models_partitions
+from geomon.defs.verdict_tables import comparisons_table
 from geomon.monitor import alerts, announce, release, states, views
 from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, StoredComparison
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
 from geomon.stats.declarations import TrackedMetric
 from geomon.stats.values import MetricValue
+from geomon.suites import registry
+from geomon.suites.registry import Importer
 
 
 def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheckSpec:
@@ -295,63 +300,6 @@ def latest_target(
     )
 
 
-READING = (
-    "**change**: the model's value minus its baseline's, in the metric's units, with its 95 % interval; **MDE**: "
-    "the smallest change this sample detects with 80 % power at its level; **power**: the chance of detecting the "
-    "metric's minimum effect; **adjusted p**: the one-sided p after Holm over the comparisons decided together — a "
-    "regression is a worsening past the minimum effect whose adjusted p is below the look's α (`alpha`); "
-    "**reason**: why a verdict is what it is; **look**: which of the scope's α it was decided at; a **verdict** of "
-    "`watch` is a worsening significant at the false-discovery rate `q` but not after Holm (worth a look, never "
-    "paged), `undefined` one whose statistic cannot be computed on a side (no p-value) (docs/monitoring.md)."
-)
-# A decision's note joins the look it was decided at (its provenance) and the reason; the table shows them apart.
-LOOKS = {
-    release.PROVISIONAL_NOTE: "reserve: provisional baseline (decided again when the release's own arrives)",
-}
-
-
-def look_and_reason(note: str) -> tuple[str, str]:
-    """A stored note as (look, reason): the look's provenance (a reserve, or no α: never paged) apart from why the
-    verdict is what it is, so the reason reads first."""
-    look, reasons = "first look", []
-    for text, label in LOOKS.items():  # (a look's note holds "; " itself)
-        if text in note:
-            look, note = label, note.replace(text, "")
-    for part in filter(None, (p.strip() for p in note.split("; "))):
-        if part.endswith(release.NEVER_PAGED):
-            look = f"none, never paged: {part.removesuffix(release.NEVER_PAGED).strip()}"
-        else:
-            reasons.append(part)
-    return look, "; ".join(reasons) or "—"
-
-
-def comparisons_table(rows: Sequence[StoredComparison], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
-    """An evaluation's stored verdicts as the UI shows them, worst first (``views.verdict_table``'s figures): one
-    sentence saying how to read it, then metric, verdict, change with its interval, MDE, power, adjusted p, the
-    reason and the look — the baseline above the table where it is one, a column where they differ."""
-    if not rows:
-        return dg.MetadataValue.md("nothing compared")
-    table = views.verdict_table(rows, {m.name: m.bounds for m in tracked})
-    looks, reasons = zip(*(look_and_reason(str(n)) for n in table["note"]), strict=True)
-    compact = pd.DataFrame(
-        {
-            "metric": table["metric"],
-            "verdict": table["verdict"],
-            "change (95 % interval)": table["change"] + " " + table["95 % interval"],
-            "MDE": table["MDE"],
-            "power": table[views.POWER],
-            "adjusted p": table["adjusted p"],
-            "reason": reasons,
-            "look": looks,
-        }
-    )
-    baselines = list(dict.fromkeys(table["baseline"]))
-    if len(baselines) > 1:
-        compact.insert(1, "baseline", table["baseline"])
-    against = f"Against {baselines[0]}. " if len(baselines) == 1 else ""
-    return dg.MetadataValue.md(f"{against}{READING}\n\n{markdown_table(compact)}")
-
-
 def failed_run_subject(run: dg.DagsterRun) -> tuple[str, str]:
     """(suite, partition) of a run: its ``geomon/suite`` tag, else the first asset key it materializes (a
     run launched from the UI carries no geomon tag), else its job's name."""
@@ -390,11 +338,48 @@ def alert_on_run_failure(context: dg.RunFailureSensorContext) -> None:
 
 
 OPEN_REGRESSIONS_KEY = ["monitor", "open_regressions"]
-# The imported published history (``geomon import gapminder-results``) is Gapminder's: its suite and its assets'
-# keys, named here once for the Dagster layer (defs/history.py builds the assets).
-PUBLISHED_SUITE = "gapminder"
-IMPORT_KEY = ["history", f"{PUBLISHED_SUITE}_import"]
-IMPORTED_EVALUATIONS_KEY = ["history", f"{PUBLISHED_SUITE}_evaluations"]  # where an imported model's comparisons are
+
+
+@dataclass(frozen=True)
+class PublishedHistory:
+    """A suite's published results in the Dagster catalog: its importer's folder observed (``results_key``), the
+    import (``import_key``) and each imported model's latest evaluation, a partition of ``evaluations_key``. Its keys
+    are named here once for the Dagster layer, from the suite's name (defs/history.py builds the assets)."""
+
+    suite: str
+    importer: Importer
+
+    @property
+    def results_key(self) -> list[str]:
+        return ["history", f"{self.suite}_results"]
+
+    @property
+    def import_key(self) -> list[str]:
+        return ["history", f"{self.suite}_import"]
+
+    @property
+    def evaluations_key(self) -> list[str]:
+        """Where an imported model's comparisons are."""
+        return ["history", f"{self.suite}_evaluations"]
+
+    @functools.cached_property
+    def partitions(self) -> dg.DynamicPartitionsDefinition:
+        """The imported models, a partition each."""
+        return dg.DynamicPartitionsDefinition(name=f"{self.suite}_models")
+
+
+def published_histories() -> list[PublishedHistory]:
+    """Every suite importer whose folder geomon.yaml may name (``Importer.setting``), as its published history: the
+    Dagster layer builds their assets from what the suites expose and names none of them."""
+    return [PublishedHistory(suite, importer) for suite, importer in registry.importers().values() if importer.setting]
+
+
+def published_history(kind: str) -> PublishedHistory:
+    """The published history of the importer of kind ``kind``."""
+    return next(h for h in published_histories() if h.importer.kind == kind)
+
+
+PUBLISHED = published_histories()  # built once, when the code location loads
 
 
 # The open regressions' table as its dialog shows it, fitting at 1440 px: when and where from (evaluated, source)
@@ -433,15 +418,15 @@ def open_regressions_metadata(
 
 
 def _comparisons_url(suite: str, model: str, origin: str) -> str:
-    """Where the comparisons table of an evaluation from ``origin`` is: a published Gapminder configuration's
-    partition of ``history/gapminder_evaluations``, a geomon run's partition of its suite's tracked stage (the asset
-    in a suite with revisions, whose partitions are model × revision), else the imported history's asset."""
-    from geomon.suites import registry
-
-    if origin.startswith("import:gapminder-results"):
-        return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY, model)
+    """Where the comparisons of an evaluation from ``origin`` are: a published model's partition of its suite's
+    published history (``history/gapminder_evaluations``), a geomon run's partition of its suite's tracked stage
+    (the asset in a suite with revisions, whose partitions are model × revision), else the imported history's
+    asset."""
+    for published in PUBLISHED:
+        if origin.startswith(f"import:{published.importer.kind}:"):
+            return alerts.asset_url("", published.evaluations_key, model)
     if origin.startswith("import:") or suite not in registry.suites():
-        return alerts.asset_url("", IMPORTED_EVALUATIONS_KEY)
+        return alerts.asset_url("", PUBLISHED[0].evaluations_key if PUBLISHED else OPEN_REGRESSIONS_KEY)
     pipeline = registry.suite(suite).pipeline
     key = [suite, pipeline.tracked.name]
     return alerts.asset_url("", key, None if pipeline.revisions is not None else model)
@@ -532,7 +517,7 @@ def report_models(context: Context, history: MetricHistory, found: Sequence[tupl
     instance = context.instance
     known = {
         *instance.get_dynamic_partitions(models_partitions.name),
-        *instance.get_dynamic_partitions(imported_models_partitions.name),
+        *(m for published in PUBLISHED for m in instance.get_dynamic_partitions(published.partitions.name)),
     }
     latest = states.latest_by_model(history, found)
     latest = latest[latest["model"].isin(known)]
@@ -575,7 +560,7 @@ def report_open_regressions(context: Context, history: MetricHistory) -> None:
     group_name="monitor",
     # Where the imported verdicts come from (lineage only: imports and suite runs log this asset themselves when
     # what is open changes, after the import's own materialization, so it is never older than its upstream).
-    deps=[dg.AssetKey(IMPORT_KEY)],
+    deps=[dg.AssetKey(published.import_key) for published in PUBLISHED],
     check_specs=[none_open_spec(OPEN_REGRESSIONS_KEY, "run or imported")],
     required_resource_keys={"geomon"},
 )

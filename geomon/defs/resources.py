@@ -16,8 +16,6 @@ models_partitions = dg.DynamicPartitionsDefinition(name="models")
 # Models that can drift: those served by an endpoint (a bundled GGUF file's weights never change), the
 # partitions of the drift probe; the registry sensor adds them beside `models`.
 api_models_partitions = dg.DynamicPartitionsDefinition(name="api_models")
-# Each model whose published results an import recorded (Gapminder's): the partitions of the imported history.
-imported_models_partitions = dg.DynamicPartitionsDefinition(name="gapminder_models")
 
 
 @cache

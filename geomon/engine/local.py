@@ -173,7 +173,9 @@ def running_server(
         while True:
             if proc.poll() is not None:
                 tail = Path(log_file.name).read_text(errors="replace")[-2000:]
-                raise EngineUnavailable(f"llama-server exited with code {proc.returncode}:\n{tail}")
+                last = next((line for line in reversed(tail.splitlines()) if line.strip()), "no output")
+                # the last line says why (the one line a person reads); the tail below it is for the log
+                raise EngineUnavailable(f"llama-server exited with code {proc.returncode}: {last.strip()}\n{tail}")
             if _healthy(base):
                 break
             if time.monotonic() > deadline:

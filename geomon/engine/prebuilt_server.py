@@ -20,6 +20,14 @@ import shlex
 import signal
 import sys
 
+# llama-server's --cache-type-k/-v values (common/arg.cpp's kv_cache_types) and --flash-attn's
+CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+FLASH_ATTN = {
+    "on": "LLAMA_FLASH_ATTN_TYPE_ENABLED",
+    "off": "LLAMA_FLASH_ATTN_TYPE_DISABLED",
+    "auto": "LLAMA_FLASH_ATTN_TYPE_AUTO",
+}
+
 
 def check() -> None:
     """Serve the bundled SmolLM2 through this module and ask it for one token; exit 1 saying why it failed."""
@@ -56,7 +64,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-c", "--ctx-size", type=int, default=0)
     parser.add_argument("-ub", "--ubatch-size", type=int)
     parser.add_argument("--no-webui", action="store_true")
-    args = parser.parse_args(argv)
+    # the engine flags a serving variant may set (geomon.yaml's engine_flags), as llama-server spells them
+    parser.add_argument("-ctk", "--cache-type-k", choices=CACHE_TYPES)
+    parser.add_argument("-ctv", "--cache-type-v", choices=CACHE_TYPES)
+    parser.add_argument("-fa", "--flash-attn", choices=FLASH_ATTN)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        sys.exit(
+            f"geomon: the prebuilt llama.cpp server does not take {' '.join(unknown)} (it takes llama-server's "
+            "--cache-type-k, --cache-type-v and --flash-attn): build the engine (GEOMON_ENGINE=build make setup) "
+            "to serve a variant with other engine flags"
+        )
 
     import xllamacpp
 
@@ -74,6 +92,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.ubatch_size:
         params.n_ubatch = args.ubatch_size
     params.ui = not args.no_webui
+    if args.cache_type_k:
+        params.cache_type_k = getattr(xllamacpp.ggml_type, f"GGML_TYPE_{args.cache_type_k.upper()}")
+    if args.cache_type_v:
+        params.cache_type_v = getattr(xllamacpp.ggml_type, f"GGML_TYPE_{args.cache_type_v.upper()}")
+    if args.flash_attn:
+        params.flash_attn_type = getattr(xllamacpp.llama_flash_attn_type, FLASH_ATTN[args.flash_attn])
 
     server = xllamacpp.Server(params)  # listening once it returns; /health says when the model is loaded
     # SIGTERM and SIGINT end the process as they end llama-server (set after the server, which may install

@@ -65,12 +65,17 @@ def llama_quantize_command() -> list[str]:
     )
 
 
+def requantized_path(source: Path, quant_type: str, source_sha256: str) -> Path:
+    """Where ``requantized`` keeps ``source`` re-quantized to ``quant_type`` (a file there once it was made)."""
+    return cache_dir() / "gguf" / f"{source.stem}.{source_sha256[:12]}.{quant_type}.gguf"
+
+
 def requantized(source: Path, quant_type: str, source_sha256: str) -> Path:
     """``source`` re-quantized to ``quant_type``, made once and cached by the source's hash and the type."""
     if quant_type not in QUANT_TYPES:
         raise QuantizeUnavailable(f"{quant_type!r} is not a llama.cpp quantization type; known: {QUANT_TYPES}")
-    folder = cache_dir() / "gguf"
-    target = folder / f"{source.stem}.{source_sha256[:12]}.{quant_type}.gguf"
+    target = requantized_path(source, quant_type, source_sha256)
+    folder = target.parent
     if target.is_file():
         return target
     folder.mkdir(parents=True, exist_ok=True)

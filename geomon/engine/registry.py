@@ -26,7 +26,7 @@ from typing import Any, Literal
 import yaml
 
 from geomon.engine.client import CONSTRAINTS, SERVER_KINDS, GenerationRequest, RateLimit
-from geomon.engine.quantize import QUANT_TYPES, QuantizeUnavailable, requantized
+from geomon.engine.quantize import QUANT_TYPES, QuantizeUnavailable, requantized, requantized_path
 
 ModelKind = Literal["chat", "base"]
 BUNDLED = ("smollm2-135m-instruct", "gemma3-270m")
@@ -238,6 +238,17 @@ def readable_gguf(path: Path, who: str) -> Path:
     if magic != b"GGUF":
         raise RegistryError(f"{who}: weights file {path} is not a GGUF file (it starts with {magic!r})")
     return path
+
+
+def made_weights(spec: ModelSpec) -> Path | None:
+    """``model_weights`` without making anything: None while a re-quantized variant's file is not made yet (a
+    plan counts what is stored; it does not re-quantize a model nobody asked)."""
+    change = spec.change
+    if spec.bundled is not None and change is not None and change.quantize and not change.weights:
+        source = bundled_model_path(spec.bundled)
+        if not requantized_path(source, change.quantize, file_sha256(source)).is_file():
+            return None
+    return model_weights(spec)
 
 
 def model_weights(spec: ModelSpec) -> Path:

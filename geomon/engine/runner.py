@@ -23,7 +23,7 @@ import pandas as pd
 
 from geomon.engine.client import GenerationRequest, GenerationResult, OpenAICompatibleClient
 from geomon.engine.local import kept_servers
-from geomon.engine.registry import ModelSpec, file_sha256, model_weights
+from geomon.engine.registry import ModelSpec, file_sha256, made_weights, model_weights
 from geomon.engine.store import ClaimLease, ResponseStore, StoredAnswer, StoreWriter, response_key
 
 log = logging.getLogger(__name__)
@@ -69,12 +69,16 @@ class EngineOptions:
     claim_poll_s: float = 1.0
 
 
-def model_identity(spec: ModelSpec) -> str:
+def model_identity(spec: ModelSpec, make: bool = True) -> str:
     """What the store's key says about the model: the weights themselves where geomon has them (a variant's file
     is another file, so another identity), and a variant's system prompt and engine flags, which the suites'
-    requests do not carry (its sampling parameters are in the requests' own)."""
-    if spec.bundled:
-        identity = f"gguf-sha256:{file_sha256(model_weights(spec))}"
+    requests do not carry (its sampling parameters are in the requests' own). ``make=False``: a re-quantized
+    variant whose file is not made yet is ``unmade:<name>``, under which nothing is stored."""
+    weights = (model_weights(spec) if make else made_weights(spec)) if spec.bundled else None
+    if spec.bundled and weights is None:
+        identity = f"unmade:{spec.name}"
+    elif weights is not None:
+        identity = f"gguf-sha256:{file_sha256(weights)}"
     else:
         identity = f"endpoint:{spec.name}|{spec.base_url}|{spec.model_id}"
     if spec.change is not None and spec.change.system_prompt is not None:

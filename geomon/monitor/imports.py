@@ -1,8 +1,8 @@
 """Evaluations made elsewhere, into the metric history: the same metrics, intervals, paired tests and
 alerts as geomon's own runs, each marked with its origin and dated when it was made.
 
-- Gapminder's published results (``gapminder_runs``): every model configuration it published, as the suite's own
-  reader reads them (``suites/gapminder/published.py``).
+- A suite's published results (``published_runs``): what its benchmark's authors published, read by the suite's
+  own importer (``Suite.importers``; Gapminder's every model configuration, ``suites/gapminder/published.py``).
 - A per-item outcome file of any benchmark (``item_runs``): CSV, JSONL or Parquet, one row per (model,
   item) — what a user with their own harness writes.
 - inspect_ai eval logs (``inspect_runs``), read with inspect_ai's own log reader.
@@ -11,7 +11,7 @@ alerts as geomon's own runs, each marked with its origin and dated when it was m
 
 ``record_runs`` records them and compares each, in release order (``monitor.release``), with its model's
 previous run or, for a model's first run, with its predecessor (an item file's ``predecessor`` column;
-Gapminder's: the same vendor's previous release by publish date; the settings' ``predecessors`` win): the
+published results: the same vendor's previous release by publish date; the settings' ``predecessors`` win): the
 same runs in any order, in one import or several, give the same history. Recording the same run twice
 records nothing new.
 """
@@ -35,11 +35,10 @@ from geomon.stats.declarations import TrackedMetric
 from geomon.stats.statistics import Mean
 from geomon.stats.values import IMPORTED, EvaluationRun, MetricValue, series_key, series_scope
 from geomon.stats.verdicts import ReleasePlan, VerdictSettings
+from geomon.suites.info import Published, model_name
 from geomon.suites.kit import group_metrics
 
 log = logging.getLogger(__name__)
-
-GAPMINDER_SCOPE = "published answers"  # every imported Gapminder run compares with the others, on shared items
 
 
 class ImportError_(ValueError):
@@ -59,14 +58,9 @@ class ImportedRun:
     released: date | None = None
     predecessor: str | None = None  # as the source says (an item file's column); else found by vendor
     tracked: tuple[TrackedMetric, ...] = ()  # what its paired tests compare (the suite's, or the import's)
-    answers: int = 0  # the answers read (Gapminder: of complete per-answer files; 0 where only rates are published)
+    answers: int = 0  # the answers read (published results: 0 where only rates are published)
     excluded: int = 0  # rows without an outcome: counted, never scored
-    note: str = ""  # what the import could not use, and why (Gapminder: an incomplete per-answer file)
-
-
-def _model_name(model_id: str) -> str:
-    """``openai/gpt-4.1-2025-04-14`` → ``gpt-4.1-2025-04-14`` (the last part of a provider path)."""
-    return str(model_id).strip().rstrip("/").rsplit("/", 1)[-1]
+    note: str = ""  # what the import could not use, and why (published results: an incomplete per-answer file)
 
 
 def _date(value: Any, where: str) -> datetime:
@@ -84,56 +78,49 @@ def _date(value: Any, where: str) -> datetime:
     return (parsed.tz_convert(UTC) if parsed.tzinfo else parsed.tz_localize(UTC)).to_pydatetime()
 
 
-def published_releases(entities: Path) -> dict[str, date | None]:
-    """The model names of Gapminder's published configurations (``mc049`` → ``o3-mini-2025-01-31``), in order,
-    each with its publish date (its first configuration's; None where that is not a date)."""
+def published_runs(kind: str, published: Sequence[Published]) -> list[ImportedRun]:
+    """What a suite's importer of kind ``kind`` read (``Importer.read``), as evaluations of that suite: their figures
+    declared by the suite's tracked metrics over their items, dated when they were evaluated, compared on the
+    importer's scope and each with its vendor's previous release by publish date (``vendor_predecessors`` over
+    every one read, so a partial import chooses the same)."""
     from geomon.suites import registry
 
-    configurations = registry.suite("gapminder").published.read_entities(entities)
-    releases: dict[str, date | None] = {}
-    for model_id, published in zip(configurations["model_id"], configurations["model_publish_date"], strict=True):
-        day = pd.to_datetime(published, errors="coerce")
-        releases.setdefault(_model_name(model_id), None if pd.isna(day) else day.date())
-    return releases
-
-
-def published_model_names(entities: Path) -> tuple[str, ...]:
-    """The model names of Gapminder's published configurations, in order (``published_releases``)."""
-    return tuple(published_releases(entities))
-
-
-def gapminder_runs(folder: str | Path, entities: str | Path, question_bank: Any = None) -> list[ImportedRun]:
-    """Every model configuration Gapminder published, as one evaluation of the gapminder suite each: read by the
-    suite's own reader of its published results (``Suite.published``: ``suites/gapminder/published.py``), its
-    figures declared by the suite's tracked metrics over its items, dated by the configuration's first experiment
-    and compared with its vendor's previous release by publish date (``vendor_predecessors`` over every published
-    configuration, so a partial import chooses the same)."""
-    from geomon.suites import registry
-
-    gapminder = registry.suite("gapminder")  # through the registry, as every suite is reached
+    suite, importer = registry.importers()[kind]
+    tracked = registry.suite(suite).tracked
     runs = []
-    for config in gapminder.published.configurations(folder, entities, question_bank):
-        where = f"{entities}: {config.config_id}"
+    for one in published:
+        where = f"{kind}: {one.key}"
         runs.append(
             ImportedRun(
-                suite="gapminder",
-                model=_model_name(config.model_id),
-                evaluated_at=_date(config.first_experiment_date, where),
-                metrics=release.declared_figures("gapminder", gapminder.tracked, config.items),
-                items=config.items,
-                scope=GAPMINDER_SCOPE,
-                origin=f"import:gapminder-results:{config.config_id}",
-                vendor=config.vendor,
-                tracked=gapminder.tracked,
-                released=_date(config.model_publish_date, where).date(),
-                answers=config.answers,
-                excluded=config.excluded,
-                note=config.note,
+                suite=suite,
+                model=one.model,
+                evaluated_at=_date(one.evaluated_at, where),
+                metrics=release.declared_figures(suite, tracked, one.items),
+                items=one.items,
+                scope=importer.scope,
+                origin=f"import:{kind}:{one.key}",
+                vendor=one.vendor,
+                tracked=tracked,
+                released=_date(one.released, where).date() if one.released else None,
+                answers=one.answers,
+                excluded=one.excluded,
+                note=one.note,
             )
         )
     lineage = vendor_predecessors(runs)
     runs = [replace(r, predecessor=lineage.get(r.model)) for r in runs]
     return sorted(runs, key=lambda r: (r.evaluated_at, r.model))
+
+
+def read_published(
+    kind: str, path: str | Path, settings: Any, options: Mapping[str, Any] | None = None
+) -> list[ImportedRun]:
+    """``path`` read by the importer of kind ``kind`` (with ``settings`` and its own options' values), as
+    evaluations (``published_runs``): ``geomon import <kind>`` and the Dagster layer's import."""
+    from geomon.suites import registry
+
+    _, importer = registry.importers()[kind]
+    return published_runs(kind, importer.read(Path(path), settings, options or {}))
 
 
 # --- any benchmark's per-item outcomes -------------------------------------------------------------
@@ -385,7 +372,7 @@ def inspect_runs(
         if log.status != "success":
             raise ImportError_(f"{path}: the eval did not finish (status {log.status}); nothing to import")
         names.append(path.name)
-        model = _model_name(log.eval.model)
+        model = model_name(log.eval.model)
         for sample in log.samples or []:
             score = next(iter((sample.scores or {}).values()), None)
             value = float(to_float(score.value)) if score is not None else np.nan
@@ -557,7 +544,7 @@ def lm_eval_runs(
                     "compares scores where higher is better"
                 )
             zero_one = metric in LM_EVAL_ZERO_ONE
-            frame = pd.DataFrame(rows).assign(model=_model_name(model), evaluated_at=when.isoformat())
+            frame = pd.DataFrame(rows).assign(model=model_name(model), evaluated_at=when.isoformat())
             frame["_value"] *= 100.0 if zero_one else 1.0
             name = "accuracy" if zero_one else "score"
             origin = f"import:lm-eval:{results_path.name}:{task}:{metric},{chosen}"
@@ -600,7 +587,7 @@ def record_runs(
     hosted: Collection[str] = (),
 ) -> list[Recorded]:
     """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
-    settings) win over the source's own (an item file's column; Gapminder: the vendor's previous release). An
+    settings) win over the source's own (an item file's column; published results: the vendor's previous release). An
     identical run already recorded is reused (nothing new). Each suite is decided at its look's α (the release
     ``plan``'s, ``geomon.stats.verdicts``; by default the plan of a model geomon runs — in ``hosted`` — or else of a
     model that only arrives by import: ``release.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.

@@ -1,12 +1,13 @@
-"""What a suite declares about itself (its name, headlines, run options, profiles) and the one rule of its
-answers: the types a suite module and a YAML suite build, below the registry that collects them — and
-``Suite``, the one record of a registered suite the registry hands out."""
+"""What a suite declares about itself (its name, headlines, run options, profiles, the results its authors
+published it imports) and the one rule of its answers: the types a suite module and a YAML suite build, below the
+registry that collects them — and ``Suite``, the one record of a registered suite the registry hands out."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -71,6 +72,50 @@ class SuiteInfo:
     unit: tuple[str, ...] = ()
 
 
+def model_name(model_id: str) -> str:
+    """An imported model's name: ``openai/gpt-4.1-2025-04-14`` → ``gpt-4.1-2025-04-14`` (a provider path's last
+    part)."""
+    return str(model_id).strip().rstrip("/").rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Published:
+    """One evaluation a benchmark's authors published, as its suite's importer reads it: which model (its
+    ``model_name``), when it was evaluated and released and by whom, its per-item rows (what the suite's tracked
+    metrics are computed from and compared on) and what the import could not use."""
+
+    key: str  # its id among the published results (a model configuration): the import's origin names it
+    model: str
+    evaluated_at: str  # as published; the import reads the date
+    items: pd.DataFrame
+    vendor: str = ""  # its predecessor is the same vendor's previous release
+    released: str = ""  # the model's publish date, as published
+    answers: int = 0  # the answers read (0 where only rates are published)
+    excluded: int = 0  # answers without an answer: counted, never scored
+    note: str = ""  # what could not be used, and why; "" when complete
+
+
+@dataclass(frozen=True)
+class Importer:
+    """A kind of ``geomon import`` a suite offers: the results its benchmark's authors published, read as the
+    suite's evaluations (``read``); the import declares their figures by the suite's tracked metrics, compares them
+    on ``scope``, each with its vendor's previous release, and the Dagster layer observes the folder ``setting``
+    names. A suite folder declares its importers as ``IMPORTERS`` in its ``published.py`` (``Suite.importers``)."""
+
+    kind: str  # the command line's kind: ``geomon import <kind> PATH``
+    path: str  # what PATH is, for ``--help``
+    read: Callable[[Path, Any, Mapping[str, Any]], list[Published]]  # (PATH, settings, its options' values)
+    scope: str  # the scope every imported evaluation is compared on
+    files: Callable[[Path], list[Path]]  # the files ``read`` reads in PATH: a change to one re-imports
+    models: Callable[[Any], tuple[str, ...]]  # settings → the models an import adds, known before it runs
+    options: tuple[RunOption, ...] = ()  # its own flags (``--entities``), handed to ``read`` by ``RunOption.dest``
+    # geomon.yaml's top-level key (``GEOMON_<KEY>`` overrides it) naming the PATH Dagster observes hourly and
+    # imports when a file changes; "" when only the command line imports.
+    setting: str = ""
+    summary: Callable[[Sequence[str]], str] | None = None  # the imported evaluations' notes → a closing line
+    counted: str = ""  # a note ``summary`` already counts, not repeated per evaluation
+
+
 @dataclass(frozen=True)
 class Suite:
     """A registered suite, one record built once by the registry (``geomon.suites.registry.suite``): what it
@@ -88,16 +133,19 @@ class Suite:
     def name(self) -> str:
         return self.info.name
 
-    @property
-    def published(self) -> ModuleType:
-        """The suite folder's reader of the results its benchmark's authors published (``<suite>/published.py``:
-        Gapminder's, which ``geomon import gapminder-results`` records); an error naming the suite where it has
-        none."""
+    @functools.cached_property
+    def importers(self) -> Mapping[str, Importer]:
+        """The kinds of ``geomon import`` the suite offers, by kind: the ``IMPORTERS`` its folder's ``published.py``
+        declares (Gapminder's published results); none where it has no such file. Read when first asked, not when
+        the registry loads the suite: a broken importer leaves the suite's runs alone."""
         module = self.source if isinstance(self.source, ModuleType) else None
         name = f"{module.__name__}.published" if module is not None and hasattr(module, "__path__") else ""
         if not name or importlib.util.find_spec(name) is None:
-            raise SuiteError(f"suite {self.name}: no published results to import (no published.py in its folder)")
-        return importlib.import_module(name)
+            return {}
+        declared = getattr(importlib.import_module(name), "IMPORTERS", ())
+        if not isinstance(declared, tuple) or not all(isinstance(i, Importer) for i in declared):
+            raise SuiteError(f"suite {self.name}: {name}.IMPORTERS must be a tuple of Importer")
+        return {importer.kind: importer for importer in declared}
 
 
 def status_of(read: pd.Series, errors: pd.Series) -> pd.Series:

@@ -404,6 +404,42 @@ def _source(function: Callable[..., Any]) -> str:
         return getattr(function, "__qualname__", repr(function))
 
 
+def ranked_responses_stage(
+    plain: Stage, id_column: str, candidates: Callable[[pd.DataFrame], list[Sequence[str]]]
+) -> Stage:
+    """The ``responses`` stage of a suite whose questions have candidate answers (``candidates``: per prompt row):
+    a base model with log-probabilities ranks each prompt's candidates as the continuation of its ``completion``
+    column and the likeliest is its reply (``logprobs``: each candidate's log-probability, None where its request
+    failed); any other model answers as ``plain`` asks it."""
+
+    def run(context: Any, prompts: pd.DataFrame) -> StageResult:
+        spec = context.spec()
+        if not ranks_candidates(spec):
+            return plain.run(context, prompts)
+        names = candidates(prompts)
+        requests, owners = ranked_requests(prompts, spec, names)
+        answers, metadata = context.ask(spec, requests)
+        scores: list[list[float | None]] = [[None] * len(n) for n in names]
+        errors: list[str | None] = [None] * len(prompts)
+        for (i, j), logprobs, error in zip(owners, answers["logprobs"], answers["error"], strict=True):
+            failed = isinstance(error, str) and bool(error)  # no error is None, or NaN beside other rows' errors
+            scores[i][j] = None if failed else continuation_logprob(logprobs)
+            errors[i] = errors[i] or (error if failed else None)
+        picked = [likeliest(s) for s in scores]
+        texts = [n[p] if p is not None else None for n, p in zip(names, picked, strict=True)]
+        responses = pd.DataFrame(
+            {id_column: prompts[id_column].to_numpy(), "text": texts, "error": errors, "logprobs": scores}
+        )
+        return StageResult(responses, metadata={**metadata, "method": "rank classification"})
+
+    def requests(prompts: pd.DataFrame, spec: ModelSpec, settings: Any) -> list[GenerationRequest]:
+        if ranks_candidates(spec):
+            return ranked_requests(prompts, spec, candidates(prompts))[0]
+        return plain.requests(prompts, spec, settings)
+
+    return Stage("responses", run, inputs=("prompts",), per_model=True, asks_models=True, requests=requests)
+
+
 def declare(
     q: QuestionSet, source: ModuleType | Path, scoring: tuple[ModuleType, ...] = ()
 ) -> tuple[SuiteInfo, Pipeline, tuple[TrackedMetric, ...]]:
@@ -434,28 +470,6 @@ def declare(
         preview = prompts[[q.id, "chat"]].head(5)
         per_group = {"per_group": prompts[q.sample_per].value_counts().to_dict()} if q.sample_per else {}
         return StageResult(prompts, metadata={"prompts": len(prompts), "preview": preview, **per_group}, checks=[check])
-
-    def ranked_responses(context: Any, prompts: pd.DataFrame) -> StageResult:
-        """Each model's answers; a base model with log-probabilities ranks each question's candidates instead,
-        and the likeliest is its reply (``logprobs``: each candidate's log-probability)."""
-        spec = context.spec()
-        if not ranks_candidates(spec):
-            return plain_responses.run(context, prompts)
-        names = [q.candidates(row) for row in prompts.to_dict("records")]
-        requests, owners = ranked_requests(prompts, spec, names)
-        answers, metadata = context.ask(spec, requests)
-        scores: list[list[float | None]] = [[None] * len(n) for n in names]
-        errors: list[str | None] = [None] * len(prompts)
-        for (i, j), logprobs, error in zip(owners, answers["logprobs"], answers["error"], strict=True):
-            failed = isinstance(error, str) and bool(error)  # no error is None, or NaN beside other rows' errors
-            scores[i][j] = None if failed else continuation_logprob(logprobs)
-            errors[i] = errors[i] or (error if failed else None)
-        picked = [likeliest(s) for s in scores]
-        responses = pd.DataFrame(
-            {q.id: prompts[q.id].to_numpy(), "text": [n[p] if p is not None else None for n, p in zip(names, picked,
-             strict=True)], "error": errors, "logprobs": scores}
-        )  # fmt: skip
-        return StageResult(responses, metadata={**metadata, "method": "rank classification"})
 
     def judgements_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame) -> StageResult:
         """The jury's grade of each answered question: every judge says correct or incorrect (through the
@@ -582,14 +596,10 @@ def declare(
     )
     responses = plain_responses
     if q.candidates is not None:
-        responses = Stage(
-            "responses", ranked_responses, inputs=("prompts",), per_model=True, asks_models=True,
-            requests=lambda prompts, spec, settings: (
-                ranked_requests(prompts, spec, [q.candidates(r) for r in prompts.to_dict("records")])[0]
-                if ranks_candidates(spec)
-                else plain_responses.requests(prompts, spec, settings)
-            ),
-        )  # fmt: skip
+        candidates = q.candidates
+        responses = ranked_responses_stage(
+            plain_responses, q.id, lambda prompts: [candidates(row) for row in prompts.to_dict("records")]
+        )
     pipeline = Pipeline(
         stages=(
             release_stage(q.name, q.files, q.read, q.data_dir, versions),

@@ -175,6 +175,9 @@ class Revisions:
     # Default: ``resolve``'s keys, no cursor.
     watch: Callable[[Any, str | None], tuple[list[str], str | None]] | None = None
     watch_every_seconds: int = 3600  # how often the sensor asks
+    # The suite's geomon.yaml section → how many revisions one release decides: each is a scope its share of α is
+    # split among (``verdicts.scopes``). Default: 1.
+    scopes: Callable[[Any], int] | None = None
 
     def wanted(self, settings: Any, cursor: str | None) -> tuple[list[str], str | None]:
         """The revision keys the sensor should know now, and its next cursor."""

@@ -29,10 +29,30 @@ from types import ModuleType
 from typing import Any
 
 from geomon.stats.values import MetricKey
-from geomon.suites.info import Headline, RunOption, Suite, SuiteError, SuiteInfo, answered_outcome, status_of
+from geomon.suites.info import (
+    Headline,
+    Importer,
+    Published,
+    RunOption,
+    Suite,
+    SuiteError,
+    SuiteInfo,
+    answered_outcome,
+    status_of,
+)
 
 # where every suite reads them
-__all__ = ["Headline", "RunOption", "Suite", "SuiteError", "SuiteInfo", "answered_outcome", "status_of"]
+__all__ = [
+    "Headline",
+    "Importer",
+    "Published",
+    "RunOption",
+    "Suite",
+    "SuiteError",
+    "SuiteInfo",
+    "answered_outcome",
+    "status_of",
+]
 
 
 def _declared(module: ModuleType) -> Suite:
@@ -308,9 +328,41 @@ def drift_probe() -> Any:
     return next(iter(declared.values()))
 
 
+def _importers() -> tuple[dict[str, tuple[str, Importer]], dict[str, str]]:
+    """The registered suites' importers by kind, with the suite that offers each, and the suites whose importers
+    cannot be loaded, with why (a suite's own bug: it leaves out its kinds, never the others')."""
+    found: dict[str, tuple[str, Importer]] = {}
+    failed: dict[str, str] = {}
+    for name, entry in _registered().items():
+        try:
+            offered = entry.importers
+        except Exception as exc:  # the suite's own bug: named, kept to itself
+            failed[name] = f"suite {name}: its importers cannot be loaded: {type(exc).__name__}: {exc}"
+            continue
+        for kind, importer in offered.items():
+            if kind in found:
+                raise SuiteError(f"geomon import {kind}: declared by suite {found[kind][0]} and by suite {name}")
+            found[kind] = (name, importer)
+    return found, failed
+
+
+def importers() -> dict[str, tuple[str, Importer]]:
+    """Every kind of ``geomon import`` the registered suites offer (``Suite.importers``), by kind, with the suite
+    that offers it, in run order: what the command line dispatches from, the settings read the folders of and the
+    Dagster layer builds the published history's assets from, so none of them names a suite. A kind two suites
+    declare is an error naming both; a suite whose importers cannot be loaded is left out (``broken_importers``
+    says why)."""
+    return _importers()[0]
+
+
+def broken_importers() -> dict[str, str]:
+    """The suites whose importers cannot be loaded, and why."""
+    return _importers()[1]
+
+
 def module(name: str) -> ModuleType:
-    """The Python module of suite ``name``: its domain code beyond the declarations (Gapminder's ``items``, which
-    the import reuses). A YAML suite has none: an error naming its file."""
+    """The Python module of suite ``name``: its domain code beyond the declarations. A YAML suite has none: an
+    error naming its file."""
     source = suite(name).source
     if not isinstance(source, ModuleType):
         raise SuiteError(f"suite {name} is declared in {source}, not in a Python module")

@@ -277,13 +277,13 @@ def test_borderlines_materialization_with_both_bundled_models(tmp_path, wdi_snap
 def test_borderlines_on_a_scripted_model_gives_exact_scores(tmp_path, wdi_snapshot_dir):
     """Three territories of the 2023-05-15 table, every query answered with its table controller in the
     query's language: KB, Con, Non and Cst concurrence are 100, Con − Non is 0, every query answered."""
-    from geomon.sources.borderlines import read_snapshot
-    from geomon.suites import borderlines as suite
+    from geomon.suites.borderlines.prompts import build_prompts
+    from geomon.suites.borderlines.source import read_snapshot
 
     data = read_snapshot(
         SHARED / "snapshots" / "borderlines", SHARED / "snapshots" / "borderlines" / "disputed_territories.csv"
     )
-    prompts = suite.build_prompts(data, ("vanilla",))
+    prompts = build_prompts(data, ("vanilla",))
     answers = {
         p.query: p.choices[p.claimants.index(p.controller)] if p.controller in p.claimants else p.choices[0]
         for p in prompts.itertuples()

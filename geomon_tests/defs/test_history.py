@@ -9,12 +9,15 @@ import dagster as dg
 from geomon.config import load_settings
 from geomon.definitions import defs
 from geomon.defs.drift import TRENDS_KEY, record_trends
-from geomon.defs.history import EVALUATIONS_KEY, IMPORT_KEY, imported_models_partitions
-from geomon.defs.monitoring import IN_DIALOG, OPEN_REGRESSIONS_KEY, model_key
+from geomon.defs.monitoring import IN_DIALOG, OPEN_REGRESSIONS_KEY, model_key, published_history
 from geomon.defs.resources import GeomonResource
 from geomon.monitor.history import MetricHistory
 from geomon_tests.conftest import automation_tick, published_gapminder, write_settings
 
+# Gapminder's published history, as the Dagster layer builds it from the suite's importer
+PUBLISHED = published_history("gapminder-results")
+IMPORT_KEY, EVALUATIONS_KEY = PUBLISHED.import_key, PUBLISHED.evaluations_key
+assert (IMPORT_KEY, EVALUATIONS_KEY) == (["history", "gapminder_import"], ["history", "gapminder_evaluations"])
 O3_MINI = "o3-mini-2025-01-31"
 
 
@@ -95,7 +98,7 @@ def _partition_statuses(instance: dg.DagsterInstance) -> dict[str, list[str]]:
     each status with its partitions; a partition in none of them is "missing"."""
     key = dg.AssetCheckKey(dg.AssetKey(EVALUATIONS_KEY), "no_regression")
     with dg.partition_loading_context(dynamic_partitions_store=instance):
-        state = instance.event_log_storage.get_asset_check_state([(key, imported_models_partitions)])[key]
+        state = instance.event_log_storage.get_asset_check_state([(key, PUBLISHED.partitions)])[key]
     return {
         status.value: sorted(subset.value.get_partition_keys())
         for status, subset in state.subsets.items()

@@ -383,7 +383,7 @@ def test_an_unchanged_rerun_names_the_stored_evaluation_not_itself(tmp_path):
 def test_a_verdicts_look_is_its_own_column_and_its_reason_reads_first():
     """The note of a decision at the reserve against a provisional baseline opens with the look's ~190-character
     provenance; the UI's table shows the reason first and the look apart (test_history pins the whole table)."""
-    from geomon.defs.monitoring import look_and_reason
+    from geomon.defs.verdict_tables import look_and_reason
     from geomon.monitor import release
 
     reason = "paged by an underpowered comparison (6 % power at the minimum effect)"
@@ -399,7 +399,7 @@ def test_a_verdicts_look_is_its_own_column_and_its_reason_reads_first():
 def test_the_sentence_above_a_comparisons_table_explains_its_terse_verdicts():
     """`watch` and `undefined` (the verdicts whose name does not say what they are) are explained in the sentence
     above every comparisons table, with change, MDE, power and adjusted p."""
-    from geomon.defs.monitoring import READING
+    from geomon.defs.verdict_tables import READING
     from geomon.stats import verdicts
 
     terms = ("**change**", "**MDE**", "**power**", "**adjusted p**", f"`{verdicts.WATCH}`", f"`{verdicts.UNDEFINED}`")

@@ -41,3 +41,24 @@ def test_the_prebuilt_server_serves_a_bundled_model_like_llama_server(smollm2, m
         assert reply["usage"]["completion_tokens"] >= 1 and reply["choices"][0]["message"]["content"]
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{url}/models", timeout=5)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="xllamacpp is not installed")
+def test_the_prebuilt_server_takes_a_serving_variants_cache_flags_and_refuses_others_in_one_line(smollm2, monkeypatch):
+    """`make run`'s KV-cache release (`--cache-type-k q8_0`) is served by the prebuilt engine too (CPUs without
+    AVX-512 get no source build); a flag it cannot honour stops the server with one line that says so."""
+    monkeypatch.setenv("GEOMON_LLAMA_SERVER", shlex.join(local.prebuilt_server_command()))
+    weights = bundled_model_path(smollm2.bundled)
+    with local.running_server(weights, alias="kv8", slots=1, threads=1, flags=("--cache-type-k", "q8_0")) as url:
+        reply = httpx.post(
+            f"{url}/chat/completions",
+            json={"model": "kv8", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2},
+            timeout=120,
+        ).json()
+        assert reply["usage"]["completion_tokens"] >= 1
+    refusing = local.running_server(weights, alias="other", slots=1, threads=1, flags=("--rope-freq-base", "2"))
+    with pytest.raises(local.EngineUnavailable) as refused, refusing:
+        pass
+    first = str(refused.value).splitlines()[0]
+    assert first.startswith("llama-server exited with code 1: geomon: the prebuilt llama.cpp server does not take")
+    assert "--rope-freq-base 2" in first

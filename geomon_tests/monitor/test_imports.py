@@ -38,7 +38,7 @@ def bank():
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, bank) -> list[imports.ImportedRun]:
     folder = published_gapminder(tmp_path_factory.mktemp("gapminder"), CONFIGS, ANSWERS)
-    return imports.gapminder_runs(folder, ENTITIES, bank)
+    return imports.published_runs("gapminder-results", published.evaluations(folder, ENTITIES, bank))
 
 
 @pytest.fixture(scope="module")

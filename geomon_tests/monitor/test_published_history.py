@@ -17,7 +17,9 @@ from geomon_tests.conftest import GAPMINDER_ENTITIES, GAPMINDER_PUBLISHED, SHARE
 @pytest.fixture(scope="module")
 def runs() -> list[imports.ImportedRun]:
     bank = source.read_snapshot(SHARED / "snapshots" / "gapminder")
-    return imports.gapminder_runs(GAPMINDER_PUBLISHED, GAPMINDER_ENTITIES, bank)
+    return imports.published_runs(
+        "gapminder-results", published.evaluations(GAPMINDER_PUBLISHED, GAPMINDER_ENTITIES, bank)
+    )
 
 
 def _table(history: MetricHistory) -> pd.DataFrame:

@@ -36,7 +36,7 @@ def results(tmp_path_factory, wdi_snapshot_dir):
     from geomon.monitor import imports, results
     from geomon.monitor.history import MetricHistory
     from geomon.stats.values import EvaluationRun, MetricValue
-    from geomon.suites.gapminder import source
+    from geomon.suites.gapminder import published, source
     from geomon_tests.conftest import GAPMINDER_ENTITIES, SHARED, published_gapminder, write_settings
 
     tmp = tmp_path_factory.mktemp("reports")
@@ -44,7 +44,9 @@ def results(tmp_path_factory, wdi_snapshot_dir):
     settings = write_settings(tmp, wdi_snapshot_dir)
     history = MetricHistory(f"sqlite:///{tmp / 'store.sqlite'}")
     bank = source.read_snapshot(SHARED / "snapshots" / "gapminder")
-    imports.record_runs(history, imports.gapminder_runs(folder, GAPMINDER_ENTITIES, bank))
+    imports.record_runs(
+        history, imports.published_runs("gapminder-results", published.evaluations(folder, GAPMINDER_ENTITIES, bank))
+    )
     for day, value in ((1, 100.0), (2, 0.0)):  # a bundled model's two runs: 2026 dates, 0 and 100 %
         history.record(
             EvaluationRun(
@@ -182,7 +184,7 @@ MODEL = "vendor-model-00-2025-01-31"
 
 def _borderlines_board(models: int = 39) -> pd.DataFrame:
     """A BorderLines leaderboard of ``models`` models at one table version: every score with its interval."""
-    from geomon.report.borderlines import SCORES
+    from geomon.suites.borderlines.report import SCORES
 
     values = np.linspace(10.0, 90.0, models)
     board = pd.DataFrame(
@@ -275,8 +277,9 @@ def test_every_suites_leaderboard_shows_its_headline_columns_within_the_page(tmp
     """Each suite's report, written from a 53-column board of 39 models, at 1440 px: the leaderboard shows the
     suite's headline columns, links leaderboard.csv for the rest, and nothing on the page is wider than its box
     or smaller than 10 px."""
-    from geomon.report import borderlines, suite
+    from geomon.report import suite
     from geomon.suites import blend, registry
+    from geomon.suites.borderlines import report as borderlines
     from geomon.suites.gapminder import report as gapminder
     from geomon.suites.quench import report as quench
     from geomon.suites.saged import report as saged

@@ -16,24 +16,6 @@ from geomon_tests import snapshot
 PACKAGE = Path(__file__).resolve().parents[2] / "geomon"
 BUNDLED = snapshot.expected()["suites"]  # the bundled suites, as the reviewed snapshot records them
 
-# ALLOWANCES, each to be removed by the change it names; a stale entry fails the test too.
-# BorderLines is the one bundled benchmark not yet a folder: the lead is moving it into suites/borderlines/ (issue 62
-# item 1). Remove this entry then, and the test holds BorderLines to the same rule.
-NOT_YET_A_FOLDER = {"borderlines"}
-# Gapminder's imported published history (``geomon import gapminder-results``, the ``history/gapminder_*`` assets,
-# the ``gapminder_results`` setting) is still wired outside its folder: the importer is dispatched by name from the
-# command line (its kind), the settings (its folder), the metric history's importers and the Dagster layer (its
-# assets, their keys named once in defs/monitoring.py) until the importers come from the suites (issue 62 item 2).
-# These files, and only these, may name Gapminder until then.
-GAPMINDER_PUBLISHED_HISTORY = {
-    "cli/imports.py",
-    "config.py",
-    "defs/history.py",
-    "defs/monitoring.py",
-    "monitor/imports.py",
-}
-ALLOWED = {"gapminder": GAPMINDER_PUBLISHED_HISTORY}
-
 
 def _words(identifier: str) -> set[str]:
     """``GapminderData`` → {gapminder, data}; ``worldbench_prompts`` → {worldbench, prompts}."""
@@ -96,23 +78,15 @@ def _outside(suite: str) -> dict[str, list[str]]:
 
 
 def test_every_bundled_suite_is_a_folder():
-    folders = [name for name in BUNDLED if (PACKAGE / "suites" / name / "__init__.py").is_file()]
-    assert sorted(set(BUNDLED) - set(folders) - NOT_YET_A_FOLDER) == []
-    assert sorted(NOT_YET_A_FOLDER & set(folders)) == []  # a stale allowance: the folder is there, remove the entry
+    assert [name for name in BUNDLED if not (PACKAGE / "suites" / name / "__init__.py").is_file()] == []
+    assert sorted(path.stem for path in (PACKAGE / "suites").glob("*.py") if path.stem in BUNDLED) == []
 
 
 def test_no_code_outside_a_suites_folder_names_it():
-    """For each bundled suite (but the one not yet a folder), the modules outside its folder that name it: none,
-    but for a named allowance; and an allowed file that no longer names the suite is a stale entry."""
-    named = {name: _outside(name) for name in BUNDLED if name not in NOT_YET_A_FOLDER}
-    unexpected = {
-        name: {where: lines for where, lines in files.items() if where not in ALLOWED.get(name, set())}
-        for name, files in named.items()
-    }
-    assert {name: files for name, files in unexpected.items() if files} == {}
-    assert {name: sorted(set(allowed) - set(named[name])) for name, allowed in ALLOWED.items()} == {
-        name: [] for name in ALLOWED
-    }
+    """For each bundled suite, the modules outside its folder that name it, with where: none. What the platform needs
+    of a benchmark it asks its ``Suite`` for (its settings section, revisions, drift probe, importers)."""
+    named = {name: _outside(name) for name in BUNDLED}
+    assert {name: files for name, files in named.items() if files} == {}
 
 
 def test_the_scan_finds_each_way_of_naming_a_suite():

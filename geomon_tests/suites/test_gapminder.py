@@ -4,6 +4,7 @@ published results, hand-computed toy rates, and the jury's aggregation on the re
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -115,6 +116,36 @@ def test_pre_grading_settles_only_unambiguous_answers(data):
     options = ["It is not a member", "It is a member", "It left"]
     member = pd.DataFrame({"options": [options], "correctness": [[1, 2, 3]]})
     assert gm.pre_grade(member, ["It is not a member."]) == ["correct"]
+
+
+def test_rank_classification_grades_the_likeliest_option_and_states_its_probability_on_the_correct_one():
+    """A base model ranks the three options after "Answer:": the likeliest is its answer, graded by its correctness
+    (never indecisive), and ``correct_p`` is the softmax share of the correct option; a failed ranking has neither.
+    Per question, ``items`` averages the share over its wordings — the ``correct_probability`` headline's rows."""
+    prompts = pd.DataFrame(
+        {
+            "prompt_id": ["q1|v1", "q1|v2", "q2|v1"],
+            "question_id": ["q1", "q1", "q2"],
+            "prompt_variation_id": ["v1", "v2", "v1"],
+            "family": ["f", "g", "f"],
+            "language": "en-US",
+            "topic": ["sdg-world-01", "sdg-world-01", "other"],
+            "options": [["a", "b", "c"]] * 3,
+            "correctness": [[2, 1, 3], [2, 1, 3], [1, 3, 2]],
+        }
+    )
+    ln = math.log
+    scores = [[ln(0.2), ln(0.5), ln(0.3)], [ln(0.6), ln(0.3), ln(0.1)], [None, ln(0.5), ln(0.5)]]
+    assert gm.ranked_grades(prompts, scores) == ["correct", "wrong", None]
+    responses = pd.DataFrame({"text": ["b", "a", None], "error": [None, None, "timeout"], "logprobs": scores})
+    graded = gm.score(prompts, responses, gm.ranked_grades(prompts, scores), pd.DataFrame(), "m", ranked=True)
+    assert list(graded["graded_by"]) == ["ranked", "ranked", "failed"]
+    assert graded["correct_p"].tolist()[:2] == pytest.approx([0.5, 0.3]) and math.isnan(graded["correct_p"][2])
+    rows = gm.items(graded).set_index("item")
+    assert rows.loc["q1", "correct_p"] == pytest.approx(0.4) and "q2" not in rows.index  # failed: left out
+    assert gm.diagnose(graded, resamples=10)["summary"]["correct_probability"] == pytest.approx(40.0)
+    generated = gm.score(prompts, responses, ["correct", "wrong", None], pd.DataFrame(), "m")
+    assert generated["correct_p"].isna().all()  # a generated answer states no probability
 
 
 def test_jury_on_the_real_judges_replies():

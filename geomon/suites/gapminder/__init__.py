@@ -30,6 +30,7 @@ from geomon.stats.statistics import Mean, Range
 from geomon.stats.uncertainty import group_gaps, mean_interval
 from geomon.suites.gapminder import source
 from geomon.suites.gapminder.source import CORRECTNESS, CORRECTNESS_LABEL, GapminderData
+from geomon.suites.kit import likeliest, probabilities, ranked_responses_stage, ranks_candidates
 from geomon.suites.pipeline import (
     SEED,
     CheckOutcome,
@@ -65,6 +66,11 @@ SUITE = SuiteInfo(
         ),
         Headline("very_wrong_rate", "Gapminder: very-wrong rate (%)", bounds=(0, 100)),
         Headline(
+            "correct_probability",
+            "Gapminder: probability on the correct option (rank classification, mean over questions), %",
+            bounds=(0, 100),
+        ),
+        Headline(
             "family_gap_correct_rate", "Gapminder: range of the prompt families' correct rates, pp", bounds=(0, 100)
         ),
         Headline(
@@ -99,7 +105,9 @@ SUITE = SuiteInfo(
     sample="questions",
     unit=("question_id",),
     profiles={
-        "quick": {"sample_questions": 4, "sample_variations": 2},
+        # quick: 60 questions in one wording — a base model ranks the three options (180 scored continuations, a
+        # minute here), and a release's correct_probability is decidable on this many (docs/serving-changes.md)
+        "quick": {"sample_questions": 60, "sample_variations": 1},
         "default": {"sample_questions": 365, "sample_variations": 5},
     },
 )
@@ -180,6 +188,7 @@ def build_prompts(
                         "options": list(opts["text"]),
                         "correctness": [int(c) for c in opts["correctness"]],
                         "prompt": prompt,
+                        "completion": f"{prompt}\nAnswer:",  # a base model's: the answer follows "Answer:"
                     }
                 )
     frame = pd.DataFrame(rows)
@@ -195,7 +204,8 @@ def unfilled_placeholders(prompts: pd.DataFrame) -> list[str]:
 
 def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationRequest]:
     """The variation's prompt as the user message (no system prompt, as Gapminder runs models); base
-    models get it as a completion, stopped at a blank line."""
+    models get it as a completion, stopped at a blank line (a base model with log-probabilities ranks the
+    options instead: ``_responses``)."""
     params = {"max_tokens": MAX_TOKENS, **spec.params, "temperature": TEMPERATURE}
     if spec.kind == "chat":
         return [
@@ -203,8 +213,7 @@ def requests_for(prompts: pd.DataFrame, spec: ModelSpec) -> list[GenerationReque
             for p in prompts["prompt"]
         ]
     return [
-        GenerationRequest("completion", prompt=f"{p}\nAnswer:", params={**params, "stop": ["\n\n"]})
-        for p in prompts["prompt"]
+        GenerationRequest("completion", prompt=p, params={**params, "stop": ["\n\n"]}) for p in prompts["completion"]
     ]
 
 
@@ -232,6 +241,28 @@ def pre_grade(prompts: pd.DataFrame, answers: Sequence[str | None]) -> list[str 
     return grades
 
 
+def ranked_grades(prompts: pd.DataFrame, scores: Sequence[Sequence[float | None]]) -> list[str | None]:
+    """Rank classification's grades: the option whose text the model finds likeliest after "Answer:" (each
+    option's log-probability in ``scores``), graded by its correctness — never indecisive, as the model is not
+    asked to commit (a named variant of the paper's generated answers: docs/suites/gapminder.md); None where a
+    request failed."""
+    picks = [likeliest(list(s)) if isinstance(s, Sequence) else None for s in scores]
+    return [
+        CORRECTNESS[correctness[pick]] if pick is not None else None
+        for correctness, pick in zip(prompts["correctness"], picks, strict=True)
+    ]
+
+
+def correct_probability(prompts: pd.DataFrame, scores: Sequence[Sequence[float | None]]) -> list[float]:
+    """Per prompt, the share of the three options' probability on the correct one (``kit.probabilities``: a
+    softmax of their log-probabilities); NaN without a ranking (a generated answer, a failed request)."""
+    out = []
+    for correctness, ranked in zip(prompts["correctness"], scores, strict=True):
+        shares = probabilities(list(ranked)) if isinstance(ranked, Sequence) else None
+        out.append(float(shares[list(correctness).index(1)]) if shares is not None else np.nan)
+    return out
+
+
 def _without(text: str, option: str) -> str:
     """``text`` with the option's own words taken out (an option may itself say "no change" or "not at all")."""
     return re.sub(re.escape(option), " ", text, flags=re.IGNORECASE)
@@ -250,9 +281,16 @@ def judge_prompts(prompts: pd.DataFrame, answers: Sequence[str], judge_template:
 
 
 def score(
-    prompts: pd.DataFrame, responses: pd.DataFrame, pre: Sequence[str | None], jury: pd.DataFrame, model: str
+    prompts: pd.DataFrame,
+    responses: pd.DataFrame,
+    pre: Sequence[str | None],
+    jury: pd.DataFrame,
+    model: str,
+    ranked: bool = False,
 ) -> pd.DataFrame:
-    """One row per answer: grade and how it was reached (``graded_by``: pre-graded, jury, or failed).
+    """One row per answer: grade and how it was reached (``graded_by``: pre-graded, ranked, jury, or failed),
+    and with ``ranked`` (``responses``' ``logprobs`` are each option's log-probability) ``correct_p``, the
+    probability on the correct option (NaN otherwise).
 
     ``jury`` holds the jury's decisions (grade, reason) for the answers that were not pre-graded, in
     order. A failed request has no grade and ``status`` failed: excluded and counted, like every suite.
@@ -268,14 +306,17 @@ def score(
             out.iat[i, out.columns.get_loc("reason")] = error
         elif pre_grade_ is not None:
             out.iat[i, out.columns.get_loc("grade")] = pre_grade_
-            out.iat[i, out.columns.get_loc("graded_by")] = "pre-graded"
-            out.iat[i, out.columns.get_loc("reason")] = "names exactly one option, plainly"
+            out.iat[i, out.columns.get_loc("graded_by")] = "ranked" if ranked else "pre-graded"
+            out.iat[i, out.columns.get_loc("reason")] = (
+                "the likeliest option after 'Answer:'" if ranked else "names exactly one option, plainly"
+            )
         else:
             decision = next(decisions)
             out.iat[i, out.columns.get_loc("grade")] = decision.grade
             out.iat[i, out.columns.get_loc("graded_by")] = "jury"
             out.iat[i, out.columns.get_loc("reason")] = decision.reason
     out["status"] = np.where(out["graded_by"] == "failed", "failed", "answered")
+    out["correct_p"] = correct_probability(prompts, responses["logprobs"]) if ranked else np.nan
     return out
 
 
@@ -348,6 +389,14 @@ def language_gap(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> 
     }
 
 
+def _correct_probability(graded: pd.DataFrame) -> float:
+    """The mean over questions of each question's mean probability on its correct option, in percent (the
+    ``correct_probability`` headline's point); NaN without rank classification."""
+    if "correct_p" not in graded or graded["correct_p"].isna().all():
+        return float("nan")
+    return float(graded.groupby("question_id")["correct_p"].mean().mean() * 100)
+
+
 def diagnose(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Rates per model, per language, prompt family and topic (SDG); the language gap; how answers were
     graded; the correct rate's bootstrap interval over questions."""
@@ -361,6 +410,8 @@ def diagnose(graded: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> dict
         "failed": int((graded["status"] == "failed").sum()) if "status" in graded else 0,
         "pre_graded": int((graded["graded_by"] == "pre-graded").sum()) if "graded_by" in graded else 0,
         "jury_graded": int((graded["graded_by"] == "jury").sum()) if "graded_by" in graded else 0,
+        "ranked": int((graded["graded_by"] == "ranked").sum()) if "graded_by" in graded else 0,
+        "correct_probability": _correct_probability(graded),
     }
     gap = language_gap(graded, resamples=resamples, seed=seed)
     summary.update({k: v for k, v in gap.items() if k != "note"})
@@ -396,6 +447,9 @@ def items(graded: pd.DataFrame) -> pd.DataFrame:
     out = per_q[columns].rename(columns={"question_id": "item"})
     topics = graded.drop_duplicates("question_id").set_index("question_id")["topic"] if "topic" in graded else {}
     out = out.assign(question=out["item"].astype(str), topic=[str(topics.get(q, "unknown")) for q in out["item"]])
+    # the mean over a question's answers of the probability on its correct option (rank classification only)
+    shares = graded.groupby("question_id")["correct_p"].mean() if "correct_p" in graded else {}
+    out["correct_p"] = [float(shares.get(q, np.nan)) for q in out["item"]]
     if "family" not in graded:  # no prompt families (rates published per question): their comparisons undefined
         return out.assign(**dict.fromkeys(FAMILY_COLUMNS, np.nan))
     per_family = _per_question(graded, ["model", "family"])
@@ -447,6 +501,10 @@ TRACKED = (
     TrackedMetric(
         "very_wrong_rate", Mean("very_wrong", per="decisive", scale=100), "question", True, 5.0, bounds=(0, 100)
     ),
+    # Rank classification's own confidence in the right answer (a base model's; undefined for generated answers):
+    # a serving change that moves every question's probability a little is decidable on tens of questions, where
+    # the argmax's correct rate needs hundreds (docs/serving-changes.md).
+    TrackedMetric("correct_probability", Mean("correct_p", scale=100), "question", False, 5.0, bounds=(0, 100)),
     # Whether the model still commits to an option: the correct rate is over decisive answers only, so a model
     # that stops answering the questions it gets wrong would look better; this pages, per topic too.
     TrackedMetric(
@@ -524,7 +582,8 @@ def _judgements_stage(
     judges = settings.judges(jury_settings)
     texts = [t if isinstance(t, str) else None for t in responses["text"]]
     failed = [isinstance(e, str) and bool(e) for e in responses["error"]]
-    pre = pre_grade(prompts, texts)
+    ranked = ranks_candidates(context.spec())
+    pre = ranked_grades(prompts, responses["logprobs"]) if ranked else pre_grade(prompts, texts)
     to_judge = [i for i, (p, f) in enumerate(zip(pre, failed, strict=True)) if p is None and not f]
     task = jury.JuryTask(
         "grade",
@@ -543,6 +602,7 @@ def _judgements_stage(
         {"pre_grades": pre, "verdicts": verdicts, "decisions": decisions, "agreement": result.agreement},
         metadata={
             "answers": len(prompts),
+            "method": "rank classification" if ranked else "generated answers",
             "pre_graded": sum(p is not None for p in pre),
             "sent_to_jury": len(to_judge),
             "failed_requests": sum(failed),
@@ -556,7 +616,8 @@ def _judgements_stage(
 
 def _grades_stage(context: Any, prompts: pd.DataFrame, responses: pd.DataFrame, judgements: dict) -> StageResult:
     """One grade per answer: correct / wrong / very_wrong / indecisive, and how it was reached."""
-    graded = score(prompts, responses, judgements["pre_grades"], judgements["decisions"], context.model)
+    ranked = ranks_candidates(context.spec())
+    graded = score(prompts, responses, judgements["pre_grades"], judgements["decisions"], context.model, ranked)
     return StageResult(
         graded,
         metadata={
@@ -630,7 +691,10 @@ def _pipeline() -> Pipeline:
                     SEED,
                 ),
             ),
-            responses_stage(requests_for, "prompt_id"),
+            # a base model with log-probabilities ranks the three options (BorderLines' rank classification)
+            ranked_responses_stage(
+                responses_stage(requests_for, "prompt_id"), "prompt_id", lambda prompts: list(prompts["options"])
+            ),
             Stage(
                 "judgements",
                 _judgements_stage,
@@ -675,7 +739,9 @@ def _pipeline() -> Pipeline:
             "correct_rate_ci_high",
             "very_wrong_rate",
             "indecisive_rate",
+            "correct_probability",
             "pre_graded",
+            "ranked",
             "jury_graded",
             "judge_fleiss_kappa",
         ),

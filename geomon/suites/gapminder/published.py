@@ -2,12 +2,13 @@
 (correct, wrong and very wrong of the decisive answers, indecisive of all), the question as the cluster, and its
 per-answer files (graded correct / wrong / very wrong / fail (no judge majority: indecisive) / empty (no answer:
 indecisive, counted)), which add each prompt family's correct rate where they are complete. The suite's
-``Suite.published``; ``geomon import gapminder-results`` (``monitor.imports.gapminder_runs``) records them as
-evaluations."""
+importer (``IMPORTERS``, its ``Suite.importers``): ``geomon import gapminder-results`` and the Dagster layer's
+``history/gapminder_*`` assets record them as evaluations (``monitor.imports.published_runs``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from geomon.suites.gapminder import FAMILY_COLUMNS, items
-from geomon.suites.gapminder.source import read_results
+from geomon.suites.gapminder.source import read_results, read_snapshot
+from geomon.suites.info import Importer, Published, RunOption, model_name
 
 
 class PublishedError(ValueError):
@@ -121,6 +123,7 @@ def rate_items(rates: pd.DataFrame, topics: Mapping[str, str]) -> pd.DataFrame:
             "n": 1.0,
             "topic": [str(topics.get(q, "unknown")) for q in rates["question"]],
             "question": rates["question"].astype(str).to_numpy(),
+            "correct_p": np.nan,  # published answers were generated: no option's probability
             # no prompt family from rates alone: complete per-answer files add them (``configurations``)
             **dict.fromkeys(FAMILY_COLUMNS, np.nan),
         }
@@ -227,3 +230,80 @@ def configurations(folder: str | Path, entities: str | Path, question_bank: Any 
             )
         )
     return out
+
+
+# --- the suite's importer: ``geomon import gapminder-results`` ------------------------------------------------
+
+ENTITIES = Path("ddf") / "ddf--entities--model_configuration.csv"  # the model configurations, in the snapshot
+SCOPE = "published answers"  # every imported configuration compares with the others, on shared items
+
+
+def evaluations(folder: str | Path, entities: str | Path, question_bank: Any = None) -> list[Published]:
+    """Every model configuration Gapminder published (``configurations``), as the evaluations the import records:
+    each dated by its first experiment, released on its model's publish date."""
+    return [
+        Published(
+            key=config.config_id,
+            model=model_name(config.model_id),
+            evaluated_at=config.first_experiment_date,
+            items=config.items,
+            vendor=config.vendor,
+            released=config.model_publish_date,
+            answers=config.answers,
+            excluded=config.excluded,
+            note=config.note,
+        )
+        for config in configurations(folder, entities, question_bank)
+    ]
+
+
+def _read(folder: Path, settings: Any, options: Mapping[str, Any]) -> list[Published]:
+    """The published folder, read with the snapshot's question bank (each question's topic, each variation's
+    family) and its model configurations, unless ``--entities`` names another file."""
+    snapshot = settings.suite("gapminder").snapshot
+    entities = Path(options["entities"]) if options.get("entities") else snapshot / ENTITIES if snapshot else None
+    if entities is None:
+        raise PublishedError(
+            "gapminder-results: the model configurations are read from gapminder.snapshot; without one, --entities FILE"
+        )
+    return evaluations(folder, entities, read_snapshot(snapshot) if snapshot is not None else None)
+
+
+@functools.cache
+def model_names(entities: Path) -> tuple[str, ...]:
+    """The model names of the published configurations (``mc049`` → ``o3-mini-2025-01-31``), in order; read once."""
+    configurations = read_entities(entities)
+    return tuple(dict.fromkeys(model_name(m) for m in configurations["model_id"]))
+
+
+def _models(settings: Any) -> tuple[str, ...]:
+    """The models an import adds: the snapshot's configurations; none where the snapshot is not there."""
+    snapshot = settings.suite("gapminder").snapshot
+    return model_names(snapshot / ENTITIES) if snapshot is not None and (snapshot / ENTITIES).is_file() else ()
+
+
+def _summary(notes: Sequence[str]) -> str:
+    """How many published configurations had per-answer files (the prompt families' rates) and how many only
+    rates, from the imported evaluations' notes."""
+    rates_only = sum(note == RATES_ONLY for note in notes)
+    return (
+        f"{len(notes)} published model configurations from their per-question rates; each prompt family's correct "
+        f"rate from the per-answer files of {sum(not note for note in notes)} ({rates_only} have no per-answer file)"
+    )
+
+
+IMPORTERS = (
+    Importer(
+        kind="gapminder-results",
+        path="Gapminder's published folder (the ddf--datapoints--*--by--question--model_configuration.csv rates; "
+        "master_output_*.csv answers in its results/)",
+        read=_read,
+        scope=SCOPE,
+        files=files,
+        models=_models,
+        options=(RunOption("--entities", "the model configurations CSV (default: the snapshot's)"),),
+        setting="gapminder_results",
+        summary=_summary,
+        counted=RATES_ONLY,
+    ),
+)

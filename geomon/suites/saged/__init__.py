@@ -161,7 +161,7 @@ def _corpus_stage(context: Any) -> StageResult:
     config = settings.saged
     documents = {doc.source_tag: corpus_source.read_local(doc) for doc in config.documents}
     if config.wikipedia_pages:
-        client = settings.borderlines.mediawiki_client()
+        client = settings.mediawiki.client()
         date = config.wikipedia_date or datetime.now(UTC).date().isoformat()
         for title in config.wikipedia_pages:
             documents[f"wiki:{title}"] = corpus_source.wikipedia_text(client, title, date)

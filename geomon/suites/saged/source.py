@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from geomon.sources.wikipedia import MediaWikiClient
+from geomon.sources.mediawiki import MediaWikiClient
 
 
 class CorpusError(ValueError):

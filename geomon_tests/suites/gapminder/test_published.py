@@ -17,10 +17,33 @@ def bank():
     return source.read_snapshot(SHARED / "snapshots" / "gapminder")
 
 
-def test_the_suite_exposes_its_reader_and_a_suite_without_one_says_so():
-    assert registry.suite("gapminder").published is published
-    with pytest.raises(registry.SuiteError, match="suite worldbench: no published results to import"):
-        _ = registry.suite("worldbench").published
+def test_the_suite_exposes_its_importer_and_a_suite_without_one_has_none():
+    """The registry hands the command line, the settings and the Dagster layer Gapminder's importer by its kind,
+    from the suite's folder (``published.IMPORTERS``), with the setting that names its folder."""
+    assert dict(registry.suite("gapminder").importers) == {"gapminder-results": published.IMPORTERS[0]}
+    assert registry.importers()["gapminder-results"] == ("gapminder", published.IMPORTERS[0])
+    assert published.IMPORTERS[0].setting == "gapminder_results"  # geomon.yaml's key, as before
+    assert registry.suite("worldbench").importers == {}
+
+
+def test_the_importer_reads_the_folder_with_the_snapshots_configurations_or_the_ones_named(tmp_path, bank):
+    """Each published configuration an evaluation: the model's name (its provider path's last part), dated by its
+    first experiment, its publish date and vendor as published; the model configurations from the snapshot unless
+    ``--entities`` names a file, and without either an error that says so."""
+    from geomon.config import load_settings
+
+    folder = published_gapminder(tmp_path, ["mc039", "mc046"])
+    importer = published.IMPORTERS[0]
+    settings = load_settings()
+    read = importer.read(folder, settings, {})
+    assert [(p.key, p.model) for p in read] == [(c.config_id, c.model_id.rsplit("/", 1)[-1]) for c in
+                                                 published.configurations(folder, ENTITIES, bank)]  # fmt: skip
+    assert all(p.evaluated_at and p.released and p.vendor for p in read)
+    assert [p.key for p in importer.read(folder, settings, {"entities": str(ENTITIES)})] == ["mc039", "mc046"]
+    settings.suite("gapminder").snapshot = None
+    with pytest.raises(published.PublishedError, match="without one, --entities FILE"):
+        importer.read(folder, settings, {})
+    assert importer.models(settings) == ()  # nothing known before an import without the snapshot
 
 
 def test_each_configuration_is_its_published_rates_and_its_complete_answers(tmp_path, bank):

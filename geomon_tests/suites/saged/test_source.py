@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from geomon.sources import wikipedia
+from geomon.sources import mediawiki
 from geomon.suites.saged.source import CorpusError, LocalDocument, read_local, wikipedia_text
 from geomon_tests.loopback import serve
-from geomon_tests.sources.test_wikipedia import MediaWiki
+from geomon_tests.sources.test_mediawiki import PAGE as TITLE
+from geomon_tests.sources.test_mediawiki import MediaWiki
 
 PAGE = (
     "<div><p>Canada is a country in North America.<sup class='reference'>[1]</sup></p>"
@@ -20,8 +21,8 @@ PAGE = (
 def test_a_wikipedia_page_as_text():
     state = {"calls": [], "pages": {"1154894956": PAGE}, "langlinks": {}}
     with serve(MediaWiki, state) as url:
-        client = wikipedia.MediaWikiClient(f"{url}/w/api.php", user_agent="geomon-tests", min_interval_s=0.0)
-        text = wikipedia_text(client, wikipedia.DISPUTES_PAGE, "2023-05-15")
+        client = mediawiki.MediaWikiClient(f"{url}/w/api.php", user_agent="geomon-tests", min_interval_s=0.0)
+        text = wikipedia_text(client, TITLE, "2023-05-15")
     # Paragraphs only: no reference marks, no table cells, no style, no empty paragraph.
     assert text == "Canada is a country in North America.\nIts capital is Ottawa."
 

@@ -1,7 +1,7 @@
 """BorderLines data: the territorial-disputes table, claimant countries, templates and term translations.
 
 Offline these come from the BorderLines release (a snapshot directory), whose dated tables stand in
-for parsed revisions; live, the table is parsed from a Wikipedia revision (geomon.sources.wikipedia)
+for parsed revisions; live, the table is parsed from a Wikipedia revision (the folder's ``wikipedia.py``)
 and joined with the release's countries, templates and translations (``with_disputes``).
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -233,3 +234,21 @@ def fetch_release(base_url: str, dest: str | Path, timeout_s: float = 30.0) -> P
     for code in templates["code"]:
         files.get(f"translate/terms/terms_gt.{code}.json")
     return Path(dest)
+
+
+def disputes_expectations(previous_size: int | None, collapse_ratio: float = 0.8) -> list[Any]:
+    """On ``unaccounted_rows``: ≥ 2 claimants; every controller Unknown, a claimant or
+    a published quirk of the release; every claimant with country info or a published quirk; no collapse
+    against the previous version. No allowance: one unaccounted row fails."""
+    import great_expectations.expectations as gxe
+
+    expectations = [
+        gxe.ExpectColumnValuesToBeUnique(column="territory"),
+        gxe.ExpectColumnValuesToBeBetween(column="claimant_count", min_value=2),
+        gxe.ExpectColumnValuesToBeInSet(column="controller_unaccounted", value_set=[""]),
+        gxe.ExpectColumnValuesToBeInSet(column="claimants_without_country_info", value_set=[""]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+    ]
+    if previous_size:
+        expectations.append(gxe.ExpectTableRowCountToBeBetween(min_value=int(previous_size * collapse_ratio)))
+    return expectations
