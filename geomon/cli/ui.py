@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from geomon.cli.common import dagster_home
-from geomon.config import load_settings
+from geomon.config import Settings, load_settings
 
 log = logging.getLogger("geomon")
 
@@ -24,6 +24,11 @@ KILLED_WAIT_S = 10.0  # after SIGKILL, how long the killed take to be gone (reap
 # end geomon alone and leave dg dev's group (in a session of its own) running, its daemon beside the next one's.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 PID_FILE = "geomon-ui.pid"  # in DAGSTER_HOME: the process group of the `dg dev` a `geomon ui` started there
+# The Overview's Assets view: each asset group with its assets whose checks failed, in red. Dagster's landing page
+# ("/") opens the Overview's view last opened in that browser, the Timeline (runs only) until then
+# (docs/operations.md), so geomon ui names this one first.
+LANDING = "/overview/activity/assets"
+OPEN_REGRESSIONS = "/assets/monitor/open_regressions"
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
@@ -36,15 +41,19 @@ def cmd_ui(args: argparse.Namespace) -> int:
     home = dagster_home()
     from geomon.monitor import alerts
 
-    if not alerts.notifiers(load_settings(args.config).alerts):
+    settings = load_settings(args.config)
+    if not alerts.notifiers(settings.alerts):
         log.warning("alerts go nowhere: no channel is configured; `geomon alerts test` checks them")
+    url = f"http://{args.host}:{args.port}"
+    first_look = where_to_look(url, settings)  # before the UI starts: a history that cannot be read stops here
     pid_file = home / PID_FILE
     stop_left_behind(pid_file)
     dg_cli = Path(sys.executable).with_name("dg")
     command = [str(dg_cli), "dev", "-w", "workspace.yaml", "-h", args.host, "-p", str(args.port)]
     proc = subprocess.Popen(command, start_new_session=True)
     pid_file.write_text(f"{proc.pid}\n")
-    print(f"Dagster UI on http://{args.host}:{args.port} (dg dev, pid {proc.pid}). Ctrl-C stops it.", flush=True)
+    print(f"Dagster UI on {url} (dg dev, pid {proc.pid}). Ctrl-C stops it.", flush=True)
+    print(first_look, flush=True)
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
@@ -62,6 +71,20 @@ def cmd_ui(args: argparse.Namespace) -> int:
         stop_process_group(proc.pid, UI_STOP_GRACE_S, reap=proc.poll)  # dg dev's children, even if it ended
         pid_file.unlink(missing_ok=True)
     return code
+
+
+def where_to_look(url: str, settings: Settings) -> str:
+    """What to open first: the Overview's Assets view, where a group holding an asset whose check failed reads red
+    (opened once, the UI's landing page opens there in that browser), and the open regressions, counted."""
+    from geomon.defs.monitoring import open_summary
+    from geomon.monitor import views
+    from geomon.monitor.history import MetricHistory
+
+    found = views.open_regressions(MetricHistory(settings.store_url))
+    return (
+        f"Open first: {url}{LANDING} (each asset group with its failed checks in red; once opened, the UI's "
+        f"landing page opens there in this browser)\n{open_summary(found)}: {url}{OPEN_REGRESSIONS}"
+    )
 
 
 def stop_left_behind(pid_file: Path) -> None:

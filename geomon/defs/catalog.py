@@ -11,7 +11,7 @@ from functools import cache
 import dagster as dg
 
 from geomon.config import Settings
-from geomon.defs.monitoring import PUBLISHED, PublishedHistory
+from geomon.defs.monitoring import MODELS_GROUP, PUBLISHED, PublishedHistory
 from geomon.defs.resources import settings_at_load
 from geomon.suites.registry import suites
 
@@ -21,7 +21,6 @@ HISTORY_SUITE = {tuple(key): h.suite for h in PUBLISHED for key in (h.results_ke
 REPORTS = {"leaderboard", "trends"}  # write an HTML report
 FROM_HISTORY = {*(tuple(h.evaluations_key) for h in PUBLISHED), ("monitor", "open_regressions"), ("monitor", "trends")}
 MODEL_TAG = "model/"
-MODELS_GROUP = "models"  # each model's own asset, named after it (defs/models.py)
 # Dagster's rule for a tag key's name part: at most 63 of these characters.
 TAG_NAME_REFUSED = re.compile(r"[^A-Za-z0-9_.-]")
 TAG_NAME_LENGTH = 63

@@ -22,7 +22,6 @@ from geomon.defs.monitoring import (
     Context,
     PublishedHistory,
     check_line,
-    comparisons_table,
     none_open_evaluation,
     none_open_result,
     none_open_spec,
@@ -31,6 +30,7 @@ from geomon.defs.monitoring import (
     report_open_regressions,
 )
 from geomon.defs.resources import GeomonResource, shown_path
+from geomon.defs.verdict_tables import comparisons_table
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, release, views
 from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison

@@ -17,8 +17,9 @@ import pandas as pd
 from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluationTargetMaterializationData
 
 from geomon.config import Settings
-from geomon.defs.resources import check_spec
-from geomon.monitor import alerts, announce, release, views
+from geomon.defs.resources import check_spec, models_partitions
+from geomon.defs.verdict_tables import comparisons_table
+from geomon.monitor import alerts, announce, release, states, views
 from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, StoredComparison
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
@@ -44,15 +45,15 @@ def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheck
 NONE_OPEN = "none_open"  # the asset-level check that is red while any regression is open
 
 
-def none_open_spec(key: list[str], scope: str) -> dg.AssetCheckSpec:
+def none_open_spec(key: list[str], scope: str, named: str = "which models") -> dg.AssetCheckSpec:
     """``none_open``: one check for the whole asset (not per partition), failed while any regression of ``scope``
     is open, so the asset's page, its lineage node and the checks list are red from the first look, not only the
-    regressed model's partition."""
+    regressed model's partition; its description names how many and ``named``."""
     return check_spec(
         NONE_OPEN,
         key,
         description=f"Fails while any {scope} regression is open (unacknowledged, what the gates read); its "
-        "description names how many and which models. Passes once each is superseded or acknowledged.",
+        f"description names how many and {named}. Passes once each is superseded or acknowledged.",
     )
 
 
@@ -269,18 +270,7 @@ def report_check(
     history shows "-" as its target. Logged in a run, not reported runless: Dagster stores one runless result per
     partition, and a second one (the model decided again) fails on its unique index. ``subject`` (a model)
     opens the line."""
-    instance = context.instance
     key = dg.AssetKey(asset_key)
-    latest = instance.fetch_materializations(
-        dg.AssetRecordsFilter(key, asset_partitions=[partition] if partition is not None else None), limit=1
-    ).records
-    target = (
-        AssetCheckEvaluationTargetMaterializationData(
-            storage_id=latest[0].storage_id, run_id=latest[0].run_id, timestamp=latest[0].timestamp
-        )
-        if latest
-        else None
-    )
     context.log_event(
         dg.AssetCheckEvaluation(
             asset_key=key,
@@ -288,68 +278,26 @@ def report_check(
             passed=not failing,
             severity=dg.AssetCheckSeverity.ERROR,
             partition=partition,
-            target_materialization_data=target,
+            target_materialization_data=latest_target(context.instance, key, partition),
             description=f"{subject}: " * bool(subject) + check_line(failing, decided, tracked),
             metadata=metadata,
         )
     )
 
 
-READING = (
-    "**change**: the model's value minus its baseline's, in the metric's units, with its 95 % interval; **MDE**: "
-    "the smallest change this sample detects with 80 % power at its level; **power**: the chance of detecting the "
-    "metric's minimum effect; **adjusted p**: the one-sided p after Holm over the comparisons decided together — a "
-    "regression is a worsening past the minimum effect whose adjusted p is below the look's α (`alpha`); "
-    "**reason**: why a verdict is what it is; **look**: which of the scope's α it was decided at; a **verdict** of "
-    "`watch` is a worsening significant at the false-discovery rate `q` but not after Holm (worth a look, never "
-    "paged), `undefined` one whose statistic cannot be computed on a side (no p-value) (docs/monitoring.md)."
-)
-# A decision's note joins the look it was decided at (its provenance) and the reason; the table shows them apart.
-LOOKS = {
-    release.PROVISIONAL_NOTE: "reserve: provisional baseline (decided again when the release's own arrives)",
-}
-
-
-def look_and_reason(note: str) -> tuple[str, str]:
-    """A stored note as (look, reason): the look's provenance (a reserve, or no α: never paged) apart from why the
-    verdict is what it is, so the reason reads first."""
-    look, reasons = "first look", []
-    for text, label in LOOKS.items():  # (a look's note holds "; " itself)
-        if text in note:
-            look, note = label, note.replace(text, "")
-    for part in filter(None, (p.strip() for p in note.split("; "))):
-        if part.endswith(release.NEVER_PAGED):
-            look = f"none, never paged: {part.removesuffix(release.NEVER_PAGED).strip()}"
-        else:
-            reasons.append(part)
-    return look, "; ".join(reasons) or "—"
-
-
-def comparisons_table(rows: Sequence[StoredComparison], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
-    """An evaluation's stored verdicts as the UI shows them, worst first (``views.verdict_table``'s figures): one
-    sentence saying how to read it, then metric, verdict, change with its interval, MDE, power, adjusted p, the
-    reason and the look — the baseline above the table where it is one, a column where they differ."""
-    if not rows:
-        return dg.MetadataValue.md("nothing compared")
-    table = views.verdict_table(rows, {m.name: m.bounds for m in tracked})
-    looks, reasons = zip(*(look_and_reason(str(n)) for n in table["note"]), strict=True)
-    compact = pd.DataFrame(
-        {
-            "metric": table["metric"],
-            "verdict": table["verdict"],
-            "change (95 % interval)": table["change"] + " " + table["95 % interval"],
-            "MDE": table["MDE"],
-            "power": table[views.POWER],
-            "adjusted p": table["adjusted p"],
-            "reason": reasons,
-            "look": looks,
-        }
+def latest_target(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None = None
+) -> AssetCheckEvaluationTargetMaterializationData | None:
+    """The latest materialization of ``key`` (of its ``partition``) as a check evaluation's target (see
+    ``report_check``); None where it was never materialized."""
+    latest = instance.fetch_materializations(
+        dg.AssetRecordsFilter(key, asset_partitions=[partition] if partition is not None else None), limit=1
+    ).records
+    if not latest:
+        return None
+    return AssetCheckEvaluationTargetMaterializationData(
+        storage_id=latest[0].storage_id, run_id=latest[0].run_id, timestamp=latest[0].timestamp
     )
-    baselines = list(dict.fromkeys(table["baseline"]))
-    if len(baselines) > 1:
-        compact.insert(1, "baseline", table["baseline"])
-    against = f"Against {baselines[0]}. " if len(baselines) == 1 else ""
-    return dg.MetadataValue.md(f"{against}{READING}\n\n{markdown_table(compact)}")
 
 
 def failed_run_subject(run: dg.DagsterRun) -> tuple[str, str]:
@@ -434,18 +382,23 @@ def published_history(kind: str) -> PublishedHistory:
 PUBLISHED = published_histories()  # built once, when the code location loads
 
 
+# The open regressions' table as its dialog shows it, fitting at 1440 px: when and where from (evaluated, source)
+# are on each row's linked comparisons page and on the model's own entry.
+IN_DIALOG = [c for c in views.OPEN_REGRESSION_COLUMNS if c not in ("source", "evaluated")]
+
+
 def open_regressions_metadata(
     history: MetricHistory, found: Sequence[tuple[str, str, StoredComparison]] | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The open regressions (``views.open_regressions``: every regression the gate of a model's latest
     evaluation reads, run or imported, unacknowledged) as a one-line summary (how many, which models) and the
-    ``monitor/open_regressions`` metadata: a table of suite, model, source, baseline, metric, group, change with
-    its interval, minimum effect, MDE and power at the minimum effect, each row linked to the model's
-    comparisons table (one click)."""
+    ``monitor/open_regressions`` metadata: a table of suite, model, baseline, metric, group, change with its
+    interval, minimum effect, MDE, power at the minimum effect and adjusted p, each row linked to the model's
+    comparisons table (one click), where when it was evaluated and where it came from are."""
     found = views.open_regressions(history) if found is None else found
     frame = views.open_regressions_frame(history, found=found)
     rows = frame.to_dict("records")
-    links = [_comparisons_url(suite, model, row) for suite, model, row in found]
+    links = [_comparisons_url(suite, model, row.origin) for suite, model, row in found]
     # the most open regressions first
     per_model = (
         frame.groupby("model", sort=False).size().sort_values(ascending=False, kind="stable")
@@ -459,19 +412,20 @@ def open_regressions_metadata(
         "by_model": dg.MetadataValue.md(_by_model(per_model, link) if rows else summary),
         "open": len(rows),
         "models": ", ".join(per_model.index) or "none",
-        "open_regressions": dg.MetadataValue.md(_linked(markdown_table(frame), links) if rows else summary),
+        "open_regressions": dg.MetadataValue.md(_linked(markdown_table(frame[IN_DIALOG]), links) if rows else summary),
         "digest": hashlib.sha256(repr(rows).encode()).hexdigest()[:16],  # unchanged: not reported again
     }
 
 
-def _comparisons_url(suite: str, model: str, row: StoredComparison) -> str:
-    """Where a regression's comparisons table is: a published model's partition of its suite's published history
-    (``history/gapminder_evaluations``), a geomon run's partition of its suite's tracked stage (the asset in a suite
-    with revisions, whose partitions are model × revision), else the imported history's asset."""
+def _comparisons_url(suite: str, model: str, origin: str) -> str:
+    """Where the comparisons of an evaluation from ``origin`` are: a published model's partition of its suite's
+    published history (``history/gapminder_evaluations``), a geomon run's partition of its suite's tracked stage
+    (the asset in a suite with revisions, whose partitions are model × revision), else the imported history's
+    asset."""
     for published in PUBLISHED:
-        if row.origin.startswith(f"import:{published.importer.kind}:"):
+        if origin.startswith(f"import:{published.importer.kind}:"):
             return alerts.asset_url("", published.evaluations_key, model)
-    if row.origin.startswith("import:") or suite not in registry.suites():
+    if origin.startswith("import:") or suite not in registry.suites():
         return alerts.asset_url("", PUBLISHED[0].evaluations_key if PUBLISHED else OPEN_REGRESSIONS_KEY)
     pipeline = registry.suite(suite).pipeline
     key = [suite, pipeline.tracked.name]
@@ -507,11 +461,90 @@ def _linked(table: str, links: Sequence[str]) -> str:
     )
 
 
+MODELS_GROUP = "models"  # each model's own catalog entry, named after it: models/<name> (defs/models.py)
+
+
+def model_key(model: str) -> dg.AssetKey:
+    """``models/<model>``, the model's own catalog entry."""
+    return dg.AssetKey([MODELS_GROUP, model])
+
+
+def model_check(model: str, rows: pd.DataFrame) -> dict[str, Any]:
+    """``models/<model>``'s ``none_open`` result from its latest evaluations (``states.latest_by_model``'s rows of
+    it): failed while any of its regressions is open; its description says how many, in which suites."""
+    counted = rows[rows["open"] > 0]
+    total = int(counted["open"].sum())
+    if total:
+        per_suite = ", ".join(f"{r.suite} ({r.open})" for r in counted.itertuples())
+        line = f"{total} open regression{'s' * (total != 1)}: {per_suite}"
+    else:
+        line = "no open regression" if len(rows) else "not evaluated yet"
+    return {
+        "passed": not total,
+        "severity": dg.AssetCheckSeverity.ERROR,
+        "description": f"{model}: {line}",
+        "metadata": {"open": total, "suites": ", ".join(counted["suite"]) or "none"},
+    }
+
+
+def model_state(model: str, rows: pd.DataFrame) -> dg.AssetMaterialization:
+    """``models/<model>``'s state from its latest evaluation in each suite (``states.latest_by_model``'s rows of
+    it, newest first): its open regressions, when it was last evaluated, and a row per suite linked to that
+    evaluation's comparisons and check, which give its id (what `geomon alerts ack` takes)."""
+    latest = rows.iloc[0]
+    total = int(rows["open"].sum())
+    table = rows[["suite", "evaluated", "source", "open"]].rename(columns={"open": "open regressions"})
+    links = [_comparisons_url(r.suite, model, r.origin) for r in rows.itertuples()]
+    last = f"{latest.evaluated} ({latest.suite}, {latest.source})"
+    return dg.AssetMaterialization(
+        model_key(model),
+        description=f"{model_check(model, rows)['description']}; last evaluated {last}",
+        metadata={
+            "open_regressions": dg.MetadataValue.int(total),
+            "last_evaluated": dg.MetadataValue.text(last),
+            "evaluations": dg.MetadataValue.md(_linked(markdown_table(table), links)),
+        },
+    )
+
+
+def report_models(context: Context, history: MetricHistory, found: Sequence[tuple[str, str, StoredComparison]]) -> None:
+    """Each model's own catalog entry (``models/<name>``) brought up to date where its state changed, logged by
+    the run that changed it (an evaluation, an import, a re-decision; an acknowledgement at the next of these):
+    a materialization with its latest evaluation per suite and its open regressions (``found``), and its
+    ``none_open`` check, tied to it, failed while any is open, so the catalog reads it red. Only the models with
+    a partition here (registered, or imported from published results) are the code location's entries; a model
+    another import brought into the history has none."""
+    instance = context.instance
+    known = {
+        *instance.get_dynamic_partitions(models_partitions.name),
+        *(m for published in PUBLISHED for m in instance.get_dynamic_partitions(published.partitions.name)),
+    }
+    latest = states.latest_by_model(history, found)
+    latest = latest[latest["model"].isin(known)]
+    before = instance.get_latest_materialization_events([model_key(m) for m in latest["model"].unique()])
+    for model, rows in latest.groupby("model", sort=True):
+        state = model_state(str(model), rows)
+        last = before.get(state.asset_key)
+        if last is not None and last.asset_materialization.metadata == state.metadata:
+            continue  # unchanged: not reported again
+        context.log_event(state)
+        context.log_event(
+            dg.AssetCheckEvaluation(
+                asset_key=state.asset_key,
+                check_name=NONE_OPEN,
+                target_materialization_data=latest_target(instance, state.asset_key),
+                **model_check(str(model), rows),
+            )
+        )
+
+
 def report_open_regressions(context: Context, history: MetricHistory) -> None:
-    """``monitor/open_regressions`` brought up to date, logged by the run that changed what is open (an import,
-    a suite's decision), so the catalog shows them without materializing it."""
+    """``monitor/open_regressions`` and each model's own entry (``report_models``) brought up to date, logged by
+    the run that changed what is open (an import, a suite's decision), so the catalog shows them without
+    materializing anything."""
     instance = context.instance
     found = views.open_regressions(history)
+    report_models(context, history, found)
     summary, metadata = open_regressions_metadata(history, found)
     key = dg.AssetKey(OPEN_REGRESSIONS_KEY)
     before = instance.fetch_materializations(key, limit=1).records
@@ -538,6 +571,7 @@ def open_regressions(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
     each row linked to that model's comparisons. Kept up to date by imports and runs."""
     history = MetricHistory(context.resources.geomon.settings().store_url)
     found = views.open_regressions(history)
+    report_models(context, history, found)  # an acknowledgement since the last run shows here too
     summary, metadata = open_regressions_metadata(history, found)
     context.log.info(summary)
     return dg.MaterializeResult(metadata=metadata, check_results=[none_open_result(found)])

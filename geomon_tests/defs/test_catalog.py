@@ -87,3 +87,10 @@ def test_every_model_has_an_asset_named_after_it_that_links_its_evaluations():
     )
     bundled = models[registered[0]].description  # a registered model: each suite's tracked asset, at its partition
     assert f"(/assets/gapminder/rates?partition={registered[0]})" in bundled and "worldbench/disparity" in bundled
+    # A registered model's release date (geomon.yaml's); a none_open check (red while a regression of it is open)
+    # on each
+    assert "release_date" not in o3_mini.metadata  # a published model's is not known when the code location loads
+    smollm2 = next(m for m in settings_at_load().models if m.name == "smollm2-135m-instruct")
+    assert models[smollm2.name].metadata["release_date"] == f"{smollm2.release_date:%Y-%m-%d}"
+    checked = {key.asset_key.path[1] for key in graph.asset_check_keys if key.asset_key.path[0] == "models"}
+    assert checked == set(models)

@@ -9,9 +9,8 @@ import dagster as dg
 from geomon.config import load_settings
 from geomon.definitions import defs
 from geomon.defs.drift import TRENDS_KEY, record_trends
-from geomon.defs.monitoring import OPEN_REGRESSIONS_KEY, published_history
+from geomon.defs.monitoring import IN_DIALOG, OPEN_REGRESSIONS_KEY, model_key, published_history
 from geomon.defs.resources import GeomonResource
-from geomon.monitor import views
 from geomon.monitor.history import MetricHistory
 from geomon_tests.conftest import automation_tick, published_gapminder, write_settings
 
@@ -19,6 +18,7 @@ from geomon_tests.conftest import automation_tick, published_gapminder, write_se
 PUBLISHED = published_history("gapminder-results")
 IMPORT_KEY, EVALUATIONS_KEY = PUBLISHED.import_key, PUBLISHED.evaluations_key
 assert (IMPORT_KEY, EVALUATIONS_KEY) == (["history", "gapminder_import"], ["history", "gapminder_evaluations"])
+O3_MINI = "o3-mini-2025-01-31"
 
 
 def test_a_new_release_is_observed_and_imported_once(tmp_path, wdi_snapshot_dir):
@@ -181,7 +181,8 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
             == f"{regressions} open regression{'s' * (regressions > 1)} in 1 model: o3-mini-2025-01-31 ({regressions})"
         )
         rows = board.asset_materialization.metadata["open_regressions"].value.splitlines()
-        assert [c.strip() for c in rows[0].strip("|").split("|")] == [*views.OPEN_REGRESSION_COLUMNS, "comparisons"]
+        assert [c.strip() for c in rows[0].strip("|").split("|")] == [*IN_DIALOG, "comparisons"]
+        assert {"adjusted p", "MDE", "min effect"} <= set(IN_DIALOG)
         assert len(rows) == 2 + regressions
         assert rows[2].endswith(
             "[table](/assets/history/gapminder_evaluations?view=partitions&partition=o3-mini-2025-01-31) |"
@@ -190,6 +191,32 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         open_line = f"{regressions} open regression{'s' * (regressions > 1)} in 1 model: o3-mini-2025-01-31"
         assert _none_open(instance, EVALUATIONS_KEY) == ("FAILED", f"{open_line} ({regressions})")
         assert _none_open(instance, OPEN_REGRESSIONS_KEY) == ("FAILED", f"{open_line} ({regressions})")
+        # Each model's own entry (models/<name>, what the left bar's search finds) carries its state: o3-mini's
+        # materialization says how many are open and when it was evaluated, and its none_open check is red
+        (state,) = instance.fetch_materializations(model_key(O3_MINI), limit=5).records
+        shown = state.asset_materialization.metadata
+        assert shown["open_regressions"].value == regressions
+        assert shown["last_evaluated"].value == "2025-03-06 (gapminder, imported (gapminder-results))"
+        header, _, row = (line.strip("|").split("|") for line in shown["evaluations"].value.splitlines())
+        assert [c.strip() for c in row] == [
+            "gapminder",
+            "2025-03-06",
+            "imported (gapminder-results)",
+            str(regressions),
+            f"[table](/assets/history/gapminder_evaluations?view=partitions&partition={O3_MINI})",
+        ]
+        assert [c.strip() for c in header] == [
+            "suite",
+            "evaluated",
+            "source",
+            "open regressions",
+            "comparisons",
+        ]
+        assert _none_open(instance, ["models", O3_MINI]) == (
+            "FAILED",
+            f"{O3_MINI}: {regressions} open regression{'s' * (regressions > 1)}: gapminder ({regressions})",
+        )
+        assert _none_open(instance, ["models", "o1-2024-12-17"]) == ("SUCCEEDED", "o1-2024-12-17: no open regression")
         (imported,) = instance.fetch_materializations(dg.AssetKey(IMPORT_KEY), limit=5).records
         assert "o3-mini-2025-01-31 vs o1-2024-12-17: correct_rate −17.2 pts" in (
             imported.asset_materialization.metadata["regressions"].value
@@ -206,6 +233,7 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         assert len(instance.fetch_materializations(dg.AssetKey(EVALUATIONS_KEY), limit=10).records) == 3
         assert len(instance.fetch_materializations(dg.AssetKey(OPEN_REGRESSIONS_KEY), limit=10).records) == 1
         assert len(instance.fetch_materializations(dg.AssetKey(IMPORT_KEY), limit=10).records) == 1
+        assert len(instance.fetch_materializations(model_key(O3_MINI), limit=10).records) == 1  # unchanged
         # Materialize in the UI: the partition reads its evaluation again from the history, with the same verdict.
         result = dg.materialize(
             [a for a in defs.assets if not isinstance(a, dg.SourceAsset)],
@@ -218,6 +246,15 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         evaluation, none_open = result.get_asset_check_evaluations()
         assert not evaluation.passed and evaluation.metadata["baseline"].value == "o1-2024-12-17 (predecessor)"
         assert (none_open.check_name, none_open.passed) == ("none_open", False)
+        # Executed from the model's page, its none_open reads the history now: the same verdict
+        result = dg.materialize(
+            [*(a for a in defs.assets if not isinstance(a, dg.SourceAsset)), *defs.asset_checks],
+            instance=instance,
+            resources={"geomon": GeomonResource(config_path=str(settings))},
+            selection=dg.AssetSelection.checks(dg.AssetCheckKey(model_key(O3_MINI), "none_open")),
+        )
+        (executed,) = result.get_asset_check_evaluations()
+        assert not executed.passed and executed.description == _none_open(instance, ["models", O3_MINI])[1]
     # Acknowledged, o3-mini is decided again: its second check result (Dagster keeps one runless result per
     # partition: these are logged by the import's run) passes, and nothing is open any more
     evaluation_id = check.metadata["evaluation_id"].value
@@ -232,3 +269,6 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         assert latest.asset_materialization.description == "no open regression"
         assert _none_open(instance, EVALUATIONS_KEY) == ("SUCCEEDED", "no open regression")
         assert _none_open(instance, OPEN_REGRESSIONS_KEY) == ("SUCCEEDED", "no open regression")
+        assert _none_open(instance, ["models", O3_MINI]) == ("SUCCEEDED", f"{O3_MINI}: no open regression")
+        latest = instance.fetch_materializations(model_key(O3_MINI), limit=1).records[0]
+        assert latest.asset_materialization.metadata["open_regressions"].value == 0

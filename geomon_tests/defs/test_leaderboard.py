@@ -63,7 +63,7 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
 
     from geomon.cli.tables import terminal_table
     from geomon.defs.leaderboard import SAMPLE_NOTE, with_verdicts
-    from geomon.defs.monitoring import comparisons_table
+    from geomon.defs.verdict_tables import comparisons_table
     from geomon.monitor import release
     from geomon.monitor.history import EvaluationRun, MetricHistory, StoredComparison
     from geomon.stats import verdicts

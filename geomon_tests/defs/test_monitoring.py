@@ -13,6 +13,7 @@ import yaml
 
 from geomon.definitions import defs
 from geomon.defs.factory import declared
+from geomon.defs.monitoring import model_key
 from geomon.defs.resources import GeomonResource, api_models_partitions, models_partitions
 from geomon.defs.sensors import model_registry_sensor
 from geomon.engine.local import free_port, running_server
@@ -100,6 +101,9 @@ def test_a_worse_model_version_alerts_once_when_its_late_predecessor_arrives(
                 evaluation = record.event.dagster_event.event_specific_data
                 latest[evaluation.partition] = evaluation
             assert latest["oracle-v2"].passed is False and latest["oracle-v1"].passed is True
+            # and its own catalog entry (models/oracle-v2) is red, reported by the same run
+            assert _model_check(instance, "oracle-v2").description.startswith("oracle-v2: 1 open regression")
+            assert _model_check(instance, "oracle-v1").passed
             assert "oracle-v1's evaluation arrived" in latest["oracle-v2"].metadata["decided_again_because"].value
             alert = hook["posts"][0]["body"]
             assert alert["kind"] == "regression" and alert["model"] == "oracle-v2"
@@ -145,10 +149,18 @@ def test_a_worse_model_version_alerts_once_when_its_late_predecessor_arrives(
             acked = materialize_worldbench(instance, ["oracle-v2"], config, resources=resources)
             final = next(c for r in acked for c in r.get_asset_check_evaluations() if c.check_name == "no_regression")
             assert final.passed and final.metadata["acknowledged"].value >= 1 and len(hook["posts"]) == 1
+            assert _model_check(instance, "oracle-v2").passed  # acknowledged: its entry is green at the next run
         history = MetricHistory(f"sqlite:///{tmp_path / 'store.sqlite'}").series(
             suite="worldbench", metric="region_disparity_mean"
         )
         assert sorted(history["model"]) == ["oracle-v1", "oracle-v2"]
+
+
+def _model_check(instance: dg.DagsterInstance, model: str) -> dg.AssetCheckEvaluation:
+    """The latest ``none_open`` result of a model's own entry, ``models/<model>``."""
+    key = dg.AssetCheckKey(model_key(model), "none_open")
+    (latest,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+    return latest.event.dagster_event.event_specific_data
 
 
 def _requested(result, key: list[str]) -> set:
@@ -371,7 +383,7 @@ def test_an_unchanged_rerun_names_the_stored_evaluation_not_itself(tmp_path):
 def test_a_verdicts_look_is_its_own_column_and_its_reason_reads_first():
     """The note of a decision at the reserve against a provisional baseline opens with the look's ~190-character
     provenance; the UI's table shows the reason first and the look apart (test_history pins the whole table)."""
-    from geomon.defs.monitoring import look_and_reason
+    from geomon.defs.verdict_tables import look_and_reason
     from geomon.monitor import release
 
     reason = "paged by an underpowered comparison (6 % power at the minimum effect)"
@@ -387,7 +399,7 @@ def test_a_verdicts_look_is_its_own_column_and_its_reason_reads_first():
 def test_the_sentence_above_a_comparisons_table_explains_its_terse_verdicts():
     """`watch` and `undefined` (the verdicts whose name does not say what they are) are explained in the sentence
     above every comparisons table, with change, MDE, power and adjusted p."""
-    from geomon.defs.monitoring import READING
+    from geomon.defs.verdict_tables import READING
     from geomon.stats import verdicts
 
     terms = ("**change**", "**MDE**", "**power**", "**adjusted p**", f"`{verdicts.WATCH}`", f"`{verdicts.UNDEFINED}`")

@@ -264,3 +264,19 @@ def test_geomon_run_launches_runs_of_the_code_location_that_the_ui_re_executes(t
         events = graphql(FAILURES, id=run_id)["logsForRun"]["events"]
     errors = [e.get("error") or e["message"] for e in events if "Failure" in e["__typename"]]
     assert status == "SUCCESS", errors
+
+
+def test_geomon_ui_names_the_view_that_shows_the_open_regressions_first(tmp_path, wdi_snapshot_dir):
+    """Dagster's landing page opens the Overview's Timeline (runs only) until another view was opened in that
+    browser: `geomon ui` prints the Assets view's address first, and the open regressions counted (with none, says
+    so). The browser test (`test_ui_regressions.py`) opens what it prints and finds the failed checks counted."""
+    from geomon.cli.ui import where_to_look
+    from geomon.config import load_settings
+
+    first, counted = where_to_look("http://ui.test", load_settings(write_settings(tmp_path, wdi_snapshot_dir))).split(
+        "\n"
+    )
+    assert first.startswith(
+        "Open first: http://ui.test/overview/activity/assets (each asset group with its failed checks in red"
+    )
+    assert counted == "no open regression: http://ui.test/assets/monitor/open_regressions"
