@@ -22,11 +22,13 @@ log = logging.getLogger("geomon")
 class Importer:
     """One kind of ``geomon import``: how its files become runs (``read(args, settings)``), and, where it has
     them, what it adds once they are recorded: ``shown(history, recorded, settings, path)`` (a line on where else
-    they are shown) and ``closing(recorded)`` (a line on what the import read)."""
+    they are shown) and ``closing(recorded)`` (a line on what the import read). ``published_history``: its files
+    are a publisher's whole record, every evaluation known at once (``EvaluationRun.published_history``)."""
 
     read: Callable[[argparse.Namespace, Any], list[Any]]
     shown: Callable[[Any, list[Any], Any, Path], str] | None = None
     closing: Callable[[list[Any]], str] | None = None
+    published_history: bool = False
 
 
 def gapminder_runs(args: argparse.Namespace, settings: Any) -> list[Any]:
@@ -99,9 +101,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     started = time.monotonic()
     importer = IMPORTERS[args.kind]
     runs = importer.read(args, settings)
-    from geomon.monitor import alerts, announce, release
-    from geomon.monitor.history import StoredComparison
-    from geomon.monitor.views import verdict_text
+    from geomon.monitor import alerts, announce
+    from geomon.monitor.views import unpaged, verdict_text
+    from geomon.stats.verdicts import Comparison
 
     several_suites = len({r.suite for r in runs}) > 1  # lm-eval: one evaluation per model and task
     history = MetricHistory(settings.store_url)
@@ -114,12 +116,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         settings.lineage(),
         announcer=announce.announcer(settings.alerts),
         hosted={spec.name for spec in settings.models},  # a model geomon runs; the others only arrive by import
+        published_history=importer.published_history,
     )
     shown_elsewhere = importer.shown(history, recorded, settings, Path(args.path)) if importer.shown else ""
     new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
         quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
-        compared = [StoredComparison.of(row) for row in r.tracked.verdicts]
+        compared = [Comparison.of(row) for row in r.tracked.verdicts]
         shown = ", ".join(verdict_text(v) for v in compared if v.verdict not in quiet)
         state = "already recorded" if r.tracked.evaluation.reused else "recorded"
         against = f" vs {r.tracked.against.removeprefix('predecessor ')}" if r.tracked.against else ""
@@ -128,8 +131,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"{r.run.evaluated_at:%Y-%m-%d} {what}: {state}{against}{': ' + summary if summary else ''}")
         if shown:
             print(f"    {shown}")
-        unpaged = [part for v in compared if not v.alpha for part in v.note.split("; ")]
-        for note in dict.fromkeys(part for part in unpaged if part.endswith(release.NEVER_PAGED)):
+        for note in dict.fromkeys(filter(None, map(unpaged, compared))):
             print(f"    α 0: {note}")  # decided, shown, never paged: say so, not only "watch"
         if r.run.note and r.run.note != RATES_ONLY:
             print(f"    {r.run.note}")
@@ -220,7 +222,9 @@ def report_to_dagster(history: Any, recorded: list[Any], settings: Any, folder: 
 
 # Each kind of `geomon import`, by the name its command line gives.
 IMPORTERS = {
-    "gapminder-results": Importer(gapminder_runs, shown=report_to_dagster, closing=gapminder_closing),
+    "gapminder-results": Importer(
+        gapminder_runs, shown=report_to_dagster, closing=gapminder_closing, published_history=True
+    ),
     "items": Importer(item_runs),
     "inspect": Importer(inspect_runs),
     "lm-eval": Importer(lm_eval_runs),

@@ -31,9 +31,10 @@ from geomon.defs.monitoring import IMPORTED_EVALUATIONS_KEY as EVALUATIONS_KEY
 from geomon.defs.resources import GeomonResource, shown_path
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, release, views
-from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
+from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.stats import verdicts
 from geomon.stats.declarations import TrackedMetric
+from geomon.stats.verdicts import Comparison
 from geomon.suites import registry
 
 imported_models_partitions = dg.DynamicPartitionsDefinition(name="gapminder_models")
@@ -98,7 +99,7 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
     regressions = [
         views.verdict_phrase(r.run.model, v, {m.name: m.bounds for m in r.run.tracked}.get(v.metric))
         for r in recorded
-        for v in map(StoredComparison.of, r.tracked.regressions)
+        for v in map(Comparison.of, r.tracked.regressions)
     ]
     return {
         "runs": len(recorded),
@@ -115,7 +116,7 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
 def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[TrackedMetric]) -> dict[str, Any]:
     """An imported evaluation as its partition's materialization metadata and ``no_regression`` check result."""
     now = release.stored(history, evaluation)
-    decided = [StoredComparison.of(row) for row in now.verdicts]
+    decided = [Comparison.of(row) for row in now.verdicts]
     failing = release.failing(history, evaluation)
     series = history.series(suite=evaluation.suite, model=evaluation.model)
     mine = series[(series["evaluation_id"] == evaluation.evaluation_id) & (series["breakdown"] == "")]
@@ -172,7 +173,7 @@ def pending_reports(
     """Each imported model's latest evaluation decided, and the models new or decided again since they were last
     reported (a re-import has none); their partitions are added to ``gapminder_models``."""
     latest: dict[str, imports.Recorded] = {}
-    for r in sorted(recorded, key=lambda r: release.release_order(r.tracked.evaluation)):
+    for r in sorted(recorded, key=lambda r: r.tracked.evaluation.release_order):
         latest[r.run.model] = r
     known = set(instance.get_dynamic_partitions(imported_models_partitions.name))
     instance.add_dynamic_partitions(imported_models_partitions.name, sorted(set(latest) - known))
@@ -233,7 +234,7 @@ def report_evaluations(context: Context, history: MetricHistory, pending: Pendin
     report_open_regressions(context, history)
 
 
-def imported_open(history: MetricHistory) -> list[tuple[str, str, StoredComparison]]:
+def imported_open(history: MetricHistory) -> list[tuple[str, str, Comparison]]:
     """The open regressions of Gapminder's imported history: what ``history/gapminder_evaluations``' ``none_open``
     counts."""
     return views.open_regressions(history, suite="gapminder", imported_only=True)
@@ -296,6 +297,7 @@ def gapminder_import(context: dg.AssetExecutionContext, geomon: GeomonResource) 
         settings.verdicts,
         settings.lineage(),
         announcer=announce.announcer(settings.alerts),  # alerts exactly as `geomon import` and `geomon run` do
+        published_history=True,
     )
     pending = pending_reports(context.instance, history, recorded)
     yield dg.MaterializeResult(metadata={**import_metadata(recorded), "reported": len(pending.changed)})

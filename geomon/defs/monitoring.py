@@ -17,11 +17,12 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetC
 from geomon.config import Settings
 from geomon.defs.resources import check_spec
 from geomon.monitor import alerts, announce, release, views
-from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, StoredComparison
+from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
 from geomon.stats.declarations import TrackedMetric
 from geomon.stats.values import MetricValue
+from geomon.stats.verdicts import Comparison
 
 
 def regression_spec(key: list[str], partitions_def: Any = None) -> dg.AssetCheckSpec:
@@ -52,7 +53,7 @@ def none_open_spec(key: list[str], scope: str) -> dg.AssetCheckSpec:
     )
 
 
-def open_summary(found: Sequence[tuple[str, str, StoredComparison]]) -> str:
+def open_summary(found: Sequence[tuple[str, str, Comparison]]) -> str:
     """``42 open regressions in 5 models: o3-mini-2025-01-31 (18), …`` (the most first), or "no open regression"."""
     per_model = pd.Series([model for _, model, _ in found], dtype=object).value_counts(sort=True)
     if per_model.empty:
@@ -63,7 +64,7 @@ def open_summary(found: Sequence[tuple[str, str, StoredComparison]]) -> str:
     )
 
 
-def _none_open(found: Sequence[tuple[str, str, StoredComparison]]) -> dict[str, Any]:
+def _none_open(found: Sequence[tuple[str, str, Comparison]]) -> dict[str, Any]:
     return {
         "passed": not found,
         "severity": dg.AssetCheckSeverity.ERROR,
@@ -72,13 +73,13 @@ def _none_open(found: Sequence[tuple[str, str, StoredComparison]]) -> dict[str, 
     }
 
 
-def none_open_evaluation(key: list[str], found: Sequence[tuple[str, str, StoredComparison]]) -> dg.AssetCheckEvaluation:
+def none_open_evaluation(key: list[str], found: Sequence[tuple[str, str, Comparison]]) -> dg.AssetCheckEvaluation:
     """``none_open``'s result for the open regressions ``found`` (``views.open_regressions``), logged by the run
     that changed what is open, after the asset's materialization in that run (which it then judges)."""
     return dg.AssetCheckEvaluation(asset_key=dg.AssetKey(key), check_name=NONE_OPEN, **_none_open(found))
 
 
-def none_open_result(found: Sequence[tuple[str, str, StoredComparison]]) -> dg.AssetCheckResult:
+def none_open_result(found: Sequence[tuple[str, str, Comparison]]) -> dg.AssetCheckResult:
     """``none_open``'s result yielded by the asset's own materialization."""
     return dg.AssetCheckResult(check_name=NONE_OPEN, **_none_open(found))
 
@@ -125,7 +126,7 @@ def track_evaluation(
         replies=replies,
     )
     current = result.evaluation
-    decided = [StoredComparison.of(row) for row in result.verdicts]
+    decided = [Comparison.of(row) for row in result.verdicts]
     open_regressions = release.failing(history, current)
     told = result.told.get(current.evaluation_id, [])
     for evaluation in result.redecided:  # a late baseline re-decided later releases: their checks say so now
@@ -172,7 +173,7 @@ def compared_with(against: str, evaluation: Evaluation) -> str:
     )
 
 
-def decided_at(rows: Sequence[StoredComparison]) -> str:
+def decided_at(rows: Sequence[Comparison]) -> str:
     """The α the evaluation's comparisons were decided at, and why where it is 0 (nothing pages: said, not only
     shown as ``watch``)."""
     if not rows:
@@ -180,7 +181,7 @@ def decided_at(rows: Sequence[StoredComparison]) -> str:
     alpha = max(float(r.alpha or 0) for r in rows)
     if alpha > 0:
         return f"{alpha:.4g}"
-    notes = [p for r in rows for p in r.note.split("; ") if p.endswith(release.NEVER_PAGED)]
+    notes = [note for note in map(views.unpaged, rows) if note]
     return f"0: {notes[0] if notes else 'no α'}"
 
 
@@ -202,7 +203,7 @@ def redecided_check(
     else:
         partition = evaluation.model if key is not None else None
     now = release.stored(history, evaluation)
-    decided = [StoredComparison.of(row) for row in now.verdicts]
+    decided = [Comparison.of(row) for row in now.verdicts]
     failing = release.failing(history, evaluation)
     report_check(
         context,
@@ -223,9 +224,7 @@ def redecided_check(
     )
 
 
-def check_line(
-    failing: Sequence[StoredComparison], decided: Sequence[StoredComparison], tracked: Sequence[TrackedMetric]
-) -> str:
+def check_line(failing: Sequence[Comparison], decided: Sequence[Comparison], tracked: Sequence[TrackedMetric]) -> str:
     """A ``no_regression`` result in one line, the check's Description in the UI: ``18 regressions vs o1
     (predecessor): correct_rate −17.2 pts, …``, worst first, or what passed."""
     if not failing:
@@ -252,8 +251,8 @@ def report_check(
     context: Context,
     asset_key: list[str],
     partition: str | None,
-    failing: Sequence[StoredComparison],
-    decided: Sequence[StoredComparison],
+    failing: Sequence[Comparison],
+    decided: Sequence[Comparison],
     tracked: Sequence[TrackedMetric],
     metadata: dict[str, Any],
     subject: str = "",
@@ -300,35 +299,15 @@ READING = (
     "`watch` is a worsening significant at the false-discovery rate `q` but not after Holm (worth a look, never "
     "paged), `undefined` one whose statistic cannot be computed on a side (no p-value) (docs/monitoring.md)."
 )
-# A decision's note joins the look it was decided at (its provenance) and the reason; the table shows them apart.
-LOOKS = {
-    release.PROVISIONAL_NOTE: "reserve: provisional baseline (decided again when the release's own arrives)",
-}
 
 
-def look_and_reason(note: str) -> tuple[str, str]:
-    """A stored note as (look, reason): the look's provenance (a reserve, or no α: never paged) apart from why the
-    verdict is what it is, so the reason reads first."""
-    look, reasons = "first look", []
-    for text, label in LOOKS.items():  # (a look's note holds "; " itself)
-        if text in note:
-            look, note = label, note.replace(text, "")
-    for part in filter(None, (p.strip() for p in note.split("; "))):
-        if part.endswith(release.NEVER_PAGED):
-            look = f"none, never paged: {part.removesuffix(release.NEVER_PAGED).strip()}"
-        else:
-            reasons.append(part)
-    return look, "; ".join(reasons) or "—"
-
-
-def comparisons_table(rows: Sequence[StoredComparison], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
+def comparisons_table(rows: Sequence[Comparison], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
     """An evaluation's stored verdicts as the UI shows them, worst first (``views.verdict_table``'s figures): one
     sentence saying how to read it, then metric, verdict, change with its interval, MDE, power, adjusted p, the
     reason and the look — the baseline above the table where it is one, a column where they differ."""
     if not rows:
         return dg.MetadataValue.md("nothing compared")
     table = views.verdict_table(rows, {m.name: m.bounds for m in tracked})
-    looks, reasons = zip(*(look_and_reason(str(n)) for n in table["note"]), strict=True)
     compact = pd.DataFrame(
         {
             "metric": table["metric"],
@@ -337,8 +316,8 @@ def comparisons_table(rows: Sequence[StoredComparison], tracked: Sequence[Tracke
             "MDE": table["MDE"],
             "power": table[views.POWER],
             "adjusted p": table["adjusted p"],
-            "reason": reasons,
-            "look": looks,
+            "reason": table["note"].replace("", "—"),
+            "look": table["look"],
         }
     )
     baselines = list(dict.fromkeys(table["baseline"]))
@@ -394,7 +373,7 @@ IMPORTED_EVALUATIONS_KEY = ["history", f"{PUBLISHED_SUITE}_evaluations"]  # wher
 
 
 def open_regressions_metadata(
-    history: MetricHistory, found: Sequence[tuple[str, str, StoredComparison]] | None = None
+    history: MetricHistory, found: Sequence[tuple[str, str, Comparison]] | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The open regressions (``views.open_regressions``: every regression the gate of a model's latest
     evaluation reads, run or imported, unacknowledged) as a one-line summary (how many, which models) and the
@@ -423,7 +402,7 @@ def open_regressions_metadata(
     }
 
 
-def _comparisons_url(suite: str, model: str, row: StoredComparison) -> str:
+def _comparisons_url(suite: str, model: str, row: Comparison) -> str:
     """Where a regression's comparisons table is: a published Gapminder configuration's partition of
     ``history/gapminder_evaluations``, a geomon run's partition of its suite's tracked stage (the asset in a suite
     with revisions, whose partitions are model × revision), else the imported history's asset."""

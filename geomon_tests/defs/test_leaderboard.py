@@ -65,8 +65,9 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
     from geomon.defs.leaderboard import SAMPLE_NOTE, with_verdicts
     from geomon.defs.monitoring import comparisons_table
     from geomon.monitor import release
-    from geomon.monitor.history import EvaluationRun, MetricHistory, StoredComparison
+    from geomon.monitor.history import EvaluationRun, MetricHistory
     from geomon.stats import verdicts
+    from geomon.stats.verdicts import Comparison
     from geomon.suites import kit
 
     _, tracked = kit.group_metrics("accuracy", (), 5.0, 10.0, "Toy")
@@ -85,7 +86,7 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
     # The no_regression check's table carries the note beside the verdict.
     assert (
         "not decidable at this profile: MDE"
-        in comparisons_table(list(map(StoredComparison.of, result.verdicts)), tracked).value
+        in comparisons_table(list(map(Comparison.of, result.verdicts)), tracked).value
     )
     # The leaderboard's sample_note, and the terminal table `geomon run` prints from the leaderboard's CSV.
     board = with_verdicts(pd.DataFrame({"model": ["m"], "accuracy": [47.5], SAMPLE_NOTE: [""]}), "toy", store_url)
