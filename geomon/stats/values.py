@@ -56,6 +56,23 @@ class EvaluationRun:
     published_history: bool = False
 
 
+GROUP_MARK, GROUPS_MARK = "=", ","  # a breakdown's group (``column=value``), and between its groups
+
+
+def breakdown_by(breakdown: str, column: str, value: Any) -> str:
+    """``breakdown`` narrowed to the group ``column=value`` (``persona=vanilla,country=Peru``; ``country=Peru``
+    from the overall figure's ""): how every breakdown is written, read back by ``last_group``."""
+    group = f"{column}{GROUP_MARK}{value}"
+    return f"{breakdown}{GROUPS_MARK}{group}" if breakdown else group
+
+
+def last_group(breakdown: str) -> tuple[str, str]:
+    """(the breakdown up to its last group's column, that group's value): ``persona=vanilla,country=Peru`` →
+    (``persona=vanilla,country``, ``Peru``); a breakdown without a group → (it, "")."""
+    where, mark, value = breakdown.rpartition(GROUP_MARK)
+    return (where, value) if mark else (breakdown, "")
+
+
 def unit(bounds: tuple[float, float] | None) -> str:
     """A change's unit as a suffix: percentage points for a percentage (bounds 0–100), else the metric's own."""
     return " pts" if bounds is not None and tuple(bounds) == (0, 100) else ""
