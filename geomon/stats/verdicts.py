@@ -9,11 +9,12 @@ any result arrives):
   ``verdicts.shares`` says otherwise; none for a model that only arrives by import) and ``import_slots`` shares
   for imported suites outside the plan. A suite's *share* is α × its weight ÷ the plan's total weight: with the
   six bundled suites and two import slots α/8, and a seventh registered suite makes every share α/9 (for releases
-  not yet begun: the plan is stored with the release's first decision, ``release.spend``).
+  not yet begun: the plan is stored with the release's first decision, ``MetricHistory.record_decision``).
 - **The look's α** (``ReleasePlan.look``) is the one level a decision is taken at: the suite's share ÷ its scopes
   (``verdicts.scopes``: BorderLines' revisions; 1 for every other suite) × 80 % for the scope's *first look*, or
   × 20 % (``verdicts.reserve``) for its *reserve*. Which look a decision takes, and whether any α is left for it,
-  is ``monitor/release.py``'s (``spend``).
+  is ``ReleasePlan.take_look``'s (the release-order pair's first look; the reserve for a provisional baseline,
+  ``release.provisional``).
 - When a suite's evaluation is compared with its baseline, its comparisons (metrics × groups) are decided
   together by Holm's step-down procedure at the look's α, on *one-sided* p-values toward worse: the
   claim a regression alert makes. Nothing another suite does later changes that decision, so the decision
@@ -301,7 +302,7 @@ class Comparison:
     decidability: Decidability = field(default=Decidability.DECIDABLE, metadata={"chars": 40})
     note: str = _text(500)  # why the verdict is what it is (never the look: ``look``, ``alpha_zero``)
     against: str = _text(300)  # "previous run" or "predecessor <model>"
-    release: str = _text(400)  # ``release.release_of``: "<model> vs <baseline model>", or a re-run's own
+    release: str = _text(400)  # ``Evaluation.release_against``: "<model> vs <baseline model>", or a re-run's own
     evaluation_id: str = _text(36)
     against_evaluation_id: str = _text(36)
     before: float | None = None
@@ -523,8 +524,8 @@ MEANINGS = {
 
 
 def summary(verdicts: Sequence[Any], explained: bool = False) -> str:
-    """``2 regressions, 1 watch, 12 no detectable change`` (the counts, worst first): of ``Comparison`` records, of
-    stored comparisons (anything with a ``verdict``), or of their rows. ``explained``: each terse verdict present
+    """``2 regressions, 1 watch, 12 no detectable change`` (the counts, worst first): of ``Comparison`` records
+    (anything with a ``verdict``) or of their stored rows. ``explained``: each terse verdict present
     said in words after them (``…; watch: significant before Holm's correction only …``)."""
     names = [v["verdict"] if isinstance(v, Mapping) else v.verdict for v in verdicts]
     counts = [(k, names.count(k)) for k in VERDICTS if names.count(k)]

@@ -492,8 +492,8 @@ def test_the_first_look_is_the_release_orders_in_all_24_orders_of_four_files(tmp
     re-run of the one before), the same single page and no ``resolved``, the first look held by the copy's pair
     and spent once, and the same exit codes (``import_gate``: the last import exits 3; each evaluation's gate
     0 for the predecessor, 3 for each of the successor's). Mutations caught: the first look to whichever decision
-    arrives first (``spend`` taking the reserve when the first is held: the copy arriving last is ``watch``, the
-    gate exits 0); findings told per evaluation (the copy pages again, the re-based successor sends
+    arrives first (``ReleasePlan.take_look`` taking the reserve when the first is held: the copy arriving last is
+    ``watch``, the gate exits 0); findings told per evaluation (the copy pages again, the re-based successor sends
     ``resolved``). About 30 s on this shared machine: each order's history is its prefix's, copied."""
     from geomon.cli.imports import import_gate
 
