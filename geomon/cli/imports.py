@@ -103,7 +103,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     runs = importer.read(args, settings)
     from geomon.monitor import alerts, announce
     from geomon.monitor.views import unpaged, verdict_text
-    from geomon.stats.verdicts import Comparison
 
     several_suites = len({r.suite for r in runs}) > 1  # lm-eval: one evaluation per model and task
     history = MetricHistory(settings.store_url)
@@ -122,7 +121,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
         quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
-        compared = [Comparison.of(row) for row in r.tracked.verdicts]
+        compared = r.tracked.verdicts
         shown = ", ".join(verdict_text(v) for v in compared if v.verdict not in quiet)
         state = "already recorded" if r.tracked.evaluation.reused else "recorded"
         against = f" vs {r.tracked.against.removeprefix('predecessor ')}" if r.tracked.against else ""

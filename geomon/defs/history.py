@@ -99,7 +99,7 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
     regressions = [
         views.verdict_phrase(r.run.model, v, {m.name: m.bounds for m in r.run.tracked}.get(v.metric))
         for r in recorded
-        for v in map(Comparison.of, r.tracked.regressions)
+        for v in r.tracked.regressions
     ]
     return {
         "runs": len(recorded),
@@ -116,7 +116,7 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
 def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[TrackedMetric]) -> dict[str, Any]:
     """An imported evaluation as its partition's materialization metadata and ``no_regression`` check result."""
     now = release.stored(history, evaluation)
-    decided = [Comparison.of(row) for row in now.verdicts]
+    decided = now.verdicts
     failing = release.failing(history, evaluation)
     series = history.series(suite=evaluation.suite, model=evaluation.model)
     mine = series[(series["evaluation_id"] == evaluation.evaluation_id) & (series["breakdown"] == "")]

@@ -126,7 +126,7 @@ def track_evaluation(
         replies=replies,
     )
     current = result.evaluation
-    decided = [Comparison.of(row) for row in result.verdicts]
+    decided = result.verdicts
     open_regressions = release.failing(history, current)
     told = result.told.get(current.evaluation_id, [])
     for evaluation in result.redecided:  # a late baseline re-decided later releases: their checks say so now
@@ -203,7 +203,7 @@ def redecided_check(
     else:
         partition = evaluation.model if key is not None else None
     now = release.stored(history, evaluation)
-    decided = [Comparison.of(row) for row in now.verdicts]
+    decided = now.verdicts
     failing = release.failing(history, evaluation)
     report_check(
         context,

@@ -80,7 +80,7 @@ def _announce_one(
     history: MetricHistory, evaluation: Evaluation, settings: alerts.AlertSettings, link: Link | None, change: str
 ) -> list[str]:
     result = stored(history, evaluation)
-    decided = [Comparison.of(row) for row in result.verdicts]
+    decided = result.verdicts
     regressions = {(c.release, c.key): c for c in decided if c.verdict == verdicts.REGRESSION}
     # A finding's messages, whichever of the model's evaluations in this scope held its decision when they were
     # sent (an earlier-dated copy arriving late takes the release's first look over: the same finding, no page).

@@ -42,18 +42,18 @@ class TrackingError(ValueError):
 
 @dataclass
 class Tracked:
-    """What recording an evaluation decided: the evaluation, its stored verdicts (as rows), and what it was
-    compared with."""
+    """What recording an evaluation decided: the evaluation, its stored comparisons, and what it was compared
+    with."""
 
     evaluation: Evaluation
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[Comparison] = field(default_factory=list)
     against: str = ""  # "previous run", "predecessor <model>", or "" (nothing to compare with)
     redecided: list[Evaluation] = field(default_factory=list)  # later evaluations this one became the baseline of
     told: dict[str, list[str]] = field(default_factory=dict)  # per evaluation id: what the announcer did
 
     @property
-    def regressions(self) -> list[dict[str, Any]]:
-        return [v for v in self.verdicts if v["verdict"] == verdicts.REGRESSION]
+    def regressions(self) -> list[Comparison]:
+        return [v for v in self.verdicts if v.alerts]
 
 
 def declared_figures(
@@ -167,9 +167,8 @@ def track(
 
 def stored(history: MetricHistory, evaluation: Evaluation) -> Tracked:
     """The verdicts stored for ``evaluation``, as every surface reads them."""
-    rows = history.comparisons([evaluation.evaluation_id])
-    records = rows.drop(columns=["id", "evaluation_id"]).to_dict("records") if len(rows) else []
-    return Tracked(evaluation, records, str(rows["against"].iloc[0]) if len(rows) else "")
+    decided = [Comparison.of(row) for row in history.comparisons([evaluation.evaluation_id]).to_dict("records")]
+    return Tracked(evaluation, decided, decided[0].against if decided else "")
 
 
 def _dependents(history: MetricHistory, evaluation: Evaluation) -> list[Evaluation]:

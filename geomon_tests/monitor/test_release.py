@@ -184,7 +184,7 @@ def test_acknowledgements_name_the_breakdown_and_every_gate_honours_them(tmp_pat
     assert "geo-b new: accuracy (country=Peru) regression" in err
     history = MetricHistory(f"sqlite:///{store}")
     evaluation = release.stored(history, _evaluation(history, "new"))
-    regressions = {(r["metric"], r["breakdown"]) for r in evaluation.regressions}
+    regressions = {r.key for r in evaluation.regressions}
     assert ("accuracy", "country=Peru") in regressions
     eid = evaluation.evaluation.evaluation_id
     capsys.readouterr()
@@ -297,14 +297,14 @@ def test_a_changed_baseline_takes_the_first_look_over_and_one_finding_pages_once
     strong = _items(tmp_path / "old2.csv", "old", "2026-11-22", _outcomes(3, 0.9))
     _import(history, strong, "geo-b", PLAN, settings)
     now = release.stored(history, first.tracked.evaluation)
-    assert [v["alpha"] for v in now.verdicts] == pytest.approx([0.05 / 3 * 0.8] * len(now.verdicts))
-    assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in now.regressions}
+    assert [v.alpha for v in now.verdicts] == pytest.approx([0.05 / 3 * 0.8] * len(now.verdicts))
+    assert ("accuracy", "country=Peru") in {v.key for v in now.regressions}
     assert [p["body"]["model"] for p in state["posts"] if p["body"]["kind"] == "regression"] == ["new"]
     assert release.failing(history, now.evaluation)
     stronger = _items(tmp_path / "old3.csv", "old", "2026-11-23", _outcomes(4, 0.9))
     _import(history, stronger, "geo-b", PLAN, settings)
     now = release.stored(history, first.tracked.evaluation)
-    assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in now.regressions}
+    assert ("accuracy", "country=Peru") in {v.key for v in now.regressions}
     assert [p["body"]["kind"] for p in state["posts"]] == ["regression"]  # one finding, one page
     looks = history.release_looks("new vs old")
     assert list(looks["look"]) == [verdicts.LookKind.FIRST]
@@ -698,10 +698,10 @@ def test_an_absent_item_is_an_unanswered_one_and_fails_the_check(tmp_path, monke
     err = capsys.readouterr().err
     assert "24 of its baseline's items missing" in err
     decided = release.stored(history, history.evaluations_of("geo-m", history.evaluations()["scope"].iloc[0])[-1])
-    regressed = {(v["metric"], v["breakdown"]) for v in decided.regressions}
+    regressed = {v.key for v in decided.regressions}
     assert ("answered_rate", "country=Peru") in regressed, regressed
-    assert {v["missing"] for v in decided.verdicts} == {24}
-    peru = next(v for v in decided.verdicts if (v["metric"], v["breakdown"]) == ("answered_rate", "country=Peru"))
+    assert {v.missing for v in decided.verdicts} == {24}
+    peru = next(vars(v) for v in decided.verdicts if v.key == ("answered_rate", "country=Peru"))
     assert peru["before"] == 100 and peru["after"] == pytest.approx(100 * 96 / 120)
     # One absent row, nothing else changed: no regression, and still a failed check.
     one = _items(tmp_path / "one.csv", "new", "2026-11-26", outcomes, predecessor="old")
@@ -765,10 +765,7 @@ def test_what_the_history_stores_is_what_compare_returns(tmp_path):
     def number(x: float | None) -> float:
         return math.nan if x is None else float(x)
 
-    stored = {
-        (r["metric"], r["breakdown"]): (r["verdict"], number(r["p_adjusted"]), r["mde"], r["decidability"])
-        for r in out.verdicts
-    }
+    stored = {r.key: (r.verdict, number(r.p_adjusted), r.mde, r.decidability) for r in out.verdicts}
     assert stored.keys() == {(v.metric, v.breakdown) for v in decided}
     for v in decided:
         verdict, p_adjusted, mde, decidability = stored[(v.metric, v.breakdown)]
@@ -806,7 +803,7 @@ def test_a_decision_draws_nothing_of_its_baseline_and_the_plan_reads_what_it_rec
     out = release.track(history, EvaluationRun("toy", "new", predecessor="old"), figures, new_items, (toy.ACC,),
                         settings, plan=plan)  # fmt: skip
     assert len(drawn) == 1  # the new evaluation's figures; none of the baseline
-    assert all(r["mde"] == r["mde"] and r["mde"] > 0 for r in out.verdicts)
+    assert all(r.mde == r.mde and r.mde > 0 for r in out.verdicts)
     recorded = history.figures(old.evaluation.evaluation_id)
     stored = compare.stored_spreads((toy.ACC,), recorded)
     assert stored == pytest.approx(compare.baseline_spreads((toy.ACC,), old_items))
@@ -847,7 +844,7 @@ def test_each_comparisons_decidability_is_stored_in_its_column(tmp_path, origin,
     old, new = EvaluationRun("toy", "old", origin=origin), EvaluationRun("toy", "new", predecessor="old", origin=origin)
     release.track(history, old, [], _weak_items(False), (acc,), settings, plan=plan)
     out = release.track(history, new, [], _weak_items(True), (acc,), settings, plan=plan)
-    stored = {r["breakdown"]: (r["verdict"], r["decidability"]) for r in out.verdicts}
+    stored = {r.breakdown: (r.verdict, r.decidability) for r in out.verdicts}
     assert stored == {
         "": (verdicts.REGRESSION, verdicts.Decidability.UNDERPOWERED_REGRESSION),
         "group=a": (verdicts.NO_CHANGE, weak),
