@@ -52,8 +52,9 @@ sys.path.insert(0, str(ROOT))  # the loopback webhook and the snapshots' setting
 from geomon import plan  # noqa: E402
 from geomon.config import load_settings  # noqa: E402
 from geomon.monitor import announce, release, views  # noqa: E402
-from geomon.monitor.history import EvaluationRun, MetricHistory, StoredComparison  # noqa: E402
+from geomon.monitor.history import EvaluationRun, MetricHistory  # noqa: E402
 from geomon.stats import verdicts  # noqa: E402
+from geomon.stats.verdicts import Comparison  # noqa: E402
 from geomon.suites import registry  # noqa: E402
 from geomon_tests.conftest import SHARED, offline_sections  # noqa: E402
 from geomon_tests.loopback import Webhook, serve  # noqa: E402
@@ -143,7 +144,7 @@ def decided(history: MetricHistory, model: str) -> pd.DataFrame:
 def decidable(rows: pd.DataFrame) -> int:
     """Comparisons that could see a regression of their minimum effect, as the decision labelled them
     (``views.decidable``: what ``geomon run``'s closing screen counts)."""
-    return len(views.decidable([StoredComparison.of(r) for r in rows.to_dict("records")])) if len(rows) else 0
+    return len(views.decidable([Comparison.of(r) for r in rows.to_dict("records")])) if len(rows) else 0
 
 
 def null_rows(history: MetricHistory, posts: list[dict], releases: int) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from geomon.engine.registry import ModelSpec
 from geomon.stats import compare, power, sufficiency
 from geomon.stats.declarations import with_min_effects
 from geomon.stats.statistics import is_disparity
-from geomon.stats.values import MetricKey
+from geomon.stats.values import MetricKey, breakdown_by, last_group
 from geomon.suites import registry
 from geomon.suites.pipeline import Pipeline, Stage, StageResult, sample_id
 
@@ -136,11 +136,10 @@ def comparisons(info: registry.SuiteInfo, prompts: pd.DataFrame, min_effects: di
         for column in metric.by:
             name = metric.groups_name or metric.name
             if column not in prompts:
-                out.append(Comparison(name, f"{column}=…", None, False, effect, bounds))
+                out.append(Comparison(name, breakdown_by("", column, "…"), None, False, effect, bounds))
                 continue
             for value, part in prompts.groupby(column):
-                label = f"{column}={value}"
-                breakdown = f"{metric.breakdown},{label}" if metric.breakdown else label
+                breakdown = breakdown_by(metric.breakdown, column, value)
                 out.append(Comparison(name, breakdown, _clusters(part, info.unit), False, effect, bounds))
     return out
 
@@ -769,8 +768,8 @@ def blind_lines(plan: SuitePlan) -> list[str]:
         if c.decidable:
             continue
         reason = "; ".join(w for w in (c.why, plan.remedy(c)) if w)
-        column, _, value = c.breakdown.rpartition("=")
-        shared.setdefault((c.metric, column if value else c.breakdown, reason), []).append(value)
+        column, value = last_group(c.breakdown)
+        shared.setdefault((c.metric, column, reason), []).append(value)
     blind = [c for c in plan.comparisons if not c.decidable]
     worst = sum(c.source == WORST_CASE for c in blind)
     lines = [f"(the MDE of {worst} of them is the {WORST_CASE}: none is stored yet)"] if worst else []
@@ -778,7 +777,7 @@ def blind_lines(plan: SuitePlan) -> list[str]:
     if measured:
         lines.append(f"(the MDE of {measured} of them is {MEASURED}: its variance, planned as its comparison would be)")
     for (metric, column, reason), values in shared.items():
-        where = f"{column}={', '.join(values)}" if any(values) else column
+        where = breakdown_by("", column, ", ".join(values)) if any(values) else column
         lines.append(f"{metric}{f' ({where})' if where else ''}: {reason}")
     return lines
 

@@ -42,9 +42,10 @@ def test_the_readme_is_a_page_and_the_docs_keep_no_diary():
 
 def test_the_monitoring_pages_order_and_missing_item_claims_are_the_codes():
     """docs/monitoring.md says what the release decision does with arrival order and absent items (issue 60): each
-    claim names the test that holds it, the numbers it states are the settings' defaults, and the claims the code no
-    longer makes (a late earlier-dated evaluation at the reserve, a re-decision after a changed baseline at the
-    reserve, a file compared on its shared items alone) are gone."""
+    claim names the test that holds it (a published history's first look too), the numbers it states are the
+    settings' defaults, and the claims the code no longer makes (a late earlier-dated evaluation at the reserve, a
+    re-decision after a changed baseline at the reserve, a file compared on its shared items alone, Gapminder's
+    published o3-mini vs o1 at the reserve) are gone."""
     from geomon.stats.verdicts import VerdictSettings
 
     text = " ".join((REPO / "docs" / "monitoring.md").read_text().split())
@@ -55,6 +56,9 @@ def test_the_monitoring_pages_order_and_missing_item_claims_are_the_codes():
             "test_the_first_look_is_the_release_orders_in_all_24_orders_of_four_files"
         ),
         "**One finding, one page**": "test_the_first_look_is_the_release_orders_in_all_24_orders_of_four_files",
+        "**A published history takes the first look**": (
+            "test_a_published_history_takes_the_release_order_first_look_whatever_its_dates"
+        ),
         "**An absent item is an outcome**": "test_an_absent_item_is_an_unanswered_one_and_fails_the_check",
         "`--fail-on check` (the default) exits 3 when any item is missing": (
             "test_an_absent_item_is_an_unanswered_one_and_fails_the_check"
@@ -71,6 +75,7 @@ def test_the_monitoring_pages_order_and_missing_item_claims_are_the_codes():
         "against a baseline that changed",
         "it is compared on the shared items",
         "whatever was decided provisionally before it",
+        "a provisional decision, at the reserve's 0.005",  # Gapminder's o3-mini vs o1: a published history's
     ):
         assert stale not in text, stale
 

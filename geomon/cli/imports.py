@@ -23,12 +23,15 @@ log = logging.getLogger("geomon")
 class Importer:
     """One kind of ``geomon import``: how its files become runs (``read(args, settings)``), and, where it has
     them, what it adds once they are recorded: ``shown(history, recorded, settings, path)`` (a line on where else
-    they are shown) and ``closing(recorded)`` (a line on what the import read, and the note it counts)."""
+    they are shown) and ``closing(recorded)`` (a line on what the import read, and the note it counts).
+    ``published_history``: its files are a publisher's whole record, every evaluation known at once
+    (``EvaluationRun.published_history``)."""
 
     read: Callable[[argparse.Namespace, Any], list[Any]]
     shown: Callable[[Any, list[Any], Any, Path], str] | None = None
     closing: Callable[[list[Any]], str] | None = None
     counted: str = ""  # a run's note the closing line already counts: not printed under each run
+    published_history: bool = False
 
 
 def published_kind(kind: str, importer: Any) -> Importer:
@@ -47,7 +50,13 @@ def published_kind(kind: str, importer: Any) -> Importer:
     def shown(history: Any, recorded: list[Any], settings: Any, folder: Path) -> str:
         return report_to_dagster(kind, history, recorded, settings, folder)
 
-    return Importer(read, shown=shown, closing=closing if importer.summary else None, counted=importer.counted)
+    return Importer(
+        read,
+        shown=shown,
+        closing=closing if importer.summary else None,
+        counted=importer.counted,
+        published_history=True,  # a suite's importer reads its publisher's whole record
+    )
 
 
 def lm_eval_runs(args: argparse.Namespace, settings: Any) -> list[Any]:
@@ -92,9 +101,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     started = time.monotonic()
     importer = importers()[args.kind]
     runs = importer.read(args, settings)
-    from geomon.monitor import alerts, announce, release
-    from geomon.monitor.history import StoredComparison
-    from geomon.monitor.views import verdict_text
+    from geomon.monitor import alerts, announce
+    from geomon.monitor.views import unpaged, verdict_text
 
     several_suites = len({r.suite for r in runs}) > 1  # lm-eval: one evaluation per model and task
     history = MetricHistory(settings.store_url)
@@ -107,12 +115,13 @@ def cmd_import(args: argparse.Namespace) -> int:
         settings.lineage(),
         announcer=announce.announcer(settings.alerts),
         hosted={spec.name for spec in settings.models},  # a model geomon runs; the others only arrive by import
+        published_history=importer.published_history,
     )
     shown_elsewhere = importer.shown(history, recorded, settings, Path(args.path)) if importer.shown else ""
     new = [r for r in recorded if not r.tracked.evaluation.reused]
     for r in recorded:
         quiet = (verdicts.NO_CHANGE, verdicts.INSUFFICIENT)  # counted in the summary; `geomon history` lists them
-        compared = [StoredComparison.of(row) for row in r.tracked.verdicts]
+        compared = r.tracked.verdicts
         shown = ", ".join(verdict_text(v) for v in compared if v.verdict not in quiet)
         state = "already recorded" if r.tracked.evaluation.reused else "recorded"
         against = f" vs {r.tracked.against.removeprefix('predecessor ')}" if r.tracked.against else ""
@@ -121,8 +130,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"{r.run.evaluated_at:%Y-%m-%d} {what}: {state}{against}{': ' + summary if summary else ''}")
         if shown:
             print(f"    {shown}")
-        unpaged = [part for v in compared if not v.alpha for part in v.note.split("; ")]
-        for note in dict.fromkeys(part for part in unpaged if part.endswith(release.NEVER_PAGED)):
+        for note in dict.fromkeys(filter(None, map(unpaged, compared))):
             print(f"    α 0: {note}")  # decided, shown, never paged: say so, not only "watch"
         if r.run.note and r.run.note != importer.counted:
             print(f"    {r.run.note}")

@@ -33,9 +33,10 @@ from geomon.defs.resources import GeomonResource, shown_path
 from geomon.defs.verdict_tables import comparisons_table
 from geomon.defs.versions import source_version
 from geomon.monitor import announce, imports, release, views
-from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
+from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.stats import verdicts
 from geomon.stats.declarations import TrackedMetric
+from geomon.stats.verdicts import Comparison
 from geomon.suites import registry
 
 # A partition's metadata entry: what was decided (verdicts, failures, evaluation), hashed; an import reports a model
@@ -68,7 +69,7 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
     regressions = [
         views.verdict_phrase(r.run.model, v, {m.name: m.bounds for m in r.run.tracked}.get(v.metric))
         for r in recorded
-        for v in map(StoredComparison.of, r.tracked.regressions)
+        for v in r.tracked.regressions
     ]
     return {
         "runs": len(recorded),
@@ -85,7 +86,7 @@ def import_metadata(recorded: Sequence[imports.Recorded]) -> dict[str, Any]:
 def _decision(history: MetricHistory, evaluation: Evaluation, tracked: Sequence[TrackedMetric]) -> dict[str, Any]:
     """An imported evaluation as its partition's materialization metadata and ``no_regression`` check result."""
     now = release.stored(history, evaluation)
-    decided = [StoredComparison.of(row) for row in now.verdicts]
+    decided = now.verdicts
     failing = release.failing(history, evaluation)
     series = history.series(suite=evaluation.suite, model=evaluation.model)
     mine = series[(series["evaluation_id"] == evaluation.evaluation_id) & (series["breakdown"] == "")]
@@ -145,7 +146,7 @@ def pending_reports(
     """Each imported model's latest evaluation decided, and the models new or decided again since they were last
     reported (a re-import has none); their partitions are added to the published history's (``gapminder_models``)."""
     latest: dict[str, imports.Recorded] = {}
-    for r in sorted(recorded, key=lambda r: release.release_order(r.tracked.evaluation)):
+    for r in sorted(recorded, key=lambda r: r.tracked.evaluation.release_order):
         latest[r.run.model] = r
     known = set(instance.get_dynamic_partitions(published.partitions.name))
     instance.add_dynamic_partitions(published.partitions.name, sorted(set(latest) - known))
@@ -207,7 +208,7 @@ def report_evaluations(context: Context, history: MetricHistory, pending: Pendin
     report_open_regressions(context, history)
 
 
-def imported_open(history: MetricHistory, published: PublishedHistory) -> list[tuple[str, str, StoredComparison]]:
+def imported_open(history: MetricHistory, published: PublishedHistory) -> list[tuple[str, str, Comparison]]:
     """The open regressions of a suite's imported history: what its evaluations asset's ``none_open`` counts."""
     return views.open_regressions(history, suite=published.suite, imported_only=True)
 
@@ -282,6 +283,7 @@ def published_assets(published: PublishedHistory) -> list[Any]:
             settings.verdicts,
             settings.lineage(),
             announcer=announce.announcer(settings.alerts),  # alerts exactly as `geomon import` and `geomon run` do
+            published_history=True,  # a publisher's whole record: its release order takes the first look
         )
         pending = pending_reports(context.instance, history, recorded, published)
         yield dg.MaterializeResult(metadata={**import_metadata(recorded), "reported": len(pending.changed)})

@@ -20,11 +20,12 @@ from geomon.config import Settings
 from geomon.defs.resources import check_spec, models_partitions
 from geomon.defs.verdict_tables import comparisons_table
 from geomon.monitor import alerts, announce, release, states, views
-from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, StoredComparison
+from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory
 from geomon.report.charts import markdown_table
 from geomon.stats import verdicts
 from geomon.stats.declarations import TrackedMetric
 from geomon.stats.values import MetricValue
+from geomon.stats.verdicts import Comparison
 from geomon.suites import registry
 from geomon.suites.registry import Importer
 
@@ -57,7 +58,7 @@ def none_open_spec(key: list[str], scope: str, named: str = "which models") -> d
     )
 
 
-def open_summary(found: Sequence[tuple[str, str, StoredComparison]]) -> str:
+def open_summary(found: Sequence[tuple[str, str, Comparison]]) -> str:
     """``42 open regressions in 5 models: o3-mini-2025-01-31 (18), …`` (the most first), or "no open regression"."""
     per_model = pd.Series([model for _, model, _ in found], dtype=object).value_counts(sort=True)
     if per_model.empty:
@@ -68,7 +69,7 @@ def open_summary(found: Sequence[tuple[str, str, StoredComparison]]) -> str:
     )
 
 
-def _none_open(found: Sequence[tuple[str, str, StoredComparison]]) -> dict[str, Any]:
+def _none_open(found: Sequence[tuple[str, str, Comparison]]) -> dict[str, Any]:
     return {
         "passed": not found,
         "severity": dg.AssetCheckSeverity.ERROR,
@@ -77,13 +78,13 @@ def _none_open(found: Sequence[tuple[str, str, StoredComparison]]) -> dict[str, 
     }
 
 
-def none_open_evaluation(key: list[str], found: Sequence[tuple[str, str, StoredComparison]]) -> dg.AssetCheckEvaluation:
+def none_open_evaluation(key: list[str], found: Sequence[tuple[str, str, Comparison]]) -> dg.AssetCheckEvaluation:
     """``none_open``'s result for the open regressions ``found`` (``views.open_regressions``), logged by the run
     that changed what is open, after the asset's materialization in that run (which it then judges)."""
     return dg.AssetCheckEvaluation(asset_key=dg.AssetKey(key), check_name=NONE_OPEN, **_none_open(found))
 
 
-def none_open_result(found: Sequence[tuple[str, str, StoredComparison]]) -> dg.AssetCheckResult:
+def none_open_result(found: Sequence[tuple[str, str, Comparison]]) -> dg.AssetCheckResult:
     """``none_open``'s result yielded by the asset's own materialization."""
     return dg.AssetCheckResult(check_name=NONE_OPEN, **_none_open(found))
 
@@ -130,7 +131,7 @@ def track_evaluation(
         replies=replies,
     )
     current = result.evaluation
-    decided = [StoredComparison.of(row) for row in result.verdicts]
+    decided = result.verdicts
     open_regressions = release.failing(history, current)
     told = result.told.get(current.evaluation_id, [])
     for evaluation in result.redecided:  # a late baseline re-decided later releases: their checks say so now
@@ -177,7 +178,7 @@ def compared_with(against: str, evaluation: Evaluation) -> str:
     )
 
 
-def decided_at(rows: Sequence[StoredComparison]) -> str:
+def decided_at(rows: Sequence[Comparison]) -> str:
     """The α the evaluation's comparisons were decided at, and why where it is 0 (nothing pages: said, not only
     shown as ``watch``)."""
     if not rows:
@@ -185,7 +186,7 @@ def decided_at(rows: Sequence[StoredComparison]) -> str:
     alpha = max(float(r.alpha or 0) for r in rows)
     if alpha > 0:
         return f"{alpha:.4g}"
-    notes = [p for r in rows for p in r.note.split("; ") if p.endswith(release.NEVER_PAGED)]
+    notes = [note for note in map(views.unpaged, rows) if note]
     return f"0: {notes[0] if notes else 'no α'}"
 
 
@@ -207,7 +208,7 @@ def redecided_check(
     else:
         partition = evaluation.model if key is not None else None
     now = release.stored(history, evaluation)
-    decided = [StoredComparison.of(row) for row in now.verdicts]
+    decided = now.verdicts
     failing = release.failing(history, evaluation)
     report_check(
         context,
@@ -228,9 +229,7 @@ def redecided_check(
     )
 
 
-def check_line(
-    failing: Sequence[StoredComparison], decided: Sequence[StoredComparison], tracked: Sequence[TrackedMetric]
-) -> str:
+def check_line(failing: Sequence[Comparison], decided: Sequence[Comparison], tracked: Sequence[TrackedMetric]) -> str:
     """A ``no_regression`` result in one line, the check's Description in the UI: ``18 regressions vs o1
     (predecessor): correct_rate −17.2 pts, …``, worst first, or what passed."""
     if not failing:
@@ -257,8 +256,8 @@ def report_check(
     context: Context,
     asset_key: list[str],
     partition: str | None,
-    failing: Sequence[StoredComparison],
-    decided: Sequence[StoredComparison],
+    failing: Sequence[Comparison],
+    decided: Sequence[Comparison],
     tracked: Sequence[TrackedMetric],
     metadata: dict[str, Any],
     subject: str = "",
@@ -388,7 +387,7 @@ IN_DIALOG = [c for c in views.OPEN_REGRESSION_COLUMNS if c not in ("source", "ev
 
 
 def open_regressions_metadata(
-    history: MetricHistory, found: Sequence[tuple[str, str, StoredComparison]] | None = None
+    history: MetricHistory, found: Sequence[tuple[str, str, Comparison]] | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The open regressions (``views.open_regressions``: every regression the gate of a model's latest
     evaluation reads, run or imported, unacknowledged) as a one-line summary (how many, which models) and the
@@ -507,7 +506,7 @@ def model_state(model: str, rows: pd.DataFrame) -> dg.AssetMaterialization:
     )
 
 
-def report_models(context: Context, history: MetricHistory, found: Sequence[tuple[str, str, StoredComparison]]) -> None:
+def report_models(context: Context, history: MetricHistory, found: Sequence[tuple[str, str, Comparison]]) -> None:
     """Each model's own catalog entry (``models/<name>``) brought up to date where its state changed, logged by
     the run that changed it (an evaluation, an import, a re-decision; an acknowledgement at the next of these):
     a materialization with its latest evaluation per suite and its open regressions (``found``), and its

@@ -1,5 +1,5 @@
 """A decision as the Dagster UI shows it: an evaluation's stored verdicts as one table, the sentence above it that
-says how to read it, each note's look apart from its reason (the ``no_regression`` checks' and the imported
+says how to read it, the reason and the look in columns of their own (the ``no_regression`` checks' and the imported
 partitions' ``comparisons`` metadata)."""
 
 from collections.abc import Sequence
@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import dagster as dg
 import pandas as pd
 
-from geomon.monitor import release, views
-from geomon.monitor.history import StoredComparison
+from geomon.monitor import views
 from geomon.report.charts import markdown_table
 from geomon.stats.declarations import TrackedMetric
+from geomon.stats.verdicts import Comparison
 
 READING = (
     "**change**: the model's value minus its baseline's, in the metric's units, with its 95 % interval; **MDE**: "
@@ -21,35 +21,15 @@ READING = (
     "`watch` is a worsening significant at the false-discovery rate `q` but not after Holm (worth a look, never "
     "paged), `undefined` one whose statistic cannot be computed on a side (no p-value) (docs/monitoring.md)."
 )
-# A decision's note joins the look it was decided at (its provenance) and the reason; the table shows them apart.
-LOOKS = {
-    release.PROVISIONAL_NOTE: "reserve: provisional baseline (decided again when the release's own arrives)",
-}
 
 
-def look_and_reason(note: str) -> tuple[str, str]:
-    """A stored note as (look, reason): the look's provenance (a reserve, or no α: never paged) apart from why the
-    verdict is what it is, so the reason reads first."""
-    look, reasons = "first look", []
-    for text, label in LOOKS.items():  # (a look's note holds "; " itself)
-        if text in note:
-            look, note = label, note.replace(text, "")
-    for part in filter(None, (p.strip() for p in note.split("; "))):
-        if part.endswith(release.NEVER_PAGED):
-            look = f"none, never paged: {part.removesuffix(release.NEVER_PAGED).strip()}"
-        else:
-            reasons.append(part)
-    return look, "; ".join(reasons) or "—"
-
-
-def comparisons_table(rows: Sequence[StoredComparison], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
+def comparisons_table(rows: Sequence[Comparison], tracked: Sequence[TrackedMetric]) -> dg.MetadataValue:
     """An evaluation's stored verdicts as the UI shows them, worst first (``views.verdict_table``'s figures): one
     sentence saying how to read it, then metric, verdict, change with its interval, MDE, power, adjusted p, the
     reason and the look — the baseline above the table where it is one, a column where they differ."""
     if not rows:
         return dg.MetadataValue.md("nothing compared")
     table = views.verdict_table(rows, {m.name: m.bounds for m in tracked})
-    looks, reasons = zip(*(look_and_reason(str(n)) for n in table["note"]), strict=True)
     compact = pd.DataFrame(
         {
             "metric": table["metric"],
@@ -58,8 +38,8 @@ def comparisons_table(rows: Sequence[StoredComparison], tracked: Sequence[Tracke
             "MDE": table["MDE"],
             "power": table[views.POWER],
             "adjusted p": table["adjusted p"],
-            "reason": reasons,
-            "look": looks,
+            "reason": table["note"].replace("", "—"),
+            "look": table["look"],
         }
     )
     baselines = list(dict.fromkeys(table["baseline"]))

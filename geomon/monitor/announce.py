@@ -20,10 +20,11 @@ from typing import Any
 import pandas as pd
 
 from geomon.monitor import alerts
-from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
+from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.monitor.release import Announcer, Tracked, acknowledged, stored
 from geomon.stats import power, verdicts
 from geomon.stats.values import MetricKey
+from geomon.stats.verdicts import Comparison
 
 Link = Callable[[Evaluation], str]
 
@@ -79,7 +80,7 @@ def _announce_one(
     history: MetricHistory, evaluation: Evaluation, settings: alerts.AlertSettings, link: Link | None, change: str
 ) -> list[str]:
     result = stored(history, evaluation)
-    decided = [StoredComparison.of(row) for row in result.verdicts]
+    decided = result.verdicts
     regressions = {(c.release, c.key): c for c in decided if c.verdict == verdicts.REGRESSION}
     # A finding's messages, whichever of the model's evaluations in this scope held its decision when they were
     # sent (an earlier-dated copy arriving late takes the release's first look over: the same finding, no page).
@@ -106,7 +107,7 @@ def _announce_one(
         lines += _send(history, evaluation, alert, "regression", [(c.release, c.key) for c in new], settings)
     withdrawn = _withdrawn(told, now_decided)
     for release, keys in withdrawn.items():
-        current = [StoredComparison.of(r) for r in now_decided[now_decided["release"] == release].to_dict("records")]
+        current = [Comparison.of(r) for r in now_decided[now_decided["release"] == release].to_dict("records")]
         alert = resolved_alert(evaluation, release, keys, current, url)
         sent = _send(history, evaluation, alert, "resolved", [(release, k) for k in keys], settings)
         lines += [f"resolved: {line}" for line in sent]
@@ -173,7 +174,7 @@ def _send(
 
 
 def regression_alert(
-    evaluation: Evaluation, against: str, regressions: Sequence[StoredComparison], url: str, change: str = ""
+    evaluation: Evaluation, against: str, regressions: Sequence[Comparison], url: str, change: str = ""
 ) -> alerts.Alert:
     """The alert of regression verdicts: every comparison that regressed, and the worst change (relative to its
     minimum effect) with its numbers; ``change``: the serving change the release is (a variant), named first."""
@@ -197,13 +198,13 @@ def regression_alert(
     )
 
 
-def _chance(comparison: StoredComparison) -> str:
+def _chance(comparison: Comparison) -> str:
     """What the test could see: its minimum detectable effect, its power at the minimum effect, and the chance a
     worsening of exactly the minimum effect would have paged (``power.page_probability``)."""
     chance = comparison.power
     if chance is None or not math.isfinite(float(chance)):
         return f"Minimum detectable effect {comparison.mde:.3g}."
-    underpowered = comparison.decidability == verdicts.UNDERPOWERED_REGRESSION  # below the stated power
+    underpowered = comparison.decidability == verdicts.Decidability.UNDERPOWERED_REGRESSION  # below the stated power
     weak = " This comparison is underpowered: a page from it is weak evidence of that size." if underpowered else ""
     return (
         f"Minimum detectable effect {comparison.mde:.3g}; power {chance:.0%} at the minimum effect, where a worsening "
@@ -215,7 +216,7 @@ def resolved_alert(
     evaluation: Evaluation,
     release: str,
     withdrawn: Sequence[MetricKey],
-    now: Sequence[StoredComparison],
+    now: Sequence[Comparison],
     url: str,
 ) -> alerts.Alert:
     """The message that withdraws regressions of ``release`` sent earlier (``withdrawn``): what the release-order

@@ -17,8 +17,8 @@ import io
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,10 @@ import sqlalchemy as sa
 
 from geomon.engine.store import make_engine, normalize_url
 from geomon.stats import sufficiency, verdicts
-from geomon.stats.values import EvaluationRun, MetricKey, MetricValue, finite
+from geomon.stats.values import EvaluationRun, MetricValue, finite
+from geomon.stats.verdicts import FIELD_TYPES, STORED, Comparison, Decidability, Look, LookKind
 
-__all__ = ["Evaluation", "EvaluationRun", "MetricHistory", "MetricValue", "StoredComparison"]
+__all__ = ["DecisionInputs", "Evaluation", "EvaluationRun", "MetricHistory", "MetricValue"]
 
 metadata = sa.MetaData()
 _PROCESS_LOCK = threading.RLock()
@@ -58,48 +59,37 @@ evaluations = sa.Table(
     # JSON records: every item as scored (prompt, reply, parsed answer, score, status) for ``geomon items``;
     # never read with the evaluation (``MetricHistory.replies``).
     sa.Column("replies", sa.Text),
+    # Recorded from a published history (``EvaluationRun.published_history``): its source holds all its evaluations.
+    sa.Column("published_history", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
     sa.Index("ix_metric_evaluations_lookup", "suite", "model", "scope", "recorded_at"),
 )
 
 _READ = [c for c in evaluations.c if c.name != "replies"]  # an evaluation as read (its replies on request)
 
+
+def _column(f: Any) -> sa.Column:
+    """The column of one of ``Comparison``'s stored fields: text of its declared length ("" where none, never
+    NULL), a number, or a count."""
+    hint = FIELD_TYPES[f.name]
+    if "chars" in f.metadata:
+        return sa.Column(f.name, sa.String(f.metadata["chars"]), nullable=False, default="", server_default="")
+    return sa.Column(f.name, sa.Integer if hint == int | None else sa.Float)
+
+
 # The paired test of an evaluation against what it was compared with (its previous run or predecessor), and the
-# verdict its family gave it (``geomon.stats.verdicts``).
+# verdict its family gave it: one row per ``Comparison``, its columns derived from the record's stored fields.
 comparisons = sa.Table(
     "metric_comparisons",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    *(_column(f) for f in STORED if f.name != "evaluation_id"),
     sa.Column("evaluation_id", sa.String(36), sa.ForeignKey("metric_evaluations.evaluation_id"), nullable=False),
-    sa.Column("against_evaluation_id", sa.String(36), nullable=False),
-    sa.Column("against", sa.String(300), nullable=False),  # "previous run" or "predecessor <model>"
-    sa.Column("metric", sa.String(200), nullable=False),
-    sa.Column("before", sa.Float),
-    sa.Column("after", sa.Float),
     sa.Column("effect", sa.Float),  # rows recorded before 2026-11-25 only: signed so that positive = worse
-    # One-sided in the direction the metric moved: the verdict's claim (rows recorded before 2026-11-26: two-sided).
-    sa.Column("p_value", sa.Float),
-    sa.Column("items", sa.Integer),
-    sa.Column("verdict", sa.String(40), nullable=False),  # geomon.stats.verdicts.VERDICTS
-    sa.Column("breakdown", sa.String(300), nullable=False, default="", server_default=""),
-    sa.Column("change", sa.Float),  # after − before, in the metric's units
-    sa.Column("worse_when", sa.String(10), nullable=False, default="", server_default=""),
-    sa.Column("se", sa.Float),  # the change's standard error under no change (the sign-flip null)
-    sa.Column("p_adjusted", sa.Float),  # Holm, over the suite's comparisons in this evaluation
-    sa.Column("q_value", sa.Float),  # Benjamini–Hochberg, over the same
-    sa.Column("mde", sa.Float),  # minimum detectable effect at the first Holm level and the stated power
-    sa.Column("clusters", sa.Integer),
-    sa.Column("min_effect", sa.Float),
-    sa.Column("release", sa.String(400), nullable=False, default="", server_default=""),  # ``release.release_of``
-    sa.Column("family_size", sa.Integer),  # the comparisons Holm decided together
-    sa.Column("note", sa.String(500), nullable=False, default="", server_default=""),
-    sa.Column("alpha", sa.Float),  # the look's α (``ReleasePlan.look``) the comparison was decided at
-    sa.Column("power", sa.Float),  # the chance to detect a worsening of min_effect
-    sa.Column("level", sa.Float),  # its first (weighted) Holm level: where its MDE and power are stated
-    # Why its verdict cannot be read at face value (``verdicts.DECIDABILITIES``; "" none).
-    sa.Column("decidability", sa.String(40), nullable=False, default="", server_default=""),
-    sa.Column("missing", sa.Integer),  # the baseline's items the evaluation lacks, compared as unanswered
     sa.Index("ix_metric_comparisons_evaluation", "evaluation_id"),
 )
+# Its columns in the first release: every other column was added to older databases in place (``_ADDED_COLUMNS``).
+_FIRST_COMPARISON_COLUMNS = {"id", "evaluation_id", "against_evaluation_id", "against", "metric", "before", "after"}
+_FIRST_COMPARISON_COLUMNS |= {"effect", "p_value", "items", "verdict"}
 # Every message sent about a comparison (a regression, or its withdrawal: "resolved"), per channel: "already
 # alerted" is read from here, never assumed.
 deliveries = sa.Table(
@@ -153,7 +143,7 @@ release_looks = sa.Table(
     sa.Column("scope", sa.String(200), nullable=False),
     sa.Column("evaluation_id", sa.String(36), nullable=False),
     sa.Column("against_evaluation_id", sa.String(36), nullable=False),
-    sa.Column("look", sa.String(20), nullable=False),  # verdicts.FIRST, RESERVE or SPENT (no α left: 0)
+    sa.Column("look", sa.String(20), nullable=False),  # verdicts.LookKind.FIRST, RESERVE or SPENT (no α left: 0)
     sa.Column("alpha", sa.Float, nullable=False),
     sa.Column("note", sa.String(500), nullable=False, default=""),
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
@@ -167,36 +157,13 @@ _RENAMED_COLUMNS = {
     "release_looks": {"family": "release"},
 }
 _RENAMED_INDEXES = {"ix_release_looks_family": "ix_release_looks_release"}
-# Columns added after a table's first release: added in place to an older database.
+# Columns added after a table's first release: added in place to an older database (as the table declares them).
 _ADDED_COLUMNS = {
-    "metric_evaluations": {
-        "evaluated_at": "TIMESTAMP",
-        "origin": "VARCHAR(300) NOT NULL DEFAULT 'geomon'",
-        "predecessor": "VARCHAR(200) NOT NULL DEFAULT ''",
-        "replies": "TEXT",
-    },
-    "metric_comparisons": {
-        "breakdown": "VARCHAR(300) NOT NULL DEFAULT ''",
-        "change": "FLOAT",
-        "worse_when": "VARCHAR(10) NOT NULL DEFAULT ''",
-        "se": "FLOAT",
-        "p_adjusted": "FLOAT",
-        "q_value": "FLOAT",
-        "mde": "FLOAT",
-        "clusters": "INTEGER",
-        "min_effect": "FLOAT",
-        "release": "VARCHAR(400) NOT NULL DEFAULT ''",
-        "family_size": "INTEGER",
-        "note": "VARCHAR(500) NOT NULL DEFAULT ''",
-        "alpha": "FLOAT",
-        "power": "FLOAT",
-        "level": "FLOAT",
-        "decidability": "VARCHAR(40) NOT NULL DEFAULT ''",
-        "missing": "INTEGER",
-    },
-    "metric_acknowledgements": {"breakdown": "VARCHAR(300) NOT NULL DEFAULT '*'"},
-    "alert_deliveries": {"release": "VARCHAR(400) NOT NULL DEFAULT ''"},
-    "metric_values": {"se": "FLOAT", "declared_as": "VARCHAR(32) NOT NULL DEFAULT ''"},
+    "metric_evaluations": ("evaluated_at", "origin", "predecessor", "replies", "published_history"),
+    "metric_comparisons": tuple(c.name for c in comparisons.c if c.name not in _FIRST_COMPARISON_COLUMNS),
+    "metric_acknowledgements": ("breakdown",),
+    "alert_deliveries": ("release",),
+    "metric_values": ("se", "declared_as"),
 }
 
 values = sa.Table(
@@ -233,66 +200,51 @@ class Evaluation:
     origin: str = "geomon"
     reused: bool = False  # ``record`` found this evaluation already there and recorded nothing new
     predecessor: str = ""  # the model's predecessor when recorded
+    published_history: bool = False  # ``EvaluationRun.published_history``
 
     @property
     def when(self) -> datetime:
         return self.evaluated_at or self.recorded_at
 
+    @property
+    def release_order(self) -> tuple[pd.Timestamp, str, pd.Timestamp]:
+        """Its place in release order: the evaluation date, then its origin (two imports dated the same day — the
+        predecessor evaluated twice on its successor's day — are ordered by their source, never by which arrived
+        first: arrival order must not choose a baseline), then when it was recorded."""
+        return _utc(self.when), self.origin, _utc(self.recorded_at)
+
+    def release_against(self, model: str) -> str:
+        """The release a comparison of it with ``model``'s evaluation belongs to: its model identity against its
+        predecessor; or, compared with its own previous evaluation (an API model asked again, a new epoch, a
+        re-import), that re-run — a release of its own, labelled by the evaluation's day and id, so each re-run
+        spends one α and two re-runs never share a look."""
+        if model != self.model:
+            return f"{self.model} vs {model}"
+        return f"{self.model} re-run {_utc(self.when):%Y-%m-%d} ({self.evaluation_id[:8]})"
+
+
+def _utc(moment: datetime) -> pd.Timestamp:
+    stamp = pd.Timestamp(moment)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp
+
+
+def before_in_release_order(evaluations_: Sequence[Evaluation], evaluation: Evaluation) -> list[Evaluation]:
+    """Those of ``evaluations_`` (other than ``evaluation``) no later than it in release order."""
+    mine = evaluation.release_order
+    return [e for e in evaluations_ if e.evaluation_id != evaluation.evaluation_id and e.release_order <= mine]
+
 
 @dataclass(frozen=True)
-class StoredComparison:
-    """One stored comparison (a row of ``metric_comparisons``) as the surfaces read it: the alerts, the checks'
-    text, the verdict tables. Numbers the database holds as NULL read as None (NaN where they came through a
-    DataFrame)."""
+class DecisionInputs:
+    """What deciding an evaluation rests on, read at once (``MetricHistory.decision_inputs``): its baseline in
+    release order (with its items) and what it is to it, the release the decision belongs to, the plan stored with
+    the release's first decision (None: this is its first) and the looks the release took, in the order taken."""
 
-    metric: str
-    breakdown: str = ""
-    verdict: str = ""
-    decidability: str = ""  # ``verdicts.DECIDABILITIES``
-    note: str = ""
-    against: str = ""  # "previous run" or "predecessor <model>"
-    release: str = ""  # ``release.release_of``: "<model> vs <baseline model>", or a re-run's own
-    evaluation_id: str = ""
-    against_evaluation_id: str = ""
-    before: float | None = None
-    after: float | None = None
-    change: float | None = None  # after − before, in the metric's units
-    worse_when: str = ""  # "higher" or "lower"
-    se: float | None = None  # the change's standard error under no change
-    p_value: float | None = None  # one-sided, the way the verdict claims
-    p_adjusted: float | None = None  # Holm, over the suite's comparisons in the evaluation
-    q_value: float | None = None
-    mde: float | None = None
-    power: float | None = None  # at the minimum effect
-    level: float | None = None  # its first Holm level
-    min_effect: float | None = None
-    alpha: float | None = None  # the look's α
-    items: int | None = None
-    clusters: int | None = None
-    family_size: int | None = None  # the comparisons Holm decided together
-    missing: int | None = None  # the baseline's items the evaluation lacks (compared as unanswered)
-    # Its evaluation's, where a reader joined them (``views.open_regressions``).
-    evaluated_at: datetime | None = None
-    origin: str = ""
-
-    @property
-    def key(self) -> MetricKey:
-        return MetricKey(self.metric, self.breakdown)
-
-    @classmethod
-    def of(cls, row: Mapping[str, Any]) -> StoredComparison:
-        """A stored row (``MetricHistory.comparisons``' records, or some of its columns): the fields it names, the
-        others their defaults; text read NULL as ""; a count read as a float (a column pandas widened because
-        another row of the same read holds NULL) as an int, NaN as None."""
-        known = {f.name: f for f in fields(cls)}
-        given = {name: value for name, value in row.items() if name in known}
-        text = {name: str(given.get(name) or "") for name, f in known.items() if f.type == "str" and name in given}
-        counts = {
-            name: None if value is None or value != value else int(value)
-            for name, value in given.items()
-            if known[name].type == "int | None"
-        }
-        return cls(**(given | text | counts))
+    baseline: Evaluation
+    against: str  # "previous run" or "predecessor <model>"
+    release: str
+    plan: str | None
+    looks: list[Look]
 
 
 # One engine per process and database, its tables created and migrated once (a run opens the history about 18
@@ -390,6 +342,7 @@ class MetricHistory:
                 run.evaluated_at or now,
                 run.origin,
                 predecessor=run.predecessor,
+                published_history=run.published_history,
             )
             conn.execute(
                 evaluations.insert().values(
@@ -406,6 +359,7 @@ class MetricHistory:
                     evaluated_at=evaluation.evaluated_at,
                     origin=run.origin,
                     predecessor=run.predecessor,
+                    published_history=run.published_history,
                     replies=replies.to_json(orient="records", force_ascii=False) if replies is not None else None,
                 )
             )
@@ -459,19 +413,11 @@ class MetricHistory:
         items: bool = True,
     ) -> list[Evaluation]:
         """The evaluations in ``suite``/``scope`` (of ``model``; or of the models whose recorded predecessor is
-        ``successors_of``), in release order (``release.release_order``: by evaluation date, then origin), with
-        their items (``items``; without, their items are
-        None and nothing is parsed: the gates and the release order need only who and when)."""
-        columns = _READ if items else [c for c in _READ if c.name != "items"]
-        query = sa.select(*columns).where(evaluations.c.suite == suite, evaluations.c.scope == scope)
-        if model is not None:
-            query = query.where(evaluations.c.model == model)
-        if successors_of is not None:
-            query = query.where(evaluations.c.predecessor == successors_of)
-        when = sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at)
+        ``successors_of``), in release order (``Evaluation.release_order``: by evaluation date, then origin), with
+        their items (``items``; without, their items are None and nothing is parsed: the gates and the release
+        order need only who and when)."""
         with self.engine.connect() as conn:
-            rows = conn.execute(query.order_by(when, evaluations.c.origin, evaluations.c.recorded_at)).mappings().all()
-        return [_evaluation(row) for row in rows]
+            return _evaluations_of(conn, suite, scope, model, successors_of, items=items)
 
     def with_items(self, evaluation: Evaluation) -> Evaluation:
         """``evaluation`` with its stored items (read by ``evaluations_of(..., items=False)``)."""
@@ -498,24 +444,91 @@ class MetricHistory:
             return None
         return _evaluation(row), pd.read_json(io.StringIO(row["replies"]), orient="records", dtype=False)
 
-    def record_comparisons(self, evaluation: Evaluation, rows: list[dict[str, Any]]) -> None:
-        """Store the paired tests of ``evaluation`` (replacing any stored for it: an evaluation is compared again
-        when what precedes it changes, e.g. its predecessor's evaluation arrives later)."""
+    def decision_inputs(self, evaluation: Evaluation) -> DecisionInputs | None:
+        """What deciding ``evaluation`` rests on, read once (one connection): its baseline in release order — the
+        model's previous evaluation in the suite's scope, or, for its first there, its predecessor's (its latest
+        evaluation no later than this one, else its first: evaluated after its successor, still its predecessor) —
+        with its items, and the release's stored plan and looks; None when there is nothing to compare with. Call
+        under the model's release lock (``release.compare_and_decide``), and write with ``record_decision``."""
+        with self.engine.connect() as conn:
+            own = _evaluations_of(conn, evaluation.suite, evaluation.scope, evaluation.model, items=False)
+            earlier = before_in_release_order(own, evaluation)
+            if earlier:
+                found, against = earlier[-1], "previous run"
+            elif not evaluation.predecessor:
+                return None
+            else:
+                theirs = _evaluations_of(conn, evaluation.suite, evaluation.scope, evaluation.predecessor, items=False)
+                if not theirs:
+                    return None
+                found = (before_in_release_order(theirs, evaluation) or theirs[:1])[-1]
+                against = f"predecessor {evaluation.predecessor}"
+            query = sa.select(evaluations.c["items"]).where(evaluations.c.evaluation_id == found.evaluation_id)
+            found = replace(found, items=_items(conn.execute(query).scalar_one_or_none()))
+            release = evaluation.release_against(found.model)
+            plan = conn.execute(sa.select(release_plans.c.plan).where(release_plans.c.release == release)).scalar()
+            looks = conn.execute(
+                sa.select(release_looks).where(release_looks.c.release == release).order_by(release_looks.c.id)
+            ).mappings()
+            taken = [
+                Look(r["suite"], r["scope"], r["evaluation_id"], r["against_evaluation_id"], LookKind(r["look"]),
+                     r["alpha"], r["note"], r["id"])
+                for r in looks
+            ]  # fmt: skip
+        return DecisionInputs(found, against, release, None if plan is None else str(plan), taken)
+
+    def record_decision(
+        self,
+        evaluation: Evaluation,
+        decided: Sequence[Comparison],
+        release: str = "",
+        look: Look | None = None,
+        plan: str | None = None,
+    ) -> None:
+        """Store one decision of ``evaluation`` in one transaction: the release's ``plan`` when it has none yet (its
+        first decision fixes it), the ``look`` it took (a new row, or its stored row given to this pair: a look
+        moves, its α counted once), and its comparisons, replacing any stored for it (an evaluation is decided
+        again when what precedes it changes, e.g. its predecessor's evaluation arrives later). Nothing to compare
+        with: ``decided`` empty, no release."""
+        now = datetime.now(UTC)
+        rows = [
+            {
+                f.name: finite(value) if FIELD_TYPES[f.name] == float | None else value
+                for f in STORED
+                for value in [getattr(c, f.name)]
+            }
+            | {"evaluation_id": evaluation.evaluation_id}
+            for c in decided
+        ]
         with self.engine.begin() as conn:
+            if plan is not None:
+                stored = conn.execute(sa.select(release_plans.c.plan).where(release_plans.c.release == release))
+                if stored.first() is None:
+                    conn.execute(release_plans.insert().values(release=release, plan=plan, recorded_at=now))
+            if look is not None:
+                taken = {
+                    "evaluation_id": look.evaluation_id,
+                    "against_evaluation_id": look.against_evaluation_id,
+                    "note": look.why,
+                }
+                if look.id is None:
+                    conn.execute(
+                        release_looks.insert().values(
+                            release=release, suite=look.suite, scope=look.scope, look=str(look.kind),
+                            alpha=look.alpha, recorded_at=now, **taken,
+                        )
+                    )  # fmt: skip
+                else:
+                    conn.execute(release_looks.update().where(release_looks.c.id == look.id).values(**taken))
             conn.execute(comparisons.delete().where(comparisons.c.evaluation_id == evaluation.evaluation_id))
             if rows:
-                conn.execute(comparisons.insert(), [{"evaluation_id": evaluation.evaluation_id, **r} for r in rows])
+                conn.execute(comparisons.insert(), rows)
 
-    def release_plan(self, release: str, proposed: str) -> str:
-        """The plan stored for ``release``, storing ``proposed`` when it has none yet: the first decision fixes
-        it. Call under the release's lock."""
-        with self.engine.begin() as conn:
-            query = sa.select(release_plans.c.plan).where(release_plans.c.release == release)
-            stored = conn.execute(query).scalar()
-            if stored is not None:
-                return str(stored)
-            conn.execute(release_plans.insert().values(release=release, plan=proposed, recorded_at=datetime.now(UTC)))
-        return proposed
+    def release_plan(self, release: str) -> str | None:
+        """The plan stored with ``release``'s first decision (``verdicts.ReleasePlan`` as JSON), or None."""
+        with self.engine.connect() as conn:
+            stored = conn.execute(sa.select(release_plans.c.plan).where(release_plans.c.release == release)).scalar()
+        return None if stored is None else str(stored)
 
     def release_looks(self, release: str) -> pd.DataFrame:
         """Every look ``release`` took, in the order taken."""
@@ -523,21 +536,6 @@ class MetricHistory:
         with self.engine.connect() as conn:
             rows = conn.execute(query).mappings().all()
         return pd.DataFrame(rows, columns=[c.name for c in release_looks.c])
-
-    def record_look(self, **row: Any) -> None:
-        """Store one look of a release (``release_looks``). Call under the release's lock."""
-        with self.engine.begin() as conn:
-            conn.execute(release_looks.insert().values(**row, recorded_at=datetime.now(UTC)))
-
-    def move_look(self, look_id: int, evaluation_id: str, against_evaluation_id: str, note: str) -> None:
-        """Give a look (its row of ``release_looks``, its α unchanged) to another pair: the release-order pair
-        that now holds it. Call under the release's lock."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                release_looks.update()
-                .where(release_looks.c.id == look_id)
-                .values(evaluation_id=evaluation_id, against_evaluation_id=against_evaluation_id, note=note)
-            )
 
     def suite_comparisons(self, suite: str, metric: str, breakdown: str = "") -> pd.DataFrame:
         """Every stored comparison of one metric of ``suite`` (any model), oldest first."""
@@ -715,15 +713,31 @@ def _evaluation(row: Any, reused: bool = False) -> Evaluation:
         row.get("origin") or "geomon",
         reused,
         row.get("predecessor") or "",
+        bool(row.get("published_history")),
     )
+
+
+def _evaluations_of(
+    conn: sa.Connection, suite: str, scope: str, model: str | None, successors_of: str | None = None, *, items: bool
+) -> list[Evaluation]:
+    """``MetricHistory.evaluations_of`` on an open connection."""
+    columns = _READ if items else [c for c in _READ if c.name != "items"]
+    query = sa.select(*columns).where(evaluations.c.suite == suite, evaluations.c.scope == scope)
+    if model is not None:
+        query = query.where(evaluations.c.model == model)
+    if successors_of is not None:
+        query = query.where(evaluations.c.predecessor == successors_of)
+    when = sa.func.coalesce(evaluations.c.evaluated_at, evaluations.c.recorded_at)
+    rows = conn.execute(query.order_by(when, evaluations.c.origin, evaluations.c.recorded_at)).mappings().all()
+    return [_evaluation(row) for row in rows]
 
 
 # Where a comparison stored before the decidability column said it: the note part each kind began with.
 _DECIDABILITY_NOTES = {
-    verdicts.UNDECIDABLE_SAMPLE: sufficiency.SAMPLE_PREFIX,
-    verdicts.UNDERPOWERED_PROFILE: sufficiency.PROFILE_PREFIX,
-    verdicts.UNDERPOWERED_PUBLISHED: sufficiency.PUBLISHED_PREFIX,
-    verdicts.UNDERPOWERED_REGRESSION: verdicts.UNDERPOWERED_PAGE,
+    Decidability.UNDECIDABLE_SAMPLE: sufficiency.SAMPLE_PREFIX,
+    Decidability.UNDERPOWERED_PROFILE: sufficiency.PROFILE_PREFIX,
+    Decidability.UNDERPOWERED_PUBLISHED: sufficiency.PUBLISHED_PREFIX,
+    Decidability.UNDERPOWERED_REGRESSION: verdicts.UNDERPOWERED_PAGE,
 }
 
 
@@ -732,12 +746,75 @@ def _backfill_decidability(conn: sa.Connection) -> None:
     (first, or after a look's note) beginning with a kind's prefix. Run again, it changes nothing."""
     for kind, prefix in _DECIDABILITY_NOTES.items():
         begins = sa.or_(comparisons.c.note.like(f"{prefix}%"), comparisons.c.note.like(f"%; {prefix}%"))
-        unset = comparisons.c.decidability == verdicts.DECIDABLE
-        conn.execute(comparisons.update().where(unset, begins).values(decidability=kind))
+        unset = comparisons.c.decidability == Decidability.DECIDABLE
+        conn.execute(comparisons.update().where(unset, begins).values(decidability=str(kind)))
 
 
-# Added columns whose value the rows stored before them held elsewhere: filled as they are added.
-_BACKFILLS = {("metric_comparisons", "decidability"): _backfill_decidability}
+# How a decision's look was said in its note before the look had columns: a reserve's note opened with
+# "provisional:" (the words changed over releases: the current ones are removed from the note, older ones stay), and
+# a look with no α left ended its part with this mark.
+_OLD_PROVISIONAL = "provisional:"
+_OLD_PROVISIONAL_NOTE = (
+    "provisional: decided at the scope's reserve against the predecessor's evaluation made on a later day; decided "
+    "again at its first look when one made before it arrives"
+)
+_OLD_NEVER_PAGED = " (shown, never paged)"
+
+
+def _old_look(note: str, alpha: float | None) -> tuple[str, str, str]:
+    """(look, why α is 0, the reason alone) of a note stored before the look had columns."""
+    if note.startswith(_OLD_PROVISIONAL):
+        return LookKind.RESERVE, "", note.replace(_OLD_PROVISIONAL_NOTE, "").removeprefix("; ")
+    parts = note.split("; ")
+    spent = [p for p in parts if p.endswith(_OLD_NEVER_PAGED)]
+    if spent:
+        reason = "; ".join(p for p in parts if p not in spent)
+        return LookKind.SPENT, spent[0].removesuffix(_OLD_NEVER_PAGED), reason
+    return (LookKind.FIRST if alpha else ""), "", note  # no α recorded: decided before looks were kept
+
+
+def _backfill_looks(conn: sa.Connection) -> None:
+    """The stored comparisons' look and why its α was 0, read once from their notes when the columns are added
+    (the look's words moved out of the note, the verdict's reason kept), and the release's looks' notes made the
+    same: only why α is 0 (a reserve's kind says it is provisional). Run again, it changes nothing."""
+    unset = sa.select(comparisons.c.id, comparisons.c.note, comparisons.c.alpha).where(comparisons.c.look == "")
+    updates = [
+        {"row": row.id, "kind": str(look), "why": why, "reason": reason}
+        for row in conn.execute(unset)
+        for look, why, reason in [_old_look(row.note or "", row.alpha)]
+        if look
+    ]
+    if updates:
+        conn.execute(
+            comparisons.update()
+            .where(comparisons.c.id == sa.bindparam("row"))
+            .values(look=sa.bindparam("kind"), alpha_zero=sa.bindparam("why"), note=sa.bindparam("reason")),
+            updates,
+        )
+    conn.execute(release_looks.update().where(release_looks.c.look == LookKind.RESERVE).values(note=""))
+    spent = release_looks.c.note.like(f"%{_OLD_NEVER_PAGED}")
+    trimmed = sa.func.substr(release_looks.c.note, 1, sa.func.length(release_looks.c.note) - len(_OLD_NEVER_PAGED))
+    conn.execute(release_looks.update().where(spent).values(note=trimmed))
+
+
+def _backfill_published(conn: sa.Connection) -> None:
+    """Evaluations recorded by a suite's importer of published results (``import:<kind>:…``) marked as such once,
+    when the column is added."""
+    from geomon.suites import registry
+
+    kinds = list(registry.importers())
+    if kinds:
+        published = sa.or_(*(evaluations.c.origin.like(f"import:{kind}:%") for kind in kinds))
+        conn.execute(evaluations.update().where(published).values(published_history=True))
+
+
+# Added columns whose value the rows stored before them held elsewhere: filled as they are added (after every
+# column of its table is, so a fill may read any of them).
+_BACKFILLS = {
+    ("metric_comparisons", "decidability"): _backfill_decidability,
+    ("metric_comparisons", "look"): _backfill_looks,
+    ("metric_evaluations", "published_history"): _backfill_published,
+}
 
 
 def _rename_columns(engine: sa.Engine) -> None:
@@ -765,23 +842,26 @@ def _rename_columns(engine: sa.Engine) -> None:
 
 
 def _add_missing_columns(engine: sa.Engine) -> None:
-    """Columns added after a database was created are added in place (nothing stored is lost), and filled from
-    what older rows held (``_BACKFILLS``) in the same transaction; two processes doing it at once: one adds, the
-    other finds the column there."""
-    for table, added in _ADDED_COLUMNS.items():
-        present = {c["name"] for c in sa.inspect(engine).get_columns(table)}
-        for name, ddl in added.items():
-            if name in present:
-                continue
-            exists = "IF NOT EXISTS " if engine.dialect.name == "postgresql" else ""
-            try:
-                with engine.begin() as conn:
-                    conn.execute(sa.text(f'ALTER TABLE {table} ADD COLUMN {exists}"{name}" {ddl}'))
-                    if backfill := _BACKFILLS.get((table, name)):
+    """Columns added after a database was created are added in place as their table declares them (nothing stored
+    is lost), and filled from what older rows held (``_BACKFILLS``), one transaction per table; two processes doing
+    it at once: one adds, the other finds the columns there (PostgreSQL: adds nothing, fills nothing new)."""
+    for name, added in _ADDED_COLUMNS.items():
+        table = metadata.tables[name]
+        missing = [c for c in added if c not in {c["name"] for c in sa.inspect(engine).get_columns(name)}]
+        if not missing:
+            continue
+        exists = "IF NOT EXISTS " if engine.dialect.name == "postgresql" else ""
+        try:
+            with engine.begin() as conn:
+                for column in missing:
+                    spec = sa.schema.CreateColumn(table.c[column]).compile(dialect=engine.dialect)
+                    conn.execute(sa.text(f"ALTER TABLE {name} ADD COLUMN {exists}{spec}"))
+                for column in missing:
+                    if backfill := _BACKFILLS.get((name, column)):
                         backfill(conn)
-            except sa.exc.OperationalError:
-                if name not in {c["name"] for c in sa.inspect(engine).get_columns(table)}:
-                    raise
+        except sa.exc.OperationalError:
+            if not set(missing) <= {c["name"] for c in sa.inspect(engine).get_columns(name)}:
+                raise
     verdict = next(c for c in sa.inspect(engine).get_columns("metric_comparisons") if c["name"] == "verdict")
     if engine.dialect.name == "postgresql" and (getattr(verdict["type"], "length", None) or 40) < 40:
         # verdicts grew longer than the first release's 20 characters

@@ -585,13 +585,15 @@ def record_runs(
     plan: ReleasePlan | None = None,
     announcer: release.Announcer | None = None,
     hosted: Collection[str] = (),
+    published_history: bool = False,
 ) -> list[Recorded]:
     """Record ``runs`` (in the order given: the history does not depend on it); ``predecessors`` (from the
     settings) win over the source's own (an item file's column; published results: the vendor's previous release). An
     identical run already recorded is reused (nothing new). Each suite is decided at its look's α (the release
     ``plan``'s, ``geomon.stats.verdicts``; by default the plan of a model geomon runs — in ``hosted`` — or else of a
     model that only arrives by import: ``release.release_plan``) and ``announcer`` tells people, as ``geomon run`` does.
-    Returns each run with its verdicts as finally stored (a later run may have become an earlier one's
+    ``published_history``: the runs are a published history's (``EvaluationRun.published_history``: its release
+    order is final). Returns each run with its verdicts as finally stored (a later run may have become an earlier one's
     baseline)."""
     settings = settings or VerdictSettings()
     plans = {here: plan or release.release_plan(settings, hosted=here) for here in (True, False)}
@@ -607,6 +609,7 @@ def record_runs(
             predecessor=chosen.get(run.model) or "",
             evaluated_at=run.evaluated_at,
             origin=run.origin,
+            published_history=published_history,
         )
         result = release.track(
             history,

@@ -7,31 +7,33 @@ order (a predecessor's after its successor's, an older run imported late) the ev
 it becomes are compared again, so importing the same runs in any order gives the same history.
 
 The paired tests are the suites' declared metrics (``geomon.stats.declarations``). A suite's comparisons in one
-evaluation are decided together, at the α of the look it takes in the release (``spend``: the suite's share of
-the release's α, ``verdicts.ReleasePlan``, with its import slots and reserve), when the evaluation is recorded:
-the decision does not wait for, or change with, the release's other suites. The comparison itself is pure
-(``stats.compare.compare``: pair, plan, decide); this module reads from the history what it rests on (the
-baseline, the release's plan and looks), calls it, and writes the look and the verdicts (``compare_and_decide``).
-Recording, deciding and announcing one suite's series happen under one lock (``MetricHistory.lock``), and
-``announce`` (``geomon.monitor.announce``) tells people about every regression a decision creates or withdraws,
-exactly once, from the record of what was sent. The gates read what stands (``standing``, ``failing``); how it
-is shown is ``monitor.views``'.
+evaluation are decided together, at the α of the look it takes in the release (``ReleasePlan.take_look``: the
+suite's share of the release's α, ``verdicts.ReleasePlan``, with its import slots and reserve), when the evaluation
+is recorded: the decision does not wait for, or change with, the release's other suites. A decision reads once,
+decides, writes once (``compare_and_decide``): the history reads what it rests on (``decision_inputs``: the
+baseline, the release's plan and looks), the choice of look and the comparison are pure (``take_look``;
+``stats.compare.compare``: pair, plan, decide), and the history writes the look and the comparisons in one
+transaction (``record_decision``). Recording, deciding and announcing one suite's series happen under one lock
+(``MetricHistory.lock``), and ``announce`` (``geomon.monitor.announce``) tells people about every regression a
+decision creates or withdraws, exactly once, from the record of what was sent. The gates read what stands
+(``standing``, ``failing``); how it is shown is ``monitor.views``'.
 """
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import date
 from typing import Any
 
 import pandas as pd
 
-from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, MetricValue, StoredComparison
+from geomon.monitor.history import Evaluation, EvaluationRun, MetricHistory, MetricValue
 from geomon.stats import bootstrap, compare, declarations, verdicts
 from geomon.stats.declarations import TrackedMetric
 from geomon.stats.values import MetricKey, finite
+from geomon.stats.verdicts import Comparison
 
 
 class TrackingError(ValueError):
@@ -40,18 +42,18 @@ class TrackingError(ValueError):
 
 @dataclass
 class Tracked:
-    """What recording an evaluation decided: the evaluation, its stored verdicts (as rows), and what it was
-    compared with."""
+    """What recording an evaluation decided: the evaluation, its stored comparisons, and what it was compared
+    with."""
 
     evaluation: Evaluation
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[Comparison] = field(default_factory=list)
     against: str = ""  # "previous run", "predecessor <model>", or "" (nothing to compare with)
     redecided: list[Evaluation] = field(default_factory=list)  # later evaluations this one became the baseline of
     told: dict[str, list[str]] = field(default_factory=dict)  # per evaluation id: what the announcer did
 
     @property
-    def regressions(self) -> list[dict[str, Any]]:
-        return [v for v in self.verdicts if v["verdict"] == verdicts.REGRESSION]
+    def regressions(self) -> list[Comparison]:
+        return [v for v in self.verdicts if v.alerts]
 
 
 def declared_figures(
@@ -165,43 +167,8 @@ def track(
 
 def stored(history: MetricHistory, evaluation: Evaluation) -> Tracked:
     """The verdicts stored for ``evaluation``, as every surface reads them."""
-    rows = history.comparisons([evaluation.evaluation_id])
-    records = rows.drop(columns=["id", "evaluation_id"]).to_dict("records") if len(rows) else []
-    return Tracked(evaluation, records, str(rows["against"].iloc[0]) if len(rows) else "")
-
-
-def baseline(history: MetricHistory, evaluation: Evaluation) -> tuple[Evaluation, str] | None:
-    """What ``evaluation`` is compared with, in release order (module docstring)."""
-    own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model, items=False)
-    earlier = _before(own, evaluation)
-    if earlier:
-        return history.with_items(earlier[-1]), "previous run"
-    if not evaluation.predecessor:
-        return None
-    theirs = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.predecessor, items=False)
-    if not theirs:
-        return None
-    against = f"predecessor {evaluation.predecessor}"
-    if earlier_own := _before(theirs, evaluation):
-        return history.with_items(earlier_own[-1]), against
-    return history.with_items(theirs[0]), against  # evaluated after its successor: still its predecessor
-
-
-def _utc(moment: datetime) -> pd.Timestamp:
-    stamp = pd.Timestamp(moment)
-    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp
-
-
-def release_order(e: Evaluation) -> tuple[pd.Timestamp, str, pd.Timestamp]:
-    """Release order: the evaluation date, then its origin (two imports dated the same day — the predecessor
-    evaluated twice on its successor's day — are ordered by their source, never by which arrived first: arrival
-    order must not choose a baseline), then when it was recorded."""
-    return _utc(e.when), e.origin, _utc(e.recorded_at)
-
-
-def _before(evaluations_: list[Evaluation], evaluation: Evaluation) -> list[Evaluation]:
-    mine = release_order(evaluation)
-    return [e for e in evaluations_ if e.evaluation_id != evaluation.evaluation_id and release_order(e) <= mine]
+    decided = [Comparison.of(row) for row in history.comparisons([evaluation.evaluation_id]).to_dict("records")]
+    return Tracked(evaluation, decided, decided[0].against if decided else "")
 
 
 def _dependents(history: MetricHistory, evaluation: Evaluation) -> list[Evaluation]:
@@ -210,7 +177,7 @@ def _dependents(history: MetricHistory, evaluation: Evaluation) -> list[Evaluati
     out = []
     own = history.evaluations_of(evaluation.suite, evaluation.scope, model=evaluation.model, items=False)
     later = [
-        e for e in own if e.evaluation_id != evaluation.evaluation_id and release_order(e) > release_order(evaluation)
+        e for e in own if e.evaluation_id != evaluation.evaluation_id and e.release_order > evaluation.release_order
     ]
     if later:
         out.append(later[0])
@@ -221,107 +188,26 @@ def _dependents(history: MetricHistory, evaluation: Evaluation) -> list[Evaluati
     return [history.with_items(e) for e in [*out, *firsts.values()]]
 
 
-@dataclass(frozen=True)
-class Look:
-    """The α one decision is taken at (``verdicts.FIRST``, ``RESERVE`` or ``SPENT``: none left) and why, when it is
-    not the first look's."""
-
-    alpha: float
-    kind: str
-    note: str = ""
-
-
 def provisional(evaluation: Evaluation, before: Evaluation) -> bool:
-    """Whether ``before`` is a fallback baseline: the predecessor's evaluation made on a *later day* than its
-    successor's (the release-order one, no later than the successor, has not arrived). One made later the same
-    day — a ``geomon run`` of both models, the successor's suite done first — is the release's own baseline."""
-    return before.model != evaluation.model and _utc(before.when).date() > _utc(evaluation.when).date()
+    """Whether ``before`` is a fallback baseline, decided at the scope's reserve: the predecessor's evaluation made
+    on a *later day* than its successor's (the release-order one, no later than the successor, may still arrive).
+    One made later the same day — a ``geomon run`` of both models, the successor's suite done first — is the
+    release's own baseline; and so is one of the same published history as the successor's
+    (``EvaluationRun.published_history``, the same source): the source published its whole record at once, so no
+    earlier evaluation of the predecessor is to come and its release order is final (Gapminder evaluated o1 after
+    o3-mini)."""
+    if before.model == evaluation.model or _day(before) <= _day(evaluation):
+        return False
+    return not (evaluation.published_history and before.published_history and _source(before) == _source(evaluation))
 
 
-NEVER_PAGED = "(shown, never paged)"  # ends the note of a decision at α 0
-PROVISIONAL_NOTE = (
-    "provisional: decided at the scope's reserve against the predecessor's evaluation made on a later day; decided "
-    "again at its first look when one made before it arrives"
-)
+def _day(evaluation: Evaluation) -> date:
+    return evaluation.release_order[0].date()
 
 
-def spend(
-    history: MetricHistory, proposed: verdicts.ReleasePlan, release: str, evaluation: Evaluation, before: Evaluation
-) -> Look:
-    """The look this decision of ``evaluation`` against ``before`` takes in ``release``, under its lock: the plan
-    stored with the release's first decision (``proposed`` becomes it when there is none); the suite's share split
-    among its planned scopes (a suite outside the plan takes one of the import slots, in the order suites arrive,
-    while one is free); in its scope, **the first look belongs to the release-order pair** — the decision against
-    the baseline ``baseline`` gives in release order — and the reserve to a decision against a fallback baseline
-    (``provisional``). A look is a property of the pair, never of the arrival: when an earlier-dated evaluation
-    arrives (an earlier copy of the successor, the predecessor's release-order evaluation), the pair that holds the
-    look changes and the look moves to it (``MetricHistory.move_look``: its α counted once), and the decision it
-    leaves is decided again against its own baseline (a re-run's release). Deciding again against the same baseline
-    takes the same look; a scope, slot or share with no α left is ``SPENT`` (α 0). Never more than the release's α
-    in all."""
-    plan = verdicts.ReleasePlan.from_json(history.release_plan(release, proposed.to_json()))
-    looks = history.release_looks(release)
-    suite, scope = evaluation.suite, evaluation.scope
-    mine = looks[(looks["suite"] == suite) & (looks["scope"] == scope)]
-    again = mine[
-        (mine["evaluation_id"] == evaluation.evaluation_id) & (mine["against_evaluation_id"] == before.evaluation_id)
-    ]
-    if len(again):
-        return Look(float(again["alpha"].iloc[0]), str(again["look"].iloc[0]), str(again["note"].iloc[0]))
-    fallback = provisional(evaluation, before)
-    kind = verdicts.RESERVE if fallback else verdicts.FIRST
-    note = PROVISIONAL_NOTE if fallback else ""
-    held = mine[mine["look"] == kind]
-    if len(held):  # the pair that held it is no longer the release order's: the look moves, nothing is spent
-        look = Look(float(held["alpha"].iloc[0]), kind, note)
-        history.move_look(int(held["id"].iloc[0]), evaluation.evaluation_id, before.evaluation_id, note)
-        return look
-    why = _no_alpha(plan, looks, suite, scope)
-    look = Look(0.0, verdicts.SPENT, f"{why} {NEVER_PAGED}") if why else Look(plan.look(suite, kind), kind, note)
-    history.record_look(
-        release=release,
-        suite=suite,
-        scope=scope,
-        evaluation_id=evaluation.evaluation_id,
-        against_evaluation_id=before.evaluation_id,
-        look=look.kind,
-        alpha=look.alpha,
-        note=look.note,
-    )
-    return look
-
-
-def _no_alpha(plan: verdicts.ReleasePlan, looks: pd.DataFrame, suite: str, scope: str) -> str:
-    """Why ``suite``'s ``scope`` has no α in this release (its weight is 0; no import slot or scope left), or ""."""
-    holding = looks[looks["look"] != verdicts.SPENT]
-    if suite in plan.weights and plan.share(suite) == 0:
-        return "α 0: its weight in verdicts.shares is 0"
-    if suite not in plan.weights:
-        if not plan.import_slots:
-            return "α 0: not in the release plan, which keeps no import slots"
-        holders = list(dict.fromkeys(s for s in holding["suite"] if s not in plan.weights))
-        if suite not in holders and len(holders) >= plan.import_slots:
-            return (
-                f"no α left: the release's {plan.import_slots} import slot(s) are taken by {', '.join(holders)} (in "
-                "the order they arrived): name this suite in verdicts.shares to page on it"
-            )
-    scopes = list(dict.fromkeys(holding[holding["suite"] == suite]["scope"]))
-    planned = plan.scopes.get(suite, 1)
-    if scope not in scopes and len(scopes) >= planned:
-        return (
-            f"no α left: suite {suite}'s share covers {planned} scope(s) per release, taken by {', '.join(scopes)}: "
-            f"raise verdicts.scopes.{suite} to page on more"
-        )
-    return ""
-
-
-def release_of(evaluation: Evaluation, against_model: str) -> str:
-    """The release a comparison belongs to: a model identity against its predecessor; or, compared with its own
-    previous evaluation (an API model asked again, a new epoch, a re-import), that re-run — a release of its own,
-    labelled by the evaluation's day and id, so each re-run spends one α and two re-runs never share a look."""
-    if against_model != evaluation.model:
-        return f"{evaluation.model} vs {against_model}"
-    return f"{evaluation.model} re-run {_utc(evaluation.when):%Y-%m-%d} ({evaluation.evaluation_id[:8]})"
+def _source(evaluation: Evaluation) -> str:
+    """``import:<source>:<key>`` → ``<source>``."""
+    return evaluation.origin.split(":", 2)[1] if evaluation.origin.count(":") >= 2 else evaluation.origin
 
 
 def compare_and_decide(
@@ -331,66 +217,53 @@ def compare_and_decide(
     settings: verdicts.VerdictSettings,
     plan: verdicts.ReleasePlan,
 ) -> None:
-    """Compare ``evaluation`` with its baseline on every tracked metric at the look's α (``spend``: the suite's
-    share of the release's α) — paired, planned and decided together by ``stats.compare.compare`` — and store the
-    comparisons with their verdicts; nothing stored when there is nothing to compare with."""
-    found = baseline(history, evaluation)
-    if found is None or evaluation.items is None:
-        history.record_comparisons(evaluation, [])
-        return
-    before, against = found
-    release = release_of(evaluation, before.model)
-    with history.lock(f"geomon release: {release}"):  # its plan and looks: one writer at a time
-        look = spend(history, plan, release, evaluation, before)
-    # A look with no α left is decided at the reserve's level to show what it would say, and pages nothing.
-    alpha = look.alpha if look.kind != verdicts.SPENT else plan.look(evaluation.suite, verdicts.RESERVE)
-    why = look.note
-    profiled = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
-    try:
-        tests, decided, missing = compare.compare(
-            tracked, before.items, evaluation.items, alpha, settings, profiled=profiled
-        )
-    except compare.PairingError as exc:
-        raise TrackingError(f"suite {evaluation.suite}, {evaluation.model}: {exc}") from None
-    rows = [
-        {
-            "against_evaluation_id": before.evaluation_id,
-            "against": against,
-            "metric": t.metric,
-            "breakdown": t.breakdown,
-            "before": finite(t.before),
-            "after": finite(t.after),
-            "change": finite(t.change),
-            "worse_when": "higher" if t.higher_is_worse else "lower",
-            "p_value": v.p_value,
-            "se": finite(t.se),
-            "items": t.items,
-            "clusters": t.clusters,
-            "min_effect": t.min_effect,
-            "release": release,
-            "family_size": v.family_size,
-            "alpha": look.alpha,
-            "p_adjusted": v.p_adjusted,
-            "q_value": v.q_value,
-            "mde": finite(v.mde),
-            "power": finite(v.power),
-            "level": finite(v.level),
-            # The look's note always (why its α is what it is), first: the column holds 500 characters.
-            "note": "; ".join(n for n in (why, v.note or t.note) if n)[:500],
-            "verdict": v.verdict,
-            "decidability": v.decidability,
-            "missing": missing,
-        }
-        for t, v in zip(tests, decided, strict=True)
-    ]
-    if look.kind == verdicts.SPENT:
-        for row in rows:
-            if row["verdict"] == verdicts.REGRESSION:
-                row["verdict"] = verdicts.REBASED
-    history.record_comparisons(evaluation, rows)
+    """Compare ``evaluation`` with its baseline on every tracked metric at the look's α and store the decision:
+    read once (``MetricHistory.decision_inputs``: the baseline, the release's plan and looks), decide (the look,
+    ``ReleasePlan.take_look``: the suite's share of the release's α, the plan stored with the release's first
+    decision or ``plan``; the comparisons paired, planned and decided together by ``stats.compare.compare``), write
+    once (``MetricHistory.record_decision``: the look and the comparisons in one transaction) — under the model's
+    release lock, so two suites of one release never both take its last slot. Nothing to compare with: nothing
+    stored."""
+    with history.lock(f"geomon release: {evaluation.model}"):  # its releases' plans and looks: one writer at a time
+        inputs = history.decision_inputs(evaluation) if evaluation.items is not None else None
+        if inputs is None:
+            history.record_decision(evaluation, [])
+            return
+        before = inputs.baseline
+        stored = verdicts.ReleasePlan.from_json(inputs.plan) if inputs.plan is not None else plan
+        pair = (evaluation.evaluation_id, before.evaluation_id)
+        look = stored.take_look(inputs.looks, evaluation.suite, evaluation.scope, pair, provisional(evaluation, before))
+        spent = look.kind == verdicts.LookKind.SPENT
+        # A look with no α left is decided at the reserve's level to show what it would say, and pages nothing.
+        alpha = stored.look(evaluation.suite, verdicts.LookKind.RESERVE) if spent else look.alpha
+        profiled = evaluation.origin == "geomon"  # an imported evaluation's sample was never a profile's
+        try:
+            tests, decided, missing = compare.compare(
+                tracked, before.items, evaluation.items, alpha, settings, profiled=profiled
+            )
+        except compare.PairingError as exc:
+            raise TrackingError(f"suite {evaluation.suite}, {evaluation.model}: {exc}") from None
+        rows = [
+            replace(
+                v,
+                evaluation_id=evaluation.evaluation_id,
+                against_evaluation_id=before.evaluation_id,
+                against=inputs.against,
+                release=inputs.release,
+                se=finite(t.se),
+                note=(v.note or t.note)[:500],
+                alpha=look.alpha,
+                missing=missing,
+                look=str(look.kind),
+                alpha_zero=look.why,
+                verdict=verdicts.REBASED if spent and v.verdict == verdicts.REGRESSION else v.verdict,
+            )
+            for t, v in zip(tests, decided, strict=True)
+        ]
+        history.record_decision(evaluation, rows, inputs.release, look, None if inputs.plan else stored.to_json())
 
 
-def standing(history: MetricHistory, evaluation: Evaluation) -> list[StoredComparison]:
+def standing(history: MetricHistory, evaluation: Evaluation) -> list[Comparison]:
     """Every regression the gates of ``evaluation`` read, each with the ``evaluation_id`` it was decided on: its
     own, and those of its release against the predecessor — the model's first evaluation in the suite's scope,
     decided against the predecessor's — which stand until acknowledged or withdrawn by a later decision against
@@ -401,7 +274,7 @@ def standing(history: MetricHistory, evaluation: Evaluation) -> list[StoredCompa
     return _standing(history, {evaluation.evaluation_id: first})[evaluation.evaluation_id]
 
 
-def _standing(history: MetricHistory, firsts: Mapping[str, str]) -> dict[str, list[StoredComparison]]:
+def _standing(history: MetricHistory, firsts: Mapping[str, str]) -> dict[str, list[Comparison]]:
     """``standing`` of each evaluation id, given its model's first evaluation in the suite's scope (``firsts``),
     from one read of their comparisons."""
     regressions: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
@@ -413,11 +286,11 @@ def _standing(history: MetricHistory, firsts: Mapping[str, str]) -> dict[str, li
         own = regressions.get(evaluation_id, [])
         inherited = [r for r in regressions.get(first, []) if r["against"].startswith("predecessor ")]
         chosen = sorted(own + inherited, key=lambda r: r["id"]) if first != evaluation_id else own
-        out[evaluation_id] = [StoredComparison.of(row) for row in chosen]
+        out[evaluation_id] = [Comparison.of(row) for row in chosen]
     return out
 
 
-def failing(history: MetricHistory, evaluation: Evaluation) -> list[StoredComparison]:
+def failing(history: MetricHistory, evaluation: Evaluation) -> list[Comparison]:
     """The regressions ``evaluation``'s gates read (``standing``) that no operator has acknowledged: the
     no_regression check and the exit status of ``geomon run`` / ``geomon import`` fail on them, on every re-run,
     until a decision against the predecessor withdraws them or someone acknowledges that metric and breakdown."""
@@ -426,7 +299,7 @@ def failing(history: MetricHistory, evaluation: Evaluation) -> list[StoredCompar
 
 def failing_each(
     history: MetricHistory, evaluations: pd.DataFrame, asked: Collection[str]
-) -> dict[str, list[StoredComparison]]:
+) -> dict[str, list[Comparison]]:
     """``failing`` of each evaluation id ``asked`` about, given ``evaluations`` (rows of ``history.evaluations()``,
     oldest first, holding every evaluation of those models in those suites and scopes), in two reads of the history
     instead of three per evaluation: what every open-regressions table is built from."""
@@ -435,9 +308,7 @@ def failing_each(
     return _unacknowledged(history, _standing(history, {e: firsts[e] for e in asked}))
 
 
-def _unacknowledged(
-    history: MetricHistory, standing_of: Mapping[str, list[StoredComparison]]
-) -> dict[str, list[StoredComparison]]:
+def _unacknowledged(history: MetricHistory, standing_of: Mapping[str, list[Comparison]]) -> dict[str, list[Comparison]]:
     """Each evaluation's standing regressions without those an acknowledgement covers (one read of them)."""
     acks = history.acknowledgements({r.evaluation_id for rows in standing_of.values() for r in rows})
     by_evaluation = dict(tuple(acks.groupby("evaluation_id", sort=False))) if len(acks) else {}

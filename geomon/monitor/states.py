@@ -8,13 +8,14 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from geomon.monitor.history import MetricHistory, StoredComparison
+from geomon.monitor.history import MetricHistory
 from geomon.monitor.views import origin_label
+from geomon.stats.verdicts import Comparison
 
 LATEST_BY_MODEL_COLUMNS = ["model", "suite", "evaluated", "source", "origin", "evaluation_id", "open"]
 
 
-def latest_by_model(history: MetricHistory, found: Sequence[tuple[str, str, StoredComparison]]) -> pd.DataFrame:
+def latest_by_model(history: MetricHistory, found: Sequence[tuple[str, str, Comparison]]) -> pd.DataFrame:
     """Each model's latest evaluation in each suite (of any scope), newest first per model: ``model``, ``suite``,
     ``evaluated`` (its date), ``source`` (``origin_label``), ``origin``, ``evaluation_id`` and ``open``, how many
     of the open regressions ``found`` (``views.open_regressions``) are that model's in that suite."""

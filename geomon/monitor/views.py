@@ -14,13 +14,14 @@ from typing import Any
 import pandas as pd
 
 from geomon.monitor import release
-from geomon.monitor.history import Evaluation, MetricHistory, StoredComparison
+from geomon.monitor.history import Evaluation, MetricHistory
 from geomon.monitor.release import TrackingError
 from geomon.stats import sufficiency, verdicts
 from geomon.stats.values import IMPORTED, series_change, series_key, unit
+from geomon.stats.verdicts import Comparison, LookKind
 
 
-def verdict_text(comparison: StoredComparison) -> str:
+def verdict_text(comparison: Comparison) -> str:
     """``correct_rate (language=en) regression -17.2`` — a stored verdict in one phrase."""
     change = comparison.change
     moved = f" {change:+.3g}" if isinstance(change, float) and change == change else ""
@@ -47,7 +48,7 @@ def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
     tests = history.comparisons(latest["evaluation_id"])
     phrases, named, blind = {}, {}, {}
     for evaluation, rows in tests.groupby("evaluation_id"):
-        records = [StoredComparison.of(row) for row in rows.to_dict("records")]
+        records = [Comparison.of(row) for row in rows.to_dict("records")]
         phrases[evaluation] = verdicts.summary(records)
         named[evaluation] = "; ".join(verdict_text(r) for r in records if _worse(r.verdict))
         blind[evaluation] = profile_blind(records)
@@ -58,18 +59,18 @@ def latest_verdicts(history: MetricHistory, suite: str) -> pd.DataFrame:
     )[columns]
 
 
-def profile_blind(rows: Sequence[StoredComparison], shown: int = 4) -> str:
+def profile_blind(rows: Sequence[Comparison], shown: int = 4) -> str:
     """The stored comparisons no verdict could be read from, by why: ``not decidable at this profile (power below
     the stated power at the minimum effect; …): mean_error, parse_rate and 3 more; not decidable at this sample
     (too few clusters; …): mean_error (region=…) and 5 more``; "" where there is none."""
     plan = "; `geomon plan` says what would be"
     wide = "power below the stated power at the minimum effect"
     kinds = (  # the kind, its heading (its notes' prefix), why
-        (verdicts.UNDERPOWERED_PROFILE, sufficiency.PROFILE_PREFIX, wide + plan),
+        (verdicts.Decidability.UNDERPOWERED_PROFILE, sufficiency.PROFILE_PREFIX, wide + plan),
         # An imported evaluation: no profile of geomon's sized it.
-        (verdicts.UNDERPOWERED_PUBLISHED, sufficiency.PUBLISHED_PREFIX, wide),
+        (verdicts.Decidability.UNDERPOWERED_PUBLISHED, sufficiency.PUBLISHED_PREFIX, wide),
         (
-            verdicts.UNDECIDABLE_SAMPLE,
+            verdicts.Decidability.UNDECIDABLE_SAMPLE,
             sufficiency.SAMPLE_PREFIX,
             f"fewer than {sufficiency.MIN_SAMPLE} clusters, or a value outside its range{plan}",
         ),
@@ -99,26 +100,9 @@ def new_series(history: MetricHistory, suite: str) -> dict[str, str]:
 
 
 HISTORY_COLUMNS = [
-    "model",
-    "evaluated_at",
-    "metric",
-    "breakdown",
-    "value",
-    "ci_low",
-    "ci_high",
-    "n",
-    "predecessor",
-    "change",
-    "p_value",
-    "p_adjusted",
-    "alpha",
-    "mde",
-    "power",
-    "verdict",
-    "note",
-    "origin",
-    "evaluation_id",
-]
+    "model", "evaluated_at", "metric", "breakdown", "value", "ci_low", "ci_high", "n", "predecessor", "change",
+    "p_value", "p_adjusted", "alpha", "mde", "power", "verdict", "note", "origin", "evaluation_id",
+]  # fmt: skip
 
 
 def history_table(
@@ -168,8 +152,12 @@ def history_table(
         for a, m in zip(tests["against"], tests["against_model"], strict=True)
     ]
     compared = ["predecessor", "change", "p_value", "p_adjusted", "alpha", "mde", "power", "verdict"]
+    # The look, where it is not the first (a provisional reserve; no α: never paged), then the verdict's reason.
+    stored = [Comparison.of(row) for row in tests.to_dict("records")]
+    looks = [PROVISIONAL if c.look == LookKind.RESERVE else unpaged(c) for c in stored]
+    tests["why"] = ["; ".join(filter(None, (look, c.note))) for look, c in zip(looks, stored, strict=True)]
     table = series.merge(
-        tests[["evaluation_id", "metric", "breakdown", *compared, "note"]].rename(columns={"note": "why"}),
+        tests[["evaluation_id", "metric", "breakdown", *compared, "why"]],
         on=["evaluation_id", "metric", "breakdown"],
         how="left",
     )
@@ -278,7 +266,7 @@ def baseline_model(against: str) -> str:
     return f"{against.removeprefix('predecessor ')} (predecessor)" if against.startswith("predecessor ") else against
 
 
-def verdict_phrase(model: str, comparison: StoredComparison, bounds: Bounds) -> str:
+def verdict_phrase(model: str, comparison: Comparison, bounds: Bounds) -> str:
     """``o3-mini vs o1: correct_rate −17.2 pts (p < 0.001, adjusted 0.002), regression``: one stored verdict."""
     against = comparison.against.removeprefix("predecessor ") or "nothing"
     change = _figure(comparison.change, unit(bounds), signed=True)
@@ -287,12 +275,28 @@ def verdict_phrase(model: str, comparison: StoredComparison, bounds: Bounds) -> 
     return f"{model} vs {against}: {comparison.key} {change} (p {p}, adjusted {adjusted}), {comparison.verdict}"
 
 
-def verdict_table(rows: Sequence[StoredComparison], bounds: Mapping[str, Bounds]) -> pd.DataFrame:
+NEVER_PAGED = "(shown, never paged)"  # said after why a decision's look had no α
+PROVISIONAL = "reserve: provisional baseline (decided again when the release's own arrives)"
+
+
+def look_text(comparison: Comparison) -> str:
+    """The look a comparison was decided at, in words (read from its columns, never its note): the first look
+    (also one stored before looks were kept), the reserve against a provisional baseline, or none — why α was 0."""
+    spent = f"none, never paged: {comparison.alpha_zero}"
+    return {LookKind.SPENT: spent, LookKind.RESERVE: PROVISIONAL}.get(comparison.look, "first look")
+
+
+def unpaged(comparison: Comparison) -> str:
+    """Why a comparison decided at α 0 pages nothing (``why … (shown, never paged)``), or ""."""
+    return f"{comparison.alpha_zero} {NEVER_PAGED}" if comparison.look == LookKind.SPENT else ""
+
+
+def verdict_table(rows: Sequence[Comparison], bounds: Mapping[str, Bounds]) -> pd.DataFrame:
     """Stored verdicts as a person reads them, worst first: the metric (and breakdown), the baseline model, the
     change in the metric's units (``bounds`` per metric: percentage points for a percentage), rounded, with its
     95 % interval (change ± 1.96 × the paired test's standard error: its sign-flip null's), the one-sided
-    p, the Holm-adjusted p, the minimum detectable effect in the same units, the verdict and its note (why it is
-    insufficient, undefined or not decidable at this profile)."""
+    p, the Holm-adjusted p, the minimum detectable effect in the same units, the verdict, its note (why it is
+    insufficient, undefined or not decidable at this profile) and the look it was decided at (``look_text``)."""
     order = {v: i for i, v in enumerate(verdicts.VERDICTS)}
     ranked = sorted(rows, key=lambda r: (order.get(r.verdict, len(order)), bool(r.breakdown), r.metric, r.breakdown))
     out = []
@@ -313,18 +317,20 @@ def verdict_table(rows: Sequence[StoredComparison], bounds: Mapping[str, Bounds]
                 "MDE": _figure(row.mde, suffix),
                 # A page from a test below the stated power says so where the pages are listed, not only in its note.
                 POWER: _power(row.power)
-                + (" (underpowered)" if row.decidability == verdicts.UNDERPOWERED_REGRESSION else ""),
+                + (" (underpowered)" if row.decidability == verdicts.Decidability.UNDERPOWERED_REGRESSION else ""),
                 "verdict": row.verdict,
                 "note": row.note,
+                "look": look_text(row),
             }
         )
     columns = ["metric", "baseline", "change", "95 % interval", "p", "adjusted p", "MDE", POWER, "verdict", "note"]
+    columns.append("look")
     return pd.DataFrame(out, columns=columns)
 
 
 def open_regressions(
     history: MetricHistory, suite: str | None = None, imported_only: bool = False
-) -> list[tuple[str, str, StoredComparison]]:
+) -> list[tuple[str, str, Comparison]]:
     """(suite, model, stored verdict) of every regression the gate of each model's latest evaluation per suite
     and scope reads (``failing``: its own, and its release's against the predecessor, unacknowledged) — geomon's
     runs and imported ones (``imported_only``: imported ones), of one ``suite`` or all — in release order, each
@@ -367,7 +373,7 @@ OPEN_REGRESSION_COLUMNS = [
 
 
 def open_regressions_table(
-    found: Sequence[tuple[str, str, StoredComparison]], bounds: Mapping[tuple[str, str], Bounds]
+    found: Sequence[tuple[str, str, Comparison]], bounds: Mapping[tuple[str, str], Bounds]
 ) -> pd.DataFrame:
     """``open_regressions`` as a person reads them, one row each: the suite, the model, whether geomon ran it or
     it was imported, when it was evaluated, the baseline, the metric and group (the breakdown: ``family=ideology``;
@@ -400,7 +406,7 @@ def open_regressions_table(
 def open_regressions_frame(
     history: MetricHistory,
     suite: str | None = None,
-    found: Sequence[tuple[str, str, StoredComparison]] | None = None,
+    found: Sequence[tuple[str, str, Comparison]] | None = None,
 ) -> pd.DataFrame:
     """``open_regressions_table`` of every open regression (of one ``suite``, or all; or those ``found`` already),
     in the units of the registered suites' headlines: what the results index, each suite's report and
@@ -529,9 +535,7 @@ def release_decided(
         return [f"{model}: not evaluated yet"]
     latest = every.groupby(["suite", "scope"], sort=False).tail(1)
     rows = history.comparisons(latest["evaluation_id"].tolist())
-    by_evaluation = {
-        e: [StoredComparison.of(r) for r in g.to_dict("records")] for e, g in rows.groupby("evaluation_id")
-    }
+    by_evaluation = {e: [Comparison.of(r) for r in g.to_dict("records")] for e, g in rows.groupby("evaluation_id")}
     against = next((c.against for tests in by_evaluation.values() for c in tests if c.against), "")
     lines = [f"Release {model} vs {baseline_model(against) or 'nothing'} — {change}:"]
     for evaluation in latest.to_dict("records"):
@@ -566,17 +570,17 @@ def release_decided(
     return lines
 
 
-def decidable(tests: Sequence[StoredComparison]) -> list[StoredComparison]:
+def decidable(tests: Sequence[Comparison]) -> list[Comparison]:
     """The comparisons that could see a regression of their minimum effect at the stated power (tested, with
     enough clusters, their MDE at most their minimum effect; or a regression paged though underpowered): the others'
     silence is no evidence of no regression."""
-    kinds = (verdicts.DECIDABLE, verdicts.UNDERPOWERED_REGRESSION)
+    kinds = (verdicts.Decidability.DECIDABLE, verdicts.Decidability.UNDERPOWERED_REGRESSION)
     return [
         t for t in tests if t.decidability in kinds and t.verdict not in (verdicts.INSUFFICIENT, verdicts.UNDEFINED)
     ]
 
 
-def clusters_needed(test: StoredComparison) -> str:
+def clusters_needed(test: Comparison) -> str:
     """What would make a headline decidable, from what this pair measured: at least ``sufficiency.MIN_SAMPLE``
     clusters, and the clusters at which its MDE reaches its minimum effect — the paired standard error falls as
     1/√clusters, so n × (MDE / minimum effect)² (``power.paired_se``, planned at this pair's spread); "" where it

@@ -21,7 +21,7 @@ import pandas as pd
 from geomon.stats import bootstrap, declarations, power, signflip, statistics, sufficiency, verdicts
 from geomon.stats.declarations import TrackedMetric
 from geomon.stats.signflip import PairedTest
-from geomon.stats.verdicts import Verdict, VerdictSettings
+from geomon.stats.verdicts import Comparison, VerdictSettings
 
 # ``geomon plan`` plans a comparison before any pair exists from one evaluation's cluster-bootstrap standard
 # errors, those of the one draw that gave its recorded figures (``bootstrap.estimates``' resamples, seed 0): read
@@ -39,7 +39,7 @@ class Compared(NamedTuple):
     ``declarations.absent_items``)."""
 
     tests: list[PairedTest]
-    verdicts: list[Verdict]
+    verdicts: list[Comparison]
     missing: int = 0
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from geomon.stats.statistics import Difference, ImpactRatio, Mean, Range, Ratio, Statistic, Where
-from geomon.stats.values import MetricValue
+from geomon.stats.values import MetricValue, breakdown_by
 
 
 class DeclarationError(ValueError):
@@ -73,9 +73,8 @@ class TrackedMetric:
         its groups (``<by>=…``, after the headline's breakdown)."""
         if (metric, breakdown) == (self.name, self.breakdown):
             return True
-        within = f"{self.breakdown}," if self.breakdown else ""
         return metric == (self.groups_name or self.name) and any(
-            breakdown.startswith(f"{within}{column}=") for column in self.by
+            breakdown.startswith(breakdown_by(self.breakdown, column, "")) for column in self.by
         )
 
     def name_for(self, statistic: Any) -> str:
@@ -137,8 +136,7 @@ class TrackedMetric:
             for group in sorted(present.astype(str).unique()):
                 where = (*inner.where, (column, group))
                 part = replace(inner, where=where)
-                label = f"{column}={group}"
-                out.append((f"{self.breakdown},{label}" if self.breakdown else label, part))
+                out.append((breakdown_by(self.breakdown, column, group), part))
         return out
 
 

@@ -41,7 +41,9 @@ class EvaluationRun:
     the suite, the model and the scope it is compared within; the versions of its ``data``, ``prompts`` and
     ``code``; the model's predecessor (the previous release of its line: a first evaluation's baseline); the
     Dagster run that made it ("" for an import); when the model was evaluated (None: when recorded); and its
-    origin, "geomon" or ``import:<source>:<key>`` for an evaluation made elsewhere."""
+    origin, "geomon" or ``import:<source>:<key>`` for an evaluation made elsewhere; and whether it comes from a
+    *published history* (``published_history``: a source that publishes its whole record at once, Gapminder's
+    published results — no evaluation of it made earlier is still to come, so its release order is final)."""
 
     suite: str
     model: str
@@ -51,6 +53,24 @@ class EvaluationRun:
     dagster_run_id: str = ""
     evaluated_at: datetime | None = None
     origin: str = "geomon"
+    published_history: bool = False
+
+
+GROUP_MARK, GROUPS_MARK = "=", ","  # a breakdown's group (``column=value``), and between its groups
+
+
+def breakdown_by(breakdown: str, column: str, value: Any) -> str:
+    """``breakdown`` narrowed to the group ``column=value`` (``persona=vanilla,country=Peru``; ``country=Peru``
+    from the overall figure's ""): how every breakdown is written, read back by ``last_group``."""
+    group = f"{column}{GROUP_MARK}{value}"
+    return f"{breakdown}{GROUPS_MARK}{group}" if breakdown else group
+
+
+def last_group(breakdown: str) -> tuple[str, str]:
+    """(the breakdown up to its last group's column, that group's value): ``persona=vanilla,country=Peru`` →
+    (``persona=vanilla,country``, ``Peru``); a breakdown without a group → (it, "")."""
+    where, mark, value = breakdown.rpartition(GROUP_MARK)
+    return (where, value) if mark else (breakdown, "")
 
 
 def unit(bounds: tuple[float, float] | None) -> str:

@@ -9,11 +9,12 @@ any result arrives):
   ``verdicts.shares`` says otherwise; none for a model that only arrives by import) and ``import_slots`` shares
   for imported suites outside the plan. A suite's *share* is α × its weight ÷ the plan's total weight: with the
   six bundled suites and two import slots α/8, and a seventh registered suite makes every share α/9 (for releases
-  not yet begun: the plan is stored with the release's first decision, ``release.spend``).
+  not yet begun: the plan is stored with the release's first decision, ``MetricHistory.record_decision``).
 - **The look's α** (``ReleasePlan.look``) is the one level a decision is taken at: the suite's share ÷ its scopes
   (``verdicts.scopes``: BorderLines' revisions; 1 for every other suite) × 80 % for the scope's *first look*, or
   × 20 % (``verdicts.reserve``) for its *reserve*. Which look a decision takes, and whether any α is left for it,
-  is ``monitor/release.py``'s (``spend``).
+  is ``ReleasePlan.take_look``'s (the release-order pair's first look; the reserve for a provisional baseline,
+  ``release.provisional``).
 - When a suite's evaluation is compared with its baseline, its comparisons (metrics × groups) are decided
   together by Holm's step-down procedure at the look's α, on *one-sided* p-values toward worse: the
   claim a regression alert makes. Nothing another suite does later changes that decision, so the decision
@@ -52,13 +53,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, get_type_hints
 
 import numpy as np
 
 from geomon.stats import power, sufficiency
 from geomon.stats.signflip import PairedTest
+from geomon.stats.values import MetricKey
 
 REGRESSION = "regression"
 BELOW_THRESHOLD = "regression (below alert threshold)"
@@ -72,14 +76,16 @@ INSUFFICIENT = "insufficient sample"
 UNDEFINED = "undefined"
 VERDICTS = (REGRESSION, BELOW_THRESHOLD, REBASED, WIDENED, IMPROVEMENT, WATCH, NO_CHANGE, INSUFFICIENT, UNDEFINED)
 
-# A comparison's decidability: what keeps its verdict from being read at face value, stored in its own column
-# (``metric_comparisons.decidability``) so no surface parses it back from the note.
-DECIDABLE = ""  # nothing: its verdict says what it says (an undefined one says so itself)
-UNDECIDABLE_SAMPLE = "not decidable at this sample"  # too few clusters, or a value outside its range: not tested
-UNDERPOWERED_PROFILE = "not decidable at this profile"  # its MDE above its minimum effect at the run's profile
-UNDERPOWERED_PUBLISHED = "underpowered as published"  # the same for an imported evaluation (the publisher's sample)
-UNDERPOWERED_REGRESSION = "regression paged underpowered"  # it pages, below the stated power at the minimum effect
-DECIDABILITIES = (DECIDABLE, UNDECIDABLE_SAMPLE, UNDERPOWERED_PROFILE, UNDERPOWERED_PUBLISHED, UNDERPOWERED_REGRESSION)
+
+class Decidability(StrEnum):
+    """What keeps a comparison's verdict from being read at face value, stored in its own column
+    (``metric_comparisons.decidability``, as its text) so no surface parses it back from the note."""
+
+    DECIDABLE = ""  # nothing: its verdict says what it says (an undefined one says so itself)
+    UNDECIDABLE_SAMPLE = "not decidable at this sample"  # too few clusters, or a value outside its range: not tested
+    UNDERPOWERED_PROFILE = "not decidable at this profile"  # its MDE above its minimum effect at the run's profile
+    UNDERPOWERED_PUBLISHED = "underpowered as published"  # the same for an imported evaluation (the publisher's sample)
+    UNDERPOWERED_REGRESSION = "regression paged underpowered"  # it pages, below the stated power at the minimum effect
 
 
 @dataclass(frozen=True)
@@ -150,7 +156,31 @@ class VerdictSettings:
                 raise ValueError(f"verdicts.shares.{suite}: {weight!r} must be a number ≥ 0")
 
 
-FIRST, RESERVE, SPENT = "first", "reserve", "spent"  # a scope's looks in a release (``ReleasePlan.look``)
+class LookKind(StrEnum):
+    """Which of a scope's looks in a release a decision is taken at (``ReleasePlan.look``)."""
+
+    FIRST = "first"  # the release-order pair's
+    RESERVE = "reserve"  # a decision against a fallback baseline (provisional: ``release.provisional``)
+    SPENT = "spent"  # none: no α left (its scope's looks, the import slots or the suite's share spent)
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look a release took at a suite's scope: the pair it belongs to (the evaluation and its baseline), its
+    kind, its α, and why that α is 0 (``SPENT``; "" otherwise). ``id``: its stored row (None: not stored yet)."""
+
+    suite: str
+    scope: str
+    evaluation_id: str
+    against_evaluation_id: str
+    kind: LookKind
+    alpha: float
+    why: str = ""
+    id: int | None = None
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return self.evaluation_id, self.against_evaluation_id
 
 
 @dataclass(frozen=True)
@@ -183,11 +213,57 @@ class ReleasePlan:
         weight = self.weights.get(suite, 1.0 if self.import_slots else 0.0)
         return self.alpha * weight / self.total if self.total > 0 else 0.0
 
-    def look(self, suite: str, kind: str = FIRST) -> float:
+    def look(self, suite: str, kind: LookKind = LookKind.FIRST) -> float:
         """The α of one look at one of the suite's scopes: its share split evenly among its scopes, then between
         the first look and the reserve."""
-        part = self.reserve if kind == RESERVE else 1.0 - self.reserve if kind == FIRST else 0.0
+        part = self.reserve if kind == LookKind.RESERVE else 1.0 - self.reserve if kind == LookKind.FIRST else 0.0
         return self.share(suite) / self.scopes.get(suite, 1) * part
+
+    def take_look(
+        self, looks: Sequence[Look], suite: str, scope: str, pair: tuple[str, str], provisional: bool
+    ) -> Look:
+        """The look a decision of ``pair`` (an evaluation, its baseline) takes in a release that took ``looks``
+        (stored, in the order taken), pure: in its scope, **the first look belongs to the release-order pair** and
+        the reserve to a pair against a fallback baseline (``provisional``). A look is a property of the pair,
+        never of the arrival: deciding the same pair again takes the look it took; when another pair holds the
+        look of its kind (an earlier-dated evaluation arrived: the release-order pair changed), the look moves to
+        this pair (its stored row, its α counted once). A scope, slot or share with no α left is ``SPENT`` (α 0),
+        saying why. Never more than the release's α in all."""
+        mine = [look for look in looks if (look.suite, look.scope) == (suite, scope)]
+        again = [look for look in mine if look.pair == pair]
+        if again:
+            return again[0]
+        kind = LookKind.RESERVE if provisional else LookKind.FIRST
+        held = [look for look in mine if look.kind == kind]
+        if held:  # the pair that held it is no longer the release order's: the look moves, nothing is spent
+            return replace(held[0], evaluation_id=pair[0], against_evaluation_id=pair[1])
+        if why := self._no_alpha(looks, suite, scope):
+            return Look(suite, scope, *pair, LookKind.SPENT, 0.0, why)
+        return Look(suite, scope, *pair, kind, self.look(suite, kind))
+
+    def _no_alpha(self, looks: Sequence[Look], suite: str, scope: str) -> str:
+        """Why ``suite``'s ``scope`` has no α left after ``looks`` (its weight is 0; no import slot or scope
+        left), or ""."""
+        holding = [look for look in looks if look.kind != LookKind.SPENT]
+        if suite in self.weights and self.share(suite) == 0:
+            return "α 0: its weight in verdicts.shares is 0"
+        if suite not in self.weights:
+            if not self.import_slots:
+                return "α 0: not in the release plan, which keeps no import slots"
+            holders = list(dict.fromkeys(look.suite for look in holding if look.suite not in self.weights))
+            if suite not in holders and len(holders) >= self.import_slots:
+                return (
+                    f"no α left: the release's {self.import_slots} import slot(s) are taken by {', '.join(holders)} "
+                    "(in the order they arrived): name this suite in verdicts.shares to page on it"
+                )
+        scopes = list(dict.fromkeys(look.scope for look in holding if look.suite == suite))
+        planned = self.scopes.get(suite, 1)
+        if scope not in scopes and len(scopes) >= planned:
+            return (
+                f"no α left: suite {suite}'s share covers {planned} scope(s) per release, taken by "
+                f"{', '.join(scopes)}: raise verdicts.scopes.{suite} to page on more"
+            )
+        return ""
 
     def describe(self) -> str:
         planned = ", ".join(f"{name} {self.share(name):.4g}" for name in sorted(self.weights))
@@ -208,37 +284,77 @@ class ReleasePlan:
         return cls(**json.loads(text))
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """A comparison as every surface shows it."""
+def _text(chars: int) -> Any:
+    """A text field of ``Comparison``: stored in a column of ``chars`` characters ("" where none)."""
+    return field(default="", metadata={"chars": chars})
 
-    metric: str
-    breakdown: str
-    before: float
-    after: float
-    change: float  # after − before, in the metric's own units
-    worse_when: str  # "higher" or "lower"
-    p_value: float | None  # one-sided in the direction the metric moved (toward worse when it did not move)
-    p_adjusted: float | None  # Holm over the suite's comparisons, in that direction
-    q_value: float | None  # Benjamini–Hochberg, over the suite's comparisons
-    mde: float  # the smallest worsening detected with ``power`` at the test's first Holm level
-    items: int
-    clusters: int
-    min_effect: float
-    family_size: int
-    verdict: str
-    note: str = ""
-    alpha: float = 0.0  # the look's α it was decided at (``ReleasePlan.look``: module docstring), Holm's to spend
-    power: float = math.nan  # the chance to detect a worsening of ``min_effect`` (at the first Holm level)
-    level: float = math.nan  # its first Holm level, α × its weight ÷ the family's total weight: MDE and power's
-    decidability: str = DECIDABLE  # one of ``DECIDABILITIES``: why its verdict cannot be read at face value
+
+@dataclass(frozen=True)
+class Comparison:
+    """One comparison of an evaluation with its baseline and the verdict its family gave it — the one record of
+    it: what ``decide`` returns, what ``metric_comparisons`` stores (its columns derive from these fields:
+    ``monitor.history``), and what every surface reads (the alerts, the checks' text, the verdict tables). Numbers
+    the database holds as NULL read as None (NaN where they came through a DataFrame)."""
+
+    metric: str = field(metadata={"chars": 200})
+    breakdown: str = _text(300)
+    verdict: str = _text(40)  # one of ``VERDICTS``
+    decidability: Decidability = field(default=Decidability.DECIDABLE, metadata={"chars": 40})
+    note: str = _text(500)  # why the verdict is what it is (never the look: ``look``, ``alpha_zero``)
+    against: str = _text(300)  # "previous run" or "predecessor <model>"
+    release: str = _text(400)  # ``Evaluation.release_against``: "<model> vs <baseline model>", or a re-run's own
+    evaluation_id: str = _text(36)
+    against_evaluation_id: str = _text(36)
+    before: float | None = None
+    after: float | None = None
+    change: float | None = None  # after − before, in the metric's own units
+    worse_when: str = _text(10)  # "higher" or "lower"
+    se: float | None = None  # the change's standard error under no change (the sign-flip null)
+    # One-sided in the direction the metric moved (toward worse when it did not move): the verdict's claim.
+    p_value: float | None = None
+    p_adjusted: float | None = None  # Holm over the suite's comparisons, in that direction
+    q_value: float | None = None  # Benjamini–Hochberg, over the suite's comparisons
+    mde: float | None = None  # the smallest worsening detected with the stated power at its first Holm level
+    power: float | None = None  # the chance to detect a worsening of ``min_effect`` (at its first Holm level)
+    level: float | None = None  # its first Holm level, α × its weight ÷ the family's total weight
+    min_effect: float | None = None
+    alpha: float | None = None  # the look's α it was decided at (``ReleasePlan.look``), Holm's to spend
+    items: int | None = None
+    clusters: int | None = None
+    family_size: int | None = None  # the comparisons Holm decided together
+    missing: int | None = None  # the baseline's items the evaluation lacks (compared as unanswered)
+    look: str = _text(20)  # the ``LookKind`` it was decided at ("": decided before looks were kept)
+    alpha_zero: str = _text(500)  # why that look had no α (``LookKind.SPENT``: shown, never paged); "" otherwise
+    # Its evaluation's, where a reader joined them (``views.open_regressions``): not stored with the comparison.
+    evaluated_at: datetime | None = field(default=None, metadata={"stored": False})
+    origin: str = field(default="", metadata={"stored": False})
+
+    @property
+    def key(self) -> MetricKey:
+        return MetricKey(self.metric, self.breakdown)
 
     @property
     def alerts(self) -> bool:
         return self.verdict == REGRESSION
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Comparison:
+        """A stored row (``MetricHistory.comparisons``' records, or some of its columns): the fields it names, the
+        others their defaults; text read NULL as ""; a count read as a float (a column pandas widened because
+        another row of the same read holds NULL) as an int, NaN as None."""
+        given = {name: value for name, value in row.items() if name in FIELD_TYPES}
+        text = {name: str(given[name] or "") for name in given if FIELD_TYPES[name] is str}
+        counts = {
+            name: None if value is None or value != value else int(value)
+            for name, value in given.items()
+            if FIELD_TYPES[name] == int | None
+        }
+        decidability = {"decidability": Decidability(given["decidability"] or "")} if "decidability" in given else {}
+        return cls(**(given | text | counts | decidability))
+
+
+FIELD_TYPES = get_type_hints(Comparison)
+STORED = [f for f in fields(Comparison) if f.metadata.get("stored", True)]  # its columns (``monitor.history``)
 
 
 UNDERPOWERED_PAGE = "paged by an underpowered comparison"
@@ -276,7 +392,7 @@ def decide(
     alpha: float | None = None,
     min_sample: int = sufficiency.MIN_SAMPLE,
     profiled: bool = True,
-) -> list[Verdict]:
+) -> list[Comparison]:
     """One suite's comparisons of one evaluation, decided together at ``alpha`` (the look's α, ``ReleasePlan.look``;
     the settings' whole α when None), in the order of ``tests``. ``profiled``: the sample was a geomon run
     profile's (False for an imported evaluation: its sample was the publisher's, and no profile or plan of
@@ -356,9 +472,9 @@ def decide(
         # An unchanged comparison states its MDE like any other: no cluster moved in this sample, but a test that
         # could not have seen its minimum effect does not make "no change" a claim about the model.
         weak = sufficiency.underpowered(mde, t.min_effect) if kind in ("", NO_CHANGE) and verdict != REGRESSION else ""
-        decidability = UNDECIDABLE_SAMPLE if kind == INSUFFICIENT else DECIDABLE
+        decidability = Decidability.UNDECIDABLE_SAMPLE if kind == INSUFFICIENT else Decidability.DECIDABLE
         if verdict == REGRESSION and chance < settings.power:
-            decidability = UNDERPOWERED_REGRESSION
+            decidability = Decidability.UNDERPOWERED_REGRESSION
             # It pages (its false-alarm control holds), but it says how little a test this weak could see.
             note = "; ".join(
                 n for n in (f"{UNDERPOWERED_PAGE} ({chance:.0%} power at the minimum effect)", t.note) if n
@@ -366,7 +482,7 @@ def decide(
         if weak:
             # The verdict stands (the false-alarm control does not rest on power), but a test this weak misses
             # most regressions worth paging: its silence is no evidence of none.
-            decidability = UNDERPOWERED_PROFILE if profiled else UNDERPOWERED_PUBLISHED
+            decidability = Decidability.UNDERPOWERED_PROFILE if profiled else Decidability.UNDERPOWERED_PUBLISHED
             weak = (
                 f"{sufficiency.PROFILE_PREFIX}{weak} (`geomon plan --detect`)"
                 if profiled
@@ -374,7 +490,7 @@ def decide(
             )
             note = "; ".join(n for n in (weak, note or t.note) if n)
         out.append(
-            Verdict(
+            Comparison(
                 metric=t.metric,
                 breakdown=t.breakdown,
                 before=t.before,
@@ -408,8 +524,8 @@ MEANINGS = {
 
 
 def summary(verdicts: Sequence[Any], explained: bool = False) -> str:
-    """``2 regressions, 1 watch, 12 no detectable change`` (the counts, worst first): of ``Verdict`` objects, of
-    stored comparisons (anything with a ``verdict``), or of their rows. ``explained``: each terse verdict present
+    """``2 regressions, 1 watch, 12 no detectable change`` (the counts, worst first): of ``Comparison`` records
+    (anything with a ``verdict``) or of their stored rows. ``explained``: each terse verdict present
     said in words after them (``…; watch: significant before Holm's correction only …``)."""
     names = [v["verdict"] if isinstance(v, Mapping) else v.verdict for v in verdicts]
     counts = [(k, names.count(k)) for k in VERDICTS if names.count(k)]

@@ -109,7 +109,9 @@ def _partition_statuses(instance: dg.DagsterInstance) -> dict[str, list[str]]:
 def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, wdi_snapshot_dir, monkeypatch, capsys):
     """``geomon import`` (what ``make run`` starts with) on a real Dagster instance: o3-mini's evaluation is its
     partition's latest materialization, and its ``no_regression`` check failed against o1 with a readable table,
-    without anything materialized in Dagster; importing again reports nothing."""
+    without anything materialized in Dagster; importing again reports nothing. o1 was evaluated after o3-mini: the
+    published history's pair takes the first look (mutation caught: the exception removed from
+    ``release.provisional``, the look reads "reserve: provisional baseline")."""
     from geomon.cli import main
     from geomon.cli.run import imported_regressions
     from geomon.config import load_settings
@@ -154,9 +156,10 @@ def test_an_import_shows_each_model_and_its_regression_in_the_catalog(tmp_path, 
         assert cells[:2] == ["correct\\_rate", "regression"] and cells[2].startswith("−17.2 pts \\[−")
         # (Markdown's link brackets are escaped: a table cell never becomes a link)
         assert cells[2].endswith("\\] pts") and cells[5] == "&lt; 0.001"
-        # o1's evaluation is dated after o3-mini's: decided provisionally at the reserve, said in its own column
+        # o1's evaluation is dated after o3-mini's, but a published history's release order is final: the pair takes
+        # the first look, said in its own column, never provisional
         assert cells[6].startswith("paged by an underpowered comparison") and "provisional" not in cells[6]
-        assert cells[7].startswith("reserve: provisional baseline")
+        assert cells[7] == "first look"
         assert cells[3].endswith(" pts")  # the MDE in the metric's units
         assert _check(instance, "o1-2024-12-17").passed
         # Each check result judges its partition's materialization, so Dagster counts it: 1 failed, 2 passed

@@ -65,7 +65,7 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
     from geomon.defs.leaderboard import SAMPLE_NOTE, with_verdicts
     from geomon.defs.verdict_tables import comparisons_table
     from geomon.monitor import release
-    from geomon.monitor.history import EvaluationRun, MetricHistory, StoredComparison
+    from geomon.monitor.history import EvaluationRun, MetricHistory
     from geomon.stats import verdicts
     from geomon.suites import kit
 
@@ -79,14 +79,11 @@ def test_a_comparison_not_decidable_at_its_profile_is_said_on_every_surface(tmp_
         when = pd.Timestamp(day, tz="UTC").to_pydatetime()
         run = EvaluationRun("toy", "m", scope="toy|40", evaluated_at=when)
         result = release.track(history, run, release.declared_figures("toy", tracked, items), items, tracked, settings)
-    (row,) = [r for r in result.verdicts if r["metric"] == "accuracy"]
-    assert row["verdict"] == verdicts.NO_CHANGE and row["mde"] > 2 * 5.0
-    assert row["note"].startswith(f"not decidable at this profile: MDE {row['mde']:.3g} > min effect 5")
+    (row,) = [r for r in result.verdicts if r.metric == "accuracy"]
+    assert row.verdict == verdicts.NO_CHANGE and row.mde > 2 * 5.0
+    assert row.note.startswith(f"not decidable at this profile: MDE {row.mde:.3g} > min effect 5")
     # The no_regression check's table carries the note beside the verdict.
-    assert (
-        "not decidable at this profile: MDE"
-        in comparisons_table(list(map(StoredComparison.of, result.verdicts)), tracked).value
-    )
+    assert "not decidable at this profile: MDE" in comparisons_table(result.verdicts, tracked).value
     # The leaderboard's sample_note, and the terminal table `geomon run` prints from the leaderboard's CSV.
     board = with_verdicts(pd.DataFrame({"model": ["m"], "accuracy": [47.5], SAMPLE_NOTE: [""]}), "toy", store_url)
     assert (

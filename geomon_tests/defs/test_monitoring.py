@@ -381,19 +381,31 @@ def test_an_unchanged_rerun_names_the_stored_evaluation_not_itself(tmp_path):
 
 
 def test_a_verdicts_look_is_its_own_column_and_its_reason_reads_first():
-    """The note of a decision at the reserve against a provisional baseline opens with the look's ~190-character
-    provenance; the UI's table shows the reason first and the look apart (test_history pins the whole table)."""
-    from geomon.defs.verdict_tables import look_and_reason
-    from geomon.monitor import release
+    """The look a comparison was decided at and why its α was 0 are stored in their own columns (``look``,
+    ``alpha_zero``), never in its note: the UI's table shows the reason first and the look apart, and the check's
+    ``alpha`` says why α is 0 (test_history pins the whole table). Mutation caught: the table reading the look
+    from the note (every look then reads "first look")."""
+    from geomon.defs.monitoring import comparisons_table, decided_at
+    from geomon.stats import verdicts
+    from geomon.stats.verdicts import Comparison, LookKind
 
     reason = "paged by an underpowered comparison (6 % power at the minimum effect)"
-    assert look_and_reason(f"{release.PROVISIONAL_NOTE}; {reason}") == (
-        "reserve: provisional baseline (decided again when the release's own arrives)",
-        reason,
-    )
-    assert look_and_reason(reason) == ("first look", reason)
-    spent = f"α 0: its weight in verdicts.shares is 0 {release.NEVER_PAGED}"
-    assert look_and_reason(spent) == ("none, never paged: α 0: its weight in verdicts.shares is 0", "—")
+    why = "α 0: its weight in verdicts.shares is 0"
+    rows = [
+        Comparison("a", "", verdicts.REGRESSION, note=reason, look=LookKind.RESERVE, alpha=0.002),
+        Comparison("b", "", verdicts.NO_CHANGE, look=LookKind.FIRST, alpha=0.008),
+        Comparison("c", "", verdicts.WATCH, look=LookKind.SPENT, alpha=0.0, alpha_zero=why),
+    ]
+    table = comparisons_table(rows, ()).value.splitlines()[2:]
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in table]
+    assert cells[0][-2:] == ["reason", "look"]
+    assert [row[-2:] for row in cells[2:]] == [
+        [reason, "reserve: provisional baseline (decided again when the release's own arrives)"],
+        ["—", "none, never paged: α 0: its weight in verdicts.shares is 0"],
+        ["—", "first look"],
+    ]
+    assert decided_at(rows[2:]) == f"0: {why} (shown, never paged)"
+    assert decided_at(rows) == "0.008"
 
 
 def test_the_sentence_above_a_comparisons_table_explains_its_terse_verdicts():
@@ -411,14 +423,14 @@ def test_a_passing_no_regression_check_says_how_many_comparisons_could_decide():
     of its comparisons were decidable, and that none could see a regression of its minimum effect. Mutation
     caught: the count left out of the line (the audit's green "no open regression" on 0 of 67 decidable)."""
     from geomon.defs.monitoring import check_line
-    from geomon.monitor.history import StoredComparison
     from geomon.stats import verdicts
+    from geomon.stats.verdicts import Comparison
 
     blind = [
-        StoredComparison("acc", "", verdicts.NO_CHANGE, decidability=verdicts.UNDERPOWERED_PROFILE),
-        StoredComparison("acc", "country=PE", verdicts.INSUFFICIENT, decidability=verdicts.UNDECIDABLE_SAMPLE),
+        Comparison("acc", "", verdicts.NO_CHANGE, decidability=verdicts.Decidability.UNDERPOWERED_PROFILE),
+        Comparison("acc", "country=PE", verdicts.INSUFFICIENT, decidability=verdicts.Decidability.UNDECIDABLE_SAMPLE),
     ]
     line = check_line([], blind, ())
     assert line.startswith("no open regression; 0 of 2 comparisons decidable (none could see a regression")
-    seen = [StoredComparison("acc", "", verdicts.NO_CHANGE, decidability=verdicts.DECIDABLE), blind[1]]
+    seen = [Comparison("acc", "", verdicts.NO_CHANGE, decidability=verdicts.Decidability.DECIDABLE), blind[1]]
     assert check_line([], seen, ()).startswith("no open regression; 1 of 2 comparisons decidable (")

@@ -152,7 +152,7 @@ def _release(tmp_path, suite, tracked, before, after, announcer):
     common = {"settings": settings, "announcer": announcer}
     _track(history, EvaluationRun(suite, "old"), before, tracked, **common)
     out = _track(history, EvaluationRun(suite, "new", predecessor="old"), after, tracked, **common)
-    return {(v["metric"], v["breakdown"]): v for v in out.verdicts}
+    return {v.key: vars(v) for v in out.verdicts}
 
 
 @pytest.mark.parametrize(
@@ -267,7 +267,7 @@ def test_the_stated_mde_is_never_zero_for_an_unchanged_pair(tmp_path):
         history = MetricHistory(f"sqlite:///{tmp_path / f'{name}.sqlite'}")
         _track(history, EvaluationRun("blend", "old"), _blend(), blend.TRACKED, settings)
         out = _track(history, EvaluationRun("blend", "new", predecessor="old"), after, blend.TRACKED, settings)
-        decided.append({(v["metric"], v["breakdown"]): v for v in out.verdicts})
+        decided.append({v.key: vars(v) for v in out.verdicts})
     same, changed = decided
     unchanged = same[("sem_b_local", "")]
     assert unchanged["verdict"] == verdicts.NO_CHANGE and unchanged["p_value"] == 1.0
@@ -384,7 +384,7 @@ def test_an_unchanged_metric_never_states_an_mde_of_zero(tmp_path):
     settings = verdicts.VerdictSettings(resamples=199)
     _track(history, EvaluationRun("worldbench", "old"), frame, worldbench.TRACKED, settings)
     out = _track(history, EvaluationRun("worldbench", "new", predecessor="old"), frame, worldbench.TRACKED, settings)
-    decided = {(v["metric"], v["breakdown"]): v for v in out.verdicts}
+    decided = {v.key: vars(v) for v in out.verdicts}
     region = decided[("mean_error", "region=R1")]
     assert region["verdict"] == verdicts.NO_CHANGE
     assert not region["mde"] < 1e-6 and not region["power"] > 0.999  # NaN or a real MDE; never 0 with power 1

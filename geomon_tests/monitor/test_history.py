@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from geomon.monitor.history import MetricHistory, StoredComparison
+from geomon.monitor.history import MetricHistory
 from geomon.stats.values import EvaluationRun, MetricValue, metrics_from_mapping
+from geomon.stats.verdicts import Comparison
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -168,8 +169,11 @@ def old_url(request, tmp_path):
             sa.text(
                 "INSERT INTO release_looks (family, suite, scope, evaluation_id, against_evaluation_id, look, alpha, "
                 "note, recorded_at) VALUES ('new vs old', 'toy', '', 'e1', 'e0', 'first', 0.04, '', "
+                "'2026-11-20 00:00:00'), ('new vs old', 'toy', 'b', 'e2', 'e0', 'reserve', 0.01, :provisional, "
+                "'2026-11-20 00:00:00'), ('new vs old', 'toy', 'c', 'e3', 'e0', 'spent', 0.0, :spent, "
                 "'2026-11-20 00:00:00')"
-            )
+            ),
+            {"provisional": PROVISIONAL, "spent": f"{NO_SCOPE} (shown, never paged)"},
         )
         conn.execute(
             sa.text(
@@ -189,6 +193,12 @@ def old_url(request, tmp_path):
     return url
 
 
+# How an older geomon said a look in a comparison's note: a reserve's provisional baseline, a look with no α left.
+PROVISIONAL = (
+    "provisional: decided at the scope's reserve against the predecessor's evaluation made on a later day; decided "
+    "again at its first look when one made before it arrives"
+)
+NO_SCOPE = "no α left: suite toy's share covers 1 scope(s) per release, taken by a: raise verdicts.scopes.toy to page"
 OLD_NOTES = [  # (metric, verdict, note) as an older geomon stored them, each with the decidability it meant
     ("a", "no detectable change", "not decidable at this profile: MDE 12 > min effect 5 (`geomon plan --detect`)"),
     ("b", "no detectable change", "too few shared items to detect the minimum effect: MDE 12 > min effect 5"),
@@ -197,6 +207,8 @@ OLD_NOTES = [  # (metric, verdict, note) as an older geomon stored them, each wi
     ("e", "no detectable change", "provisional: decided at the scope's reserve; not decidable at this profile: MDE 9"),
     ("f", "regression", ""),
     ("g", "no detectable change", "no cluster differs from the baseline: left out of the Holm family"),
+    ("h", "watch", f"{PROVISIONAL}; not decidable at this profile: MDE 9 > min effect 5"),
+    ("i", "watch", f"{NO_SCOPE} (shown, never paged); not decidable at this profile: MDE 9 > min effect 5"),
 ]
 
 
@@ -211,17 +223,50 @@ def test_an_older_database_gets_the_decidability_column_filled_from_its_notes(ol
     history = MetricHistory(old_url)
     stored = history.comparisons().sort_values("metric")
     assert list(stored["decidability"]) == [
-        verdicts.UNDERPOWERED_PROFILE,
-        verdicts.UNDERPOWERED_PUBLISHED,
-        verdicts.UNDECIDABLE_SAMPLE,
-        verdicts.UNDERPOWERED_REGRESSION,
-        verdicts.UNDERPOWERED_PROFILE,
-        verdicts.DECIDABLE,
-        verdicts.DECIDABLE,
+        verdicts.Decidability.UNDERPOWERED_PROFILE,
+        verdicts.Decidability.UNDERPOWERED_PUBLISHED,
+        verdicts.Decidability.UNDECIDABLE_SAMPLE,
+        verdicts.Decidability.UNDERPOWERED_REGRESSION,
+        verdicts.Decidability.UNDERPOWERED_PROFILE,
+        verdicts.Decidability.DECIDABLE,
+        verdicts.Decidability.DECIDABLE,
+        verdicts.Decidability.UNDERPOWERED_PROFILE,
+        verdicts.Decidability.UNDERPOWERED_PROFILE,
     ]
-    assert list(stored["note"]) == [note for _, _, note in OLD_NOTES]
-    blind = views.profile_blind([StoredComparison.of(row) for row in stored.to_dict("records")])
-    assert "not decidable at this profile" in blind and ": a, e;" in blind and "sample" in blind
+    blind = views.profile_blind([Comparison.of(row) for row in stored.to_dict("records")])
+    assert "not decidable at this profile" in blind and ": a, e, h, i;" in blind and "sample" in blind
+
+
+def test_an_older_database_gets_the_look_columns_filled_from_its_notes(old_url):
+    """An older history said the look a comparison was decided at in its note (a reserve's provisional baseline;
+    why a look had no α, ending "(shown, never paged)"): opened by this geomon, the look and why α was 0 are read
+    from the notes once into their own columns and the look's words leave the note, the verdict's reason staying
+    (older words of a reserve stay in it: nothing stored is lost); the release's looks' notes keep only why α was
+    0. Readers never parse the note again. Mutation caught: the backfill removed (the reserve reads as the first
+    look, the α-0 comparison says nothing of why)."""
+    from geomon.monitor import views
+    from geomon.stats import verdicts
+
+    history = MetricHistory(old_url)
+    stored = {row["metric"]: Comparison.of(row) for row in history.comparisons().to_dict("records")}
+    assert {m: c.look for m, c in stored.items() if c.look} == {
+        "e": verdicts.LookKind.RESERVE,
+        "h": verdicts.LookKind.RESERVE,
+        "i": verdicts.LookKind.SPENT,
+    }
+    reason = "not decidable at this profile: MDE 9 > min effect 5"
+    assert (stored["h"].note, stored["i"].note, stored["i"].alpha_zero) == (reason, reason, NO_SCOPE)
+    assert stored["e"].note == OLD_NOTES[4][2]  # an older reserve's words: kept
+    assert views.look_text(stored["i"]) == f"none, never paged: {NO_SCOPE}"
+    assert views.look_text(stored["h"]).startswith("reserve: provisional baseline")
+    assert views.unpaged(stored["i"]) == f"{NO_SCOPE} (shown, never paged)"
+    assert list(history.release_looks("new vs old")["note"]) == ["", "", NO_SCOPE]
+    from geomon.monitor import history as store
+
+    with history.engine.begin() as conn:  # filled again: nothing changes
+        store._backfill_looks(conn)
+    again = {row["metric"]: Comparison.of(row) for row in history.comparisons().to_dict("records")}
+    assert again == stored
 
 
 def test_an_older_database_keeps_its_releases_under_the_renamed_column(old_url):
@@ -233,8 +278,8 @@ def test_an_older_database_keeps_its_releases_under_the_renamed_column(old_url):
 
     history = MetricHistory(old_url)
     assert set(history.comparisons()["release"]) == {"new vs old"}
-    assert history.release_plan("new vs old", "a plan proposed later") == "{}"
-    assert list(history.release_looks("new vs old")["alpha"]) == [0.04]
+    assert history.release_plan("new vs old") == "{}"
+    assert list(history.release_looks("new vs old")["alpha"]) == [0.04, 0.01, 0.0]
     inspector = sa.inspect(history.engine)
     for table in ("metric_comparisons", "release_plans", "release_looks"):
         assert "family" not in {c["name"] for c in inspector.get_columns(table)}, table
@@ -265,6 +310,62 @@ def test_a_stored_count_reads_as_a_count_whatever_other_rows_of_the_read_hold():
     import pandas as pd
 
     rows = pd.DataFrame({"metric": ["a", "b"], "family_size": [12, None], "clusters": [40, None]})
-    first, second = (StoredComparison.of(r) for r in rows.to_dict("records"))
+    first, second = (Comparison.of(r) for r in rows.to_dict("records"))
     assert (first.family_size, first.clusters) == (12, 40) and isinstance(first.family_size, int)
     assert (second.family_size, second.clusters) == (None, None)
+
+
+def _every_field(evaluation_id: str) -> Comparison:
+    """A comparison with every stored field set to a value of its own."""
+    from dataclasses import fields
+
+    from geomon.stats import verdicts
+
+    values = {}
+    for i, f in enumerate(fields(Comparison)):
+        if not f.metadata.get("stored", True):
+            continue
+        kind = verdicts.FIELD_TYPES[f.name]
+        values[f.name] = f"{f.name}-{i}"[: f.metadata.get("chars", 40)] if "chars" in f.metadata else i + 0.5
+        if kind == int | None:
+            values[f.name] = i
+    values["decidability"] = verdicts.Decidability.UNDERPOWERED_PUBLISHED
+    return Comparison(**values | {"evaluation_id": evaluation_id})
+
+
+def test_a_comparison_is_one_record_its_columns_derived_from_its_fields(history):
+    """A comparison is one record, ``verdicts.Comparison``: the table's columns are its stored fields (and the
+    rows' id, and ``effect`` of rows before 2026-11-25), and what ``record_decision`` writes reads back equal, field
+    by field (the decidability as its enum). Mutation caught: a field left out of the table or the writer (its
+    value reads back as its default)."""
+    from geomon.monitor import history as store
+    from geomon.stats import verdicts
+
+    evaluation = history.record(EvaluationRun("toy", "m"), [])
+    written = _every_field(evaluation.evaluation_id)
+    history.record_decision(evaluation, [written])
+    (row,) = history.comparisons([evaluation.evaluation_id]).to_dict("records")
+    assert Comparison.of(row) == written
+    assert isinstance(Comparison.of(row).decidability, verdicts.Decidability)
+    assert {c.name for c in store.comparisons.c} == {f.name for f in verdicts.STORED} | {"id", "effect"}
+
+
+def test_a_decision_writes_its_look_and_its_comparisons_in_one_transaction(history):
+    """``record_decision`` writes the release's plan, the look and the comparisons in one transaction: a comparison
+    that cannot be stored leaves no look spent and no plan fixed, and the comparisons stored before stand. Mutation
+    caught: the look written in a transaction of its own (the release's α spent by a decision never stored)."""
+    from geomon.stats import verdicts
+
+    evaluation = history.record(EvaluationRun("toy", "new"), [])
+    before = _every_field(evaluation.evaluation_id)
+    history.record_decision(evaluation, [before])
+    look = verdicts.Look("toy", "", evaluation.evaluation_id, "e0", verdicts.LookKind.FIRST, 0.02)
+    import sqlalchemy as sa
+
+    with pytest.raises(sa.exc.IntegrityError):  # a comparison without a metric (the column is NOT NULL)
+        history.record_decision(evaluation, [Comparison(None)], "new vs old", look, plan="{}")
+    assert history.release_looks("new vs old").empty and history.release_plan("new vs old") is None
+    (kept,) = history.comparisons([evaluation.evaluation_id]).to_dict("records")
+    assert Comparison.of(kept) == before
+    history.record_decision(evaluation, [before], "new vs old", look, plan="{}")
+    assert list(history.release_looks("new vs old")["alpha"]) == [0.02] and history.release_plan("new vs old") == "{}"

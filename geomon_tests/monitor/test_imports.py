@@ -81,7 +81,7 @@ def test_correct_rates_are_the_published_ones(runs):
 
 
 def _verdicts(recorded: imports.Recorded) -> dict[str, dict]:
-    return {v["metric"]: v for v in recorded.tracked.verdicts if not v["breakdown"]}
+    return {v.metric: vars(v) for v in recorded.tracked.verdicts if not v.breakdown}
 
 
 def test_every_published_question_is_compared(imported):
@@ -125,7 +125,7 @@ def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
     clone = dataclasses.replace(v3, model="deepseek-v3-clone", predecessor="deepseek-v3", origin="import:test:clone")
     recorded = imports.record_runs(history, [v3, clone])
     results = recorded[1].tracked.verdicts
-    assert {r["metric"] for r in results} == {
+    assert {r.metric for r in results} == {
         "correct_rate",
         "very_wrong_rate",
         "indecisive_rate",
@@ -133,9 +133,9 @@ def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
         "family_gap_indecisive_rate",
     }
     # (a topic with fewer than 30 questions is an insufficient sample: no finding either way)
-    assert all(abs(r["change"]) < 1e-9 for r in results)
-    assert all(r["p_value"] == 1.0 and r["verdict"] == "no detectable change" for r in results if r["clusters"] >= 30)
-    assert {r["verdict"] for r in results if r["clusters"] < 30} <= {"insufficient sample"}
+    assert all(abs(r.change) < 1e-9 for r in results)
+    assert all(r.p_value == 1.0 and r.verdict == "no detectable change" for r in results if r.clusters >= 30)
+    assert {r.verdict for r in results if r.clusters < 30} <= {"insufficient sample"}
     same = imports.record_runs(history, [clone])
     assert same[0].tracked.evaluation.reused and len(history.evaluations(suite="gapminder")) == 2
 
@@ -174,7 +174,7 @@ def test_item_files_of_any_benchmark(tmp_path):
     recorded = imports.record_runs(history, runs)
     # One verdict per figure, under the names the values use: accuracy, each country's, the gap, and the accuracy
     # by intention to treat (an unanswered item wrong).
-    found = {(v["metric"], v["breakdown"]): v for v in recorded[1].tracked.verdicts}
+    found = {v.key: vars(v) for v in recorded[1].tracked.verdicts}
     by_country = {"", "country=FR", "country=JP"}
     expected = {(m, b) for m in ("accuracy", "answered_rate") for b in by_country} | {
         ("country_gap", ""),
@@ -208,7 +208,7 @@ def test_a_model_that_stops_answering_a_country_pages(tmp_path):
     runs = imports.item_runs(_items_csv(tmp_path / "outcomes.csv", rows), "mybench", ["country"])
     assert runs[1].excluded == 40 and len(runs[1].items) == 80
     recorded = imports.record_runs(MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}"), runs)
-    found = {(v["metric"], v["breakdown"]): v for v in recorded[1].tracked.verdicts}
+    found = {v.key: vars(v) for v in recorded[1].tracked.verdicts}
     assert found[("answered_rate", "country=JP")]["verdict"] == "regression"
     assert found[("answered_rate", "country=JP")]["change"] == -100
     assert found[("accuracy", "country=FR")]["verdict"] == "no detectable change"
@@ -360,6 +360,6 @@ def test_a_model_that_stops_answering_the_items_it_got_wrong_looks_worse_by_inte
     figures = {m.metric: m.value for m in runs[1].metrics if not m.breakdown}
     assert figures["accuracy"] == 100 and figures["accuracy_itt"] == pytest.approx(200 / 3)
     recorded = imports.record_runs(MetricHistory(f"sqlite:///{tmp_path / 'history.sqlite'}"), runs)
-    found = {v["metric"]: v for v in recorded[1].tracked.verdicts if not v["breakdown"]}
+    found = {v.metric: vars(v) for v in recorded[1].tracked.verdicts if not v.breakdown}
     assert found["accuracy"]["verdict"] == "improvement"
     assert found["accuracy_itt"]["change"] == 0 and found["answered_rate"]["verdict"] == "regression"

@@ -85,9 +85,9 @@ def test_the_second_model_is_compared_with_the_first_task_by_task(tmp_path):
     }  # nothing before it
     for task, recorded_run in compared.items():
         assert recorded_run.tracked.against == f"predecessor {SMOL}", task
-        found = {(v["metric"], v["breakdown"]): v for v in recorded_run.tracked.verdicts}
+        found = {v.key: v for v in recorded_run.tracked.verdicts}
         assert ("accuracy", "region=Asia") in found and ("region_gap", "") in found
-    countries = {(v["metric"], v["breakdown"]): v for v in compared["geo_countries"].tracked.verdicts}
+    countries = {v.key: vars(v) for v in compared["geo_countries"].tracked.verdicts}
     assert countries[("accuracy", "")]["before"] == 50.0 and countries[("accuracy", "")]["after"] == 81.25
     assert countries[("accuracy", "region=Asia")]["verdict"] == "insufficient sample"  # 8 documents a region
     assert all(r.tracked.evaluation.reused for r in imports.record_runs(history, runs, predecessors={GEMMA: SMOL}))

@@ -183,8 +183,8 @@ def test_a_changed_scorer_starts_a_new_series_never_compared(tmp_path):
     fixed = evaluate(after, 16, "2026-11-08")
     assert fixed.verdicts == [] and fixed.against == ""  # never compared with the old scoring
     again = evaluate(after, 16, "2026-11-15")
-    overall = next(v for v in again.verdicts if v["metric"] == "accuracy" and not v["breakdown"])
-    assert again.against == "previous run" and overall["verdict"] == verdicts.NO_CHANGE
+    overall = next(v for v in again.verdicts if v.key == ("accuracy", ""))
+    assert again.against == "previous run" and overall.verdict == verdicts.NO_CHANGE
     table = views.history_table(history, "toy", [("accuracy", "")])
     notes = dict(zip(table["evaluated_at"], table["note"], strict=True))
     assert notes["2026-11-08"] == "new series: scorer changed" and "new series" not in notes["2026-11-15"]

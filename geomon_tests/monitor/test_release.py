@@ -184,7 +184,7 @@ def test_acknowledgements_name_the_breakdown_and_every_gate_honours_them(tmp_pat
     assert "geo-b new: accuracy (country=Peru) regression" in err
     history = MetricHistory(f"sqlite:///{store}")
     evaluation = release.stored(history, _evaluation(history, "new"))
-    regressions = {(r["metric"], r["breakdown"]) for r in evaluation.regressions}
+    regressions = {r.key for r in evaluation.regressions}
     assert ("accuracy", "country=Peru") in regressions
     eid = evaluation.evaluation.evaluation_id
     capsys.readouterr()
@@ -259,8 +259,8 @@ def test_one_suites_decisions_are_serialised_across_processes(postgres_url):
 
 def test_a_release_never_spends_more_than_its_alpha_on_unplanned_imports(tmp_path, webhook):
     """Three imported suites the plan does not name, each much worse, and two import slots: the first two to
-    arrive take the slots and page; the third is decided at α = 0 — shown, with a note saying how to plan it —
-    so the release's α is never overspent (mutation caught: every unplanned suite its own slot share)."""
+    arrive take the slots and page; the third is decided at α = 0 — shown, saying how to plan it (in its own
+    column) — so the release's α is never overspent (mutation caught: every unplanned suite its own slot share)."""
     state, settings = webhook
     plan = verdicts.ReleasePlan(0.05, {"registered": 1.0}, 2)
     history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
@@ -274,8 +274,10 @@ def test_a_release_never_spends_more_than_its_alpha_on_unplanned_imports(tmp_pat
     first = 0.05 / 3 * 0.8
     assert alphas == {"imp-x": pytest.approx(first), "imp-y": pytest.approx(first), "imp-z": 0.0}
     assert sorted({p["body"]["suite"] for p in state["posts"]}) == ["imp-x", "imp-y"]
-    notes = history.comparisons()["note"]
-    assert notes.str.contains("no α left: the release's 2 import slot").any()
+    stored = history.comparisons()
+    spent = stored[stored["look"] == verdicts.LookKind.SPENT]  # why α is 0: its own column, never the note
+    assert set(spent["alpha_zero"].str[:38]) == {"no α left: the release's 2 import slot"}
+    assert not stored["note"].str.contains("no α left").any()
 
 
 def test_a_changed_baseline_takes_the_first_look_over_and_one_finding_pages_once(tmp_path, webhook):
@@ -295,17 +297,17 @@ def test_a_changed_baseline_takes_the_first_look_over_and_one_finding_pages_once
     strong = _items(tmp_path / "old2.csv", "old", "2026-11-22", _outcomes(3, 0.9))
     _import(history, strong, "geo-b", PLAN, settings)
     now = release.stored(history, first.tracked.evaluation)
-    assert [v["alpha"] for v in now.verdicts] == pytest.approx([0.05 / 3 * 0.8] * len(now.verdicts))
-    assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in now.regressions}
+    assert [v.alpha for v in now.verdicts] == pytest.approx([0.05 / 3 * 0.8] * len(now.verdicts))
+    assert ("accuracy", "country=Peru") in {v.key for v in now.regressions}
     assert [p["body"]["model"] for p in state["posts"] if p["body"]["kind"] == "regression"] == ["new"]
     assert release.failing(history, now.evaluation)
     stronger = _items(tmp_path / "old3.csv", "old", "2026-11-23", _outcomes(4, 0.9))
     _import(history, stronger, "geo-b", PLAN, settings)
     now = release.stored(history, first.tracked.evaluation)
-    assert ("accuracy", "country=Peru") in {(v["metric"], v["breakdown"]) for v in now.regressions}
+    assert ("accuracy", "country=Peru") in {v.key for v in now.regressions}
     assert [p["body"]["kind"] for p in state["posts"]] == ["regression"]  # one finding, one page
     looks = history.release_looks("new vs old")
-    assert list(looks["look"]) == [verdicts.FIRST]
+    assert list(looks["look"]) == [verdicts.LookKind.FIRST]
     assert looks["against_evaluation_id"].iloc[0] == history.evaluations(model="old").iloc[-1]["evaluation_id"]
     assert looks["alpha"].sum() == pytest.approx(0.05 / 3 * 0.8)
 
@@ -340,7 +342,9 @@ def test_a_releases_looks_are_its_scopes_whichever_evaluation_takes_them_and_eac
         new = _items(tmp_path / f"new{i}.csv", "new", day, _outcomes(61 + i, 0.9), "old")
         main([*args, "--suite", "geo-r", "--fail-on", "never", str(new)])
     looks = history.release_looks("new vs old")
-    assert list(looks["look"]) == [verdicts.FIRST], looks  # held by the release-order pair: the 11-22 evaluation's
+    assert list(looks["look"]) == [verdicts.LookKind.FIRST], (
+        looks
+    )  # held by the release-order pair: the 11-22 evaluation's
     assert looks["alpha"].sum() <= share * (1 + 1e-9)
     reruns = history.comparisons(history.evaluations(model="new")["evaluation_id"])
     releases = reruns.drop_duplicates("evaluation_id")["release"].tolist()
@@ -419,13 +423,53 @@ def test_the_same_files_in_any_order_give_the_same_verdicts_and_exit_codes(tmp_p
             assert codes[1] == 3  # the late predecessor's import made the page: it gates on it
         if name == "late first":
             provisional = history.release_looks("new vs old")
-            assert list(provisional["look"]) == [verdicts.RESERVE, verdicts.FIRST], provisional
+            assert list(provisional["look"]) == [verdicts.LookKind.RESERVE, verdicts.LookKind.FIRST], provisional
         decided = _decisions(history)
         assert np.allclose(decided[decided["model"] == "new"]["alpha"], 0.05 / 2 * 0.8), name
         seen[name] = decided.drop(columns=["release"])
     first = seen.pop("release order")
     for other in seen.values():
         pd.testing.assert_frame_equal(other, first)
+
+
+def test_a_published_history_takes_the_release_order_first_look_whatever_its_dates(tmp_path):
+    """Issue 60's Gapminder case: a published history evaluated the predecessor on a later day than its successor
+    (o1 after o3-mini). Its source published every evaluation at once, so no earlier evaluation of the predecessor
+    is to come: the release-order pair is final and takes the first look (not the reserve, which left o3-mini vs o1
+    "provisional" forever), in either order of arrival. The same files imported as ordinary items files stay
+    provisional at the reserve until an earlier predecessor's evaluation arrives. A published history's earlier
+    predecessor evaluation arriving later still takes the look over (moved, its α counted once). Mutation caught:
+    the exception removed from ``release.provisional`` (the published pair at the reserve: 0.0033, not 0.0133)."""
+    settings = verdicts.VerdictSettings(resamples=199, max_resamples=999)
+    files = {
+        "new": _items(tmp_path / "new.csv", "new", "2026-11-20", _outcomes(2, 0.9, 0.3), predecessor="old"),
+        "old-late": _items(tmp_path / "old.csv", "old", "2026-11-26", _outcomes(1, 0.9)),
+        "old-early": _items(tmp_path / "old0.csv", "old", "2026-11-18", _outcomes(3, 0.9)),
+    }
+    runs = {name: imports.item_runs(path, "geo-b", ["country"], settings, "question") for name, path in files.items()}
+    share = 0.05 / 3
+
+    def looks(order: list[str], published: bool) -> list[tuple[str, float]]:
+        store = tmp_path / f"{'-'.join(order)}-{published}.sqlite"
+        history = MetricHistory(f"sqlite:///{store}")
+        for name in order:
+            imports.record_runs(history, runs[name], settings, plan=PLAN, published_history=published)
+        stored = history.comparisons()
+        assert set(stored["look"]) == {verdicts.LookKind.FIRST if published else verdicts.LookKind.RESERVE}
+        return [(str(r.look), r.alpha) for r in history.release_looks("new vs old").itertuples()]
+
+    first = (verdicts.LookKind.FIRST, pytest.approx(share * 0.8))
+    assert looks(["new", "old-late"], published=True) == [first]
+    assert looks(["old-late", "new"], published=True) == [first]
+    assert looks(["old-late", "new"], published=False) == [(verdicts.LookKind.RESERVE, pytest.approx(share * 0.2))]
+    history = MetricHistory(f"sqlite:///{tmp_path / 'old-late-new-True.sqlite'}")
+    imports.record_runs(history, runs["old-early"], settings, plan=PLAN, published_history=True)
+    taken = history.release_looks("new vs old")
+    assert list(taken["look"]) == [verdicts.LookKind.FIRST] and taken["alpha"].sum() == pytest.approx(share * 0.8)
+    early = history.evaluations(model="old").iloc[0]["evaluation_id"]
+    assert set(history.comparisons(history.evaluations(model="new")["evaluation_id"])["against_evaluation_id"]) == {
+        early
+    }
 
 
 def _stored(history: MetricHistory) -> pd.DataFrame:
@@ -448,8 +492,8 @@ def test_the_first_look_is_the_release_orders_in_all_24_orders_of_four_files(tmp
     re-run of the one before), the same single page and no ``resolved``, the first look held by the copy's pair
     and spent once, and the same exit codes (``import_gate``: the last import exits 3; each evaluation's gate
     0 for the predecessor, 3 for each of the successor's). Mutations caught: the first look to whichever decision
-    arrives first (``spend`` taking the reserve when the first is held: the copy arriving last is ``watch``, the
-    gate exits 0); findings told per evaluation (the copy pages again, the re-based successor sends
+    arrives first (``ReleasePlan.take_look`` taking the reserve when the first is held: the copy arriving last is
+    ``watch``, the gate exits 0); findings told per evaluation (the copy pages again, the re-based successor sends
     ``resolved``). About 30 s on this shared machine: each order's history is its prefix's, copied."""
     from geomon.cli.imports import import_gate
 
@@ -472,7 +516,7 @@ def test_the_first_look_is_the_release_orders_in_all_24_orders_of_four_files(tmp
         history = MetricHistory(f"sqlite:///{store}")
         if len(order) == len(runs):
             looks = history.release_looks("new vs old")
-            first = looks[looks["look"] == verdicts.FIRST]
+            first = looks[looks["look"] == verdicts.LookKind.FIRST]
             when = history.evaluations().set_index("evaluation_id").loc[first["evaluation_id"], "evaluated_at"]
             series = history.evaluations_of("geo-o", runs["successor"][0].scope, items=False)
             # Each evaluation's gate as a re-import of its file reads it (its stored decisions, nothing new).
@@ -496,7 +540,7 @@ def test_the_first_look_is_the_release_orders_in_all_24_orders_of_four_files(tmp
     reference = seen.popitem()[1]
     decided, posts, codes, holder, looks = reference
     assert posts == [("regression", "new", "geo-o: new regressed on accuracy (country=Peru)")]
-    assert codes == (3, [0, 3, 3, 3]) and holder == ["11-24"] and looks == [verdicts.FIRST]
+    assert codes == (3, [0, 3, 3, 3]) and holder == ["11-24"] and looks == [verdicts.LookKind.FIRST]
     copy = decided[decided["against"] == "predecessor old"]
     assert set(copy["evaluated_at"].dt.strftime("%m-%d")) == {"11-24"}
     assert copy["alpha"].tolist() == pytest.approx([0.05 / 2 * 0.8] * len(copy))
@@ -654,10 +698,10 @@ def test_an_absent_item_is_an_unanswered_one_and_fails_the_check(tmp_path, monke
     err = capsys.readouterr().err
     assert "24 of its baseline's items missing" in err
     decided = release.stored(history, history.evaluations_of("geo-m", history.evaluations()["scope"].iloc[0])[-1])
-    regressed = {(v["metric"], v["breakdown"]) for v in decided.regressions}
+    regressed = {v.key for v in decided.regressions}
     assert ("answered_rate", "country=Peru") in regressed, regressed
-    assert {v["missing"] for v in decided.verdicts} == {24}
-    peru = next(v for v in decided.verdicts if (v["metric"], v["breakdown"]) == ("answered_rate", "country=Peru"))
+    assert {v.missing for v in decided.verdicts} == {24}
+    peru = next(vars(v) for v in decided.verdicts if v.key == ("answered_rate", "country=Peru"))
     assert peru["before"] == 100 and peru["after"] == pytest.approx(100 * 96 / 120)
     # One absent row, nothing else changed: no regression, and still a failed check.
     one = _items(tmp_path / "one.csv", "new", "2026-11-26", outcomes, predecessor="old")
@@ -672,9 +716,10 @@ def test_an_absent_item_is_an_unanswered_one_and_fails_the_check(tmp_path, monke
 @pytest.mark.postgres
 def test_a_releases_slots_are_taken_under_its_own_lock(postgres_url, tmp_path):
     """On PostgreSQL each suite has its own lock, so two unplanned suites of one release can be decided at once:
-    the release's plan and looks are read and taken under the release's lock. While another holder has it, an
-    import of a suite of that release records its evaluation (the suite's lock) but takes no look until it is let
-    go. Mutation caught: ``spend`` outside the release's lock (two suites both taking the last slot)."""
+    the release's plan and looks are read, the look taken and the decision written under the model's release
+    lock. While another holder has it, an import of a suite of that release records its evaluation (the suite's
+    lock) but takes no look until it is let go. Mutation caught: ``compare_and_decide`` outside the release lock
+    (two suites both taking the last slot)."""
     history = MetricHistory(postgres_url)
     old = _items(tmp_path / "old.csv", "old", "2026-11-20", _outcomes(1, 0.9))
     new = _items(tmp_path / "new.csv", "new", "2026-11-25", _outcomes(2, 0.9, 0.6), predecessor="old")
@@ -683,7 +728,7 @@ def test_a_releases_slots_are_taken_under_its_own_lock(postgres_url, tmp_path):
     held, let_go, done = threading.Event(), threading.Event(), threading.Event()
 
     def holder() -> None:
-        with MetricHistory(postgres_url).lock("geomon release: new vs old"):
+        with MetricHistory(postgres_url).lock("geomon release: new"):
             held.set()
             let_go.wait(30)
 
@@ -702,7 +747,7 @@ def test_a_releases_slots_are_taken_under_its_own_lock(postgres_url, tmp_path):
     let_go.set()
     for thread in threads:
         thread.join(30)
-    assert done.is_set() and list(history.release_looks("new vs old")["look"]) == [verdicts.FIRST]
+    assert done.is_set() and list(history.release_looks("new vs old")["look"]) == [verdicts.LookKind.FIRST]
 
 
 def test_what_the_history_stores_is_what_compare_returns(tmp_path):
@@ -720,10 +765,7 @@ def test_what_the_history_stores_is_what_compare_returns(tmp_path):
     def number(x: float | None) -> float:
         return math.nan if x is None else float(x)
 
-    stored = {
-        (r["metric"], r["breakdown"]): (r["verdict"], number(r["p_adjusted"]), r["mde"], r["decidability"])
-        for r in out.verdicts
-    }
+    stored = {r.key: (r.verdict, number(r.p_adjusted), r.mde, r.decidability) for r in out.verdicts}
     assert stored.keys() == {(v.metric, v.breakdown) for v in decided}
     for v in decided:
         verdict, p_adjusted, mde, decidability = stored[(v.metric, v.breakdown)]
@@ -761,7 +803,7 @@ def test_a_decision_draws_nothing_of_its_baseline_and_the_plan_reads_what_it_rec
     out = release.track(history, EvaluationRun("toy", "new", predecessor="old"), figures, new_items, (toy.ACC,),
                         settings, plan=plan)  # fmt: skip
     assert len(drawn) == 1  # the new evaluation's figures; none of the baseline
-    assert all(r["mde"] == r["mde"] and r["mde"] > 0 for r in out.verdicts)
+    assert all(r.mde == r.mde and r.mde > 0 for r in out.verdicts)
     recorded = history.figures(old.evaluation.evaluation_id)
     stored = compare.stored_spreads((toy.ACC,), recorded)
     assert stored == pytest.approx(compare.baseline_spreads((toy.ACC,), old_items))
@@ -782,7 +824,11 @@ def _weak_items(new: bool) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize(
-    ("origin", "weak"), [("geomon", verdicts.UNDERPOWERED_PROFILE), ("import:toy:x", verdicts.UNDERPOWERED_PUBLISHED)]
+    ("origin", "weak"),
+    [
+        ("geomon", verdicts.Decidability.UNDERPOWERED_PROFILE),
+        ("import:toy:x", verdicts.Decidability.UNDERPOWERED_PUBLISHED),
+    ],
 )
 def test_each_comparisons_decidability_is_stored_in_its_column(tmp_path, origin, weak):
     """What ``decide`` says of each comparison's decidability is stored with it: a page below the stated power, a
@@ -798,14 +844,16 @@ def test_each_comparisons_decidability_is_stored_in_its_column(tmp_path, origin,
     old, new = EvaluationRun("toy", "old", origin=origin), EvaluationRun("toy", "new", predecessor="old", origin=origin)
     release.track(history, old, [], _weak_items(False), (acc,), settings, plan=plan)
     out = release.track(history, new, [], _weak_items(True), (acc,), settings, plan=plan)
-    stored = {r["breakdown"]: (r["verdict"], r["decidability"]) for r in out.verdicts}
+    stored = {r.breakdown: (r.verdict, r.decidability) for r in out.verdicts}
     assert stored == {
-        "": (verdicts.REGRESSION, verdicts.UNDERPOWERED_REGRESSION),
+        "": (verdicts.REGRESSION, verdicts.Decidability.UNDERPOWERED_REGRESSION),
         "group=a": (verdicts.NO_CHANGE, weak),
-        "group=b": (verdicts.REGRESSION, verdicts.UNDERPOWERED_REGRESSION),
-        "group=c": (verdicts.INSUFFICIENT, verdicts.UNDECIDABLE_SAMPLE),
+        "group=b": (verdicts.REGRESSION, verdicts.Decidability.UNDERPOWERED_REGRESSION),
+        "group=c": (verdicts.INSUFFICIENT, verdicts.Decidability.UNDECIDABLE_SAMPLE),
     }
-    assert {r.decidability for r in release.failing(history, out.evaluation)} == {verdicts.UNDERPOWERED_REGRESSION}
+    assert {r.decidability for r in release.failing(history, out.evaluation)} == {
+        verdicts.Decidability.UNDERPOWERED_REGRESSION
+    }
 
 
 def test_a_tracked_headline_has_one_definition_its_declared_statistic_over_the_items():

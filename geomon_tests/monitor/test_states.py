@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from geomon.monitor import states
-from geomon.monitor.history import EvaluationRun, MetricHistory, StoredComparison
+from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.stats.values import MetricValue
+from geomon.stats.verdicts import Comparison
 
 
 def test_a_models_state_is_its_latest_evaluation_per_suite_newest_first_with_its_open_regressions(tmp_path):
@@ -23,7 +24,7 @@ def test_a_models_state_is_its_latest_evaluation_per_suite_newest_first_with_its
         run = EvaluationRun(suite, model, evaluated_at=datetime(2025, 1, day, tzinfo=UTC))
         history.record(run, [MetricValue("score", value)])
     latest = {(r.suite, r.model): r for r in history.evaluations().itertuples()}  # the last recorded of each
-    regression = StoredComparison("score", verdict="regression")
+    regression = Comparison("score", verdict="regression")
     found = [("blend", "m", regression), ("blend", "m", regression), ("blend", "other", regression)]
     shown = states.latest_by_model(history, found)
     mine = shown[shown["model"] == "m"]

@@ -9,15 +9,16 @@ import pandas as pd
 import pytest
 
 from geomon.monitor import release, views
-from geomon.monitor.history import EvaluationRun, MetricHistory, StoredComparison
+from geomon.monitor.history import EvaluationRun, MetricHistory
 from geomon.stats import verdicts
+from geomon.stats.verdicts import Comparison
 
 
 def test_a_verdict_reads_in_the_metric_units_worst_first():
     """What the no_regression check and the import's catalog entries show: percentage points for a percentage,
     the metric's own units otherwise, a 95 % interval of ± 1.96 standard errors, p values rounded (tiny ones as
     < 0.001), the MDE in the same units, "—" where a figure is undefined, and each verdict's note (a comparison not
-    decidable at the run's profile says so)."""
+    decidable at the run's profile says so), and the look it was decided at, read from its own columns."""
     rows = [
         {
             "metric": "correct_rate",
@@ -31,6 +32,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "power": 0.5,
             "verdict": verdicts.NO_CHANGE,
             "note": "not decidable at this profile: MDE 3 > min effect 1 (`geomon plan --detect`)",
+            "look": verdicts.LookKind.RESERVE,
         },
         {
             "metric": "correct_rate",
@@ -54,9 +56,11 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             "p_adjusted": None,
             "mde": 0.0123,
             "verdict": verdicts.UNDEFINED,
+            "look": verdicts.LookKind.SPENT,
+            "alpha_zero": "α 0: its weight in verdicts.shares is 0",
         },
     ]
-    rows = [StoredComparison.of(row) for row in rows]
+    rows = [Comparison.of(row) for row in rows]
     table = views.verdict_table(rows, {"correct_rate": (0, 100), "mean_error": None})
     assert table.to_dict("records") == [
         {
@@ -70,6 +74,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             views.POWER: "91%",
             "verdict": "regression",
             "note": "",
+            "look": "first look",
         },
         {
             "metric": "correct_rate (topic=other)",
@@ -82,6 +87,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             views.POWER: "50%",
             "verdict": "no detectable change",
             "note": "not decidable at this profile: MDE 3 > min effect 1 (`geomon plan --detect`)",
+            "look": "reserve: provisional baseline (decided again when the release's own arrives)",
         },
         {
             "metric": "mean_error",
@@ -94,6 +100,7 @@ def test_a_verdict_reads_in_the_metric_units_worst_first():
             views.POWER: "—",
             "verdict": "undefined",
             "note": "",
+            "look": "none, never paged: α 0: its weight in verdicts.shares is 0",
         },
     ]
     assert views.verdict_phrase("o3-mini", rows[1], (0, 100)) == (
@@ -135,11 +142,16 @@ def test_the_blind_line_names_comparisons_too_small_to_test_and_too_weak_to_deci
 
     profile, sample = f"{sufficiency.PROFILE_PREFIX}MDE 12 > min effect 5", f"{sufficiency.SAMPLE_PREFIX} (8 < 30)"
     rows = [
-        {"metric": "acc", "breakdown": "", "decidability": verdicts.UNDERPOWERED_PROFILE, "note": profile},
-        {"metric": "acc", "breakdown": "country=Kenya", "decidability": verdicts.UNDECIDABLE_SAMPLE, "note": sample},
-        {"metric": "acc", "breakdown": "country=Peru", "decidability": verdicts.DECIDABLE, "note": ""},
+        {"metric": "acc", "breakdown": "", "decidability": verdicts.Decidability.UNDERPOWERED_PROFILE, "note": profile},
+        {
+            "metric": "acc",
+            "breakdown": "country=Kenya",
+            "decidability": verdicts.Decidability.UNDECIDABLE_SAMPLE,
+            "note": sample,
+        },
+        {"metric": "acc", "breakdown": "country=Peru", "decidability": verdicts.Decidability.DECIDABLE, "note": ""},
     ]
-    rows = [StoredComparison.of(row) for row in rows]
+    rows = [Comparison.of(row) for row in rows]
     line = views.profile_blind(rows)
     assert (
         line.startswith("not decidable at this profile (power below the stated power at the minimum effect")
@@ -156,9 +168,9 @@ def test_a_page_from_an_underpowered_comparison_says_so_in_the_power_column():
     row = {"metric": "acc", "breakdown": "", "against": "predecessor a", "change": -20.0, "se": 2.0, "p_value": 1e-4,
            "p_adjusted": 1e-3, "mde": 30.0, "power": 0.06, "verdict": verdicts.REGRESSION,
            "note": f"{verdicts.UNDERPOWERED_PAGE} (6% power at the minimum effect)",
-           "decidability": verdicts.UNDERPOWERED_REGRESSION}  # fmt: skip
-    strong = {**row, "power": 0.95, "note": "", "decidability": verdicts.DECIDABLE}
-    weak, strong = views.verdict_table([StoredComparison.of(row), StoredComparison.of(strong)], {}).to_dict("records")
+           "decidability": verdicts.Decidability.UNDERPOWERED_REGRESSION}  # fmt: skip
+    strong = {**row, "power": 0.95, "note": "", "decidability": verdicts.Decidability.DECIDABLE}
+    weak, strong = views.verdict_table([Comparison.of(row), Comparison.of(strong)], {}).to_dict("records")
     assert weak[views.POWER] == "6% (underpowered)" and strong[views.POWER] == "95%"
 
 
@@ -169,7 +181,7 @@ def test_a_metric_key_reads_one_way_and_keys_like_its_pair():
 
     assert str(MetricKey("correct_rate", "language=en")) == "correct_rate (language=en)"
     assert f"{MetricKey('correct_rate')}" == "correct_rate"
-    assert views.verdict_text(StoredComparison("acc", "country=Peru", verdicts.WATCH)) == "acc (country=Peru) watch"
+    assert views.verdict_text(Comparison("acc", "country=Peru", verdicts.WATCH)) == "acc (country=Peru) watch"
     assert {("acc", "country=Peru"): 1}[MetricKey("acc", "country=Peru")] == 1
 
 
@@ -177,8 +189,8 @@ def test_a_release_says_what_would_decide_its_undecidable_headlines():
     """The closing screen of a serving-change release names, for each undecidable headline, the clusters that
     would decide it: at least the sufficiency rule's 30, and n × (MDE / minimum effect)² for a tested one (its
     paired standard error falls as 1/√n). Mutation caught: the ratio not squared (≈ 60 instead of 120)."""
-    tested = StoredComparison("acc", "", verdicts.NO_CHANGE, mde=10.0, min_effect=5.0, clusters=30)
+    tested = Comparison("acc", "", verdicts.NO_CHANGE, mde=10.0, min_effect=5.0, clusters=30)
     assert views.clusters_needed(tested) == "acc MDE 10 > 5 at 30 clusters: ≈120"
-    few = StoredComparison("acc", "", verdicts.INSUFFICIENT, clusters=8)
+    few = Comparison("acc", "", verdicts.INSUFFICIENT, clusters=8)
     assert views.clusters_needed(few) == "acc 8 clusters, needs at least 30"
     assert views.clusters_needed(replace(tested, mde=4.0)) == ""  # decidable already

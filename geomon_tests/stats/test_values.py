@@ -7,7 +7,9 @@ import math
 
 from geomon.stats.values import (
     MetricKey,
+    breakdown_by,
     finite,
+    last_group,
     metrics_from_mapping,
     series_change,
     series_key,
@@ -55,3 +57,14 @@ def test_a_changed_part_of_a_scope_starts_a_new_series_that_names_it():
         "new series: code changed"
     )
     assert series_key("rev 1155 sample=all") == "rev 1155 sample=all"
+
+
+def test_a_breakdown_is_written_one_way_and_read_back():
+    """Every breakdown is written by ``breakdown_by`` (the declarations' groups, ``geomon plan``'s) and its last
+    group read back by ``last_group`` (``geomon plan``'s blind lines): a group of the overall figure, a group
+    within a breakdown, and a breakdown without a group."""
+    assert breakdown_by("", "country", "Peru") == "country=Peru"
+    within = breakdown_by("persona=vanilla", "country", "Peru")
+    assert within == "persona=vanilla,country=Peru"
+    assert last_group(within) == ("persona=vanilla,country", "Peru")
+    assert last_group("") == ("", "") and last_group("overall") == ("overall", "")

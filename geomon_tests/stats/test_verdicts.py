@@ -147,16 +147,16 @@ def test_each_decision_names_its_decidability_apart_from_its_note():
     (small,) = decide([_test(0.5, 0.0, clusters=8)], settings)
     (strong,) = decide([_test(0.5, 0.0, min_effect=1.0, se=0.2)], settings)
     assert [v.decidability for v in (profile, published, paged, small, strong)] == [
-        verdicts.UNDERPOWERED_PROFILE,
-        verdicts.UNDERPOWERED_PUBLISHED,
-        verdicts.UNDERPOWERED_REGRESSION,
-        verdicts.UNDECIDABLE_SAMPLE,
-        verdicts.DECIDABLE,
+        verdicts.Decidability.UNDERPOWERED_PROFILE,
+        verdicts.Decidability.UNDERPOWERED_PUBLISHED,
+        verdicts.Decidability.UNDERPOWERED_REGRESSION,
+        verdicts.Decidability.UNDECIDABLE_SAMPLE,
+        verdicts.Decidability.DECIDABLE,
     ]
     assert profile.note.startswith(sufficiency.PROFILE_PREFIX)
     assert published.note.startswith(sufficiency.PUBLISHED_PREFIX)
     assert paged.note.startswith(verdicts.UNDERPOWERED_PAGE) and small.note.startswith(sufficiency.SAMPLE_PREFIX)
-    assert small.verdict == verdicts.INSUFFICIENT and set(verdicts.DECIDABILITIES) == {
+    assert small.verdict == verdicts.INSUFFICIENT and set(verdicts.Decidability) == {
         v.decidability for v in (profile, published, paged, small, strong)
     }
 
@@ -174,7 +174,7 @@ def test_comparisons_where_no_cluster_differs_leave_the_holm_family():
     assert decided[1].note.endswith(verdicts.UNCHANGED_NOTE) and decided[1].p_adjusted is None
     # Unchanged is no claim of power: its MDE (2.8 here) above the minimum effect (1) labels it as any other.
     # Mutation caught: the label skipped for the unchanged (it read "decidable" at 6 % power).
-    assert decided[1].mde > 1 and decided[1].decidability == verdicts.UNDERPOWERED_PROFILE
+    assert decided[1].mde > 1 and decided[1].decidability == verdicts.Decidability.UNDERPOWERED_PROFILE
     # p = 1 toward worse alone is an outcome (every differing cluster improved), not an unchanged comparison: it
     # stays in the family, or leaving it out would look at the data. Mutation caught: excluding on p = 1 alone.
     improved = [_test(0.01, -5), *[_test(1.0, 5.0, p_better=0.2)] * 9]
@@ -202,7 +202,7 @@ def test_a_zero_change_among_differing_clusters_stays_in_the_family_with_its_p_a
     assert decided["country=A"].family_size == 2 and decided["country=A"].p_adjusted is not None
     assert decided["country=A"].p_value == pytest.approx(a.p_value)
     assert decided["country=A"].note != verdicts.UNCHANGED_NOTE
-    assert decided["country=A"].decidability == verdicts.UNDERPOWERED_PROFILE
+    assert decided["country=A"].decidability == verdicts.Decidability.UNDERPOWERED_PROFILE
     assert decided["country=B"].note == verdicts.UNCHANGED_NOTE and decided["country=B"].p_adjusted is None
 
 
