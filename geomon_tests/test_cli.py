@@ -167,7 +167,9 @@ def test_import_then_history_from_the_command_line(tmp_path, wdi_snapshot_dir, m
     table = pd.read_csv(io.StringIO(capsys.readouterr().out), keep_default_na=False)
     assert list(table.columns[:3]) == ["model", "evaluated_at", "metric"]
     gaps = {"family_gap_correct_rate", "family_gap_indecisive_rate"}
-    assert set(table["metric"]) == {"correct_rate", "very_wrong_rate", "indecisive_rate", *gaps}
+    # correct_probability is rank classification's (a base model's): undefined for published, generated answers
+    ranked = {"correct_probability"}
+    assert set(table["metric"]) == {"correct_rate", "very_wrong_rate", "indecisive_rate", *gaps, *ranked}
     r1 = table[(table["model"] == "deepseek-reasoner") & (table["metric"] == "correct_rate")].iloc[0]
     assert r1["verdict"] == "improvement" and r1["predecessor"] == "deepseek-v3"
     assert main(["--config", str(settings), "trends"]) == 0

@@ -533,10 +533,22 @@ def release_decided(
     every = history.evaluations(model=model)
     if every.empty:
         return [f"{model}: not evaluated yet"]
-    latest = every.groupby(["suite", "scope"], sort=False).tail(1)
-    rows = history.comparisons(latest["evaluation_id"].tolist())
+    rows = history.comparisons(every["evaluation_id"].tolist())
     by_evaluation = {e: [Comparison.of(r) for r in g.to_dict("records")] for e, g in rows.groupby("evaluation_id")}
-    against = next((c.against for tests in by_evaluation.values() for c in tests if c.against), "")
+    # per suite and scope, the latest evaluation decided against the predecessor: a later re-run of the variant
+    # (its code or settings changed, its items not) is compared with its own previous run, not the release
+    against_predecessor = every["evaluation_id"].map(
+        lambda e: any(c.against.startswith("predecessor") for c in by_evaluation.get(e, []))
+    )
+    latest = (
+        every.assign(_release=against_predecessor)
+        .sort_values("_release", kind="stable")
+        .groupby(["suite", "scope"], sort=False)
+        .tail(1)
+        .drop(columns="_release")
+    )
+    latest = every.loc[every.index.isin(latest.index)]  # in the history's order
+    against = next((c.against for e in latest["evaluation_id"] for c in by_evaluation.get(e, []) if c.against), "")
     lines = [f"Release {model} vs {baseline_model(against) or 'nothing'} — {change}:"]
     for evaluation in latest.to_dict("records"):
         suite, tests = evaluation["suite"], by_evaluation.get(evaluation["evaluation_id"], [])

@@ -82,6 +82,8 @@ def paired(
     old = before_items if before_items is not None else pd.DataFrame(columns=["item"])
     testable, out = [], []
     for metric in tracked:
+        if _never_valued(metric, old, after_items):
+            continue
         missing = sorted(metric.columns() - set(old.columns))
         if not missing:
             testable.append(metric)
@@ -118,6 +120,19 @@ def paired(
         )
     except declarations.DeclarationError as exc:
         raise PairingError(str(exc)) from None
+
+
+def _never_valued(metric: TrackedMetric, *frames: pd.DataFrame) -> bool:
+    """A mean whose column no row of either evaluation has a number in (rank classification's probability, where
+    both answered in words): there is nothing to compare, so no comparison — an "undefined" one would sit on every
+    such pair."""
+    statistic = metric.statistic
+    if not isinstance(statistic, statistics.Mean):
+        return False
+    return all(
+        statistic.column not in frame or pd.to_numeric(frame[statistic.column], errors="coerce").isna().all()
+        for frame in frames
+    )
 
 
 def baseline_spreads(tracked: Sequence[TrackedMetric], items: pd.DataFrame) -> dict[tuple[str, str], power.Spread]:

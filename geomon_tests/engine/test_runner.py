@@ -155,14 +155,16 @@ def _free_port() -> int:
 
 
 def _server_pids(port: int) -> list[int]:
-    """llama-server processes listening on ``port`` (read from /proc)."""
+    """llama-server processes listening on ``port`` (read from /proc): the built binary, or the prebuilt engine's
+    Python module started with llama-server's own arguments (a CPU without AVX-512)."""
     pids = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             args = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        if args and args[0].endswith(b"llama-server") and b"--port" in args and str(port).encode() in args:
+        server = bool(args) and (args[0].endswith(b"llama-server") or b"geomon.engine.prebuilt_server" in args)
+        if server and b"--port" in args and str(port).encode() in args:
             pids.append(int(cmdline.parent.name))
     return pids
 

@@ -125,6 +125,7 @@ def test_identical_answers_give_p_one_and_no_new_evaluation(runs, tmp_path):
     clone = dataclasses.replace(v3, model="deepseek-v3-clone", predecessor="deepseek-v3", origin="import:test:clone")
     recorded = imports.record_runs(history, [v3, clone])
     results = recorded[1].tracked.verdicts
+    # correct_probability, rank classification's, has no value in published (generated) answers: not compared
     assert {r.metric for r in results} == {
         "correct_rate",
         "very_wrong_rate",

@@ -28,3 +28,23 @@ def test_the_index_shows_each_serving_change_release_as_the_run_closes_with_it(t
     assert f"Release base-q3 vs base (predecessor) — {change}:" in text and "comparisons decidable" in text
     assert "never-run" not in text  # a variant not evaluated yet has nothing to show
     assert "Serving-change releases" not in results.write_index(tmp_path / "results", url).read_text()
+
+
+def test_a_later_rerun_of_the_variant_does_not_hide_its_release_decision(tmp_path):
+    """After a code change a re-run records the variant again, compared with its own previous run: the release's
+    section still shows the decision against the predecessor (the audit found "vs previous run — engine flags …"
+    with 0 decidable after a pull). Mutation caught: ``release_decided`` taking the latest evaluation per scope."""
+    from geomon.monitor import views
+
+    history = MetricHistory(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    settings = verdicts.VerdictSettings(resamples=199)
+    plan = verdicts.ReleasePlan(0.05, {"toy": 1.0}, import_slots=0)
+    for i, (model, items) in enumerate(
+        (("base", toy._items(0)), ("base-kv", toy._items(20)), ("base-kv", toy._items(20)))
+    ):
+        run = EvaluationRun("toy", model, predecessor="base" if model == "base-kv" else "", versions={"code": str(i)})
+        figures = release.declared_figures("toy", (toy.ACC,), items)
+        release.track(history, run, figures, items, (toy.ACC,), settings, plan=plan)
+    assert len(history.evaluations(model="base-kv")) == 2  # the re-run is an evaluation of its own
+    lines = views.release_decided(history, "base-kv", "engine flags --x", {})
+    assert lines[0] == "Release base-kv vs base (predecessor) — engine flags --x:"
