@@ -46,16 +46,25 @@ def test_the_prebuilt_server_serves_a_bundled_model_like_llama_server(smollm2, m
 @pytest.mark.skipif(importlib.util.find_spec("xllamacpp") is None, reason="xllamacpp is not installed")
 def test_the_prebuilt_server_takes_a_serving_variants_cache_flags_and_refuses_others_in_one_line(smollm2, monkeypatch):
     """`make run`'s KV-cache release (`--cache-type-k q8_0`) is served by the prebuilt engine too (CPUs without
-    AVX-512 get no source build); a flag it cannot honour stops the server with one line that says so."""
+    AVX-512 get no source build): the flag changes the model's log-probabilities (the same on two launches without
+    it); a flag it cannot honour stops the server with one line that says so. Mutation caught: the wrapper parsing
+    ``--cache-type-k`` without setting it (the audit: the first version's test only asked for an answer)."""
     monkeypatch.setenv("GEOMON_LLAMA_SERVER", shlex.join(local.prebuilt_server_command()))
     weights = bundled_model_path(smollm2.bundled)
-    with local.running_server(weights, alias="kv8", slots=1, threads=1, flags=("--cache-type-k", "q8_0")) as url:
-        reply = httpx.post(
-            f"{url}/chat/completions",
-            json={"model": "kv8", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2},
-            timeout=120,
-        ).json()
-        assert reply["usage"]["completion_tokens"] >= 1
+
+    def paris(flags: tuple[str, ...]) -> float:
+        with local.running_server(weights, alias="m", slots=1, threads=1, flags=flags) as url:
+            reply = httpx.post(
+                f"{url}/completions",
+                json={"model": "m", "prompt": "The capital of France is", "max_tokens": 1, "temperature": 0,
+                      "logprobs": 1},
+                timeout=120,
+            ).json()  # fmt: skip
+        return reply["choices"][0]["logprobs"]["content"][0]["logprob"]
+
+    plain = paris(())
+    assert paris(()) == plain  # the engine is deterministic here: a difference below is the flag's
+    assert paris(("--cache-type-k", "q8_0")) != plain
     refusing = local.running_server(weights, alias="other", slots=1, threads=1, flags=("--rope-freq-base", "2"))
     with pytest.raises(local.EngineUnavailable) as refused, refusing:
         pass

@@ -143,6 +143,8 @@ def test_rank_classification_grades_the_likeliest_option_and_states_its_probabil
     assert graded["correct_p"].tolist()[:2] == pytest.approx([0.5, 0.3]) and math.isnan(graded["correct_p"][2])
     rows = gm.items(graded).set_index("item")
     assert rows.loc["q1", "correct_p"] == pytest.approx(0.4) and "q2" not in rows.index  # failed: left out
+    # never indecisive by construction: no indecisive figure to compare (a 0 would ask for ≈330 questions to decide)
+    assert rows["indecisive"].isna().all() and rows["family_indecisive"].isna().all()
     assert gm.diagnose(graded, resamples=10)["summary"]["correct_probability"] == pytest.approx(40.0)
     generated = gm.score(prompts, responses, ["correct", "wrong", None], pd.DataFrame(), "m")
     assert generated["correct_p"].isna().all()  # a generated answer states no probability

@@ -450,6 +450,10 @@ def items(graded: pd.DataFrame) -> pd.DataFrame:
     # the mean over a question's answers of the probability on its correct option (rank classification only)
     shares = graded.groupby("question_id")["correct_p"].mean() if "correct_p" in graded else {}
     out["correct_p"] = [float(shares.get(q, np.nan)) for q in out["item"]]
+    # rank classification never leaves an answer indecisive: its indecisive rate is no figure (not a 0 to compare)
+    ranked = "graded_by" in graded and bool(len(graded)) and graded["graded_by"].isin(("ranked", "failed")).all()
+    if ranked:
+        out["indecisive"] = np.nan
     if "family" not in graded:  # no prompt families (rates published per question): their comparisons undefined
         return out.assign(**dict.fromkeys(FAMILY_COLUMNS, np.nan))
     per_family = _per_question(graded, ["model", "family"])
@@ -460,7 +464,7 @@ def items(graded: pd.DataFrame) -> pd.DataFrame:
             "family": per_family["family"].astype(str),
             "family_correct": per_family["correct"],
             "family_decisive": per_family["decisive"],
-            "family_indecisive": per_family["indecisive"],
+            "family_indecisive": np.nan if ranked else per_family["indecisive"],
             "family_n": per_family["n"],
         }
     )
