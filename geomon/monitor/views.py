@@ -248,6 +248,17 @@ def _figure(value: Any, suffix: str = "", signed: bool = False) -> str:
     return (f"{float(value):+.3g}" if signed else f"{float(value):.3g}").replace("-", "−") + suffix
 
 
+def _worst(comparison: Comparison, suffix: str) -> str:
+    """``; at worst −2.4 pts (one-sided 95 %)``: how much worse the change may be, as a claim — "no change as large
+    as the MDE" says what the test could see, this what the data allow (the change ± 1.645 standard errors of the
+    sign-flip null, toward worse); "" without a standard error."""
+    change, se = comparison.change, comparison.se
+    if change is None or se is None or not (math.isfinite(float(change)) and math.isfinite(float(se))):
+        return ""
+    worst = float(change) + (1 if comparison.worse_when == "higher" else -1) * 1.6449 * float(se)
+    return f"; at worst {_figure(worst, suffix, signed=True)} (one-sided 95 %)"
+
+
 def _p(value: Any) -> str:
     if value is None or not math.isfinite(float(value)):
         return "—"
@@ -569,7 +580,8 @@ def release_decided(
             said = "no change" if test.verdict == verdicts.NO_CHANGE else f"{test.verdict}, no worsening"
             lines.append(
                 f"    {test.key}: {said} as large as the MDE {_figure(test.mde, suffix)} "
-                f"(change {_figure(test.change, suffix, signed=True)}, p {_p(test.p_value)})"
+                f"(change {_figure(test.change, suffix, signed=True)}, p {_p(test.p_value)}"
+                f"{_worst(test, suffix)})"
             )
         if len(quiet) > shown:
             lines.append(f"    … and {len(quiet) - shown} more decidable without a regression")

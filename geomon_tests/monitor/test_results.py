@@ -48,3 +48,17 @@ def test_a_later_rerun_of_the_variant_does_not_hide_its_release_decision(tmp_pat
     assert len(history.evaluations(model="base-kv")) == 2  # the re-run is an evaluation of its own
     lines = views.release_decided(history, "base-kv", "engine flags --x", {})
     assert lines[0] == "Release base-kv vs base (predecessor) — engine flags --x:"
+
+
+def test_a_decided_comparison_without_a_regression_states_how_much_worse_the_data_allow():
+    """"No change as large as the MDE" is what the test could see; the line also says what the data allow: the
+    change plus 1.645 standard errors toward worse (the audit: the power statement read as a bound). Mutation
+    caught: the bound taken toward better."""
+    from geomon.monitor import views
+    from geomon.stats.verdicts import Comparison
+
+    lower_is_worse = Comparison("p", verdict=verdicts.NO_CHANGE, change=0.68, se=0.5, worse_when="lower")
+    higher_is_worse = Comparison("e", verdict=verdicts.NO_CHANGE, change=-0.2, se=1.0, worse_when="higher")
+    assert views._worst(lower_is_worse, " pts") == "; at worst −0.142 pts (one-sided 95 %)"
+    assert views._worst(higher_is_worse, "") == "; at worst +1.44 (one-sided 95 %)"
+    assert views._worst(Comparison("x", change=1.0), "") == ""  # no standard error: no claim
