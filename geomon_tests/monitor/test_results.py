@@ -51,7 +51,7 @@ def test_a_later_rerun_of_the_variant_does_not_hide_its_release_decision(tmp_pat
 
 
 def test_a_decided_comparison_without_a_regression_states_how_much_worse_the_data_allow():
-    """"No change as large as the MDE" is what the test could see; the line also says what the data allow: the
+    """ "No change as large as the MDE" is what the test could see; the line also says what the data allow: the
     change plus 1.645 standard errors toward worse (the audit: the power statement read as a bound). Mutation
     caught: the bound taken toward better."""
     from geomon.monitor import views
